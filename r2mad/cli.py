@@ -1,0 +1,149 @@
+"""Command line: `python -m r2mad debate | build-memory | eval | bench | export | import`.
+Reads config files and environment variables (an edge of the system); prints human-readable output."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from r2mad.backends.base import BackendError
+from r2mad.config import ConfigError, load_config
+from r2mad.methods import METHODS
+from r2mad.types import Transcript
+
+SETTING_FLAGS = {  # flag -> DebateSettings field
+    "agents": int, "rounds": int, "temperature": float, "top_p": float, "max_tokens": int, "seed": int,
+    "k": int, "gamma": float, "policy": str, "samples": int, "pairing": str, "deadline_s": float,
+}
+
+
+def add_settings_flags(p: argparse.ArgumentParser) -> None:
+    for name, kind in SETTING_FLAGS.items():
+        p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None)
+    p.add_argument("--no-early-stop", action="store_true", help="run every round even when all agree")
+    p.add_argument("--advice", action="store_true", help="add TrueMAD's one-to-one advice to a debate method")
+    p.add_argument("--strict", action="store_true", help="MAD-M² subjective: also mask NOT SURE")
+    p.add_argument("--no-confidence", action="store_true", help="R²-MAD without confidence annotations")
+
+
+def settings_from(args, config):
+    changes = {k: getattr(args, k) for k in SETTING_FLAGS if getattr(args, k, None) is not None}
+    if args.no_early_stop:
+        changes["early_stop"] = False
+    if args.strict:
+        changes["strict"] = True
+    if args.no_confidence:
+        changes["use_confidence"] = False
+    return config.settings.replace(**changes)
+
+
+def parse_options(items: list[str]) -> dict[str, str] | None:
+    options = {}
+    for item in items or []:
+        letter, sep, text = item.partition("=")
+        if not sep or not text.strip():
+            raise ConfigError(f"Option '{item}' should look like A=\"text of option A\".")
+        options[letter.strip().upper()] = text.strip()
+    return options or None
+
+
+def print_transcript(t: Transcript, out=sys.stdout, show_text: bool = False) -> None:
+    w = out.write
+    w(f"Method {t.method} on {t.backbone} — {t.task.kind} question\n")
+    for note in t.notices:
+        w(f"  note: {note}\n")
+    for rnd in t.rounds:
+        shared = " (shared round 0)" if rnd.details.get("shared") else ""
+        w(f"\nRound {rnd.index}{shared} — consensus {rnd.consensus:.2f}\n")
+        if rnd.details.get("summary"):
+            w(f"  summary h: {rnd.details['summary']}\n")
+        for turn in rnd.turns:
+            if turn.error:
+                w(f"  Agent {turn.agent + 1} ({turn.persona}): abstained — {turn.error}\n")
+                continue
+            w(f"  Agent {turn.agent + 1} ({turn.persona}): answer {turn.answer} [{turn.answer.how}] "
+              f"· {turn.tokens_in}+{turn.tokens_out} tokens · {turn.seconds:.1f} s\n")
+            for key in ("lambda", "retrieved", "confidence", "shown", "advice_from"):
+                if key in turn.details:
+                    w(f"      {key}: {turn.details[key]}\n")
+            if show_text:
+                w("      " + turn.text.strip().replace("\n", "\n      ") + "\n")
+        for call in rnd.aux:
+            who = f" {call.source}->{call.target}" if call.source is not None else ""
+            w(f"  [{call.kind}{who}] {call.label or ''} {'failed: ' + call.error if call.error else ''}\n")
+    u = t.usage()
+    verdict = "" if t.correct is None else (" — correct" if t.correct else f" — wrong (gold {t.task.gold})")
+    w(f"\nFinal answer: {t.final}{verdict}  [{t.status}]\n")
+    w(f"Usage: {u.calls} calls, {u.tokens_in} tokens in, {u.tokens_out} out, {t.seconds:.1f} s wall\n")
+
+
+async def _debate(args, config) -> Transcript:
+    from r2mad.runner import backend_for, open_bank, run_debate
+    from r2mad.tasks import task_from_input
+
+    settings = settings_from(args, config)
+    task = task_from_input(args.question, parse_options(args.option), args.gold,
+                           max_chars=settings.max_question_chars)
+    backend = backend_for(config, args.backbone)
+    bank, notices = open_bank(args.bank, config, task_kind=task.kind)
+    method = args.method + ("+advice" if args.advice and args.method != "truemad" else "")
+    return await run_debate(task, method, backend, settings, backbone=args.backbone, bank=bank,
+                            notices=tuple(notices))
+
+
+def cmd_debate(args, config) -> int:
+    transcript = asyncio.run(_debate(args, config))
+    print_transcript(transcript, show_text=args.show_text)
+    if args.json:
+        Path(args.json).write_text(transcript.to_json(indent=1), encoding="utf-8")
+        print(f"Transcript written to {args.json}")
+    return 0 if transcript.status == "done" else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m r2mad", description="Multi-agent debate: MAD, MAD-M², "
+                                     "TrueMAD, R²-MAD and single-agent baselines.")
+    parser.add_argument("--config-dir", default=None, help="folder with backbones.yaml, methods.yaml, app.yaml")
+    sub = parser.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("debate", help="run one debate and print it round by round")
+    d.add_argument("--question", required=True)
+    d.add_argument("--option", action="append", metavar='A="text"', help="a multiple-choice option (repeat)")
+    d.add_argument("--gold", default=None, help="the correct answer, to score the debate")
+    d.add_argument("--backbone", default=None)
+    d.add_argument("--method", default="mad", help=f"one of {', '.join(METHODS)}")
+    d.add_argument("--bank", default=None, help="memory bank folder for r2mad / icl-cot")
+    d.add_argument("--json", default=None, help="write the transcript as JSON here")
+    d.add_argument("--show-text", action="store_true", help="print every agent's full response")
+    add_settings_flags(d)
+    d.set_defaults(func=cmd_debate)
+    for extra in _extra_commands():
+        extra(sub)
+    return parser
+
+
+def _extra_commands():
+    """Subcommands that live in their own modules (memory building, eval, bench, run export)."""
+    found = []
+    for module in ("r2mad.build", "r2mad.evaluate", "r2mad.bench", "r2mad.runs_cli"):
+        try:
+            found.append(__import__(module, fromlist=["register"]).register)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        config = load_config(args.config_dir) if args.config_dir else load_config()
+        if getattr(args, "backbone", "unset") is None:
+            args.backbone = config.default_backbone
+        return args.func(args, config)
+    except (ConfigError, BackendError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,205 @@
+"""Typed configuration: dataclasses, YAML loading with yaml.safe_load, and validation that names the
+file, the key and the allowed values. The only module (with the CLI and app.py) that reads config files."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG_DIR = ROOT / "configs"
+
+
+class ConfigError(ValueError):
+    """A configuration problem, phrased as one sentence with the file, key and fix."""
+
+
+def _limits(lo: float | None = None, hi: float | None = None, choices: tuple = ()) -> dict:
+    return {"lo": lo, "hi": hi, "choices": choices}
+
+
+@dataclass(frozen=True)
+class DebateSettings:
+    """Everything that shapes one debate. `rounds` counts round 0: 3 = round 0 + 2 debate rounds."""
+    agents: int = field(default=3, metadata=_limits(1, 16))
+    rounds: int = field(default=3, metadata=_limits(1, 10))
+    early_stop: bool = True
+    temperature: float = field(default=0.7, metadata=_limits(0.0, 2.0))
+    top_p: float = field(default=1.0, metadata=_limits(0.0, 1.0))
+    max_tokens: int = field(default=384, metadata=_limits(16, 32768))
+    seed: int | None = 0
+    max_question_chars: int = field(default=4000, metadata=_limits(1, 100000))
+    deadline_s: float = field(default=900.0, metadata=_limits(1, 86400))
+    samples: int = field(default=9, metadata=_limits(1, 64))  # Self-Consistency paths
+    # R²-MAD
+    k: int = field(default=1, metadata=_limits(1, 32))
+    gamma: float = field(default=0.9, metadata=_limits(0.0, 1.0))
+    policy: str = field(default="state-aware", metadata=_limits(choices=(
+        "state-aware", "random", "similarity", "positive", "diversity",
+        "fixed-0.25", "fixed-0.5", "fixed-0.75")))
+    use_memory: bool = True
+    use_confidence: bool = True
+    conf_high: float = field(default=0.55, metadata=_limits(0.0, 1.0))
+    conf_low: float = field(default=0.45, metadata=_limits(0.0, 1.0))
+    # MAD-M²
+    strict: bool = False
+    per_agent_judge: bool = False
+    fallback_subjective: bool = True
+    # TrueMAD
+    advice: bool = False
+    pairing: str = field(default="all", metadata=_limits(choices=("all", "ring")))
+
+    def replace(self, **changes: Any) -> DebateSettings:
+        return validate(DebateSettings, {**dataclasses.asdict(self), **changes}, "settings")
+
+
+@dataclass(frozen=True)
+class Backbone:
+    name: str
+    kind: str = field(default="openai", metadata=_limits(choices=("embedded", "openai")))
+    label: str = ""
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    api_key_required: bool = False
+    timeout_s: float = field(default=60.0, metadata=_limits(0.1, 3600))
+    max_retries: int = field(default=2, metadata=_limits(0, 10))
+    supports_logprobs: bool = True
+    n_ctx: int = field(default=8192, metadata=_limits(512, 131072))
+    local: bool = False  # a server on this machine (vLLM, llama.cpp)
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    host: str = "127.0.0.1"
+    port: int = field(default=7860, metadata=_limits(1, 65535))
+    concurrency_limit: int = field(default=4, metadata=_limits(1, 256))
+    max_queue: int = field(default=32, metadata=_limits(1, 10000))
+    allow_custom_endpoint: bool = True  # forced off on a Space
+    data_dir: str = "var"
+    memory_dirs: tuple[str, ...] = ("memory",)
+    embedder: str = "all-MiniLM-L6-v2"
+    default_bank: str | None = "memory/demo-mcq"
+    default_method: str = "mad"
+
+
+def load_yaml(path: Path) -> Any:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"Config file {path} does not exist; create it or pass another path.") from None
+    try:
+        return yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise ConfigError(f"{where}: {problem}; fix the YAML syntax there.") from None
+
+
+def validate(cls: type, data: Any, where: str) -> Any:
+    """Build dataclass `cls` from a mapping, rejecting unknown keys, wrong types and values out of range."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a mapping of keys to values, got {type(data).__name__}.")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key '{unknown[0]}'; allowed keys: {', '.join(fields)}.")
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for name, value in data.items():
+        values[name] = _check(f"{where}.{name}", hints[name], value, fields[name].metadata)
+    return cls(**values)
+
+
+def _check(where: str, hint: Any, value: Any, limits: Any) -> Any:
+    optional = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    if value is None:
+        if optional:
+            return None
+        raise ConfigError(f"{where}: a value is required.")
+    base = next(a for a in typing.get_args(hint) if a is not type(None)) if optional else hint
+    if typing.get_origin(base) is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{where}: expected a list.")
+        return tuple(str(v) for v in value)
+    if base is bool and not isinstance(value, bool):
+        raise ConfigError(f"{where}: expected true or false, got {value!r}.")
+    if base is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ConfigError(f"{where}: expected a whole number, got {value!r}.")
+    if base is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where}: expected a number, got {value!r}.")
+        value = float(value)
+    if base is str and not isinstance(value, str):
+        raise ConfigError(f"{where}: expected text, got {value!r}.")
+    lo, hi, choices = limits.get("lo"), limits.get("hi"), limits.get("choices", ())
+    if choices and value not in choices:
+        raise ConfigError(f"{where}: {value!r} is not allowed; choose one of {', '.join(choices)}.")
+    if lo is not None and not (lo <= value <= hi):
+        raise ConfigError(f"{where}: {value!r} is out of range; allowed {lo} to {hi}.")
+    return value
+
+
+@dataclass(frozen=True)
+class Config:
+    settings: DebateSettings
+    backbones: dict[str, Backbone]
+    default_backbone: str
+    app: AppConfig
+    on_space: bool
+
+    def backbone(self, name: str) -> Backbone:
+        if name not in self.backbones:
+            raise ConfigError(f"Unknown backbone '{name}'; choose one of: {', '.join(self.backbones)}.")
+        return self.backbones[name]
+
+
+def load_config(config_dir: Path | str = CONFIG_DIR, env: dict[str, str] | None = None) -> Config:
+    env = os.environ if env is None else env
+    config_dir = Path(config_dir)
+    methods = load_yaml(config_dir / "methods.yaml")
+    settings = validate(DebateSettings, methods.get("defaults", {}), f"{config_dir / 'methods.yaml'}: defaults")
+    if settings.conf_low > settings.conf_high:
+        raise ConfigError(f"{config_dir / 'methods.yaml'}: conf_low must not exceed conf_high.")
+    raw = load_yaml(config_dir / "backbones.yaml")
+    path = config_dir / "backbones.yaml"
+    entries = raw.get("backbones") or {}
+    if not isinstance(entries, dict) or not entries:
+        raise ConfigError(f"{path}: 'backbones' must map names to backbone settings.")
+    backbones = {name: validate(Backbone, {**(spec or {}), "name": name}, f"{path}: {name}")
+                 for name, spec in entries.items()}
+    default = raw.get("default", next(iter(backbones)))
+    if default not in backbones:
+        raise ConfigError(f"{path}: default '{default}' is not one of the backbones listed there.")
+    app_raw = load_yaml(config_dir / "app.yaml")
+    app = validate(AppConfig, app_raw, str(config_dir / "app.yaml"))
+    on_space = bool(env.get("SPACE_ID"))
+    if on_space:
+        app = dataclasses.replace(app, allow_custom_endpoint=False)
+    if env.get("R2MAD_DATA_DIR"):
+        app = dataclasses.replace(app, data_dir=env["R2MAD_DATA_DIR"])
+    if env.get("GRADIO_SERVER_NAME"):
+        app = dataclasses.replace(app, host=env["GRADIO_SERVER_NAME"])
+    if env.get("GRADIO_SERVER_PORT"):
+        app = dataclasses.replace(app, port=int(env["GRADIO_SERVER_PORT"]))
+    return Config(settings, backbones, default, app, on_space)
+
+
+def api_key_for(backbone: Backbone, env: dict[str, str] | None = None, pasted: str | None = None) -> str | None:
+    """The key for a backbone: a token the visitor pasted (this session only) or the named env var.
+    Raises before any call when a required key is missing."""
+    env = os.environ if env is None else env
+    key = (pasted or "").strip() or (env.get(backbone.api_key_env, "").strip() if backbone.api_key_env else "")
+    if key and (any(c.isspace() for c in key) or not key.isprintable() or len(key) > 512):
+        raise ConfigError("The API token has spaces or invalid characters; paste the token alone.")
+    if backbone.api_key_required and not key:
+        raise ConfigError(f"Backbone '{backbone.name}' needs an API token: set {backbone.api_key_env} "
+                          "or paste a token in the app.")
+    return key or None

@@ -1,0 +1,242 @@
+"""THE debate loop shared by every method: round 0 alone, then debate rounds whose agents answer
+concurrently, early stop on unanimity, a plurality vote, and an event for every step. Methods are
+strategies that override the hooks of `Method`; this module knows nothing of any one method."""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from typing import Any, Callable
+
+from r2mad.answers import consensus_ratio, extract_answer, is_correct, is_unanimous, plurality_vote, strip_think
+from r2mad.backends.base import BackendError, ChatBackend
+from r2mad.config import DebateSettings
+from r2mad.prompts import common, mad
+from r2mad.types import (Answer, AgentTurn, AuxCall, Event, Message, Round, Task, Transcript,
+                         to_dict)
+
+EventSink = Callable[[Event], None]
+ABSTAINED = Answer(None, "abstained")
+
+
+@dataclasses.dataclass
+class Agent:
+    index: int
+    name: str
+    history: list[Message]  # everything this agent has been shown and has said
+    text: str = ""  # its latest response, <think> removed (what peers see)
+    answer: Answer = ABSTAINED
+
+    @property
+    def label(self) -> str:
+        return f"Agent {self.index + 1} ({self.name})"
+
+
+class Method:
+    """Default strategy = MAD. Subclasses override only the hooks they change."""
+    name = "mad"
+    wants_logprobs = False
+
+    def __init__(self, settings: DebateSettings):
+        self.settings = settings
+
+    def n_agents(self) -> int:
+        return self.settings.agents
+
+    def n_rounds(self) -> int:
+        return self.settings.rounds
+
+    def persona(self, task: Task, agent: int) -> tuple[str, str]:
+        return common.persona(task.kind, agent, self.n_agents())
+
+    def opening(self, task: Task, agent: int, system: str) -> list[Message]:
+        """Round 0: the agent answers alone."""
+        return [Message("system", system), Message("user", common.task_prompt(task))]
+
+    async def before_round(self, ctx: RoundContext) -> None:
+        """Work between rounds t-1 and t (summaries, retrieval, masks, advice)."""
+
+    def prepare(self, backend: ChatBackend) -> list[str]:
+        """Check the backend's capabilities before any token is spent; return visible notices."""
+        return []
+
+    def visible_peers(self, ctx: RoundContext, agent: int) -> list[Agent]:
+        """The peers whose previous response this agent sees; abstainers are left out."""
+        return [p for p in ctx.agents if p.index != agent and p.answer.how != "abstained"]
+
+    def peers(self, ctx: RoundContext, agent: int) -> list[tuple[str, str]]:
+        """(label, text) pairs shown to the agent."""
+        return [(p.label, p.text) for p in self.visible_peers(ctx, agent)]
+
+    def debate_message(self, ctx: RoundContext, agent: int) -> str:
+        return mad.debate_prompt(ctx.task, self.peers(ctx, agent))
+
+
+@dataclasses.dataclass
+class RoundContext:
+    """What a method's hooks see for round t and the helpers they use to record their work."""
+    task: Task
+    settings: DebateSettings
+    backend: ChatBackend
+    index: int
+    agents: list[Agent]
+    rounds: list[Round]  # finished rounds
+    emit_event: EventSink
+    aux: list[AuxCall] = dataclasses.field(default_factory=list)
+    details: dict[str, Any] = dataclasses.field(default_factory=dict)
+    agent_details: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    notices: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def previous(self) -> Round:
+        return self.rounds[-1]
+
+    def emit(self, kind: str, agent: int | None = None, **data: Any) -> None:
+        self.emit_event(Event(kind, self.index, agent, to_dict(data)))
+
+    def notice(self, text: str) -> None:
+        self.notices.append(text)
+        self.emit("notice", text=text)
+
+    async def aux_call(self, kind: str, messages: list[Message], *, source: int | None = None,
+                       target: int | None = None, logprobs: bool = False, max_tokens: int | None = None,
+                       labeler: Callable[[str], str] | None = None) -> tuple[AuxCall, Any]:
+        """One auxiliary model call (summary, judge, advice), recorded with the label `labeler` reads
+        from its text; a failure is recorded, not raised."""
+        s = self.settings
+        try:
+            [c] = await self.backend.chat(messages, n=1, temperature=s.temperature, top_p=s.top_p,
+                                          max_tokens=max_tokens or s.max_tokens, seed=_seed(s, self.index, 100 + len(self.aux)),
+                                          logprobs=logprobs)
+        except BackendError as exc:
+            call = AuxCall(kind, self.index, "", source=source, target=target, error=str(exc))
+            self.aux.append(call)
+            return call, None
+        call = AuxCall(kind, self.index, c.text, c.tokens_in, c.tokens_out, c.latency_s, source, target,
+                       labeler(c.text) if labeler else None)
+        self.aux.append(call)
+        return call, c
+
+
+def _seed(s: DebateSettings, round_index: int, agent: int) -> int | None:
+    return None if s.seed is None else s.seed + 1000 * round_index + agent
+
+
+class Debate:
+    def __init__(self, backend: ChatBackend, method: Method, *, backbone: str = "",
+                 emit: EventSink | None = None):
+        self.backend, self.method, self.backbone = backend, method, backbone
+        self.settings = method.settings
+        self.emit = emit or (lambda event: None)
+        self.rounds: list[Round] = []
+        self.notices: list[str] = []
+
+    async def run(self, task: Task, *, round0: Round | None = None) -> Transcript:
+        """Run the whole debate. Never raises for a backend failure: the transcript says what happened.
+        `round0` reuses an already computed round 0 (side-by-side comparisons compute it once)."""
+        self.started, t0 = time.time(), time.monotonic()
+        self.task = task
+        agents = []
+        for i in range(self.method.n_agents()):
+            name, system = self.method.persona(task, i)
+            agents.append(Agent(i, name, self.method.opening(task, i, system)))
+        self.agents, status = agents, "done"
+        for text in self.method.prepare(self.backend):
+            self.notice(text, 0)
+        try:
+            async with asyncio.timeout(self.settings.deadline_s):
+                for t in range(self.method.n_rounds()):
+                    if t == 0 and round0 is not None:
+                        rnd = self._adopt(round0)
+                    else:
+                        rnd = await self._round(t)
+                    self.rounds.append(rnd)
+                    answers = [turn.answer for turn in rnd.turns]
+                    if all(turn.error for turn in rnd.turns):
+                        status = "failed"
+                        self.notice(f"Round {t}: every agent's call failed ({rnd.turns[0].error})", t)
+                        break
+                    if (self.settings.early_stop and t < self.method.n_rounds() - 1
+                            and is_unanimous(answers, task.kind)):
+                        self.notice(f"All agents agree after round {t}; stopping early.", t)
+                        break
+        except TimeoutError:
+            status = "failed"
+            self.notice(f"The debate ran past its deadline of {self.settings.deadline_s:g} s; "
+                         "raise deadline_s or use fewer rounds.", len(self.rounds))
+        except asyncio.CancelledError:
+            self.emit(Event("final", None, None, {"status": "cancelled"}))
+            raise
+        transcript = self.transcript(status, time.monotonic() - t0)
+        self.emit(Event("final", None, None, {"status": status, "answer": str(transcript.final),
+                                              "correct": transcript.correct}))
+        return transcript
+
+    def transcript(self, status: str = "running", seconds: float = 0.0) -> Transcript:
+        """The debate so far (also used to save a cancelled or failed debate with its rounds)."""
+        final = plurality_vote([t.answer for t in self.rounds[-1].turns], self.task.kind) if self.rounds else ABSTAINED
+        return Transcript(self.task, self.method.name, self.backbone, dataclasses.asdict(self.settings),
+                          tuple(self.rounds), final, is_correct(final, self.task) if self.rounds else None,
+                          status, tuple(self.notices), self.started, round(seconds, 4),
+                          shared_round0=bool(self.rounds and self.rounds[0].details.get("shared")))
+
+    def notice(self, text: str, t: int) -> None:
+        self.notices.append(text)
+        self.emit(Event("notice", t, None, {"text": text}))
+
+    async def _round(self, t: int) -> Round:
+        self.emit(Event("round_start", t, None, {}))
+        ctx = RoundContext(self.task, self.settings, self.backend, t, self.agents, self.rounds, self.emit)
+        if t > 0:
+            await self.method.before_round(ctx)
+            for a in self.agents:
+                a.history.append(Message("user", self.method.debate_message(ctx, a.index)))
+        turns = await asyncio.gather(*(self._call(a, t, ctx.agent_details.get(a.index, {}))
+                                       for a in self.agents))
+        self.notices.extend(ctx.notices)
+        for a, turn in zip(self.agents, turns):
+            if turn.error is None:
+                a.history.append(Message("assistant", turn.text))
+                a.text, a.answer = strip_think(turn.text), turn.answer
+            else:
+                a.history.pop() if t > 0 else None  # the unanswered question is not kept
+                a.answer = ABSTAINED
+        rnd = Round(t, tuple(turns), consensus_ratio([x.answer for x in turns], self.task.kind),
+                    tuple(ctx.aux), to_dict(ctx.details))
+        self.emit(Event("round_end", t, None, {"consensus": rnd.consensus,
+                                               "answers": [str(x.answer) for x in turns]}))
+        return rnd
+
+    async def _call(self, agent: Agent, t: int, details: dict[str, Any]) -> AgentTurn:
+        s = self.settings
+        prompt = tuple(agent.history)
+        want_lp = self.method.wants_logprobs and self.backend.supports_logprobs
+        started = time.monotonic()
+        try:
+            [c] = await self.backend.chat(prompt, n=1, temperature=s.temperature, top_p=s.top_p,
+                                          max_tokens=s.max_tokens, seed=_seed(s, t, agent.index),
+                                          logprobs=want_lp)
+        except BackendError as exc:
+            turn = AgentTurn(agent.index, t, agent.name, prompt, "", ABSTAINED, started_at=started,
+                             ended_at=time.monotonic(), error=str(exc), details=to_dict(details))
+        else:
+            mean_lp = sum(c.logprobs) / len(c.logprobs) if c.logprobs else None
+            turn = AgentTurn(agent.index, t, agent.name, prompt, c.text, extract_answer(c.text, self.task),
+                             c.tokens_in, c.tokens_out, c.latency_s, started, time.monotonic(),
+                             mean_lp, details=to_dict(details))
+        self.emit(Event("turn", t, agent.index, to_dict(turn)))
+        return turn
+
+    def _adopt(self, round0: Round) -> Round:
+        """Take over a shared round 0: rebuild each agent's history from what it was shown and said."""
+        for a, turn in zip(self.agents, round0.turns):
+            a.history = list(turn.prompt)
+            if turn.error is None:
+                a.history.append(Message("assistant", turn.text))
+                a.text, a.answer = strip_think(turn.text), turn.answer
+        rnd = dataclasses.replace(round0, details={**round0.details, "shared": True})
+        for turn in rnd.turns:
+            self.emit(Event("turn", 0, turn.agent, to_dict(turn)))
+        self.emit(Event("round_end", 0, None, {"consensus": rnd.consensus,
+                                               "answers": [str(x.answer) for x in rnd.turns]}))
+        return rnd

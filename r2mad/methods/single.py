@@ -1,0 +1,48 @@
+"""Single-agent baselines on the same loop: CoT (one agent, one round), Self-Consistency (n independent
+samples, majority vote) and ICL-CoT (one agent with K cases from a memory bank as examples)."""
+from __future__ import annotations
+
+from r2mad.debate import Method
+from r2mad.prompts import common, single
+from r2mad.types import Message, Task
+
+
+class CoT(Method):
+    name = "cot"
+
+    def n_agents(self) -> int:
+        return 1
+
+    def n_rounds(self) -> int:
+        return 1
+
+
+class SelfConsistency(Method):
+    """`samples` calls of the same neutral prompt with different seeds; the loop's plurality vote is
+    the majority vote (9 samples = the call budget of 3 agents x 3 rounds)."""
+    name = "sc"
+
+    def n_agents(self) -> int:
+        return self.settings.samples
+
+    def n_rounds(self) -> int:
+        return 1
+
+    def persona(self, task: Task, agent: int) -> tuple[str, str]:
+        return common.NEUTRAL
+
+
+class ICLCoT(CoT):
+    """CoT with K solved cases from the bank, retrieved by similarity to the task (a single agent has
+    no debate state)."""
+    name = "icl-cot"
+
+    def __init__(self, settings, bank=None):
+        super().__init__(settings)
+        self.bank = bank
+        self.examples: list = []
+
+    def opening(self, task: Task, agent: int, system: str) -> list[Message]:
+        self.examples = self.bank.similar_to_task(common.task_prompt(task), self.settings.k) if self.bank else []
+        prompt = single.icl_prompt(task, self.examples) if self.examples else common.task_prompt(task)
+        return [Message("system", system), Message("user", prompt)]

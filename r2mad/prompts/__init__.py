@@ -1,0 +1,1 @@
+"""Prompt templates, in our own words, one file per method family. Only text; no model calls."""

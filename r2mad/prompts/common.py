@@ -1,0 +1,49 @@
+"""Personas, the task prompt and the answer-format instructions shared by every method."""
+from __future__ import annotations
+
+from r2mad.tasks import format_task
+from r2mad.types import Task
+
+PERSONAS = {
+    "math": [
+        ("Careful solver", "You solve math problems slowly and check every step of arithmetic."),
+        ("Explainer", "You solve math problems by explaining the idea behind each step in plain words."),
+        ("Skeptic", "You solve math problems and look hard for mistakes, including your own."),
+    ],
+    "mcq": [
+        ("Generalist", "You answer questions with broad, well-established knowledge."),
+        ("Fact-checker", "You answer questions by weighing each option against facts you are sure of."),
+        ("Skeptic", "You answer questions and watch for popular beliefs that are actually false."),
+    ],
+}
+NEUTRAL = ("Assistant", "You are a helpful assistant who reasons step by step.")
+
+
+def persona(kind: str, agent: int, n_agents: int) -> tuple[str, str]:
+    """(name, system prompt) for agent `agent`; a single agent gets the neutral persona."""
+    if n_agents == 1:
+        return NEUTRAL
+    names = PERSONAS[kind]
+    name, text = names[agent % len(names)]
+    if agent >= len(names):
+        name = f"{name} {agent // len(names) + 1}"
+    return name, text
+
+
+def format_instruction(task: Task) -> str:
+    # Describe the form instead of showing a sample letter: small models copy sample letters.
+    if task.kind == "math":
+        return ("Think step by step, then write the final answer alone inside \\boxed{} "
+                "on the last line.")
+    return ("Think step by step, then end with a line that gives the letter of the option you "
+            "choose, wrapped in two pairs of round brackets.")
+
+
+def task_prompt(task: Task) -> str:
+    return f"{format_task(task)}\n\n{format_instruction(task)}"
+
+
+def clip(text: str, limit: int = 1500) -> str:
+    """Shorten a long response shown to another agent, keeping its end where the answer sits."""
+    text = text.strip()
+    return text if len(text) <= limit else "[…] " + text[-limit:]

@@ -1,0 +1,80 @@
+"""Wiring shared by the CLI, the app and `eval`: config + backbone + method + bank -> a finished debate,
+and side-by-side comparisons that compute round 0 once. Receives keys and paths; reads no env vars."""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Callable
+
+from r2mad.backends import make_backend
+from r2mad.backends.base import ChatBackend
+from r2mad.config import Config, ConfigError, DebateSettings, api_key_for
+from r2mad.debate import Debate, EventSink
+from r2mad.methods import NEEDS_BANK, is_debate, make_method
+from r2mad.types import Round, Task, Transcript
+
+
+def backend_for(config: Config, backbone: str, *, pasted_token: str | None = None,
+                env: dict | None = None) -> ChatBackend:
+    spec = config.backbone(backbone)
+    return make_backend(spec, api_key=api_key_for(spec, env, pasted_token))
+
+
+def open_bank(path: str | Path | None, config: Config, *, task_kind: str | None = None):
+    """(bank or None, notices). A missing or unusable bank is a visible notice, never a crash."""
+    if not path:
+        return None, []
+    from r2mad.bank import MemoryBank
+    from r2mad.embedder import load_embedder
+
+    try:
+        bank = MemoryBank.open(Path(path), load_embedder(config.app.embedder),
+                               index_root=Path(config.app.data_dir) / "index", expected_task=task_kind)
+    except (ValueError, OSError) as exc:
+        return None, [f"Memory off: {exc}"]
+    if bank.is_empty:
+        return None, [f"Memory off: the bank {path} holds no cases yet."]
+    return bank, []
+
+
+async def run_debate(task: Task, method: str, backend: ChatBackend, settings: DebateSettings, *,
+                     backbone: str = "", bank=None, emit: EventSink | None = None,
+                     round0: Round | None = None, notices: tuple[str, ...] = ()) -> Transcript:
+    strategy = make_method(method, settings, bank=bank)
+    if method.removesuffix("+advice") in NEEDS_BANK and bank is None and not notices:
+        notices = ("Memory off: no memory bank was given; this runs without retrieved cases.",)
+    debate = Debate(backend, strategy, backbone=backbone, emit=emit)
+    for text in notices:
+        debate.notice(text, 0)
+    transcript = await debate.run(task, round0=round0 if is_debate(method) else None)
+    return transcript
+
+
+async def compute_round0(task: Task, backend: ChatBackend, settings: DebateSettings, *,
+                         emit: EventSink | None = None) -> Round:
+    """Round 0 is the same for every debate method: each agent answers alone."""
+    one_round = settings.replace(rounds=1, advice=False)
+    transcript = await Debate(backend, make_method("mad", one_round), emit=emit).run(task)
+    return transcript.rounds[0]
+
+
+async def run_side_by_side(task: Task, methods: list[str], backend: ChatBackend,
+                           settings: DebateSettings, *, backbone: str = "", bank=None,
+                           bank_notices: tuple[str, ...] = (),
+                           emit_for: Callable[[str], EventSink] | None = None,
+                           share_round0: bool = True) -> dict[str, Transcript]:
+    """Run several methods on one question; debate methods share one round 0 and then fork."""
+    if not 1 <= len(methods) <= 8 or len(set(methods)) != len(methods):
+        raise ConfigError("Choose between 1 and 8 different methods to compare.")
+    emit_for = emit_for or (lambda name: None)
+    debates = [m for m in methods if is_debate(m)]
+    round0 = None
+    if share_round0 and len(debates) > 1:
+        round0 = await compute_round0(task, backend, settings, emit=emit_for("round0"))
+    jobs = [run_debate(task, m, backend, settings, backbone=backbone, emit=emit_for(m),
+                       bank=bank if m.removesuffix("+advice") in NEEDS_BANK else None,
+                       notices=bank_notices if m.removesuffix("+advice") in NEEDS_BANK else (),
+                       round0=round0 if is_debate(m) else None)
+            for m in methods]
+    results = await asyncio.gather(*jobs)
+    return dict(zip(methods, results))

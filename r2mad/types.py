@@ -1,0 +1,222 @@
+"""Plain data shared by every layer: messages, completions, answers, turns, rounds, transcripts,
+memory cases and events. Frozen dataclasses that serialise to JSON and back losslessly; no I/O here."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+TaskKind = Literal["math", "mcq"]
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str  # "system" | "user" | "assistant"
+    content: str
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One generated answer as a backend returns it."""
+    text: str
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_s: float = 0.0
+    logprobs: tuple[float, ...] | None = None  # per generated token, when asked for and available
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A parsed answer; value None means UNPARSED. `how` records the rule that produced it."""
+    value: str | None
+    how: str = "unparsed"  # boxed | double_paren | answer_is | answer_colon | unparsed | abstained
+
+    @property
+    def parsed(self) -> bool:
+        return self.value is not None
+
+    def __str__(self) -> str:
+        return self.value if self.value is not None else "UNPARSED"
+
+
+UNPARSED = Answer(None, "unparsed")
+
+
+@dataclass(frozen=True)
+class Task:
+    """One question. For multiple choice, options are (letter, text) pairs and gold is a letter."""
+    kind: TaskKind
+    question: str
+    options: tuple[tuple[str, str], ...] = ()
+    gold: str | None = None
+    id: str = ""
+    source: str = ""  # e.g. "demo-mcq", "math500"
+
+
+@dataclass(frozen=True)
+class Usage:
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    seconds: float = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.calls + other.calls, self.tokens_in + other.tokens_in,
+                     self.tokens_out + other.tokens_out, round(self.seconds + other.seconds, 6))
+
+    @property
+    def tokens(self) -> int:
+        return self.tokens_in + self.tokens_out
+
+
+@dataclass(frozen=True)
+class AgentTurn:
+    """What one agent was shown in one round and what it answered."""
+    agent: int
+    round: int
+    persona: str
+    prompt: tuple[Message, ...]
+    text: str
+    answer: Answer
+    tokens_in: int = 0
+    tokens_out: int = 0
+    seconds: float = 0.0
+    started_at: float = 0.0  # time.monotonic() at call start (for overlap checks)
+    ended_at: float = 0.0
+    mean_logprob: float | None = None
+    error: str | None = None  # set when the agent abstained because its call failed
+    details: dict[str, Any] = field(default_factory=dict)  # method-specific: retrieval, confidence, mask, advice
+
+
+@dataclass(frozen=True)
+class AuxCall:
+    """An extra model call that is not an agent's answer: summary, judge, advice."""
+    kind: str  # "summary" | "judge" | "advice"
+    round: int
+    text: str
+    tokens_in: int = 0
+    tokens_out: int = 0
+    seconds: float = 0.0
+    source: int | None = None  # agent that wrote it (advice)
+    target: int | None = None  # agent it is about / addressed to
+    label: str | None = None  # judge label or advice type
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Round:
+    index: int
+    turns: tuple[AgentTurn, ...]
+    consensus: float
+    aux: tuple[AuxCall, ...] = ()
+    details: dict[str, Any] = field(default_factory=dict)  # round-level: summary h, lambda, masks
+
+
+@dataclass(frozen=True)
+class Transcript:
+    task: Task
+    method: str
+    backbone: str
+    settings: dict[str, Any]
+    rounds: tuple[Round, ...]
+    final: Answer
+    correct: bool | None = None
+    status: str = "done"  # running | done | failed | cancelled
+    notices: tuple[str, ...] = ()  # visible remarks: fallbacks, memory off, abstentions
+    started_at: float = 0.0  # wall clock (time.time())
+    seconds: float = 0.0
+    shared_round0: bool = False
+
+    def usage(self, kinds: tuple[str, ...] = ("debate", "summary", "judge", "advice")) -> Usage:
+        total = Usage()
+        for rnd in self.rounds:
+            if "debate" in kinds:
+                for turn in rnd.turns:
+                    if turn.error is None:
+                        total += Usage(1, turn.tokens_in, turn.tokens_out, turn.seconds)
+            for call in rnd.aux:
+                if call.kind in kinds and call.error is None:
+                    total += Usage(1, call.tokens_in, call.tokens_out, call.seconds)
+        return total
+
+    def to_json(self, **kw: Any) -> str:
+        return json.dumps(to_dict(self), ensure_ascii=False, **kw)
+
+    @classmethod
+    def from_json(cls, text: str) -> Transcript:
+        return from_dict(cls, json.loads(text))
+
+
+@dataclass(frozen=True)
+class Case:
+    """One memory case e_i^(t) (R²-MAD Eq. 6): agent i's debate state before round t, all agents'
+    responses at round t, the gold answer, per-agent correctness at t, and agent i's outcome reward."""
+    id: str
+    question_id: str
+    task_kind: TaskKind
+    agent: int
+    round: int
+    question: str  # x (with options rendered for multiple choice)
+    previous_response: str  # z_i^(t-1)
+    summary: str  # h^(t-1)
+    consensus: float  # Cons(Z^(t-1))
+    responses: tuple[str, ...]  # Z^(t)
+    answers: tuple[str | None, ...]  # a(z_j^(t)), None = UNPARSED
+    gold: str
+    correct: tuple[bool, ...]  # zeta_j^(t) for every agent j
+    reward: float  # r_i: 1 if agent i's final answer was correct, else 0
+    stance_changed: bool = False  # a(z_i^(t)) != a(z_i^(t-1))
+    quarantined: bool = False
+
+    @property
+    def own_correct(self) -> bool:
+        return self.correct[self.agent]
+
+
+@dataclass(frozen=True)
+class Event:
+    """One step of a running debate, for streaming to the UI and the run store."""
+    kind: str  # round_start | turn | summary | retrieval | confidence | mask | advice | notice | round_end | final
+    round: int | None = None
+    agent: int | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+# --- JSON (lossless round trip for the dataclasses above) ---------------------------------------
+
+def to_dict(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(x) for x in obj]
+    if isinstance(obj, dict):
+        return {str(k): to_dict(v) for k, v in obj.items()}
+    return obj
+
+
+def from_dict(cls: Any, data: Any) -> Any:
+    """Rebuild `cls` (a dataclass or a typing annotation) from `to_dict` output."""
+    if data is None:
+        return None
+    if dataclasses.is_dataclass(cls):
+        hints = typing.get_type_hints(cls)
+        return cls(**{f.name: from_dict(hints[f.name], data[f.name])
+                      for f in dataclasses.fields(cls) if f.name in data})
+    origin, args = typing.get_origin(cls), typing.get_args(cls)
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(from_dict(args[0], x) for x in data)
+        return tuple(from_dict(a, x) for a, x in zip(args, data))
+    if origin in (list,):
+        return [from_dict(args[0], x) for x in data]
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        for arg in args:
+            if arg is type(None):
+                continue
+            if dataclasses.is_dataclass(arg) or typing.get_origin(arg) is not None:
+                return from_dict(arg, data)
+        return data
+    return data

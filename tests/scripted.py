@@ -1,0 +1,54 @@
+"""A scripted ChatBackend for unit tests of the loop's logic (never the only test of a feature)."""
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from r2mad.backends.base import BackendError
+from r2mad.types import Completion, Message
+
+
+@dataclass
+class Call:
+    messages: tuple[Message, ...]
+    seed: int | None
+    logprobs: bool
+    started: float
+    ended: float = 0.0
+
+
+@dataclass
+class ScriptedBackend:
+    """`reply(messages) -> str | Exception | (str, logprobs)`; every call is recorded with its times."""
+    reply: Callable[[tuple[Message, ...]], object]
+    delay_s: float = 0.0
+    name: str = "scripted"
+    supports_logprobs: bool = True
+    calls: list[Call] = field(default_factory=list)
+
+    async def chat(self, messages, *, n=1, temperature=0.7, top_p=1.0, max_tokens=512, seed=None,
+                   logprobs=False):
+        call = Call(tuple(messages), seed, logprobs, time.monotonic())
+        self.calls.append(call)
+        await asyncio.sleep(self.delay_s)
+        out = self.reply(call.messages)
+        call.ended = time.monotonic()
+        if isinstance(out, Exception):
+            raise out
+        text, lps = out if isinstance(out, tuple) else (out, None)
+        return [Completion(text, 10, 5, self.delay_s, tuple(lps) if lps and logprobs else None, "stop")
+                for _ in range(n)]
+
+
+def last_user(messages) -> str:
+    return next(m.content for m in reversed(messages) if m.role == "user")
+
+
+def persona_of(messages) -> str:
+    return messages[0].content
+
+
+def fail(text="The endpoint is down; try later.") -> BackendError:
+    return BackendError(text, transient=True)

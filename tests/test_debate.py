@@ -1,0 +1,123 @@
+"""The debate loop's logic with a scripted backend: rounds, early stop, peers, concurrency, JSON."""
+import asyncio
+
+import pytest
+
+from r2mad.config import DebateSettings
+from r2mad.debate import Debate
+from r2mad.methods import make_method
+from r2mad.prompts.common import PERSONAS
+from r2mad.runner import run_side_by_side
+from r2mad.types import Task, Transcript
+from tests.scripted import ScriptedBackend, fail, last_user, persona_of
+
+MCQ = Task("mcq", "Which planet is largest?", (("A", "Mars"), ("B", "Jupiter"), ("C", "Venus")), "B", "q1")
+SYSTEMS = [text for _, text in PERSONAS["mcq"]]
+
+
+def agent_of(messages) -> int:
+    return SYSTEMS.index(persona_of(messages))
+
+
+def run(method, backend, task=MCQ, **settings):
+    s = DebateSettings(**{"seed": 1, **settings})
+    return asyncio.run(Debate(backend, make_method(method, s)).run(task))
+
+
+def by_agent(answers):
+    """Agent i always answers answers[i], with a marker naming itself."""
+    return lambda m: f"I am agent-{agent_of(m)}. ((" + answers[agent_of(m)] + "))"
+
+
+def test_mad_runs_all_rounds_when_agents_disagree():
+    backend = ScriptedBackend(by_agent("BAC"))
+    t = run("mad", backend)
+    assert [len(r.turns) for r in t.rounds] == [3, 3, 3]
+    assert len(backend.calls) == 9
+    assert [r.consensus for r in t.rounds] == pytest.approx([1 / 3] * 3)
+    assert str(t.final) == "B" and t.correct is True  # tie -> earliest agent
+
+
+def test_early_stop_on_unanimity_and_switch_off():
+    assert len(run("mad", ScriptedBackend(by_agent("BBB"))).rounds) == 1
+    t = run("mad", ScriptedBackend(by_agent("BBB")), early_stop=False)
+    assert len(t.rounds) == 3 and t.rounds[-1].consensus == 1.0
+
+
+def test_agent_never_sees_itself_as_peer():
+    backend = ScriptedBackend(by_agent("ABC"))
+    run("mad", backend, rounds=2)
+    round1 = [c for c in backend.calls if len(c.messages) > 2]
+    assert len(round1) == 3
+    for call in round1:
+        me, shown = agent_of(call.messages), last_user(call.messages)
+        assert f"agent-{me}." not in shown
+        assert all(f"agent-{j}." in shown for j in range(3) if j != me)
+
+
+def test_calls_of_one_round_overlap_in_time():
+    backend = ScriptedBackend(by_agent("ABC"), delay_s=0.05)
+    t = run("mad", backend, rounds=2)
+    for rnd in t.rounds:
+        latest_start = max(turn.started_at for turn in rnd.turns)
+        earliest_end = min(turn.ended_at for turn in rnd.turns)
+        assert latest_start < earliest_end  # every call started before any of them finished
+
+
+def test_transcript_json_round_trip_is_lossless():
+    t = run("mad", ScriptedBackend(by_agent("BAC")))
+    again = Transcript.from_json(t.to_json())
+    assert again == t and again.to_json() == t.to_json()
+
+
+def test_model_that_never_parses_still_finishes_unparsed():
+    t = run("mad", ScriptedBackend(lambda m: "I am not sure, maybe the first one."))
+    assert t.status == "done" and len(t.rounds) == 3
+    assert str(t.final) == "UNPARSED" and t.correct is False
+    assert all(turn.answer.how == "unparsed" for r in t.rounds for turn in r.turns)
+
+
+def test_failing_agent_abstains_and_peers_never_see_the_error():
+    def reply(m):
+        if agent_of(m) == 1 and len(m) > 2:
+            return fail("Endpoint timed out after 3 attempts.")
+        return by_agent("BAB")(m)
+
+    backend = ScriptedBackend(reply)
+    t = run("mad", backend, early_stop=False)
+    assert t.rounds[1].turns[1].error and t.rounds[1].turns[1].answer.how == "abstained"
+    assert all("timed out" not in last_user(c.messages) for c in backend.calls)
+    assert t.status == "done" and str(t.final) == "B"
+
+
+def test_every_agent_failing_ends_the_debate_as_failed():
+    t = run("mad", ScriptedBackend(lambda m: fail("401: check the token.")))
+    assert t.status == "failed" and len(t.rounds) == 1 and "401" in t.notices[-1]
+
+
+def test_single_agent_baselines():
+    backend = ScriptedBackend(lambda m: "((B))")
+    t = run("cot", backend)
+    assert len(backend.calls) == 1 and len(t.rounds) == 1 and str(t.final) == "B"
+    answers = iter("AABBBCABB")
+    backend = ScriptedBackend(lambda m: f"(({next(answers)}))")
+    t = run("sc", backend)
+    assert len(backend.calls) == 9 and str(t.final) == "B"
+    assert len({c.seed for c in backend.calls}) == 9  # different samples
+
+
+def test_side_by_side_computes_round0_once():
+    backend = ScriptedBackend(by_agent("BAC"))
+    s = DebateSettings(seed=1, rounds=2)
+    results = asyncio.run(run_side_by_side(MCQ, ["mad", "truemad"], backend, s))
+    round0_calls = [c for c in backend.calls if len(c.messages) == 2 and "advice" not in last_user(c.messages)]
+    assert len(round0_calls) == 3
+    assert len([c for c in backend.calls if "Write advice" in last_user(c.messages)]) == 6  # 3 x 2 ordered pairs
+    assert results["mad"].rounds[0].turns == results["truemad"].rounds[0].turns
+    assert all(t.shared_round0 for t in results.values())
+
+
+def test_deadline_fails_the_debate_instead_of_hanging():
+    backend = ScriptedBackend(by_agent("ABC"), delay_s=0.3)
+    t = run("mad", backend, deadline_s=0.5)
+    assert t.status == "failed" and "deadline" in t.notices[-1]
