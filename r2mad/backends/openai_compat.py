@@ -1,0 +1,296 @@
+"""ChatBackend over any OpenAI-compatible endpoint (HF router, vLLM, OpenAI, llama.cpp server) with bounded,
+deadline-aware retries and one-sentence errors. Non-streaming only; not for in-process models.
+
+Accounting when one request returns several choices: the request's prompt tokens go on the first completion
+it produced and 0 on the others (so summing completions gives the true cost), completion tokens are split
+evenly across its choices (remainder to the earliest), and every completion carries the wall time of the
+request that produced it.
+"""
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import time
+from typing import Any, Sequence
+
+import openai
+
+from r2mad.backends.base import BackendError
+from r2mad.types import Completion, Message
+
+BACKOFF_START_S = 0.5
+BACKOFF_CAP_S = 8.0
+MAX_RETRY_AFTER_S = 30.0  # without a deadline, a longer Retry-After ends the call instead of waiting
+TRANSIENT_STATUS = {408, 409, 425, 429}
+NO_KEY = "not-needed"  # local servers take no key; a placeholder keeps the client from reading the environment
+
+
+class _Retryable(Exception):
+    """One failed attempt that a later attempt may fix; `kind` picks the final message."""
+
+    def __init__(self, kind: str, detail: str = "", retry_after: float | None = None):
+        super().__init__(detail)
+        self.kind, self.detail, self.retry_after = kind, detail, retry_after
+
+
+class OpenAICompatBackend:
+    def __init__(self, *, base_url: str, model: str | None, api_key: str | None, name: str = "",
+                 timeout_s: float = 60, max_retries: int = 2, deadline_s: float | None = None,
+                 supports_logprobs: bool = True, extra_body: dict | None = None,
+                 key_source: str = "the token field or HF_TOKEN"):
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.name = name or model or self.base_url
+        self.timeout_s = float(timeout_s)
+        self.max_retries = max(0, int(max_retries))
+        self.deadline_s = deadline_s
+        self.supports_logprobs = supports_logprobs
+        self.extra_body = dict(extra_body or {})
+        self.key_source = key_source  # where the person sets the key, named in the 401 message
+        self._api_key = api_key or None
+        self._client: openai.AsyncOpenAI | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._model_lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatBackend(name={self.name!r}, base_url={self.base_url!r}, model={self.model!r})"
+
+    def describe(self) -> dict[str, Any]:
+        """What a transcript records about this backbone (never the key)."""
+        return {"name": self.name, "base_url": self.base_url, "model": self.model}
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    # --- the protocol -------------------------------------------------------------------------
+
+    async def chat(self, messages: Sequence[Message], *, n: int = 1, temperature: float = 0.7,
+                   top_p: float = 1.0, max_tokens: int = 512, seed: int | None = None,
+                   logprobs: bool = False) -> list[Completion]:
+        """Return `n` completions; if the server returns fewer choices than asked, ask again for the rest
+        (with the seed shifted, so repeated calls do not return the same sample)."""
+        deadline = None if self.deadline_s is None else time.monotonic() + self.deadline_s
+        model = await self._model(deadline)
+        want_logprobs = logprobs and self.supports_logprobs
+        payload = [{"role": m.role, "content": m.content} for m in messages]
+        results: list[Completion] = []
+        for _ in range(max(1, n)):  # each request yields at least one completion, so n requests suffice
+            wanted = n - len(results)
+            if wanted <= 0:
+                break
+            args: dict[str, Any] = {"model": model, "messages": payload, "temperature": temperature,
+                                    "top_p": top_p, "max_tokens": max_tokens}
+            if wanted > 1:
+                args["n"] = wanted
+            if seed is not None:
+                args["seed"] = seed + len(results)
+            if want_logprobs:  # llama.cpp's server sends logprobs only when top_logprobs > 0
+                args["logprobs"], args["top_logprobs"] = True, 1
+            if self.extra_body:
+                args["extra_body"] = self.extra_body
+            results += await self._with_retries(
+                lambda timeout, args=args, wanted=wanted: self._complete(args, timeout, wanted), deadline)
+        return results[:n]
+
+    # --- one request ---------------------------------------------------------------------------
+
+    async def _complete(self, args: dict[str, Any], timeout: float, wanted: int) -> list[Completion]:
+        started = time.monotonic()
+        response = await self._get_client().chat.completions.create(**args, timeout=timeout)
+        latency = time.monotonic() - started
+        choices = [c for c in (getattr(response, "choices", None) or [])[:wanted] if _usable(c)]
+        if not choices:
+            raise _Retryable("empty", "no choice with content")
+        usage = getattr(response, "usage", None)
+        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        out_total = int(getattr(usage, "completion_tokens", 0) or 0)
+        share, extra = divmod(out_total, len(choices))
+        return [Completion(text=c.message.content or "", tokens_in=prompt_tokens if i == 0 else 0,
+                           tokens_out=share + (1 if i < extra else 0), latency_s=round(latency, 6),
+                           logprobs=_token_logprobs(c) if "logprobs" in args else None,
+                           finish_reason=getattr(c, "finish_reason", None))
+                for i, c in enumerate(choices)]
+
+    async def _model(self, deadline: float | None) -> str:
+        """The configured model, or the first one the server lists (asked once, then cached)."""
+        if self.model:
+            return self.model
+        loop = asyncio.get_running_loop()
+        if self._model_lock is None or self._model_lock[0] is not loop:  # a lock serves one event loop
+            self._model_lock = (loop, asyncio.Lock())
+        async with self._model_lock[1]:
+            if not self.model:
+                async def first_model(timeout: float) -> str:
+                    page = await self._get_client().models.list(timeout=timeout)
+                    ids = [m.id for m in (getattr(page, "data", None) or []) if getattr(m, "id", None)]
+                    if not ids:
+                        raise BackendError(f"{self.base_url}/models lists no models; start the server with a "
+                                           "model loaded or set the model name in the backbone config.")
+                    return ids[0]
+                self.model = await self._with_retries(first_model, deadline)
+                if self.name == self.base_url:
+                    self.name = self.model
+        return self.model
+
+    def _get_client(self) -> openai.AsyncOpenAI:
+        # httpx connections belong to one event loop; a caller on a new loop gets a fresh client
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client = openai.AsyncOpenAI(
+                base_url=self.base_url, api_key=self._api_key or NO_KEY, max_retries=0,
+                timeout=openai.Timeout(self.timeout_s, connect=min(5.0, self.timeout_s)))
+            self._client_loop = loop
+        return self._client
+
+    # --- retries and errors -------------------------------------------------------------------
+
+    async def _with_retries(self, attempt, deadline: float | None):
+        started, attempts = time.monotonic(), 0
+        last: _Retryable | None = None
+        for number in range(1, self.max_retries + 2):
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0.05:
+                break
+            attempts = number
+            try:
+                return await attempt(min(self.timeout_s, remaining) if remaining is not None else self.timeout_s)
+            except _Retryable as exc:
+                outcome: _Retryable | BackendError = exc
+            except BackendError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - classified below, anything unknown is permanent
+                outcome = self._classify(exc)
+            if isinstance(outcome, BackendError):
+                raise outcome  # outside the except block: no chained client error that could quote the key
+            last = outcome
+            if number > self.max_retries:
+                break
+            wait = min(BACKOFF_START_S * 2 ** (number - 1), BACKOFF_CAP_S)
+            if last.retry_after:  # the server knows best when it will have room again
+                wait = last.retry_after
+                limit = MAX_RETRY_AFTER_S if deadline is None else deadline - time.monotonic()
+                if last.retry_after > limit:
+                    raise BackendError(self._redact(
+                        f"{self.base_url} answered {last.kind.replace('status ', 'HTTP ')} and asked to wait "
+                        f"{last.retry_after:g}s, longer than the {max(limit, 0):.0f}s this call may still wait; "
+                        "try again later or run fewer agents at once."), transient=True)
+            elif deadline is not None:
+                wait = min(wait, max(0.0, deadline - time.monotonic()))
+            await asyncio.sleep(wait)
+        raise self._give_up(last, attempts, time.monotonic() - started)
+
+    def _classify(self, exc: Exception) -> _Retryable | BackendError:
+        """A retryable failure, or the BackendError for one that retrying cannot fix."""
+        if isinstance(exc, openai.APITimeoutError):
+            return _Retryable("timeout")
+        if isinstance(exc, openai.APIConnectionError):
+            return _Retryable("unreachable", type(exc.__cause__ or exc).__name__)
+        if isinstance(exc, openai.APIStatusError):
+            code, text = exc.status_code, _error_text(exc)
+            quota = any(w in text.lower() for w in ("insufficient_quota", "insufficient credits",
+                                                    "exceeded your current quota", "credit balance",
+                                                    "included credits"))
+            if (code in TRANSIENT_STATUS or code >= 500) and not quota:
+                return _Retryable(f"status {code}", text, _retry_after(exc.response))
+            return BackendError(self._permanent_message(code, text, quota), transient=False)
+        if isinstance(exc, ValueError):  # a 200 whose body is not JSON (cut, an HTML page from a proxy, ...)
+            return _Retryable("unreadable", type(exc).__name__)
+        return BackendError(self._redact(f"Calling {self.base_url} failed unexpectedly ({type(exc).__name__}: "
+                                         f"{str(exc)[:200]}); check the backbone settings."), transient=False)
+
+    def _permanent_message(self, code: int, text: str, quota: bool) -> str:
+        model = self.model or "the model"
+        if quota or code == 402:
+            msg = (f"The account behind the API key has run out of credits or quota ({code}); add credits or "
+                   "choose another backbone.")
+        elif code == 401:
+            msg = (f"The endpoint rejected the API key (401); check the token in {self.key_source}."
+                   if self._api_key else
+                   f"The endpoint requires an API key (401) and none was given; set one in {self.key_source}.")
+        elif code == 403:
+            msg = f"The endpoint refused access to {model} (403); check that your token may use this model."
+        elif code == 404:
+            msg = (f"{self.base_url} has no model {model!r} or no chat completions route (404); check the model "
+                   "name and that base_url ends in /v1.")
+        elif "context length" in text.lower() or "context_length" in text.lower():
+            msg = ("The prompt is longer than the model's context window; lower max tokens, rounds or "
+                   "retrieved cases.")
+        else:
+            msg = (f"The endpoint rejected the request ({code}: {text[:200] or 'no detail'}); check the "
+                   "backbone's model name and sampling settings.")
+        return self._redact(msg)
+
+    def _give_up(self, last: _Retryable | None, attempts: int, elapsed: float) -> BackendError:
+        kind = last.kind if last else "timeout"
+        where, tries = self.base_url, f"after {attempts} attempt{'s' if attempts != 1 else ''} within {elapsed:.1f}s"
+        if kind == "unreachable":
+            msg = f"Could not reach {where} {tries}; is the server running?"
+        elif kind == "timeout":
+            msg = (f"{where} did not answer within {self.timeout_s:g}s {tries}; the server may be overloaded, "
+                   "so raise the timeout or try again later.")
+        elif kind == "unreadable":
+            msg = f"{where} sent a response that is not valid JSON {tries}; check that it is OpenAI-compatible."
+        elif kind == "empty":
+            msg = f"{where} returned no text (content null) {tries}; try again or raise max tokens."
+        elif kind == "status 429":
+            msg = f"{where} kept rate-limiting (429) {tries}; run fewer agents at once or try again later."
+        else:
+            msg = f"{where} kept failing ({kind.replace('status ', 'HTTP ')}) {tries}; try again later."
+        return BackendError(self._redact(msg), transient=True)
+
+    def _redact(self, text: str) -> str:
+        if self._api_key and len(self._api_key) >= 4:
+            text = text.replace(self._api_key, "***")
+        return text
+
+
+def _usable(choice: Any) -> bool:
+    """A choice with text, or an empty one that honestly ran out of tokens (retrying would not help)."""
+    message = getattr(choice, "message", None)
+    return message is not None and (message.content is not None or getattr(choice, "finish_reason", None) == "length")
+
+
+def _token_logprobs(choice: Any) -> tuple[float, ...] | None:
+    """Per-token logprobs from the chat format (content[].logprob) or the legacy one (token_logprobs)."""
+    raw = getattr(choice, "logprobs", None)
+    if raw is None:
+        return None
+    data = raw.model_dump() if hasattr(raw, "model_dump") else dict(raw)
+    if data.get("content"):
+        values = [t.get("logprob") for t in data["content"]]
+    else:
+        values = data.get("token_logprobs") or []
+    floats = tuple(float(v) for v in values if v is not None)
+    return floats or None
+
+
+def _error_text(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict):
+            return " ".join(str(inner.get(k) or "") for k in ("message", "code", "type")).strip()
+        return str(inner)
+    return str(getattr(exc, "message", "") or "")
+
+
+def _retry_after(response: Any) -> float | None:
+    headers = getattr(response, "headers", None) or {}
+    if headers.get("retry-after-ms"):
+        try:
+            return float(headers["retry-after-ms"]) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:  # an HTTP date
+        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,571 @@
+"""Run store: each debate's config (secrets scrubbed), transcript, outcome and human annotations in
+one SQLite file, with JSONL export/import. Not for scoring (metrics.py) or rendering (ui/)."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import socket
+import sqlite3
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+from r2mad.types import Task, Transcript, from_dict, to_dict
+
+STATUSES = ("running", "done", "failed", "cancelled")
+REDACTED = "[redacted]"
+DEFAULT_TAXONOMY = Path(__file__).resolve().parent.parent / "configs" / "annotation.yaml"
+# "token" but not token counts/tokenizers (max_tokens stays: reruns need it).
+_SECRET_KEY = re.compile(r"token(?!s|iz)|api[_-]?key|secret|password|passwd|authorization", re.I)
+_MIN_SECRET_LEN = 8  # shorter "secrets" would redact ordinary words
+
+# MIGRATIONS[i] takes a database from user_version i to i + 1; append, never edit a shipped step.
+MIGRATIONS: list[tuple[str, ...]] = [(
+    """CREATE TABLE runs (
+        id TEXT PRIMARY KEY, created_at REAL NOT NULL, updated_at REAL NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('running', 'done', 'failed', 'cancelled')),
+        status_note TEXT, source TEXT NOT NULL, method TEXT NOT NULL, backbone TEXT NOT NULL,
+        bank TEXT, seed INTEGER, code_version TEXT NOT NULL, settings TEXT NOT NULL,
+        task TEXT NOT NULL, task_id TEXT, question TEXT NOT NULL, gold TEXT, final_answer TEXT,
+        correct INTEGER, tokens INTEGER NOT NULL DEFAULT 0, seconds REAL NOT NULL DEFAULT 0,
+        rounds INTEGER NOT NULL DEFAULT 0, shared_misconception INTEGER, flip INTEGER,
+        parse_failures INTEGER NOT NULL DEFAULT 0, transcript TEXT, pid INTEGER, hostname TEXT)""",
+    "CREATE INDEX runs_created ON runs (created_at)",
+    "CREATE INDEX runs_method ON runs (method, backbone)",
+    "CREATE INDEX runs_status ON runs (status)",
+    """CREATE TABLE annotations (
+        id INTEGER PRIMARY KEY, run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        annotator TEXT NOT NULL, labels TEXT NOT NULL, note TEXT NOT NULL DEFAULT '',
+        created_at REAL NOT NULL, updated_at REAL NOT NULL, UNIQUE (run_id, annotator))""",
+    """CREATE TABLE annotation_edits (
+        annotation_id INTEGER NOT NULL REFERENCES annotations (id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL, edited_at REAL NOT NULL, labels TEXT NOT NULL, note TEXT NOT NULL,
+        PRIMARY KEY (annotation_id, seq))""",
+)]
+_JSON_COLUMNS = ("settings", "task", "transcript")
+_BOOL_COLUMNS = ("correct", "shared_misconception", "flip")
+_SUMMARY_COLUMNS = ("id", "created_at", "updated_at", "status", "status_note", "source", "method",
+                    "backbone", "bank", "question", "gold", "final_answer", "correct", "tokens",
+                    "seconds", "rounds", "shared_misconception", "flip", "parse_failures")
+
+
+@dataclass(frozen=True)
+class AnnotationEdit:
+    """The labels and note an annotation had before edit number `seq`."""
+    seq: int
+    edited_at: float
+    labels: tuple[str, ...]
+    note: str
+
+
+@dataclass(frozen=True)
+class Annotation:
+    id: int
+    run_id: str
+    annotator: str
+    labels: tuple[str, ...]
+    note: str
+    created_at: float
+    updated_at: float
+    history: tuple[AnnotationEdit, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One row of the run list: what filters and the Inspect table need, without the transcript."""
+    id: str
+    created_at: float
+    updated_at: float
+    status: str
+    status_note: str | None
+    source: str
+    method: str
+    backbone: str
+    bank: str | None
+    question: str
+    gold: str | None
+    final_answer: str | None
+    correct: bool | None
+    tokens: int
+    seconds: float
+    rounds: int
+    shared_misconception: bool | None
+    flip: bool | None
+    parse_failures: int
+    annotation_count: int = 0
+
+
+@dataclass(frozen=True)
+class RunRecord(RunSummary):
+    """A whole run: summary columns, config, task, transcript (None before round 0), labels."""
+    seed: int | None = None
+    code_version: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)
+    task: Task | None = None
+    transcript: Transcript | None = None
+    pid: int | None = None
+    hostname: str | None = None
+    annotations: tuple[Annotation, ...] = ()
+
+
+def load_taxonomy(path: str | Path = DEFAULT_TAXONOMY) -> dict[str, str]:
+    """Failure labels as {id: one-line description}, in file order."""
+    import yaml
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    taxonomy: dict[str, str] = {}
+    for item in data.get("labels") or []:
+        if not isinstance(item, dict) or not item.get("id") or not item.get("description"):
+            raise ValueError(f"{path}: every label needs an 'id' and a 'description'; "
+                             f"fix {item!r}.")
+        if item["id"] in taxonomy:
+            raise ValueError(f"{path}: label id {item['id']!r} appears twice; keep one.")
+        taxonomy[str(item["id"])] = str(item["description"])
+    if not taxonomy:
+        raise ValueError(f"{path} defines no labels; add a 'labels:' list of id/description pairs.")
+    return taxonomy
+
+
+def scrub(value: Any, secrets: Iterable[str] = (), *, keys: bool = True) -> Any:
+    """Copy of `value` with secret-named keys (when `keys`) and every occurrence of a known secret
+    string replaced by "[redacted]"; tuples become lists, as in JSON."""
+    secrets = [s for s in secrets if isinstance(s, str) and len(s) >= _MIN_SECRET_LEN]
+    def walk(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: REDACTED if keys and _SECRET_KEY.search(str(k)) and v[k] not in (None, "")
+                    else walk(v[k]) for k in v}
+        if isinstance(v, (list, tuple)):
+            return [walk(x) for x in v]
+        if isinstance(v, str):
+            for s in secrets:
+                v = v.replace(s, REDACTED)
+        return v
+    return walk(value)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid() or os.name == "nt":  # Windows: cannot tell cheaply; rely on age
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _derived_flags(t: Transcript) -> tuple[bool | None, bool | None, int]:
+    """(shared misconception, any correct->wrong flip, parse failures) for the filter columns."""
+    from r2mad import metrics
+    if not t.rounds:
+        return None, None, 0
+    if t.task.gold is None:
+        return None, None, metrics.parse_failures(t)
+    return (metrics.shared_misconception(t), metrics.transitions(t).c2w > 0,
+            metrics.parse_failures(t))
+
+
+class RunStore:
+    """SQLite run store shared by the app and the CLI. WAL mode and one transaction per write, so
+    several threads and processes can write at once; one connection per thread."""
+
+    def __init__(self, path: str | Path, *, secrets: Callable[[], Iterable[str]] | None = None,
+                 taxonomy: dict[str, str] | None = None, stale_after_s: float = 3600.0):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._secrets = secrets or (lambda: ())
+        self._taxonomy = taxonomy
+        self._local = threading.local()
+        self._conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
+        self._conn().execute("PRAGMA journal_mode = WAL")
+        self._migrate()
+        self.mark_interrupted(stale_after_s)
+
+    # --- connections and transactions ---------------------------------------------------------
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None,
+                                   check_same_thread=False)
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA busy_timeout = 30000")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            self._local.conn = conn
+            with self._conns_lock:
+                self._conns.append(conn)
+        return conn
+
+    @contextmanager
+    def _tx(self, write: bool = True) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self._tx() as conn:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > len(MIGRATIONS):
+                raise RuntimeError(f"{self.path} has schema version {version}, newer than this "
+                                   f"r2mad knows ({len(MIGRATIONS)}); upgrade r2mad to open it.")
+            for index in range(version, len(MIGRATIONS)):
+                for statement in MIGRATIONS[index]:
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+
+    def close(self) -> None:
+        with self._conns_lock:
+            for conn in self._conns:
+                conn.close()
+            self._conns.clear()
+        self._local = threading.local()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @property
+    def taxonomy(self) -> dict[str, str]:
+        if self._taxonomy is None:
+            self._taxonomy = load_taxonomy()
+        return self._taxonomy
+
+    def _scrub(self, value: Any, *, keys: bool = True) -> Any:
+        return scrub(value, self._secrets(), keys=keys)
+
+    def _clean_transcript(self, data: dict[str, Any], status: str) -> str:
+        data = self._scrub(dict(data, status=status), keys=False)
+        data["settings"] = self._scrub(data.get("settings") or {})
+        return _dumps(data)
+
+    # --- runs ---------------------------------------------------------------------------------
+
+    def start_run(self, *, method: str, backbone: str, bank: str | None, task: Task,
+                  settings: dict[str, Any], seed: int | None, code_version: str,
+                  source: str = "cli") -> str:
+        """Record a new run as "running" and return its id."""
+        run_id, now = uuid.uuid4().hex, time.time()
+        task_data = self._scrub(to_dict(task), keys=False)
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO runs (id, created_at, updated_at, status, source, method, backbone, "
+                "bank, seed, code_version, settings, task, task_id, question, gold, pid, hostname) "
+                "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, now, now, source, method, backbone, bank, seed, code_version,
+                 _dumps(self._scrub(settings)), _dumps(task_data), task_data["id"],
+                 task_data["question"], task_data["gold"], os.getpid(), socket.gethostname()))
+        return run_id
+
+    def save_transcript(self, run_id: str, transcript: Transcript, status: str) -> None:
+        """Store the (possibly partial) transcript and its outcome columns; call every round."""
+        if status not in STATUSES:
+            raise ValueError(f"Unknown run status {status!r}; use one of {', '.join(STATUSES)}.")
+        shared, flip, failures = _derived_flags(transcript)
+        row = (self._clean_transcript(to_dict(transcript), status), status, time.time(),
+               transcript.final.value, transcript.correct, transcript.usage().tokens,
+               transcript.seconds, len(transcript.rounds), shared, flip, failures, os.getpid(),
+               socket.gethostname(), run_id)
+        with self._tx() as conn:
+            cur = conn.execute(
+                "UPDATE runs SET transcript = ?, status = ?, status_note = NULL, updated_at = ?, "
+                "final_answer = ?, correct = ?, tokens = ?, seconds = ?, rounds = ?, "
+                "shared_misconception = ?, flip = ?, parse_failures = ?, pid = ?, hostname = ? "
+                "WHERE id = ?", row)
+            if cur.rowcount == 0:
+                raise KeyError(f"No run {run_id!r} in {self.path}; call start_run first.")
+
+    def set_status(self, run_id: str, status: str, note: str | None = None) -> None:
+        """Change a run's status without a new transcript (e.g. cancelled before round 0)."""
+        if status not in STATUSES:
+            raise ValueError(f"Unknown run status {status!r}; use one of {', '.join(STATUSES)}.")
+        with self._tx() as conn:
+            self._set_status(conn, run_id, status, note)
+
+    def _set_status(self, conn: sqlite3.Connection, run_id: str, status: str,
+                    note: str | None) -> None:
+        row = conn.execute("SELECT transcript FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise KeyError(f"No run {run_id!r} in {self.path}; check the id.")
+        text = row["transcript"] and self._clean_transcript(json.loads(row["transcript"]), status)
+        conn.execute("UPDATE runs SET status = ?, status_note = ?, updated_at = ?, transcript = ? "
+                     "WHERE id = ?", (status, note and self._scrub(note), time.time(), text,
+                                      run_id))
+
+    def mark_interrupted(self, stale_after_s: float = 3600.0) -> int:
+        """Mark "failed" the running runs whose process on this host is gone, or that saved nothing
+        for `stale_after_s` seconds; return how many."""
+        host, now, marked = socket.gethostname(), time.time(), 0
+        with self._tx() as conn:
+            for row in conn.execute("SELECT id, pid, hostname, updated_at FROM runs "
+                                    "WHERE status = 'running'").fetchall():
+                if row["hostname"] == host and row["pid"] and not _pid_alive(row["pid"]):
+                    note = f"interrupted: process {row['pid']} ended before the run finished"
+                elif now - row["updated_at"] > stale_after_s:
+                    note = f"interrupted: nothing saved for {now - row['updated_at']:.0f} s"
+                else:
+                    continue
+                self._set_status(conn, row["id"], "failed", note)
+                marked += 1
+        return marked
+
+    def get_run(self, run_id: str) -> RunRecord:
+        with self._tx(write=False) as conn:
+            row = conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise KeyError(f"No run {run_id!r} in {self.path}; check the id.")
+            annotations = tuple(self._annotations(conn, run_id))
+        data = {k: row[k] for k in row.keys()}
+        for col in _BOOL_COLUMNS:
+            data[col] = None if data[col] is None else bool(data[col])
+        data["settings"] = json.loads(data["settings"])
+        data["task"] = from_dict(Task, json.loads(data["task"]))
+        data["transcript"] = data["transcript"] and Transcript.from_json(data["transcript"])
+        known = {f.name for f in fields(RunRecord)}  # columns a later migration adds are skipped
+        return RunRecord(**{k: v for k, v in data.items() if k in known},
+                         annotation_count=len(annotations), annotations=annotations)
+
+    def list_runs(self, *, method: str | None = None, backbone: str | None = None,
+                  bank: str | None = None, correct: bool | None = None,
+                  shared_misconception: bool | None = None, flip: bool | None = None,
+                  parse_failures: bool | int | None = None, status: str | None = None,
+                  limit: int = 200, offset: int = 0) -> list[RunSummary]:
+        """Newest first. None means "any"; parse_failures=True/False means some/none, an int n
+        means at least n."""
+        where, params = _where(method=method, backbone=backbone, bank=bank, status=status,
+                               correct=correct, shared_misconception=shared_misconception,
+                               flip=flip, parse_failures=parse_failures)
+        sql = (f"SELECT {', '.join(_SUMMARY_COLUMNS)}, (SELECT COUNT(*) FROM annotations a "
+               f"WHERE a.run_id = runs.id) AS annotation_count FROM runs {where} "
+               "ORDER BY created_at DESC, id LIMIT ? OFFSET ?")
+        with self._tx(write=False) as conn:
+            rows = conn.execute(sql, (*params, limit, offset)).fetchall()
+        summaries = []
+        for row in rows:
+            data = {k: row[k] for k in row.keys()}
+            for col in _BOOL_COLUMNS:
+                data[col] = None if data[col] is None else bool(data[col])
+            summaries.append(RunSummary(**data))
+        return summaries
+
+    # --- annotations --------------------------------------------------------------------------
+
+    def annotate(self, run_id: str, *, annotator: str, labels: Sequence[str],
+                 note: str = "") -> int:
+        """Save one annotator's labels and note for a run (an edit if they annotated it before);
+        return the annotation id."""
+        annotator, labels = annotator.strip(), list(dict.fromkeys(labels))
+        unknown = [label for label in labels if label not in self.taxonomy]
+        if unknown or not labels:
+            problem = f"Unknown label(s) {', '.join(map(repr, unknown))}" if unknown else "No label"
+            raise ValueError(f"{problem}; choose from: {', '.join(self.taxonomy)}.")
+        if not annotator:
+            raise ValueError("Annotator name is empty; enter your name before saving labels.")
+        note, now, labels_text = self._scrub(note), time.time(), _dumps(labels)
+        with self._tx() as conn:
+            if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+                raise KeyError(f"No run {run_id!r} in {self.path}; check the id.")
+            old = conn.execute("SELECT id, labels, note, updated_at FROM annotations "
+                               "WHERE run_id = ? AND annotator = ?", (run_id, annotator)).fetchone()
+            if old is None:
+                return conn.execute("INSERT INTO annotations (run_id, annotator, labels, note, "
+                                    "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                                    (run_id, annotator, labels_text, note, now, now)).lastrowid
+            if (old["labels"], old["note"]) != (labels_text, note):  # a repeated save is no edit
+                seq = conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM annotation_edits "
+                                   "WHERE annotation_id = ?", (old["id"],)).fetchone()[0]
+                conn.execute("INSERT INTO annotation_edits VALUES (?, ?, ?, ?, ?)",
+                             (old["id"], seq, now, old["labels"], old["note"]))
+                conn.execute("UPDATE annotations SET labels = ?, note = ?, updated_at = ? "
+                             "WHERE id = ?", (labels_text, note, now, old["id"]))
+            return old["id"]
+
+    def _annotations(self, conn: sqlite3.Connection, run_id: str) -> Iterator[Annotation]:
+        for row in conn.execute("SELECT * FROM annotations WHERE run_id = ? ORDER BY annotator",
+                                (run_id,)).fetchall():
+            edits = conn.execute("SELECT seq, edited_at, labels, note FROM annotation_edits "
+                                 "WHERE annotation_id = ? ORDER BY seq", (row["id"],)).fetchall()
+            yield Annotation(row["id"], run_id, row["annotator"], tuple(json.loads(row["labels"])),
+                             row["note"], row["created_at"], row["updated_at"],
+                             tuple(AnnotationEdit(e["seq"], e["edited_at"],
+                                                  tuple(json.loads(e["labels"])), e["note"])
+                                   for e in edits))
+
+    # --- export / import ----------------------------------------------------------------------
+
+    def export_jsonl(self, path: str | Path, run_ids: Sequence[str] | None = None) -> int:
+        """Write one JSON object per run (oldest first): every column, the parsed transcript and the
+        annotations with their edit history. Returns the number of runs written."""
+        lines = []
+        with self._tx(write=False) as conn:
+            rows = conn.execute("SELECT * FROM runs ORDER BY created_at, id").fetchall()
+            wanted = None if run_ids is None else set(run_ids)
+            for row in rows:
+                if wanted is not None and row["id"] not in wanted:
+                    continue
+                record = {k: row[k] for k in row.keys()}
+                for col in _JSON_COLUMNS:
+                    record[col] = record[col] and json.loads(record[col])
+                for col in _BOOL_COLUMNS:
+                    record[col] = None if record[col] is None else bool(record[col])
+                record["annotations"] = [
+                    {"annotator": a.annotator, "labels": list(a.labels), "note": a.note,
+                     "created_at": a.created_at, "updated_at": a.updated_at,
+                     "history": [{"seq": e.seq, "edited_at": e.edited_at, "labels": list(e.labels),
+                                  "note": e.note} for e in a.history]}
+                    for a in self._annotations(conn, row["id"])]
+                lines.append(_dumps(record) + "\n")
+        _write_atomic(Path(path), "".join(lines))
+        return len(lines)
+
+    def import_jsonl(self, path: str | Path) -> int:
+        """Insert the runs of an export (all or nothing). A run or annotation already here is kept
+        unless the file's copy is newer, so importing a file twice changes nothing. Returns how many
+        runs were added or changed."""
+        records = []
+        for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"Line {number} of {path} is not JSON ({exc.msg}); "
+                                     "import only files written by export.") from None
+        changed = 0
+        with self._tx() as conn:
+            columns = [r[1] for r in conn.execute("PRAGMA table_info(runs)").fetchall()]
+            for number, record in enumerate(records, 1):
+                try:
+                    changed += self._import_one(conn, record, columns)
+                except (KeyError, TypeError, sqlite3.IntegrityError) as exc:
+                    raise ValueError(f"Run {number} of {path} is not a valid export ({exc}); "
+                                     "nothing was imported.") from None
+        return changed
+
+    def _import_one(self, conn: sqlite3.Connection, record: dict[str, Any],
+                    columns: list[str]) -> int:
+        values = {col: record.get(col) for col in columns}
+        values["settings"] = _dumps(self._scrub(values["settings"]))
+        values["task"] = _dumps(self._scrub(values["task"], keys=False))
+        if values["transcript"]:
+            values["transcript"] = self._clean_transcript(values["transcript"], values["status"])
+        old = conn.execute("SELECT updated_at FROM runs WHERE id = ?", (record["id"],)).fetchone()
+        changed = old is None or record["updated_at"] > old["updated_at"]
+        if old is None:
+            conn.execute(f"INSERT INTO runs ({', '.join(columns)}) VALUES "
+                         f"({', '.join('?' * len(columns))})", [values[c] for c in columns])
+        elif changed:
+            conn.execute(f"UPDATE runs SET {', '.join(f'{c} = ?' for c in columns)} WHERE id = ?",
+                         [values[c] for c in columns] + [record["id"]])
+        for a in record.get("annotations") or []:
+            have = conn.execute("SELECT id, updated_at FROM annotations WHERE run_id = ? AND "
+                                "annotator = ?", (record["id"], a["annotator"])).fetchone()
+            if have is not None and a["updated_at"] <= have["updated_at"]:
+                continue
+            if have is not None:
+                conn.execute("DELETE FROM annotations WHERE id = ?", (have["id"],))
+            annotation_id = conn.execute(
+                "INSERT INTO annotations (run_id, annotator, labels, note, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)", (record["id"], a["annotator"], _dumps(a["labels"]),
+                                              self._scrub(a["note"]), a["created_at"],
+                                              a["updated_at"])).lastrowid
+            conn.executemany("INSERT INTO annotation_edits VALUES (?, ?, ?, ?, ?)",
+                             [(annotation_id, e["seq"], e["edited_at"], _dumps(e["labels"]),
+                               self._scrub(e["note"])) for e in a.get("history") or []])
+            changed = True
+        return int(changed)
+
+    def export_annotations_csv(self, path: str | Path) -> int:
+        """One CSV row per (run, annotator) with the run's outcome; labels joined by ";"."""
+        header = ["run_id", "annotator", "labels", "note", "created_at", "updated_at", "method",
+                  "backbone", "bank", "question", "gold", "final_answer", "correct"]
+        with self._tx(write=False) as conn:
+            rows = conn.execute(
+                "SELECT a.run_id, a.annotator, a.labels, a.note, a.created_at, a.updated_at, "
+                "r.method, r.backbone, r.bank, r.question, r.gold, r.final_answer, r.correct "
+                "FROM annotations a JOIN runs r ON r.id = a.run_id "
+                "ORDER BY r.created_at, a.run_id, a.annotator").fetchall()
+        tmp = Path(path).with_name(Path(path).name + ".tmp")
+        with open(tmp, "w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(header)
+            for row in rows:
+                values = list(row)
+                values[2] = ";".join(json.loads(values[2]))
+                values[4:6] = [_iso(values[4]), _iso(values[5])]
+                writer.writerow(values)
+        os.replace(tmp, path)
+        return len(rows)
+
+    def count_runs(self, **filters: Any) -> int:
+        where, params = _where(**filters)
+        with self._tx(write=False) as conn:
+            return conn.execute(f"SELECT COUNT(*) FROM runs {where}", params).fetchone()[0]
+
+
+def push_to_hub(export_path: str | Path, repo_id: str, token: str | None) -> str:
+    """Upload an export file to a Hugging Face dataset repo; returns the file's URL."""
+    if not token:
+        raise ValueError("No Hugging Face token given; set HF_TOKEN (or paste a token with write "
+                         "access) to push the export.")
+    export_path = Path(export_path)
+    if not export_path.is_file():
+        raise FileNotFoundError(f"No export at {export_path}; run export first.")
+    from huggingface_hub import HfApi
+    api = HfApi(token=token)
+    try:
+        api.create_repo(repo_id, repo_type="dataset", exist_ok=True)
+        return str(api.upload_file(path_or_fileobj=str(export_path),
+                                   path_in_repo=export_path.name, repo_id=repo_id,
+                                   repo_type="dataset"))
+    except Exception as exc:  # the library's message may echo request headers
+        message = str(exc).replace(token, REDACTED)
+        raise RuntimeError(f"Pushing {export_path.name} to dataset {repo_id} failed: {message}; "
+                           "check the repo id and that the token can write to it.") from None
+
+
+def _where(*, method: str | None = None, backbone: str | None = None, bank: str | None = None,
+           status: str | None = None, correct: bool | None = None,
+           shared_misconception: bool | None = None, flip: bool | None = None,
+           parse_failures: bool | int | None = None) -> tuple[str, list[Any]]:
+    clauses, params = [], []
+    for col, value in (("method", method), ("backbone", backbone), ("bank", bank),
+                       ("status", status), ("correct", correct),
+                       ("shared_misconception", shared_misconception), ("flip", flip)):
+        if value is not None:
+            clauses.append(f"{col} = ?")
+            params.append(int(value) if isinstance(value, bool) else value)
+    if isinstance(parse_failures, bool):
+        clauses.append("parse_failures > 0" if parse_failures else "parse_failures = 0")
+    elif parse_failures is not None:
+        clauses.append("parse_failures >= ?")
+        params.append(int(parse_failures))
+    return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+def _iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
