@@ -11,7 +11,7 @@ import pytest
 from r2mad.backends.base import BackendError
 from r2mad.backends.openai_compat import OpenAICompatBackend
 from r2mad.types import Completion, Message
-from tests.fakeserver import (FakeServer, burst, content_null, context_length, hang, ok, status, truncated_json,
+from r2mad.fakeserver import (FakeServer, burst, content_null, context_length, hang, ok, status, truncated_json,
                               unauthorized)
 
 KEY = "sk-test-SECRET-4242"

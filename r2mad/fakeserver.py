@@ -1,4 +1,4 @@
-"""A scripted OpenAI-compatible HTTP server on loopback for backend tests; not a model, not for production.
+"""Scripted OpenAI-compatible HTTP server on loopback for the tests and `r2mad bench`; not a model.
 
     with FakeServer(models=["m1"]) as srv:
         srv.script([status(503), ok("4")])   # one behaviour per /chat/completions request

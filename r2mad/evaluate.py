@@ -1,0 +1,307 @@
+"""`python -m r2mad eval`: run methods over a benchmark split into a resumable results folder
+(run.json + rows.jsonl), then write the report. Not for scoring or rendering (see metrics.py, report.py)."""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from r2mad import __version__
+from r2mad.config import ConfigError, DebateSettings
+from r2mad.methods import METHODS, NEEDS_BANK, is_debate, make_method
+from r2mad.runner import compute_round0, run_debate
+from r2mad.tasks import Split
+from r2mad.types import Task, Transcript, to_dict
+
+ROWS, RUN = "rows.jsonl", "run.json"
+# run.json keys that must match for a rerun to continue the same results
+RESUME_KEYS = ("dataset", "split", "split_seed", "methods", "backbone", "settings", "share_round0")
+
+
+@dataclass(frozen=True)
+class EvalRun:
+    """What one eval measures; recorded in run.json and checked when a rerun continues it."""
+    split: Split
+    methods: tuple[str, ...]
+    backbone: str
+    settings: DebateSettings
+    share_round0: bool = True
+    data_file: str | None = None
+    limit: int | None = None
+
+    def config(self) -> dict:
+        return {"dataset": self.split.dataset, "split": self.split.name, "split_seed": self.split.seed,
+                "limit": self.limit, "data_file": self.data_file, "question_ids": list(self.split.ids),
+                "methods": list(self.methods), "backbone": self.backbone,
+                "seed": self.settings.seed, "settings": dataclasses.asdict(self.settings),
+                "share_round0": self.share_round0, "code_version": __version__}
+
+
+def parse_methods(text: str, settings: DebateSettings) -> tuple[str, ...]:
+    """Comma-separated method names, checked by building each one before any token is spent."""
+    names = tuple(dict.fromkeys(m.strip() for m in text.split(",") if m.strip()))
+    if not names:
+        raise ConfigError(f"--methods is empty; name one or more of: {', '.join(METHODS)}.")
+    for name in names:
+        try:
+            make_method(name, settings)
+        except ModuleNotFoundError as exc:
+            raise ConfigError(f"Method '{name}' is not available in this installation ({exc.name} is "
+                              "missing); leave it out of --methods.") from None
+    return names
+
+
+# --- the results folder ---------------------------------------------------------------------------
+
+def read_rows(path: Path, *, repair: bool = False) -> list[dict]:
+    """Rows of rows.jsonl. A partial last line (a run killed mid-write) is ignored, and with
+    `repair` cut from the file so new rows start on a clean line."""
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    complete = data[:data.rfind(b"\n") + 1]
+    if repair and len(complete) < len(data):
+        with path.open("r+b") as handle:
+            handle.truncate(len(complete))
+    rows = []
+    for line, text in enumerate(complete.decode("utf-8").splitlines(), 1):
+        if not text.strip():
+            continue
+        try:
+            rows.append(json.loads(text))
+        except json.JSONDecodeError:
+            raise ValueError(f"{path}:{line} is not a valid result row; delete that line and rerun "
+                             "to recompute it.") from None
+    return rows
+
+
+def finished_keys(rows: list[dict], *, retry_failed: bool = False) -> set[tuple[str, str]]:
+    """(question id, method) pairs that a rerun skips; the last row of a pair counts."""
+    last = {(r["question_id"], r["method"]): r for r in rows}
+    return {key for key, r in last.items() if not (retry_failed and r.get("status") == "failed")}
+
+
+def prepare_folder(out: Path, run: EvalRun) -> dict:
+    """Create or continue a results folder; refuse to mix runs that measure different things."""
+    out.mkdir(parents=True, exist_ok=True)
+    new = run.config()
+    path = out / RUN
+    if path.exists():
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            raise ConfigError(f"{path} is damaged; delete the folder {out} to start over, or restore "
+                              "the file.") from None
+        check_resumable(old, new, out)
+        limits = (old.get("limit"), new["limit"])
+        new = {**new, "question_ids": max(old["question_ids"], new["question_ids"], key=len),
+               "limit": None if None in limits else max(limits), "started": old.get("started"),
+               "resumed": [*old.get("resumed", []), _now()]}
+    else:
+        new["started"] = _now()
+    path.write_text(json.dumps(new, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return new
+
+
+def check_resumable(old: dict, new: dict, out: Path) -> None:
+    differ = [k for k in RESUME_KEYS if _canon(k, old.get(k)) != _canon(k, new.get(k))]
+    ids_old, ids_new = old.get("question_ids", []), new["question_ids"]
+    n = min(len(ids_old), len(ids_new))
+    if ids_old[:n] != ids_new[:n]:
+        differ.append("questions")
+    if differ:
+        what = ", ".join(_describe(k, old.get(k), new.get(k)) for k in differ)
+        raise ConfigError(f"{out} holds a run made with other {what}; rerun with the same options to "
+                          "continue it, or pass another --out folder.")
+
+
+def _describe(key: str, old, new) -> str:
+    if key == "settings" and isinstance(old, dict):
+        changed = [f"{k} {old.get(k)} -> {new.get(k)}" for k in new if old.get(k) != new.get(k)]
+        return f"settings ({', '.join(changed)})"
+    if key == "questions":
+        return "questions"
+    return f"{key} ({_show(old)} -> {_show(new)})"
+
+
+def _show(value) -> str:
+    return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def _canon(key: str, value):
+    return sorted(value) if key == "methods" and value else value
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def make_row(index: int, task: Task, method: str, run: EvalRun, t: Transcript, seconds: float) -> dict:
+    """One result row; `seconds` includes a shared round 0, which the transcript's own clock misses."""
+    tokens = {"debate": t.usage(("debate",)).tokens, "summary": t.usage(("summary",)).tokens,
+              "auxiliary": t.usage(("judge", "advice")).tokens}
+    return {"question_index": index, "question_id": task.id, "method": method, "backbone": run.backbone,
+            "dataset": run.split.dataset, "split": run.split.name, "split_seed": run.split.seed,
+            "seed": run.settings.seed, "final": t.final.value, "correct": t.correct, "status": t.status,
+            "tokens": tokens, "seconds": round(seconds, 4), "transcript": to_dict(t)}
+
+
+# --- running --------------------------------------------------------------------------------------
+
+async def run_eval(run: EvalRun, backend, out: str | Path, *, bank=None, bank_notices: tuple[str, ...] = (),
+                   concurrency: int = 32, progress: bool = False, retry_failed: bool = False) -> Path:
+    """Run every (question, method) not yet in `out`/rows.jsonl and append a row as each finishes.
+    Returns the rows file. An exception stops the run; the rows written so far stay valid."""
+    if concurrency < 1:
+        raise ConfigError(f"--concurrency must be 1 or more, not {concurrency}.")
+    ids = run.split.ids
+    dup = next((i for i, n in Counter(ids).items() if n > 1), None)
+    if dup is not None:
+        raise ConfigError(f"The split has two questions with the id {dup!r}; give every row its own id.")
+    out = Path(out)
+    prepare_folder(out, run)
+    rows_path = out / ROWS
+    done = finished_keys(read_rows(rows_path, repair=True), retry_failed=retry_failed)
+    todo = [(i, task, [m for m in run.methods if (task.id, m) not in done])
+            for i, task in enumerate(run.split.tasks)]
+    todo = [item for item in todo if item[2]]
+    total = len(run.split.tasks) * len(run.methods)
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, initial=total - sum(len(m) for _, _, m in todo), unit="row",
+               desc=f"eval {run.split.dataset}", file=sys.stderr, disable=not progress, dynamic_ncols=True)
+    gate = asyncio.Semaphore(concurrency)
+    with rows_path.open("a", encoding="utf-8") as sink:
+        def write(row: dict) -> None:
+            sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+            sink.flush()
+            bar.update(1)
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for index, task, methods in todo:
+                    group.create_task(_run_question(index, task, methods, run, backend, bank,
+                                                    bank_notices, gate, write))
+        except BaseExceptionGroup as group_error:
+            raise _first(group_error) from None
+        finally:
+            bar.close()
+    return rows_path
+
+
+def _first(error: BaseException) -> BaseException:
+    """The first real error inside (nested) task-group exception groups."""
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
+
+
+async def _run_question(index, task, methods, run, backend, bank, bank_notices, gate, write) -> None:
+    async with gate:
+        round0, round0_s = None, 0.0
+        # Share one round 0 whenever the run has several debate methods, even if only some are left
+        # on a rerun, so a resumed run records the same transcripts as an uninterrupted one.
+        if run.share_round0 and sum(is_debate(m) for m in run.methods) > 1 and any(map(is_debate, methods)):
+            started = time.monotonic()
+            round0 = await compute_round0(task, backend, run.settings)
+            round0_s = time.monotonic() - started
+
+        async def one(method: str) -> None:
+            needs_bank = method.removesuffix("+advice") in NEEDS_BANK
+            t = await run_debate(task, method, backend, run.settings, backbone=run.backbone,
+                                 bank=bank if needs_bank else None,
+                                 notices=bank_notices if needs_bank else (),
+                                 round0=round0 if is_debate(method) else None)
+            seconds = t.seconds + (round0_s if is_debate(method) and round0 is not None else 0.0)
+            write(make_row(index, task, method, run, t, seconds))
+
+        async with asyncio.TaskGroup() as group:
+            for method in methods:
+                group.create_task(one(method))
+
+
+# --- the command ----------------------------------------------------------------------------------
+
+def register(sub) -> None:
+    from r2mad.cli import add_settings_flags
+
+    e = sub.add_parser("eval", help="run methods over a benchmark split (resumable) and write a report",
+                       description="Writes OUT/run.json, OUT/rows.jsonl (one row per question x method), "
+                       "OUT/report.md and plots. Rerun the same command to continue an interrupted run.")
+    e.add_argument("--task", help="truthfulqa, math500, economics, engineering, demo-mcq or demo-math")
+    e.add_argument("--split", default="test", help="train, test or all (default test)")
+    e.add_argument("--data", default=None, help="local data file (jsonl, json or parquet) in the hub schema")
+    e.add_argument("--limit", type=int, default=None, help="only the first N questions of the split")
+    e.add_argument("--split-seed", type=int, default=0, help="seed of the 3:1 train/test split (default 0)")
+    e.add_argument("--methods", default="cot,mad", help=f"comma-separated, from: {', '.join(METHODS)}")
+    e.add_argument("--backbone", default=None)
+    e.add_argument("--bank", default=None, help="memory bank folder for r2mad, its ablations and icl-cot")
+    e.add_argument("--concurrency", type=int, default=32, help="questions in flight at once (default 32)")
+    e.add_argument("--independent-round0", action="store_true",
+                   help="each debate method computes its own round 0 instead of sharing one")
+    e.add_argument("--retry-failed", action="store_true", help="rerun rows whose debate failed")
+    e.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    e.add_argument("--report-only", action="store_true", help="only rebuild OUT/report.md and the plots")
+    e.add_argument("--combine", nargs="+", metavar="DIR", default=None,
+                   help="with --report-only: write OUT/table1.md, Table 1 over these results folders")
+    e.add_argument("--out", required=True, help="results folder, e.g. results/NAME")
+    add_settings_flags(e)
+    e.set_defaults(func=cmd_eval)
+
+
+def cmd_eval(args, config) -> int:
+    from r2mad.report import write_report, write_table1
+
+    out = Path(args.out)
+    if args.combine:
+        missing = [d for d in args.combine if not (Path(d) / RUN).exists()]
+        if not args.report_only:
+            raise ConfigError("--combine only rebuilds tables from finished runs; add --report-only.")
+        if missing:
+            raise ConfigError(f"{missing[0]} has no {RUN}; pass results folders written by `eval`.")
+        print(f"Table 1 written to {write_table1(args.combine, out / 'table1.md')}")
+        return 0
+    if args.report_only:
+        if not (out / RUN).exists():
+            raise ConfigError(f"{out} has no {RUN}; run `python -m r2mad eval ... --out {out}` first.")
+        print(f"Report written to {write_report(out)}")
+        return 0
+    if not args.task:
+        raise ConfigError("--task is required; choose truthfulqa, math500, economics, engineering, "
+                          "demo-mcq or demo-math.")
+    from r2mad.cli import settings_from
+    from r2mad.runner import backend_for, open_bank
+    from r2mad.tasks import load_split
+
+    settings = settings_from(args, config)
+    methods = parse_methods(args.methods, settings)
+    if args.advice:  # TrueMAD's advice on every debate method; baselines stay as they are
+        methods = tuple(dict.fromkeys(m if not is_debate(m) or m == "truemad" or m.endswith("+advice")
+                                      else m + "+advice" for m in methods))
+    split = load_split(args.task, args.split, data_file=args.data, seed=args.split_seed, limit=args.limit)
+    run = EvalRun(split, methods, args.backbone, settings, not args.independent_round0,
+                  str(args.data) if args.data else None, args.limit)
+    backend = backend_for(config, args.backbone)
+    bank, notices = None, []
+    if any(m.removesuffix("+advice") in NEEDS_BANK for m in methods):
+        kind = split.tasks[0].kind if split.tasks else None
+        bank, notices = open_bank(args.bank, config, task_kind=kind)
+        for text in notices or ([] if bank else ["Memory off: no --bank given; r2mad and icl-cot run "
+                                                 "without retrieved cases."]):
+            print(f"warning: {text}", file=sys.stderr)
+    try:
+        asyncio.run(run_eval(run, backend, out, bank=bank, bank_notices=tuple(notices),
+                             concurrency=args.concurrency, progress=not args.no_progress,
+                             retry_failed=args.retry_failed))
+    except KeyboardInterrupt:
+        print(f"Stopped; the finished rows are kept in {out / ROWS}. Run the same command again to "
+              "continue.", file=sys.stderr)
+        return 130
+    print(f"Rows in {out / ROWS}; report written to {write_report(out)}")
+    return 0

@@ -1,0 +1,330 @@
+"""Markdown report and PNG plots for an eval results folder (run.json + rows.jsonl), laid out like the
+R²-MAD paper's tables. Not for running methods or defining metrics (see evaluate.py, metrics.py)."""
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from r2mad import metrics as m
+from r2mad.evaluate import ROWS, RUN, read_rows
+from r2mad.methods import is_debate
+from r2mad.types import Transcript, from_dict
+
+LABELS = {"cot": "CoT", "sc": "Self-Consistency", "icl-cot": "ICL-CoT", "mad": "MAD",
+          "madm2-subjective": "MAD-M² (S)", "madm2-objective": "MAD-M² (O)", "truemad": "TrueMAD",
+          "r2mad": "R²-MAD", "r2mad-no-confidence": "R²-MAD w/o Confidence",
+          "r2mad-no-memory": "R²-MAD w/o Memory"}
+TABLE1_ORDER = ("cot", "sc", "icl-cot", "mad", "madm2-subjective", "madm2-objective", "truemad", "r2mad")
+TABLE2 = {"r2mad": "R²-MAD", "r2mad-no-confidence": "- w/o Confidence", "r2mad-no-memory": "- w/o Memory"}
+TABLE3 = {"r2mad-random": "Random", "r2mad-similarity": "Similarity-based",
+          "r2mad-positive": "Positive-only", "r2mad-diversity": "Diversity-only",
+          "r2mad-fixed-0.25": "Fixed-λ (0.25)", "r2mad-fixed-0.5": "Fixed-λ (0.50)",
+          "r2mad-fixed-0.75": "Fixed-λ (0.75)", "r2mad": "Debate-State-Aware"}
+ABLATION_NAMES = (set(TABLE2) | set(TABLE3)) - {"r2mad"}
+BENCHMARKS = {"math500": "MATH500", "mmlu-pro-economics": "Economics",
+              "mmlu-pro-engineering": "Engineering", "truthfulqa": "TruthfulQA"}
+EARLY_STOP = "All agents agree"
+MARKERS = "osD^vPX*<>"
+
+
+@dataclass
+class Results:
+    run: dict
+    rows: list[dict]  # one per (question, method), sorted by (question index, method order)
+    by_method: dict[str, list[Transcript]]  # in the run's method order, questions in split order
+
+    @property
+    def benchmark(self) -> str:
+        return BENCHMARKS.get(self.run["dataset"], self.run["dataset"])
+
+    def seconds(self, method: str) -> list[float]:
+        return [r["seconds"] for r in self.rows if r["method"] == method]
+
+
+def load_results(results_dir: str | Path) -> Results:
+    folder = Path(results_dir)
+    run = json.loads((folder / RUN).read_text(encoding="utf-8"))
+    order = {name: i for i, name in enumerate(run["methods"])}
+    latest = {(r["question_id"], r["method"]): r for r in read_rows(folder / ROWS)}  # last row wins
+    rows = sorted(latest.values(), key=lambda r: (r["question_index"], order.get(r["method"], len(order)),
+                                                  r["method"]))
+    by_method: dict[str, list[Transcript]] = {name: [] for name in run["methods"]}
+    for row in rows:
+        by_method.setdefault(row["method"], []).append(from_dict(Transcript, row["transcript"]))
+    return Results(run, rows, by_method)
+
+
+def label(method: str) -> str:
+    base = method.removesuffix("+advice")
+    if base in TABLE3 and base not in LABELS:
+        name = f"R²-MAD ({TABLE3[base].lower()} retrieval)"
+    else:
+        name = LABELS.get(base, base)
+    return name + (" + advice" if method.endswith("+advice") else "")
+
+
+# --- formatting -----------------------------------------------------------------------------------
+
+def _f(x: float) -> str:
+    return "–" if x is None or math.isnan(x) else f"{x:.3f}"
+
+
+def _ci(e: m.Estimate) -> str:
+    return "–" if e.n == 0 else f"[{e.low:.3f}, {e.high:.3f}]"
+
+
+def _tokens(x: float) -> str:
+    if math.isnan(x) or x == 0:
+        return "–"
+    return f"{x / 1000:.2f}K" if x >= 1000 else f"{x:.0f}"
+
+
+def _rate(k: int, n: int) -> str:
+    return "–" if n == 0 else f"{k / n:.3f} ({k}/{n})"
+
+
+def table(header: Sequence[str], rows: list[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(map(str, r)) + " |" for r in rows])
+
+
+# --- sections -------------------------------------------------------------------------------------
+
+def _ordered(res: Results, names: Sequence[str]) -> list[str]:
+    return [n for n in names if res.by_method.get(n)]
+
+
+def _table1_methods(res: Results) -> list[str]:
+    others = [n for n in res.by_method if n not in TABLE1_ORDER and n not in ABLATION_NAMES]
+    return _ordered(res, [*TABLE1_ORDER, *others])
+
+
+def accuracy_rows(res: Results, names: Sequence[str], labels: dict[str, str] | None = None) -> list[list[str]]:
+    out = []
+    for name in names:
+        ts = res.by_method[name]
+        acc, strict = m.accuracy(ts), m.strict_majority_accuracy(ts)
+        out.append([(labels or {}).get(name, label(name)), _f(acc.value), _ci(acc),
+                    _f(strict.value), _ci(strict), str(acc.n)])
+    return out
+
+
+def _accuracy_header(res: Results, first: str = "Method") -> list[str]:
+    return [first, f"{res.benchmark} (plurality)", "95% CI", "Strict majority", "95% CI", "n"]
+
+
+def _debate_methods(res: Results) -> list[str]:
+    return [n for n in res.by_method if res.by_method[n] and is_debate(n)]
+
+
+def _transition_totals(ts: Sequence[Transcript]) -> m.Transitions:
+    total = m.Transitions()
+    for t in m.scored(ts):
+        total += m.transitions(t)
+    return total
+
+
+def shared_subset(res: Results, name: str) -> list[Transcript]:
+    """The paper's subset: questions where most of MAD's round-0 agents are wrong (each method's own
+    round 0 when MAD was not run)."""
+    reference = res.by_method.get("mad") or None
+    return m.shared_misconception_subset(res.by_method[name], reference)
+
+
+def render_report(res: Results) -> str:
+    run, settings = res.run, res.run["settings"]
+    n_questions, methods = len(run["question_ids"]), run["methods"]
+    expected = n_questions * len(methods)
+    out = [f"# {res.benchmark} ({run['split']}) on {run['backbone']}", "",
+           f"Dataset `{run['dataset']}`, split `{run['split']}` (split seed {run['split_seed']}, "
+           f"{n_questions} questions); methods: {', '.join(methods)}; sampling seed {run['seed']}; "
+           f"code version {run['code_version']}.",
+           f"{settings['agents']} agents, {settings['rounds']} rounds counting round 0, temperature "
+           f"{settings['temperature']}, max tokens {settings['max_tokens']}, early stop "
+           f"{'on' if settings['early_stop'] else 'off'}; round 0 "
+           f"{'shared by the debate methods' if run['share_round0'] else 'computed by each method'}."]
+    if len(res.rows) < expected:
+        out += ["", f"**Incomplete:** {len(res.rows)} of {expected} rows; rerun the same `eval` "
+                "command to finish."]
+    main = _table1_methods(res)
+    out += ["", "## Accuracy (Table 1 layout)", "",
+            table(_accuracy_header(res), accuracy_rows(res, main)), "",
+            "Plurality: the voted final answer is correct. Strict majority (the R²-MAD code's metric): "
+            "more than half of the last round's agents hold the gold answer. Wilson 95% intervals."]
+    if any(res.by_method.get(n) for n in set(TABLE2) - {"r2mad"}):
+        out += ["", "## Ablations (Table 2 layout)", "",
+                table(_accuracy_header(res), accuracy_rows(res, _ordered(res, TABLE2), TABLE2))]
+    if any(res.by_method.get(n) for n in set(TABLE3) - {"r2mad"}):
+        out += ["", "## Retrieval policies (Table 3 layout)", "",
+                table(_accuracy_header(res, "Policy"), accuracy_rows(res, _ordered(res, TABLE3), TABLE3))]
+    out += _process_sections(res)
+    out += ["", "## Plots", "", "![accuracy vs tokens](accuracy_vs_tokens.png)", "",
+            "![consensus per round](consensus.png)"]
+    notes = _notes(res)
+    if notes:
+        out += ["", "## Notes", "", *notes]
+    return "\n".join(out) + "\n"
+
+
+def _process_sections(res: Results) -> list[str]:
+    debaters = _debate_methods(res)
+    out: list[str] = []
+    if debaters:
+        curves = {n: m.agent_accuracy_by_round(res.by_method[n]) for n in debaters}
+        depth = max(len(c) for c in curves.values())
+        out += ["", "## Agent accuracy per round", "",
+                table(["Method", *(f"Round {i}" for i in range(depth))],
+                      [[label(n), *(_f(c[i]) if i < len(c) else "–" for i in range(depth))]
+                       for n, c in curves.items()]), "",
+                "Mean correctness of every agent's answer; a debate that stopped early keeps its last answers."]
+    if "mad" in debaters:
+        ref = m.scored(res.by_method["mad"])
+        defined = (f"questions where more than half of MAD's round-0 agents are wrong: "
+                   f"{sum(bool(m.shared_misconception(t)) for t in ref)} of {len(ref)}")
+    else:
+        defined = "questions where more than half of each method's own round-0 agents are wrong"
+    rows = []
+    for name in _table1_methods(res) + [n for n in res.by_method if n in ABLATION_NAMES and res.by_method[n]]:
+        est = m.accuracy(shared_subset(res, name))
+        rows.append([label(name), _f(est.value), _ci(est), str(est.n)])
+    out += ["", "## Shared-misconception subset", "", f"Subset: {defined}.", "",
+            table(["Method", "Accuracy", "95% CI", "n"], rows)]
+    if debaters:
+        trows = []
+        for name in debaters:
+            sub, every = _transition_totals(shared_subset(res, name)), _transition_totals(res.by_method[name])
+            trows.append([label(name), _rate(sub.c2w, sub.c2w + sub.c2c), _rate(sub.w2c, sub.w2c + sub.w2w),
+                          _rate(every.c2w, every.c2w + every.c2c), _rate(every.w2c, every.w2c + every.w2w)])
+        out += ["", "## Stance transitions (Table 4 layout)", "",
+                table(["Method", "C→W ↓ (subset)", "W→C ↑ (subset)", "C→W ↓ (all)", "W→C ↑ (all)"], trows), "",
+                "Agent-round pairs t-1 → t: C→W = correct agents that turn wrong / pairs correct at t-1; "
+                "W→C = wrong agents that turn correct / pairs wrong at t-1. Failed calls are skipped."]
+    prows = []
+    for name, ts in res.by_method.items():
+        if ts:
+            fails = sum(m.parse_failures(t) for t in ts)
+            answered = sum(1 for t in ts for r in t.rounds for turn in r.turns if turn.error is None)
+            prows.append([label(name), str(fails), str(answered), _f(m.parse_failure_rate(ts))])
+    out += ["", "## Parse failures", "", table(["Method", "UNPARSED turns", "Answered turns", "Rate"], prows)]
+    crows = []
+    for name, ts in res.by_method.items():
+        if ts:
+            c, secs = m.cost(ts), res.seconds(name)
+            crows.append([label(name), _tokens(c["debate_tokens"]), _tokens(c["summary_tokens"]),
+                          _tokens(c["auxiliary_tokens"]), f"{sum(secs) / len(secs):.2f}"])
+    out += ["", "## Cost per query (Table 10 layout)", "",
+            table(["Method", "Debate tokens", "Summary tokens", "Auxiliary tokens (judge, advice)",
+                   "Seconds"], crows), "",
+            "Means per question; tokens are prompt + completion of successful calls. Seconds are wall "
+            "clock per question, including a shared round 0; questions and methods ran concurrently on one backbone."]
+    return out
+
+
+def _notes(res: Results) -> list[str]:
+    out = []
+    for name, ts in res.by_method.items():
+        failed = sum(t.status == "failed" for t in ts)
+        if failed:
+            out.append(f"- {label(name)}: {failed} of {len(ts)} debates failed (scored as wrong); "
+                       "rerun with --retry-failed to try them again.")
+        counts = Counter(n for t in ts for n in t.notices if not n.startswith(EARLY_STOP))
+        for text, k in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:5]:
+            out.append(f"- {label(name)} ({k}×): {text[:200]}")
+    return out
+
+
+# --- plots ----------------------------------------------------------------------------------------
+
+def consensus_curve(ts: Sequence[Transcript]) -> list[float]:
+    """Mean Cons(Z) per round; an early-stopped debate keeps its last value."""
+    paths = [m.consensus_trajectory(t) for t in ts if t.rounds]
+    if not paths:
+        return []
+    depth = max(len(p) for p in paths)
+    return [sum(p[min(i, len(p) - 1)] for p in paths) / len(paths) for i in range(depth)]
+
+
+def _pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def plot_accuracy_vs_tokens(res: Results, path: Path) -> Path:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for i, (name, ts) in enumerate(res.by_method.items()):
+        acc = m.accuracy(ts)
+        if acc.n == 0:
+            continue
+        c = m.cost(ts)
+        x = c["debate_tokens"] + c["summary_tokens"] + c["auxiliary_tokens"]
+        ax.errorbar([x], [acc.value], yerr=[[acc.value - acc.low], [acc.high - acc.value]],
+                    fmt=MARKERS[i % len(MARKERS)], capsize=3, label=label(name))
+    if ax.lines:
+        ax.legend(fontsize=8)
+    ax.set(xlabel="tokens per query", ylabel="accuracy (plurality, 95% CI)", ylim=(-0.02, 1.02),
+           title=f"{res.benchmark} on {res.run['backbone']}")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_consensus(res: Results, path: Path) -> Path:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for name in _debate_methods(res):
+        curve = consensus_curve(res.by_method[name])
+        ax.plot(range(len(curve)), curve, marker="o", label=label(name))
+    if ax.lines:
+        ax.legend(fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no debate methods in this run", ha="center", transform=ax.transAxes)
+    ax.set(xlabel="round", ylabel="mean consensus Cons(Z)", ylim=(0, 1.05),
+           title=f"Consensus per round — {res.benchmark}")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def write_table1(results_dirs: Sequence[str | Path], out_path: str | Path) -> Path:
+    """The paper's Table 1 over several results folders: plurality accuracy, one column per benchmark
+    and their mean (Avg.), one block per backbone."""
+    runs = [load_results(d) for d in results_dirs]
+    rank = {n: i for i, n in enumerate(TABLE1_ORDER)}
+    lines = ["# Overall accuracy (Table 1 layout)"]
+    for backbone in dict.fromkeys(r.run["backbone"] for r in runs):
+        group = [r for r in runs if r.run["backbone"] == backbone]
+        names = sorted({n for r in group for n in _table1_methods(r)}, key=lambda n: (rank.get(n, 99), n))
+        rows = []
+        for name in names:
+            accs = [m.accuracy(r.by_method.get(name, [])) for r in group]
+            mean = sum(a.value for a in accs) / len(accs) if all(a.n for a in accs) else math.nan
+            rows.append([label(name), *(_f(a.value) for a in accs), _f(mean)])
+        lines += ["", f"## {backbone}", "", table(["Method", *(r.benchmark for r in group), "Avg."], rows)]
+    lines += ["", "Plurality accuracy; Avg. is the mean over the benchmarks (– when a method lacks one)."]
+    path = Path(out_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def write_report(results_dir: str | Path) -> Path:
+    """Write report.md, accuracy_vs_tokens.png and consensus.png into the folder; returns report.md."""
+    folder = Path(results_dir)
+    res = load_results(folder)
+    plot_accuracy_vs_tokens(res, folder / "accuracy_vs_tokens.png")
+    plot_consensus(res, folder / "consensus.png")
+    path = folder / "report.md"
+    path.write_text(render_report(res), encoding="utf-8")
+    return path
