@@ -48,8 +48,8 @@ def parse_options(items: list[str]) -> dict[str, str] | None:
     return options or None
 
 
-def print_transcript(t: Transcript, out=sys.stdout, show_text: bool = False) -> None:
-    w = out.write
+def print_transcript(t: Transcript, out=None, show_text: bool = False) -> None:
+    w = (out or sys.stdout).write
     w(f"Method {t.method} on {t.backbone} — {t.task.kind} question\n")
     for note in t.notices:
         w(f"  note: {note}\n")
@@ -79,7 +79,12 @@ def print_transcript(t: Transcript, out=sys.stdout, show_text: bool = False) -> 
 
 
 async def _debate(args, config) -> Transcript:
+    import dataclasses
+    import os
+
+    import r2mad
     from r2mad.runner import backend_for, open_bank, run_debate
+    from r2mad.runs import RunStore
     from r2mad.tasks import task_from_input
 
     settings = settings_from(args, config)
@@ -88,8 +93,15 @@ async def _debate(args, config) -> Transcript:
     backend = backend_for(config, args.backbone)
     bank, notices = open_bank(args.bank, config, task_kind=task.kind)
     method = args.method + ("+advice" if args.advice and args.method != "truemad" else "")
+    key_env = config.backbone(args.backbone).api_key_env
+    store = RunStore(Path(config.app.data_dir) / "runs.sqlite",
+                     secrets=lambda: [os.environ[key_env]] if key_env and os.environ.get(key_env) else [])
+    run_id = store.start_run(method=method, backbone=args.backbone, bank=args.bank, task=task,
+                             settings=dataclasses.asdict(settings), seed=settings.seed,
+                             code_version=r2mad.__version__, source="cli")
     return await run_debate(task, method, backend, settings, backbone=args.backbone, bank=bank,
-                            notices=tuple(notices))
+                            notices=tuple(notices),
+                            record=lambda t: store.save_transcript(run_id, t, t.status))
 
 
 def cmd_debate(args, config) -> int:

@@ -134,7 +134,7 @@ class Debate:
     async def run(self, task: Task, *, round0: Round | None = None) -> Transcript:
         """Run the whole debate. Never raises for a backend failure: the transcript says what happened.
         `round0` reuses an already computed round 0 (side-by-side comparisons compute it once)."""
-        self.started, t0 = time.time(), time.monotonic()
+        self.started, self._t0 = time.time(), time.monotonic()
         self.task = task
         agents = []
         for i in range(self.method.n_agents()):
@@ -151,6 +151,8 @@ class Debate:
                     else:
                         rnd = await self._round(t)
                     self.rounds.append(rnd)
+                    self.emit(Event("round_end", t, None, {"consensus": rnd.consensus,
+                                                           "answers": [str(x.answer) for x in rnd.turns]}))
                     answers = [turn.answer for turn in rnd.turns]
                     if all(turn.error for turn in rnd.turns):
                         status = "failed"
@@ -167,13 +169,14 @@ class Debate:
         except asyncio.CancelledError:
             self.emit(Event("final", None, None, {"status": "cancelled"}))
             raise
-        transcript = self.transcript(status, time.monotonic() - t0)
+        transcript = self.transcript(status)
         self.emit(Event("final", None, None, {"status": status, "answer": str(transcript.final),
                                               "correct": transcript.correct}))
         return transcript
 
-    def transcript(self, status: str = "running", seconds: float = 0.0) -> Transcript:
+    def transcript(self, status: str = "running") -> Transcript:
         """The debate so far (also used to save a cancelled or failed debate with its rounds)."""
+        seconds = time.monotonic() - self._t0
         final = plurality_vote([t.answer for t in self.rounds[-1].turns], self.task.kind) if self.rounds else ABSTAINED
         return Transcript(self.task, self.method.name, self.backbone, dataclasses.asdict(self.settings),
                           tuple(self.rounds), final, is_correct(final, self.task) if self.rounds else None,
@@ -201,11 +204,8 @@ class Debate:
             else:
                 a.history.pop() if t > 0 else None  # the unanswered question is not kept
                 a.answer = ABSTAINED
-        rnd = Round(t, tuple(turns), consensus_ratio([x.answer for x in turns], self.task.kind),
-                    tuple(ctx.aux), to_dict(ctx.details))
-        self.emit(Event("round_end", t, None, {"consensus": rnd.consensus,
-                                               "answers": [str(x.answer) for x in turns]}))
-        return rnd
+        return Round(t, tuple(turns), consensus_ratio([x.answer for x in turns], self.task.kind),
+                     tuple(ctx.aux), to_dict(ctx.details))
 
     async def _call(self, agent: Agent, t: int, details: dict[str, Any]) -> AgentTurn:
         s = self.settings
@@ -237,6 +237,4 @@ class Debate:
         rnd = dataclasses.replace(round0, details={**round0.details, "shared": True})
         for turn in rnd.turns:
             self.emit(Event("turn", 0, turn.agent, to_dict(turn)))
-        self.emit(Event("round_end", 0, None, {"consensus": rnd.consensus,
-                                               "answers": [str(x.answer) for x in rnd.turns]}))
         return rnd

@@ -11,7 +11,7 @@ from r2mad.backends.base import ChatBackend
 from r2mad.config import Config, ConfigError, DebateSettings, api_key_for
 from r2mad.debate import Debate, EventSink
 from r2mad.methods import NEEDS_BANK, is_debate, make_method
-from r2mad.types import Round, Task, Transcript
+from r2mad.types import Event, Round, Task, Transcript
 
 
 def backend_for(config: Config, backbone: str, *, pasted_token: str | None = None,
@@ -39,14 +39,32 @@ def open_bank(path: str | Path | None, config: Config, *, task_kind: str | None 
 
 async def run_debate(task: Task, method: str, backend: ChatBackend, settings: DebateSettings, *,
                      backbone: str = "", bank=None, emit: EventSink | None = None,
-                     round0: Round | None = None, notices: tuple[str, ...] = ()) -> Transcript:
+                     round0: Round | None = None, notices: tuple[str, ...] = (),
+                     record: Callable[[Transcript], None] | None = None) -> Transcript:
+    """One debate. `record` receives the transcript after every round (status running), at the end, and
+    on cancellation (status cancelled) — the run store plugs in here."""
     strategy = make_method(method, settings, bank=bank)
     if method.removesuffix("+advice") in NEEDS_BANK and bank is None and not notices:
         notices = ("Memory off: no memory bank was given; this runs without retrieved cases.",)
-    debate = Debate(backend, strategy, backbone=backbone, emit=emit)
+    debate: Debate
+
+    def on_event(event: Event) -> None:
+        if record and event.kind == "round_end":
+            record(debate.transcript("running"))
+        if emit:
+            emit(event)
+
+    debate = Debate(backend, strategy, backbone=backbone, emit=on_event)
     for text in notices:
         debate.notice(text, 0)
-    transcript = await debate.run(task, round0=round0 if is_debate(method) else None)
+    try:
+        transcript = await debate.run(task, round0=round0 if is_debate(method) else None)
+    except asyncio.CancelledError:
+        if record:
+            record(debate.transcript("cancelled"))
+        raise
+    if record:
+        record(transcript)
     return transcript
 
 

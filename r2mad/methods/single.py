@@ -43,6 +43,8 @@ class ICLCoT(CoT):
         self.examples: list = []
 
     def opening(self, task: Task, agent: int, system: str) -> list[Message]:
-        self.examples = self.bank.similar_to_task(common.task_prompt(task), self.settings.k) if self.bank else []
+        if self.bank is not None:  # agent 0's cases, ranked by similarity to the task itself
+            query = self.bank.embedder.encode([common.format_task(task)])[0]
+            self.examples = [c.case for c in self.bank.candidates(0, query, self.settings.k)]
         prompt = single.icl_prompt(task, self.examples) if self.examples else common.task_prompt(task)
         return [Message("system", system), Message("user", prompt)]

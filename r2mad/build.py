@@ -1,0 +1,123 @@
+"""`build-memory`: run full-length debates on a training split and turn each finished debate into memory
+cases (one per agent per round t > 0, round 0 excluded). Resumable: questions already in the bank
+are skipped. A failed or partial debate is never written into a bank."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+from r2mad.answers import is_correct, strip_think
+from r2mad.debate import Debate
+from r2mad.methods.r2mad import R2MAD
+from r2mad.prompts.common import format_task
+from r2mad.types import Case, Transcript
+
+
+def cases_from_transcript(t: Transcript) -> list[Case]:
+    """Eq. 6: e_i^(t) = <s_i^(t), Z^(t), y, zeta_i^(t), r_i> for every agent i and round t > 0.
+    r_i is agent i's outcome: 1 when its answer in the last round is correct, else 0."""
+    rounds = t.rounds
+    final_ok = [bool(is_correct(turn.answer, t.task)) for turn in rounds[-1].turns]
+    cases = []
+    for r in range(1, len(rounds)):
+        before, now = rounds[r - 1], rounds[r]
+        responses = tuple(strip_think(turn.text) for turn in now.turns)
+        answers = tuple(turn.answer.value for turn in now.turns)
+        correct = tuple(bool(is_correct(turn.answer, t.task)) for turn in now.turns)
+        for i, turn in enumerate(now.turns):
+            cases.append(Case(
+                id=f"{t.task.id}:a{i}:r{r}", question_id=t.task.id, task_kind=t.task.kind, agent=i, round=r,
+                question=format_task(t.task), previous_response=strip_think(before.turns[i].text),
+                summary=now.details.get("summary", ""), consensus=before.consensus, responses=responses,
+                answers=answers, gold=t.task.gold, correct=correct, reward=1.0 if final_ok[i] else 0.0,
+                stance_changed=turn.answer.value != before.turns[i].answer.value))
+    return cases
+
+
+def complete(t: Transcript) -> bool:
+    """Only whole debates become memory: every round ran and no agent abstained."""
+    return (t.status == "done" and len(t.rounds) == t.settings["rounds"]
+            and all(turn.error is None for r in t.rounds for turn in r.turns))
+
+
+async def build(tasks, bank, backend, settings, *, backbone: str = "", concurrency: int = 1,
+                progress=None) -> dict:
+    """Debate every task not yet in the bank and add its cases; returns a summary."""
+    settings = settings.replace(early_stop=False, use_memory=False)
+    todo = [task for task in tasks if not bank.has_question(task.id)]
+    gate = asyncio.Semaphore(concurrency)
+    stats = {"questions": 0, "skipped_existing": len(tasks) - len(todo), "failed": 0, "tokens": 0}
+    started = time.monotonic()
+
+    async def one(task):
+        async with gate:
+            debate = Debate(backend, R2MAD(settings, None, summarize=True), backbone=backbone)
+            transcript = await debate.run(task)
+        if complete(transcript):
+            bank.add(cases_from_transcript(transcript))
+            stats["questions"] += 1
+        else:
+            stats["failed"] += 1
+        stats["tokens"] += transcript.usage().tokens
+        if progress:
+            progress(transcript)
+
+    await asyncio.gather(*(one(task) for task in todo))
+    stats["seconds"] = round(time.monotonic() - started, 1)
+    return stats
+
+
+def register(sub) -> None:
+    p = sub.add_parser("build-memory", help="debate a training split and write a memory bank")
+    p.add_argument("--task", required=True, help="dataset: demo-mcq, demo-math, truthfulqa, math500, economics, "
+                   "engineering (or mcq / math for files in the demo schema)")
+    p.add_argument("--data", default=None, help="a local data file in the dataset's schema")
+    p.add_argument("--split", default="train")
+    p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--backbone", default=None)
+    p.add_argument("--out", required=True, help="bank folder, e.g. memory/my-bank")
+    p.add_argument("--concurrency", type=int, default=1)
+    from r2mad.cli import add_settings_flags
+    add_settings_flags(p)
+    p.set_defaults(func=cmd_build)
+
+
+def cmd_build(args: argparse.Namespace, config) -> int:
+    from tqdm import tqdm
+
+    import r2mad
+    from r2mad.bank import MemoryBank
+    from r2mad.cli import settings_from
+    from r2mad.embedder import load_embedder
+    from r2mad.runner import backend_for
+    from r2mad.tasks import load_split
+
+    dataset = {"mcq": "demo-mcq", "math": "demo-math"}.get(args.task, args.task)
+    split = load_split(dataset, args.split, data_file=args.data, limit=args.limit)
+    settings = settings_from(args, config)
+    embedder = load_embedder(config.app.embedder)
+    out, index_root = Path(args.out), Path(config.app.data_dir) / "index"
+    kind = split.tasks[0].kind if split.tasks else "mcq"
+    if (out / "manifest.yaml").exists():
+        bank = MemoryBank.open(out, embedder, index_root=index_root, expected_task=kind)
+    else:
+        bank = MemoryBank.create(out, task_kind=kind, split=f"{dataset}:{args.split}", backbone=args.backbone,
+                                 embedder=embedder, code_version=r2mad.__version__, index_root=index_root)
+    backend = backend_for(config, args.backbone)
+    bar = tqdm(total=len(split.tasks), initial=sum(bank.has_question(t.id) for t in split.tasks),
+               desc="debates", unit="q", file=sys.stderr)
+    stats = asyncio.run(build(split.tasks, bank, backend, settings, backbone=args.backbone,
+                              concurrency=args.concurrency, progress=lambda t: bar.update(1)))
+    bar.close()
+    cases = bank.cases()
+    per_agent = {}
+    for case in cases:
+        per_agent[case.agent] = per_agent.get(case.agent, 0) + 1
+    positive = sum(c.reward > 0 for c in cases) / len(cases) if cases else 0.0
+    print(f"Bank {out}: {stats['questions']} new questions debated ({stats['skipped_existing']} already there, "
+          f"{stats['failed']} failed and left out); cases per agent {per_agent}; "
+          f"positive share {positive:.2f}; {stats['tokens']} tokens; {stats['seconds']} s.")
+    return 0 if stats["failed"] == 0 else 1

@@ -1,0 +1,69 @@
+"""`export`, `import` and `rerun` subcommands over the SQLite run store."""
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+
+def _store(config):
+    from r2mad.runs import RunStore
+
+    return RunStore(Path(config.app.data_dir) / "runs.sqlite")
+
+
+def cmd_export(args, config) -> int:
+    from r2mad.runs import push_to_hub
+
+    store = _store(config)
+    count = store.export_jsonl(args.out, args.run or None)
+    print(f"Exported {count} runs with their annotations to {args.out}")
+    if args.csv:
+        print(f"Wrote {store.export_annotations_csv(args.csv)} annotation rows to {args.csv}")
+    if args.push:
+        url = push_to_hub(args.out, args.push, os.environ.get("HF_TOKEN"))
+        print(f"Pushed to {url}")
+    return 0
+
+
+def cmd_import(args, config) -> int:
+    count = _store(config).import_jsonl(args.file)
+    print(f"Imported {count} new or newer runs from {args.file}")
+    return 0
+
+
+def cmd_rerun(args, config) -> int:
+    """Start the same question, method, backbone, bank and settings again as a new run."""
+    from r2mad.cli import print_transcript
+    import r2mad
+    from r2mad.runner import backend_for, open_bank, run_debate
+
+    store = _store(config)
+    old = store.get_run(args.run_id)
+    settings, task = config.settings.replace(**old.settings), old.task
+    bank, notices = open_bank(old.bank, config, task_kind=task.kind)
+    run_id = store.start_run(method=old.method, backbone=old.backbone, bank=old.bank, task=task,
+                             settings=old.settings, seed=settings.seed,
+                             code_version=r2mad.__version__, source="rerun")
+    transcript = asyncio.run(run_debate(task, old.method, backend_for(config, old.backbone), settings,
+                                        backbone=old.backbone, bank=bank, notices=tuple(notices),
+                                        record=lambda t: store.save_transcript(run_id, t, t.status)))
+    print_transcript(transcript)
+    print(f"Saved as run {run_id}")
+    return 0 if transcript.status == "done" else 1
+
+
+def register(sub) -> None:
+    p = sub.add_parser("export", help="export saved runs and annotations as JSONL (and CSV)")
+    p.add_argument("--out", required=True)
+    p.add_argument("--run", action="append", help="only this run id (repeat)")
+    p.add_argument("--csv", default=None, help="also write the annotations as CSV here")
+    p.add_argument("--push", default=None, metavar="REPO_ID", help="upload the export to this HF dataset repo "
+                   "(needs HF_TOKEN)")
+    p.set_defaults(func=cmd_export)
+    p = sub.add_parser("import", help="import runs from an export file")
+    p.add_argument("file")
+    p.set_defaults(func=cmd_import)
+    p = sub.add_parser("rerun", help="run a saved debate's configuration again")
+    p.add_argument("run_id")
+    p.set_defaults(func=cmd_rerun)

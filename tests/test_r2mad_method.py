@@ -1,0 +1,140 @@
+"""R²-MAD on the shared loop with a scripted backend and a real on-disk Qdrant bank (hash embedder for
+speed): memory building, retrieval and confidence in the transcript, and the ablation switches."""
+import asyncio
+
+import pytest
+
+from r2mad.bank import MemoryBank
+from r2mad.build import build, cases_from_transcript
+from r2mad.config import DebateSettings
+from r2mad.debate import Debate
+from r2mad.embedder import HashEmbedder
+from r2mad.methods import make_method
+from r2mad.methods.r2mad import _SUMMARIES
+from r2mad.prompts.common import PERSONAS
+from r2mad.prompts.r2mad import stance_pattern
+from r2mad.types import Task
+from tests.scripted import ScriptedBackend, fail, last_user, persona_of
+
+SYSTEMS = [text for _, text in PERSONAS["mcq"]]
+OPTIONS = (("A", "Mars"), ("B", "Jupiter"), ("C", "Venus"))
+TASKS = [Task("mcq", f"Question number {i}: which planet is largest?", OPTIONS, "B", f"q{i}") for i in range(4)]
+
+
+def reply(messages):
+    """Agent 0 always B (right), agent 1 always A, agent 2 C in round 0 then B; summaries are short."""
+    text = last_user(messages)
+    if "Positions of the agents" in text:
+        return "Two positions remain; one agent moved."
+    agent = SYSTEMS.index(persona_of(messages))
+    debate_round = sum(m.role == "assistant" for m in messages)
+    return f"My reasoning. (({['B', 'A', 'C' if debate_round == 0 else 'B'][agent]}))"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_summary_cache():
+    _SUMMARIES.clear()
+
+
+@pytest.fixture
+def bank(tmp_path):
+    bank = MemoryBank.create(tmp_path / "bank", task_kind="mcq", split="train", backbone="scripted",
+                             embedder=HashEmbedder(64), code_version="test", index_root=tmp_path / "index")
+    asyncio.run(build(TASKS, bank, ScriptedBackend(reply), DebateSettings(seed=1)))
+    yield bank
+    bank.close()
+
+
+def test_build_gives_two_cases_per_agent_per_question_without_round0(bank):
+    cases = bank.cases()
+    assert len(cases) == 2 * len(TASKS) * 3
+    assert {c.round for c in cases} == {1, 2} and {c.agent for c in cases} == {0, 1, 2}
+    case = next(c for c in cases if c.id == "q0:a2:r1")
+    assert case.previous_response.endswith("((C))") and case.answers == ("B", "A", "B")
+    assert case.correct == (True, False, True) and case.reward == 1.0 and case.stance_changed
+    assert case.consensus == pytest.approx(1 / 3) and case.summary == "Two positions remain; one agent moved."
+    assert next(c for c in cases if c.id == "q0:a1:r2").reward == 0.0
+
+
+def test_interrupted_build_resumes_without_duplicates(bank):
+    backend = ScriptedBackend(reply)
+    more = TASKS + [Task("mcq", "Question number 9: which planet is largest?", OPTIONS, "B", "q9")]
+    stats = asyncio.run(build(more, bank, backend, DebateSettings(seed=1)))
+    assert stats["skipped_existing"] == 4 and stats["questions"] == 1
+    assert len(bank.cases()) == 2 * 5 * 3 and len({c.id for c in bank.cases()}) == 30
+
+
+def test_failed_debate_is_never_written_to_the_bank(bank):
+    def flaky(messages):
+        return fail() if persona_of(messages) == SYSTEMS[1] and len(messages) > 2 else reply(messages)
+
+    new = Task("mcq", "Question number 7: which planet is largest?", OPTIONS, "B", "q7")
+    stats = asyncio.run(build([new], bank, ScriptedBackend(flaky), DebateSettings(seed=1)))
+    assert stats["failed"] == 1 and not bank.has_question("q7")
+
+
+def run_r2mad(method, bank, backend=None, **settings):
+    backend = backend or ScriptedBackend(reply)
+    events = []
+    strategy = make_method(method, DebateSettings(seed=2, early_stop=False, **settings), bank=bank)
+    t = asyncio.run(Debate(backend, strategy, emit=events.append).run(TASKS[1]))
+    prompts = [last_user(c.messages) for c in backend.calls if "Positions of the agents" not in last_user(c.messages)]
+    return t, events, prompts[3:]  # the debate-round prompts
+
+
+def test_r2mad_records_retrieval_and_confidence(bank):
+    t, events, prompts = run_r2mad("r2mad", bank)
+    kinds = [e.kind for e in events]
+    assert kinds.count("retrieval") == 6 and kinds.count("confidence") == 6 and kinds.count("summary") == 2
+    details = t.rounds[1].turns[0].details
+    assert details["lambda"] == pytest.approx(1 - 0.9 * (1 / 3))
+    assert len(details["candidates"]) == 3 and len(details["retrieved"]) == 1
+    picked = details["retrieved"][0]
+    assert {"similarity", "reward", "mmr", "correct", "question"} <= set(picked)
+    assert set(details["confidence"]) == {"1", "2"}
+    assert all("<memory case 1>" in p for p in prompts)
+    labels = [v["label"] for turn in t.rounds[1].turns for v in turn.details["confidence"].values()]
+    assert any(labels) and all("<confidence>" in p for p in prompts) == all(labels)
+
+
+def test_ablation_switches_change_the_prompts(bank):
+    _, _, full = run_r2mad("r2mad", bank)
+    _, _, no_conf = run_r2mad("r2mad-no-confidence", bank)
+    t, events, no_mem = run_r2mad("r2mad-no-memory", bank)
+    assert any("<confidence>" in p for p in full) and not any("<confidence>" in p for p in no_conf)
+    assert all("<memory case 1>" in p for p in no_conf)
+    assert not any("<memory case" in p or "<confidence>" in p for p in no_mem)
+    assert not any(e.kind in ("retrieval", "summary") for e in events)
+
+
+def test_policies_pick_differently(bank):
+    picks = {}
+    for policy in ("r2mad-similarity", "r2mad-positive", "r2mad-random"):
+        t, _, _ = run_r2mad(policy, bank, k=2)
+        picks[policy] = [r["case_id"] for turn in t.rounds[1].turns for r in turn.details["retrieved"]]
+    similar = run_r2mad("r2mad-similarity", bank, k=2)[0].rounds[1].turns[0].details
+    sims = [r["similarity"] for r in similar["retrieved"]]
+    assert sims == sorted(sims, reverse=True) and sims[0] == similar["candidates"][0]["similarity"]
+    assert len({tuple(v) for v in picks.values()}) > 1
+
+
+def test_summary_prompt_is_abstract_and_cached(bank):
+    assert stance_pattern(["B", "A", None], ["C", "A", "A"]) == [("P1", "P3"), ("P2", "P2"), ("no clear answer", "P2")]
+    _SUMMARIES.clear()  # building the bank already met this pattern
+    backend = ScriptedBackend(reply)
+    run_r2mad("r2mad", bank, backend)
+    summaries = [c for c in backend.calls if "Positions of the agents" in last_user(c.messages)]
+    assert summaries and all("Jupiter" not in last_user(c.messages) for c in summaries)
+    again = ScriptedBackend(reply)
+    t, _, _ = run_r2mad("r2mad", bank, again)
+    assert not any("Positions of the agents" in last_user(c.messages) for c in again.calls)
+    assert t.rounds[1].details["summary_cached"] is True
+
+
+def test_memory_cases_from_transcript_match_build(bank):
+    backend = ScriptedBackend(reply)
+    strategy = make_method("r2mad", DebateSettings(seed=1, early_stop=False, use_memory=False))
+    strategy.summarize = True
+    t = asyncio.run(Debate(backend, strategy).run(TASKS[0]))
+    built = {c.id: c for c in bank.cases()}
+    assert {c.id for c in cases_from_transcript(t)} == {i for i in built if i.startswith("q0:")}
