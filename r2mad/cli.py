@@ -7,6 +7,7 @@ import asyncio
 import sys
 from pathlib import Path
 
+from r2mad import bench, build, evaluate, runs_cli
 from r2mad.backends.base import BackendError
 from r2mad.config import ConfigError, load_config
 from r2mad.methods import METHODS
@@ -129,21 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--show-text", action="store_true", help="print every agent's full response")
     add_settings_flags(d)
     d.set_defaults(func=cmd_debate)
-    for extra in _extra_commands():
-        extra(sub)
+    for module in (build, evaluate, bench, runs_cli):  # each adds its own subcommands
+        module.register(sub)
     return parser
-
-
-def _extra_commands():
-    """Subcommands that live in their own modules (memory building, eval, bench, run export)."""
-    found = []
-    for module in ("r2mad.build", "r2mad.evaluate", "r2mad.bench", "r2mad.runs_cli"):
-        try:
-            found.append(__import__(module, fromlist=["register"]).register)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-    return found
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,26 @@
+"""The `debate` command end to end against the scripted OpenAI-compatible server."""
+import json
+
+import pytest
+
+from r2mad.types import Transcript
+from tests.test_hardening import cli, config_dir, server  # noqa: F401  (fixtures)
+
+
+def test_debate_prints_rounds_and_writes_json(config_dir, server, tmp_path, capsys):
+    out = tmp_path / "t.json"
+    assert cli(config_dir, "--question", "Largest planet?", "--option", "A=Mars", "--option", "B=Jupiter",
+               "--gold", "B", "--no-early-stop", "--json", str(out)) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("Round ") == 3 and printed.count("Agent 3 (Skeptic): answer B [double_paren]") == 3
+    assert "Final answer: B — correct" in printed and "tokens" in printed
+    t = Transcript.from_json(out.read_text())
+    assert t.method == "mad" and [len(r.turns) for r in t.rounds] == [3, 3, 3] and t.correct is True
+    assert json.loads(out.read_text())["task"]["options"] == [["A", "Mars"], ["B", "Jupiter"]]
+
+
+@pytest.mark.parametrize("method, calls", [("cot", 1), ("sc", 9)])
+def test_single_agent_baselines_from_the_command_line(config_dir, server, capsys, method, calls):
+    assert cli(config_dir, "--method", method, "--question", "What is 2+2?", "--option", "A=3",
+               "--option", "B=4", "--gold", "B") == 0
+    assert server.hits == calls and "Final answer: B — correct" in capsys.readouterr().out
