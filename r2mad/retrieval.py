@@ -1,0 +1,107 @@
+"""Which memory cases an agent sees: the debate-state text, consensus-aware MMR (R²-MAD Eq. 7-8) and the
+ablation policies. Pure numpy on given similarities; no store, no embedder, no prompts."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+POLICIES = (
+    "state-aware",  # MMR with lambda = 1 - gamma * Cons(Z^(t-1)) (the paper's policy; the default)
+    "fixed-0.25",   # MMR with lambda fixed at 0.25
+    "fixed-0.5",    # MMR with lambda fixed at 0.5
+    "fixed-0.75",   # MMR with lambda fixed at 0.75
+    "similarity",   # the k most similar cases, reward ignored
+    "positive",     # the most similar cases with reward > 0 first, then the rest by similarity
+    "diversity",    # MMR with lambda = 0: the most similar case first, then the least redundant ones
+    "random",       # k cases drawn uniformly from the candidates
+)
+
+
+def consensus_lambda(consensus: float, gamma: float = 0.9) -> float:
+    """Eq. 8: lambda_t = 1 - gamma * Cons(Z^(t-1)). Low consensus -> large lambda -> relevant positives."""
+    return 1.0 - gamma * consensus
+
+
+def policy_lambda(policy: str, consensus: float, gamma: float = 0.9) -> float | None:
+    """The MMR trade-off a policy uses at this consensus; None for the policies that are not MMR."""
+    if policy == "state-aware":
+        return consensus_lambda(consensus, gamma)
+    if policy.startswith("fixed-") and policy in POLICIES:
+        return float(policy.removeprefix("fixed-"))
+    return 0.0 if policy == "diversity" else None
+
+
+def render_state(question: str, previous_response: str, summary: str, consensus: float) -> str:
+    """The text embedded for a debate state s = <x, z_i^(t-1), h^(t-1), Cons> (stored cases and queries).
+
+    Short parts come first so that an embedder which truncates long inputs (MiniLM keeps 256
+    word pieces) still sees the consensus and the round summary."""
+    return (f"Consensus of the previous round: {consensus:.2f}\n"
+            f"Summary of the previous round: {summary.strip()}\n"
+            f"Question: {question.strip()}\n"
+            f"My previous response: {previous_response.strip()}")
+
+
+def _greedy_mmr(relevance_term: np.ndarray, pairwise: np.ndarray, lam: float, k: int,
+                picked: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """Extend `picked` greedily by argmax of lam*relevance_term - (1-lam)*max sim to picked."""
+    count = len(relevance_term)
+    chosen = np.zeros(count, dtype=bool)
+    redundancy = np.zeros(count)  # max over the picked set; 0 while it is empty
+    for index, _ in picked:
+        chosen[index] = True
+        redundancy = np.maximum(redundancy, pairwise[:, index])
+    while len(picked) < min(k, count):
+        scores = lam * relevance_term - (1.0 - lam) * redundancy
+        scores[chosen] = -np.inf
+        best = int(np.argmax(scores))  # argmax returns the first maximum: ties go to the lower index
+        picked.append((best, float(scores[best])))
+        chosen[best] = True
+        redundancy = np.maximum(redundancy, pairwise[:, best])
+    return picked
+
+
+def mmr_select(relevance: Sequence[float], rewards: Sequence[float], pairwise: np.ndarray,
+               lam: float, k: int) -> list[tuple[int, float]]:
+    """Eq. 7: pick k candidates greedily by lam*sim(e,s)*r(e) - (1-lam)*max_{e' in E} sim(e,e').
+
+    Returns (candidate index, its MMR score when picked) in pick order. The first pick has no
+    redundancy term, so with k = 1 it is the most similar positive case for every lambda > 0."""
+    relevance, rewards = np.asarray(relevance, float), np.asarray(rewards, float)
+    pairwise = np.asarray(pairwise, float).reshape(len(relevance), len(relevance))
+    return _greedy_mmr(relevance * rewards, pairwise, lam, k, [])
+
+
+def _top_by_relevance(relevance: np.ndarray, indices: np.ndarray) -> list[int]:
+    order = np.lexsort((indices, -relevance[indices]))  # most relevant first, ties -> lower index
+    return [int(indices[i]) for i in order]
+
+
+def select_cases(policy: str, relevance: Sequence[float], rewards: Sequence[float],
+                 pairwise: np.ndarray, consensus: float, k: int, gamma: float = 0.9,
+                 rng: np.random.Generator | int | None = None) -> list[tuple[int, float]]:
+    """Apply one retrieval policy to a candidate set; returns (candidate index, score) in pick order.
+
+    The score is the MMR score for the MMR policies and the similarity for the others."""
+    relevance, rewards = np.asarray(relevance, float), np.asarray(rewards, float)
+    count = len(relevance)
+    pairwise = np.asarray(pairwise, float).reshape(count, count)
+    if count == 0 or k <= 0:
+        return []
+    if policy == "state-aware" or (policy.startswith("fixed-") and policy in POLICIES):
+        return mmr_select(relevance, rewards, pairwise, policy_lambda(policy, consensus, gamma), k)
+    if policy == "similarity":
+        order = _top_by_relevance(relevance, np.arange(count))
+    elif policy == "positive":
+        good = _top_by_relevance(relevance, np.flatnonzero(rewards > 0))
+        order = good + _top_by_relevance(relevance, np.flatnonzero(rewards <= 0))
+    elif policy == "diversity":
+        first = _top_by_relevance(relevance, np.arange(count))[0]
+        return _greedy_mmr(relevance, pairwise, 0.0, k, [(first, 0.0)])
+    elif policy == "random":
+        generator = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        order = [int(i) for i in generator.choice(count, size=min(k, count), replace=False)]
+    else:
+        raise ValueError(f"Unknown retrieval policy {policy!r}; choose one of {', '.join(POLICIES)}.")
+    return [(i, float(relevance[i])) for i in order[:k]]
