@@ -1,8 +1,7 @@
 """Run store: each debate's config (secrets scrubbed), transcript, outcome and human annotations in
-one SQLite file, with JSONL export/import. Not for scoring (metrics.py) or rendering (ui/)."""
+one SQLite file. Export/import lives in runs_io.py; not for scoring (metrics.py) or rendering (ui/)."""
 from __future__ import annotations
 
-import csv
 import json
 import os
 import re
@@ -48,7 +47,6 @@ MIGRATIONS: list[tuple[str, ...]] = [(
         seq INTEGER NOT NULL, edited_at REAL NOT NULL, labels TEXT NOT NULL, note TEXT NOT NULL,
         PRIMARY KEY (annotation_id, seq))""",
 )]
-_JSON_COLUMNS = ("settings", "task", "transcript")
 _BOOL_COLUMNS = ("correct", "shared_misconception", "flip")
 _SUMMARY_COLUMNS = ("id", "created_at", "updated_at", "status", "status_note", "source", "method",
                     "backbone", "bank", "question", "gold", "final_answer", "correct", "tokens",
@@ -409,136 +407,21 @@ class RunStore:
                                                   tuple(json.loads(e["labels"])), e["note"])
                                    for e in edits))
 
-    # --- export / import ----------------------------------------------------------------------
+    # --- export / import: implemented in runs_io.py ------------------------------------------
 
     def export_jsonl(self, path: str | Path, run_ids: Sequence[str] | None = None) -> int:
-        """Write one JSON object per run (oldest first): every column, the parsed transcript and the
-        annotations with their edit history. Returns the number of runs written."""
-        lines = []
-        with self._tx(write=False) as conn:
-            rows = conn.execute("SELECT * FROM runs ORDER BY created_at, id").fetchall()
-            wanted = None if run_ids is None else set(run_ids)
-            for row in rows:
-                if wanted is not None and row["id"] not in wanted:
-                    continue
-                record = {k: row[k] for k in row.keys()}
-                for col in _JSON_COLUMNS:
-                    record[col] = record[col] and json.loads(record[col])
-                for col in _BOOL_COLUMNS:
-                    record[col] = None if record[col] is None else bool(record[col])
-                record["annotations"] = [
-                    {"annotator": a.annotator, "labels": list(a.labels), "note": a.note,
-                     "created_at": a.created_at, "updated_at": a.updated_at,
-                     "history": [{"seq": e.seq, "edited_at": e.edited_at, "labels": list(e.labels),
-                                  "note": e.note} for e in a.history]}
-                    for a in self._annotations(conn, row["id"])]
-                lines.append(_dumps(record) + "\n")
-        _write_atomic(Path(path), "".join(lines))
-        return len(lines)
+        return _io().export_jsonl(self, path, run_ids)
 
     def import_jsonl(self, path: str | Path) -> int:
-        """Insert the runs of an export (all or nothing). A run or annotation already here is kept
-        unless the file's copy is newer, so importing a file twice changes nothing. Returns how many
-        runs were added or changed."""
-        records = []
-        for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-            if line.strip():
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"Line {number} of {path} is not JSON ({exc.msg}); "
-                                     "import only files written by export.") from None
-        changed = 0
-        with self._tx() as conn:
-            columns = [r[1] for r in conn.execute("PRAGMA table_info(runs)").fetchall()]
-            for number, record in enumerate(records, 1):
-                try:
-                    changed += self._import_one(conn, record, columns)
-                except (KeyError, TypeError, sqlite3.IntegrityError) as exc:
-                    raise ValueError(f"Run {number} of {path} is not a valid export ({exc}); "
-                                     "nothing was imported.") from None
-        return changed
-
-    def _import_one(self, conn: sqlite3.Connection, record: dict[str, Any],
-                    columns: list[str]) -> int:
-        values = {col: record.get(col) for col in columns}
-        values["settings"] = _dumps(self._scrub(values["settings"]))
-        values["task"] = _dumps(self._scrub(values["task"], keys=False))
-        if values["transcript"]:
-            values["transcript"] = self._clean_transcript(values["transcript"], values["status"])
-        old = conn.execute("SELECT updated_at FROM runs WHERE id = ?", (record["id"],)).fetchone()
-        changed = old is None or record["updated_at"] > old["updated_at"]
-        if old is None:
-            conn.execute(f"INSERT INTO runs ({', '.join(columns)}) VALUES "
-                         f"({', '.join('?' * len(columns))})", [values[c] for c in columns])
-        elif changed:
-            conn.execute(f"UPDATE runs SET {', '.join(f'{c} = ?' for c in columns)} WHERE id = ?",
-                         [values[c] for c in columns] + [record["id"]])
-        for a in record.get("annotations") or []:
-            have = conn.execute("SELECT id, updated_at FROM annotations WHERE run_id = ? AND "
-                                "annotator = ?", (record["id"], a["annotator"])).fetchone()
-            if have is not None and a["updated_at"] <= have["updated_at"]:
-                continue
-            if have is not None:
-                conn.execute("DELETE FROM annotations WHERE id = ?", (have["id"],))
-            annotation_id = conn.execute(
-                "INSERT INTO annotations (run_id, annotator, labels, note, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)", (record["id"], a["annotator"], _dumps(a["labels"]),
-                                              self._scrub(a["note"]), a["created_at"],
-                                              a["updated_at"])).lastrowid
-            conn.executemany("INSERT INTO annotation_edits VALUES (?, ?, ?, ?, ?)",
-                             [(annotation_id, e["seq"], e["edited_at"], _dumps(e["labels"]),
-                               self._scrub(e["note"])) for e in a.get("history") or []])
-            changed = True
-        return int(changed)
+        return _io().import_jsonl(self, path)
 
     def export_annotations_csv(self, path: str | Path) -> int:
-        """One CSV row per (run, annotator) with the run's outcome; labels joined by ";"."""
-        header = ["run_id", "annotator", "labels", "note", "created_at", "updated_at", "method",
-                  "backbone", "bank", "question", "gold", "final_answer", "correct"]
-        with self._tx(write=False) as conn:
-            rows = conn.execute(
-                "SELECT a.run_id, a.annotator, a.labels, a.note, a.created_at, a.updated_at, "
-                "r.method, r.backbone, r.bank, r.question, r.gold, r.final_answer, r.correct "
-                "FROM annotations a JOIN runs r ON r.id = a.run_id "
-                "ORDER BY r.created_at, a.run_id, a.annotator").fetchall()
-        tmp = Path(path).with_name(Path(path).name + ".tmp")
-        with open(tmp, "w", newline="", encoding="utf-8") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(header)
-            for row in rows:
-                values = list(row)
-                values[2] = ";".join(json.loads(values[2]))
-                values[4:6] = [_iso(values[4]), _iso(values[5])]
-                writer.writerow(values)
-        os.replace(tmp, path)
-        return len(rows)
+        return _io().export_annotations_csv(self, path)
 
     def count_runs(self, **filters: Any) -> int:
         where, params = _where(**filters)
         with self._tx(write=False) as conn:
             return conn.execute(f"SELECT COUNT(*) FROM runs {where}", params).fetchone()[0]
-
-
-def push_to_hub(export_path: str | Path, repo_id: str, token: str | None) -> str:
-    """Upload an export file to a Hugging Face dataset repo; returns the file's URL."""
-    if not token:
-        raise ValueError("No Hugging Face token given; set HF_TOKEN (or paste a token with write "
-                         "access) to push the export.")
-    export_path = Path(export_path)
-    if not export_path.is_file():
-        raise FileNotFoundError(f"No export at {export_path}; run export first.")
-    from huggingface_hub import HfApi
-    api = HfApi(token=token)
-    try:
-        api.create_repo(repo_id, repo_type="dataset", exist_ok=True)
-        return str(api.upload_file(path_or_fileobj=str(export_path),
-                                   path_in_repo=export_path.name, repo_id=repo_id,
-                                   repo_type="dataset"))
-    except Exception as exc:  # the library's message may echo request headers
-        message = str(exc).replace(token, REDACTED)
-        raise RuntimeError(f"Pushing {export_path.name} to dataset {repo_id} failed: {message}; "
-                           "check the repo id and that the token can write to it.") from None
 
 
 def _where(*, method: str | None = None, backbone: str | None = None, bank: str | None = None,
@@ -560,12 +443,12 @@ def _where(*, method: str | None = None, backbone: str | None = None, bank: str 
     return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
-def _iso(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+def _io():
+    from r2mad import runs_io  # imported late: runs_io imports this module
+    return runs_io
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+def __getattr__(name: str) -> Any:  # `from r2mad.runs import push_to_hub` keeps working
+    if name == "push_to_hub":
+        return _io().push_to_hub
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

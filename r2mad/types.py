@@ -3,6 +3,7 @@ memory cases and events. Frozen dataclasses that serialise to JSON and back loss
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import typing
 from dataclasses import dataclass, field
@@ -197,14 +198,19 @@ def to_dict(obj: Any) -> Any:
     return obj
 
 
+@functools.lru_cache(maxsize=None)
+def _field_hints(cls: type) -> tuple[tuple[str, Any], ...]:
+    """(name, resolved type) of each field of dataclass `cls`, worked out once per class (slow)."""
+    hints = typing.get_type_hints(cls)
+    return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls))
+
+
 def from_dict(cls: Any, data: Any) -> Any:
     """Rebuild `cls` (a dataclass or a typing annotation) from `to_dict` output."""
     if data is None:
         return None
     if dataclasses.is_dataclass(cls):
-        hints = typing.get_type_hints(cls)
-        return cls(**{f.name: from_dict(hints[f.name], data[f.name])
-                      for f in dataclasses.fields(cls) if f.name in data})
+        return cls(**{name: from_dict(hint, data[name]) for name, hint in _field_hints(cls) if name in data})
     origin, args = typing.get_origin(cls), typing.get_args(cls)
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:

