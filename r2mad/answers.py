@@ -108,12 +108,36 @@ def extract_choice(text: str, letters: str) -> Answer:
     return UNPARSED
 
 
+_OPTION_LINE = re.compile(r"^\(?([A-Za-z])[).:]\s*(.+?)\s*[.!]?$")
+
+
+def extract_option_line(text: str, options: Sequence[tuple[str, str]]) -> Answer:
+    """A last line that cites one option whole, label and text, e.g. "(C) Purple" — an option
+    citation, not prose, so it counts; the text must match that option's own text, and a reply that
+    recites several options (a copied list) commits to none."""
+    lines = [line.strip() for line in unicodedata.normalize("NFKC", text).replace("*", "").splitlines()
+             if line.strip()]
+    cited = {_cited_option(line, options) for line in lines} - {None}
+    last = _cited_option(lines[-1], options) if lines else None
+    return Answer(last, "option_line") if last and len(cited) == 1 else UNPARSED
+
+
+def _cited_option(line: str, options: Sequence[tuple[str, str]]) -> str | None:
+    m = _OPTION_LINE.match(line)
+    if m:
+        letter, cited = m.group(1).upper(), m.group(2).casefold()
+        if any(letter == label and cited == text.strip().rstrip(".").casefold() for label, text in options):
+            return letter
+    return None
+
+
 def extract_answer(text: str, task: Task) -> Answer:
     text = strip_think(text)
     if task.kind == "math":
         return extract_math(text)
     letters = "".join(letter for letter, _ in task.options) or "ABCDEFGHIJ"
-    return extract_choice(text, letters)
+    found = extract_choice(text, letters)
+    return found if found.parsed else extract_option_line(text, task.options)
 
 
 # --- math normalisation and equivalence ---------------------------------------------------------

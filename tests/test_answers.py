@@ -171,3 +171,19 @@ def test_plurality_vote(answers, kind, winner):
 ])
 def test_is_unanimous(answers, unanimous):
     assert is_unanimous(answers, "mcq") is unanimous
+
+
+OPTS = (("A", "Green"), ("B", "Brown"), ("C", "Purple"), ("D", "Grey"))
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("(C) Purple", "C"),  # a reply that cites one option whole
+    ("**D) Grey**", "D"),
+    ("A) Toronto.", None),  # label with another text: not an option citation
+    ("(E) Grey", None),  # a letter that is not an option
+    ("Options:\nA) Green\nB) Brown\nC) Purple\nD) Grey", None),  # a recited list commits to nothing
+    ("I think (B) Brown is wrong", None),  # prose
+])
+def test_option_line_citation(text, expected):
+    answer = extract_answer(text, Task("mcq", "Which colour?", OPTS, "D"))
+    assert answer.value == expected and (expected is None or answer.how == "option_line")
