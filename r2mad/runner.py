@@ -71,8 +71,9 @@ async def run_debate(task: Task, method: str, backend: ChatBackend, settings: De
 async def compute_round0(task: Task, backend: ChatBackend, settings: DebateSettings, *,
                          emit: EventSink | None = None) -> Round:
     """Round 0 is the same for every debate method: each agent answers alone."""
-    one_round = settings.replace(rounds=1, advice=False)
-    transcript = await Debate(backend, make_method("mad", one_round), emit=emit).run(task)
+    method = make_method("mad", settings.replace(rounds=1, advice=False))
+    method.wants_logprobs = True  # objective MAD-M² scores round 0 by its logprobs (when the backend has them)
+    transcript = await Debate(backend, method, emit=emit).run(task)
     return transcript.rounds[0]
 
 

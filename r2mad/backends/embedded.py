@@ -51,6 +51,16 @@ def _load(path: Path, n_ctx: int):
     return _models[key]
 
 
+def _stop_when(cancelled: threading.Event, eos: int):
+    """A logits processor that forces end-of-text once the caller has given up (llama.cpp has no cancel)."""
+    def process(tokens, scores):
+        if cancelled.is_set():
+            scores[:] = -float("inf")
+            scores[eos] = 0.0
+        return scores
+    return process
+
+
 class EmbeddedBackend:
     supports_logprobs = True
 
@@ -65,23 +75,31 @@ class EmbeddedBackend:
     async def chat(self, messages: Sequence[Message], *, n: int = 1, temperature: float = 0.7,
                    top_p: float = 1.0, max_tokens: int = 512, seed: int | None = None,
                    logprobs: bool = False) -> list[Completion]:
-        out = []
+        out, cancelled = [], threading.Event()
         for i in range(n):
             one_seed = None if seed is None else seed + i
-            out.append(await asyncio.to_thread(self._generate, messages, temperature, top_p,
-                                               max_tokens, one_seed, logprobs))
+            job = asyncio.to_thread(self._generate, messages, temperature, top_p, max_tokens, one_seed,
+                                    logprobs, cancelled)
+            try:
+                out.append(await job)
+            except asyncio.CancelledError:  # stop the generation at the next token, then free the model
+                cancelled.set()
+                raise
         return out
 
-    def _generate(self, messages, temperature, top_p, max_tokens, seed, logprobs) -> Completion:
+    def _generate(self, messages, temperature, top_p, max_tokens, seed, logprobs, cancelled) -> Completion:
         with _model_lock:
             llm = _load(self.model_path, self.n_ctx)
+            from llama_cpp import LogitsProcessorList
+
             started = time.monotonic()
             try:
                 result = llm.create_chat_completion(
                     messages=[{"role": m.role, "content": m.content} for m in messages],
                     temperature=temperature, top_p=top_p, max_tokens=max_tokens,
                     seed=seed if seed is not None else int(time.time_ns() % 2**31),
-                    logprobs=logprobs or None, top_logprobs=0 if logprobs else None)
+                    logprobs=logprobs or None, top_logprobs=0 if logprobs else None,
+                    logits_processor=LogitsProcessorList([_stop_when(cancelled, llm.token_eos())]))
             except ValueError as exc:  # llama.cpp raises ValueError when the prompt exceeds n_ctx
                 if "context" in str(exc).lower() or "exceed" in str(exc).lower():
                     raise BackendError("The prompt is longer than the embedded model's context window; "

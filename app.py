@@ -1,0 +1,26 @@
+"""Entry point of the browser app: load the config, build the Gradio UI from r2mad.ui, queue and launch.
+`python app.py` serves on 127.0.0.1:7860 unless GRADIO_SERVER_NAME / GRADIO_SERVER_PORT say otherwise."""
+from __future__ import annotations
+
+import os
+
+from r2mad.config import load_config
+from r2mad.ui import build_app
+
+
+def env_secrets(config) -> list[str]:
+    """API keys present in the environment, so the run store can scrub them from anything it keeps."""
+    names = {b.api_key_env for b in config.backbones.values() if b.api_key_env} | {"HF_TOKEN"}
+    return [os.environ[n] for n in sorted(names) if os.environ.get(n)]
+
+
+def main() -> None:
+    config = load_config()
+    demo = build_app(config, secrets=env_secrets(config))
+    demo.queue(default_concurrency_limit=config.app.concurrency_limit, max_size=config.app.max_queue)
+    # No allowed_paths: memory/ and configs/ are never served as files.
+    demo.launch(server_name=config.app.host, server_port=config.app.port, show_error=not config.on_space)
+
+
+if __name__ == "__main__":
+    main()

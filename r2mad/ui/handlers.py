@@ -1,0 +1,182 @@
+"""Event handlers of the Debate tab: validate the visitor's input, run (or compare) with streaming,
+stop, and turn transcripts into component updates. Errors become one-sentence warnings."""
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+import logging
+import tempfile
+from pathlib import Path
+
+import gradio as gr
+
+from r2mad.backends.base import BackendError
+from r2mad.config import ConfigError
+from r2mad.methods import METHODS
+from r2mad.tasks import task_from_input
+from r2mad.types import Transcript, to_dict
+from r2mad.ui.live import LiveRun, needs_bank, stream
+from r2mad.ui.render import chat_messages, final_markdown
+from r2mad.ui.services import Services
+from r2mad.ui.tables import summary_rows
+
+log = logging.getLogger("r2mad.ui")
+MAX_COLUMNS = 4
+USER_ERRORS = (BackendError, ConfigError, ValueError)
+
+
+def warn(message: str, secret: str | None = None) -> None:
+    """Show a one-sentence warning (escaped: toasts render HTML; a pasted token is never echoed)."""
+    if secret:
+        message = message.replace(secret, "[redacted]")
+    gr.Warning(html.escape(message, quote=False))
+
+
+def layout_for(methods: list[str] | None) -> tuple:
+    """Visibility of the single chat, the compare row, its columns and the summary table."""
+    n = len(methods or [])
+    compare = n > 1
+    return (gr.Column(visible=not compare), gr.Row(visible=compare),
+            *(gr.Chatbot(visible=compare and i < n) for i in range(MAX_COLUMNS)),
+            gr.Dataframe(visible=compare))
+
+
+def _write_download(transcripts: dict[str, Transcript]) -> str:
+    folder = Path(tempfile.mkdtemp(prefix="r2mad-transcript-"))
+    name = "transcript.json" if len(transcripts) == 1 else "transcripts.json"
+    data = {m: to_dict(t) for m, t in transcripts.items()}
+    (folder / name).write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    return str(folder / name)
+
+
+def view(transcripts: dict[str, Transcript], *, final: bool) -> tuple:
+    """Updates for DebateTab.outputs: status, single box, single chat, compare row, 4 columns,
+    summary, JSON, download, state."""
+    methods = list(transcripts)
+    compare = len(methods) > 1
+    if compare:
+        shared = " Round 0 was computed once and shared by the debate methods." if any(
+            t.shared_round0 for t in transcripts.values()) else ""
+        running = any(t.status == "running" for t in transcripts.values())
+        status = (f"**Side by side: {len(methods)} methods** — {'running…' if running else 'finished'}."
+                  f"{shared}")
+    else:
+        status = final_markdown(transcripts[methods[0]]) if methods else ""
+    single = chat_messages(transcripts[methods[0]]) if methods and not compare else []
+    columns = [gr.Chatbot(value=chat_messages(transcripts[methods[i]]), label=methods[i], visible=True)
+               if compare and i < len(methods) else gr.Chatbot(value=[], visible=False)
+               for i in range(MAX_COLUMNS)]
+    state = {m: to_dict(t) for m, t in transcripts.items()}
+    return (status, gr.Column(visible=not compare), single, gr.Row(visible=compare), *columns,
+            gr.Dataframe(value=summary_rows(transcripts), visible=compare),
+            state if final else gr.skip(),
+            gr.DownloadButton(value=_write_download(transcripts), visible=True) if final else gr.skip(),
+            state)
+
+
+def idle(message: str) -> tuple:
+    """Only the status line changes."""
+    return (message, *(gr.skip() for _ in range(11)))
+
+
+class DebateHandlers:
+    def __init__(self, services: Services):
+        self.services = services
+
+    async def stop(self, request: gr.Request) -> None:
+        """Stop the debate running in this browser session; it ends showing its partial transcript
+        as cancelled and is saved as cancelled."""
+        if not self.services.request_stop(getattr(request, "session_hash", None) or "anonymous"):
+            gr.Info("Nothing is running in this tab.")
+
+    async def unload(self, request: gr.Request) -> None:
+        """The page was closed: stop its debate instead of letting it run on."""
+        self.services.request_stop(getattr(request, "session_hash", None) or "anonymous")
+
+    async def _prepare(self, backbone, token, base_url, model, methods, bank, agents, rounds, k, gamma,
+                       temperature, max_tokens, seed, question, options, gold):
+        """Settings, task, backend and bank for a run; raises a USER_ERRORS exception to refuse."""
+        services = self.services
+        unknown = [m for m in methods if m.removesuffix("+advice") not in METHODS]
+        if unknown:
+            raise ConfigError(f"Unknown method '{unknown[0]}'; choose methods from the list.")
+        settings = services.config.settings.replace(
+            agents=int(agents), rounds=int(rounds), k=int(k), gamma=float(gamma),
+            temperature=float(temperature), max_tokens=int(max_tokens),
+            seed=None if seed in (None, "") else int(seed))
+        chosen = {letter: text for letter, text in zip("ABCDEFGHIJ", options) if (text or "").strip()}
+        task = task_from_input(question, chosen or None, gold, max_chars=settings.max_question_chars)
+        # Opening a bank loads the embedder and may build an index: keep the event loop free.
+        backend, backbone_name = await asyncio.to_thread(
+            services.backend, backbone, token=token, base_url=base_url, model=model)
+        bank_obj, notices = (await asyncio.to_thread(services.bank_for_task, bank, task.kind)
+                             if any(map(needs_bank, methods)) else (None, []))
+        return task, settings, backend, backbone_name, bank_obj, notices
+
+    async def run_debate(self, backbone, token, base_url, model, methods, bank, agents, rounds, k, gamma,
+                         temperature, max_tokens, seed, question, option_a, option_b, option_c, option_d,
+                         option_e, option_f, option_g, option_h, option_i, option_j, gold,
+                         request: gr.Request):
+        """Run one debate (one method) or a side-by-side comparison (2–4 methods), streaming."""
+        services, token = self.services, (token or "").strip() or None
+        methods = [m for m in (methods or []) if m]
+        if not (question or "").strip():
+            warn("The question is empty; type a question before starting a debate.")
+            yield idle("Type a question first; nothing was run.")
+            return
+        if not 1 <= len(methods) <= MAX_COLUMNS:
+            warn(f"Choose between 1 and {MAX_COLUMNS} methods; {len(methods)} are selected.")
+            yield idle("Choose 1 to 4 methods; nothing was run.")
+            return
+        session = getattr(request, "session_hash", None) or "anonymous"
+        stop_signal = services.begin(session)
+        if stop_signal is None:
+            warn("A debate is already running in this browser tab; stop it or wait until it ends.")
+            yield idle("A debate is already running here; wait or press Stop.")
+            return
+        store = live = None
+        try:
+            if bank and any(map(needs_bank, methods)):
+                yield idle("Opening the memory bank (the first time loads the embedder)…")
+            try:
+                options = [option_a, option_b, option_c, option_d, option_e, option_f, option_g,
+                           option_h, option_i, option_j]
+                task, settings, backend, backbone_name, bank_obj, notices = await self._prepare(
+                    backbone, token, base_url, model, methods, bank, agents, rounds, k, gamma,
+                    temperature, max_tokens, seed, question, options, gold)
+            except USER_ERRORS as exc:
+                warn(str(exc), token)
+                text = html.escape(str(exc).replace(token or chr(0), "[redacted]"), quote=False)
+                yield idle(f"Not started: {text}")
+                return
+            if stop_signal.is_set():
+                yield idle("Stopped before the debate started; nothing was run.")
+                return
+            store = services.store_for(token)
+            live = LiveRun(task, methods, backbone_name, settings, bank or None, store)
+            yield view(live.transcripts(), final=False)
+            async for transcripts in stream(live, backend, bank=bank_obj, bank_notices=tuple(notices),
+                                            stop=stop_signal):
+                done = all(t.status != "running" for t in transcripts.values())
+                yield view(transcripts, final=done)
+            for m, t in live.results.items():
+                errors = [turn.error for r in t.rounds for turn in r.turns if turn.error]
+                if t.status == "failed":
+                    why = errors[0] if errors else (t.notices[-1] if t.notices else "the debate failed")
+                    warn(f"{m}: {why}", token)
+                elif errors:
+                    warn(f"{m}: {len(errors)} agent call(s) failed and abstained: {errors[0]}", token)
+        except USER_ERRORS as exc:  # raised by the debate itself (e.g. a method that rejects its settings)
+            warn(str(exc), token)
+            if live is not None:
+                yield view(live.transcripts(), final=True)
+        except Exception as exc:  # a bug, not the visitor's fault: log it (no secrets in it) and say so
+            log.exception("debate failed")
+            warn(f"The debate stopped on an internal error ({type(exc).__name__}); the partial transcript is kept.")
+            if live is not None:
+                yield view(live.transcripts(), final=True)
+        finally:
+            services.end(session)
+            if store is not None and store is not services.store:
+                store.close()

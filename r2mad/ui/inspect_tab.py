@@ -1,0 +1,124 @@
+"""The Inspect tab for annotators: list and filter saved runs, open one in the same round-by-round
+view as a live debate, annotate it with taxonomy labels, and rerun its config in the Debate tab."""
+from __future__ import annotations
+
+import gradio as gr
+
+from r2mad.methods import METHODS
+from r2mad.runs import STATUSES
+from r2mad.ui.handlers import warn
+from r2mad.ui.render import chat_messages, final_markdown
+from r2mad.ui.services import Services
+from r2mad.ui.tables import RUN_HEADERS, annotations_markdown, run_header_markdown, run_rows
+
+ANY = "any"
+FLAGS = ("shared misconception", "correct→wrong flip", "parse failures")
+LETTERS = "ABCDEFGHIJ"
+
+
+class InspectHandlers:
+    def __init__(self, services: Services):
+        self.services = services
+
+    def list_runs(self, method: str, backbone: str, bank: str, outcome: str, flags: list[str], status: str):
+        """Runs matching the filters, newest first (any = no filter)."""
+        flags = flags or []
+        runs = self.services.store.list_runs(
+            method=None if method in (ANY, "", None) else method,
+            backbone=None if backbone in (ANY, "", None) else backbone,
+            bank=None if bank in (ANY, "", None) else bank,
+            correct={"correct": True, "wrong": False}.get(outcome),
+            shared_misconception=True if FLAGS[0] in flags else None,
+            flip=True if FLAGS[1] in flags else None,
+            parse_failures=True if FLAGS[2] in flags else None,
+            status=None if status in (ANY, "", None) else status)
+        return run_rows(runs)
+
+    def _record(self, run_id: str):
+        run_id = (run_id or "").strip()
+        if not run_id:
+            raise gr.Error("No run chosen; click a row of the list or paste a run id.")
+        try:
+            return self.services.store.get_run(run_id)
+        except KeyError:
+            raise gr.Error("No saved run has that id; refresh the list and pick one of its rows.") from None
+
+    def open_run(self, run_id: str):
+        """Header, chat, final line and annotations of one saved run."""
+        record = self._record(run_id)
+        taxonomy = self.services.store.taxonomy
+        if record.transcript is None:
+            return (run_header_markdown(record), [], "*This run stopped before round 0 finished.*",
+                    annotations_markdown(record.annotations, taxonomy))
+        return (run_header_markdown(record), chat_messages(record.transcript),
+                final_markdown(record.transcript), annotations_markdown(record.annotations, taxonomy))
+
+    def select(self, evt: gr.SelectData):
+        """Clicking a row of the list opens that run."""
+        row = evt.row_value if getattr(evt, "row_value", None) else None
+        run_id = str(row[0]) if row else ""
+        return (run_id, *self.open_run(run_id))
+
+    def annotate(self, run_id: str, labels: list[str], note: str, annotator: str):
+        """Save (or edit) this annotator's labels and note for the run; returns the annotations."""
+        record = self._record(run_id)
+        try:
+            self.services.store.annotate(record.id, annotator=annotator or "", labels=labels or [], note=note or "")
+        except ValueError as exc:
+            warn(str(exc))
+        fresh = self.services.store.get_run(record.id)
+        return annotations_markdown(fresh.annotations, self.services.store.taxonomy)
+
+    def rerun(self, run_id: str):
+        """Values for the Debate tab's controls from a saved run, and switch to that tab."""
+        record = self._record(run_id)
+        config, settings, task = self.services.config, record.settings, record.task
+        if record.backbone not in config.backbones:
+            warn(f"Backbone {record.backbone} is not configured here; keeping the selected backbone.")
+        options = dict(task.options)
+        banks = self.services.bank_choices()
+        values = [record.backbone if record.backbone in config.backbones else gr.skip(), [record.method],
+                  record.bank if record.bank in banks else "",
+                  *(settings.get(k, getattr(config.settings, k)) for k in
+                    ("agents", "rounds", "k", "gamma", "temperature", "max_tokens", "seed")),
+                  task.question, *(options.get(letter, "") for letter in LETTERS), task.gold or ""]
+        return (*values, gr.Tabs(selected="debate"))
+
+
+def build(services: Services, debate, tabs) -> None:
+    h = InspectHandlers(services)
+    config, store = services.config, services.store
+    with gr.Row():
+        method = gr.Dropdown([ANY, *METHODS], value=ANY, allow_custom_value=True, label="Method")
+        backbone = gr.Dropdown([ANY, *config.backbones], value=ANY, allow_custom_value=True, label="Backbone")
+        bank = gr.Dropdown([ANY, *services.bank_choices()], value=ANY, allow_custom_value=True, label="Bank")
+        outcome = gr.Radio([ANY, "correct", "wrong"], value=ANY, label="Outcome")
+        status = gr.Dropdown([ANY, *STATUSES], value=ANY, label="Status")
+    flags = gr.CheckboxGroup(list(FLAGS), label="Only runs with")
+    refresh = gr.Button("Refresh list", elem_id="inspect-refresh")
+    runs = gr.Dataframe(headers=RUN_HEADERS, interactive=False, label="Saved runs (click a row to open it)",
+                        wrap=True, elem_id="runs")
+    with gr.Row():
+        run_id = gr.Textbox(label="Run id", scale=3, elem_id="run-id")
+        open_button = gr.Button("Open", scale=1)
+        rerun_button = gr.Button("Rerun in the Debate tab", scale=1)
+    header = gr.Markdown()
+    final = gr.Markdown()
+    chat = gr.Chatbot(label="Saved debate", height=560, group_consecutive_messages=False,
+                      feedback_options=None, autoscroll=False, elem_id="inspect-chat")
+    gr.Markdown("### Annotations")
+    existing = gr.Markdown("*Open a run to see its annotations.*")
+    labels = gr.CheckboxGroup([(f"{key} — {text}", key) for key, text in store.taxonomy.items()],
+                              label="Failure labels")
+    note = gr.Textbox(lines=2, label="Note")
+    annotator = gr.Textbox(label="Your name")
+    save = gr.Button("Save annotation", variant="primary")
+
+    filters = [method, backbone, bank, outcome, flags, status]
+    refresh.click(h.list_runs, filters, runs, api_name="list_runs")
+    open_button.click(h.open_run, [run_id], [header, chat, final, existing], api_name="open_run")
+    runs.select(h.select, None, [run_id, header, chat, final, existing], api_visibility="private")
+    save.click(h.annotate, [run_id, labels, note, annotator], [existing], api_name="annotate")
+    rerun_button.click(h.rerun, [run_id], [*debate.fill, tabs], api_name="rerun").success(
+        debate.run_fn, debate.inputs, debate.outputs, api_visibility="private", concurrency_id="debate",
+        show_progress="hidden")

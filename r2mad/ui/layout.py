@@ -1,0 +1,36 @@
+"""The whole app: tabs Debate, Inspect, Memory bank and About, wired to one set of process-wide
+services. `build_app` returns gr.Blocks; queueing and launching are app.py's job."""
+from __future__ import annotations
+
+from typing import Iterable
+
+import gradio as gr
+
+from r2mad.config import Config, load_config
+from r2mad.ui import bank_tab, debate_tab, inspect_tab
+from r2mad.ui.about import ABOUT
+from r2mad.ui.services import Services
+
+INTRO = ("# R²-MAD Studio\nMulti-agent debate — MAD, MAD-M², TrueMAD and R²-MAD — round by round. "
+         "The default backbone is a tiny CPU model for trying the app, not for accuracy.")
+
+
+def build_app(config: Config | None = None, *, secrets: Iterable[str] = (),
+              services: Services | None = None) -> gr.Blocks:
+    """`secrets`: values (e.g. API keys from the environment) the run store must never keep."""
+    config = config or load_config()
+    services = services or Services(config, secrets=secrets)
+    with gr.Blocks(title="R²-MAD Studio") as demo:
+        gr.Markdown(INTRO)
+        with gr.Tabs() as tabs:
+            with gr.Tab("Debate", id="debate"):
+                debate = debate_tab.build(services)
+            with gr.Tab("Inspect runs", id="inspect"):
+                inspect_tab.build(services, debate, tabs)
+            with gr.Tab("Memory bank", id="bank"):
+                bank_tab.build(services)
+            with gr.Tab("About", id="about"):
+                gr.Markdown(ABOUT)
+        demo.unload(debate.unload_fn)
+    demo.r2mad_services = services  # for tests and app.py
+    return demo

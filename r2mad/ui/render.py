@@ -1,0 +1,238 @@
+"""Pure renderers from a transcript (or the events of a running debate) to what the chat shows:
+messages grouped per round, the consensus per round, notices and the final verdict. Every piece of
+model or visitor text is HTML-escaped here. No Gradio import, no I/O."""
+from __future__ import annotations
+
+import dataclasses
+import html
+from typing import Any, Iterable, Mapping
+
+from r2mad.answers import consensus_ratio, is_correct, plurality_vote
+from r2mad.types import (AgentTurn, Answer, AuxCall, Event, Round, Task, Transcript, from_dict)
+from r2mad.ui import panels
+
+HOW_LABELS = {
+    "boxed": "read from \\boxed{}",
+    "double_paren": "read from ((letter))",
+    "answer_is": "read from “the answer is”",
+    "answer_colon": "read from “Answer:”",
+    "unparsed": "no answer found",
+    "abstained": "abstained",
+}
+STATUS_LABELS = {"running": "running…", "done": "finished", "failed": "failed",
+                 "cancelled": "stopped (cancelled)"}
+
+
+def esc(text: Any) -> str:
+    """Text shown as text: `<`, `>` and `&` escaped, and markdown images defused (no remote loads)."""
+    return html.escape("" if text is None else str(text), quote=False).replace("![", "!\\[")
+
+
+def clip(text: str, limit: int) -> str:
+    text = (text or "").strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def answer_text(answer: Answer) -> str:
+    if answer.how == "abstained":
+        return "abstained"
+    return "UNPARSED" if answer.value is None else answer.value
+
+
+def answer_label(answer: Answer) -> str:
+    """'D (read from ((letter)))', 'UNPARSED (no answer found)'."""
+    how = HOW_LABELS.get(answer.how, answer.how)
+    if answer.how == "abstained":
+        return "abstained"
+    return f"{esc(answer_text(answer))} ({how})"
+
+
+def task_markdown(task: Task) -> str:
+    lines = [f"**Question** ({'multiple choice' if task.kind == 'mcq' else 'math'})", "", esc(task.question)]
+    if task.options:
+        lines.append("")
+        lines.extend(f"({letter}) {esc(text)}" for letter, text in task.options)
+    return "\n".join(lines)
+
+
+def turn_title(turn: AgentTurn) -> str:
+    who = f"Agent {turn.agent + 1} · {esc(turn.persona)}"
+    if turn.error:
+        return f"{who} — abstained (call failed)"
+    return (f"{who} — answer {answer_label(turn.answer)} · "
+            f"{turn.tokens_in}+{turn.tokens_out} tokens · {turn.seconds:.1f} s")
+
+
+def turn_body(turn: AgentTurn, kind: str, round_summary: str | None = None) -> str:
+    if turn.error:
+        body = f"The model call failed: {esc(turn.error)}"
+    else:
+        body = esc(turn.text.strip()) or "*(empty response)*"
+    extra = panels.turn_panels(turn.details, round_summary)
+    return body + ("\n\n---\n" + extra if extra else "")
+
+
+def agree_count(rnd: Round, kind: str) -> tuple[int, int]:
+    n = len(rnd.turns)
+    return round(rnd.consensus * n) if n else 0, n
+
+
+def round_title(rnd: Round, kind: str, state: str = "") -> str:
+    """state: "" for a finished round, "running", or "stopped" (the debate ended mid-round)."""
+    label = "Round 0 (each agent alone)" if rnd.index == 0 else f"Round {rnd.index} (debate)"
+    if rnd.details.get("shared"):
+        label += " · shared by every method"
+    if state == "running":
+        return f"{label} — running…"
+    if state == "stopped":
+        return f"{label} — stopped before it finished"
+    agree, n = agree_count(rnd, kind)
+    return f"{label} — consensus {rnd.consensus:.2f} ({agree}/{n} agree)"
+
+
+def round_body(rnd: Round, kind: str) -> str:
+    answers = ", ".join(f"Agent {t.agent + 1}: {esc(answer_text(t.answer))}" for t in rnd.turns)
+    lines = [f"Answers — {answers}" if answers else "Waiting for the agents…"]
+    panel = panels.round_panels(rnd)
+    if panel:
+        lines.append(panel)
+    extra = aux_usage(rnd.aux)
+    if extra:
+        lines.append(extra)
+    return "\n\n".join(lines)
+
+
+def aux_usage(aux: Iterable[AuxCall]) -> str:
+    counts: dict[str, list[int]] = {}
+    for call in aux:
+        c = counts.setdefault(call.kind, [0, 0, 0])
+        c[0] += 1
+        c[1] += call.tokens_in + call.tokens_out
+        c[2] += int(call.error is not None)
+    if not counts:
+        return ""
+    parts = [f"{n} {kind} call{'s' if n != 1 else ''} ({tok} tokens{f', {f} failed' if f else ''})"
+             for kind, (n, tok, f) in counts.items()]
+    return "*Extra calls this round: " + "; ".join(parts) + ".*"
+
+
+def verdict(t: Transcript) -> str:
+    if t.correct is None:
+        return "no gold answer given" if t.task.gold is None else "not scored"
+    return "✅ correct" if t.correct else f"❌ wrong (gold {esc(t.task.gold)})"
+
+
+def final_markdown(t: Transcript) -> str:
+    """One paragraph: final answer, correct/wrong, status, usage."""
+    finished = [r for r in t.rounds if not r.details.get("running")]
+    state = STATUS_LABELS.get(t.status, t.status)
+    if not finished:
+        if t.status == "running":
+            return "**Round 0 running…** each agent answers alone first."
+        return f"**{state[0].upper() + state[1:]}** before round 0 finished; the answers so far are shown."
+    usage = t.usage()
+    head = f"**Final answer: {esc(answer_text(t.final))}** — {verdict(t)}"
+    if t.status == "running":
+        head = f"**Current majority: {esc(answer_text(t.final))}** (debate running…)"
+    elif t.status != "done":
+        head += f" · **{state}**, partial transcript"
+    return (f"{head}  \n{esc(t.method)} on {esc(t.backbone)} · {len(finished)} round(s) · "
+            f"{usage.calls} calls · {usage.tokens} tokens · {t.seconds:.1f} s")
+
+
+def notice_messages(notices: Iterable[str]) -> list[dict]:
+    return [{"role": "assistant", "content": f"⚠️ **Notice:** {esc(n)}", "metadata": {}}
+            for n in notices]
+
+
+def chat_messages(t: Transcript) -> list[dict]:
+    """The whole chat for one transcript: question, notices, one group per round with one message
+    per agent, then the final verdict (once the debate has ended)."""
+    messages = [{"role": "user", "content": task_markdown(t.task), "metadata": {}}]
+    messages += notice_messages(t.notices)
+    for rnd in t.rounds:
+        state = ("running" if t.status == "running" else "stopped") if rnd.details.get("running") else ""
+        rid = f"round-{rnd.index}"
+        meta: dict[str, Any] = {"title": round_title(rnd, t.task.kind, state), "id": rid}
+        if state == "running":
+            meta["status"] = "pending"
+        messages.append({"role": "assistant", "content": round_body(rnd, t.task.kind),
+                         "metadata": meta})
+        for turn in rnd.turns:
+            messages.append({"role": "assistant", "content": turn_body(turn, t.task.kind, rnd.details.get("summary")),
+                             "metadata": {"title": turn_title(turn), "parent_id": rid,
+                                          "id": f"{rid}-agent-{turn.agent}"}})
+    if t.status != "running":
+        messages.append({"role": "assistant", "content": final_markdown(t), "metadata": {}})
+    return messages
+
+
+# --- folding the events of a running debate into a partial transcript ---------------------------
+
+def fold_events(task: Task, method: str, backbone: str, settings: Mapping[str, Any],
+                events: Iterable[Event], *, started_at: float = 0.0, seconds: float = 0.0) -> Transcript:
+    """The debate so far, from its events: finished rounds as they ended, the running round with the
+    turns received so far (details["running"] = True). A repeated turn replaces the earlier one."""
+    turns: dict[int, dict[int, AgentTurn]] = {}
+    ended: dict[int, float] = {}
+    aux: dict[int, list[AuxCall]] = {}
+    details: dict[int, dict[str, Any]] = {}
+    notices: list[str] = []
+    status = "running"
+    for ev in events:
+        r = ev.round
+        if ev.kind == "round_start" and r is not None:
+            turns.setdefault(r, {})
+        elif ev.kind == "turn" and r is not None:
+            turns.setdefault(r, {})[ev.agent] = from_dict(AgentTurn, ev.data)
+        elif ev.kind == "round_end" and r is not None:
+            turns.setdefault(r, {})
+            ended[r] = float(ev.data.get("consensus", 0.0))
+        elif ev.kind == "notice":
+            if ev.data.get("text") not in notices:
+                notices.append(str(ev.data.get("text", "")))
+        elif ev.kind == "mask" and r is not None:
+            details.setdefault(r, {})["masks"] = ev.data.get("masks", {})
+        elif ev.kind == "summary" and r is not None:
+            text = ev.data.get("text") or ev.data.get("summary")
+            if text:
+                details.setdefault(r, {})["summary"] = text
+        elif ev.kind == "advice" and r is not None:
+            aux.setdefault(r, []).append(AuxCall("advice", r, str(ev.data.get("text", "")),
+                                                 source=ev.data.get("source"), target=ev.agent,
+                                                 label=ev.data.get("type")))
+            details.setdefault(r, {}).setdefault("advice", []).append(
+                {"source": ev.data.get("source"), "target": ev.agent, "type": ev.data.get("type")})
+        elif ev.kind == "final":
+            status = str(ev.data.get("status", "done"))
+    rounds = []
+    for r in sorted(turns):
+        ts = tuple(turns[r][a] for a in sorted(turns[r]))
+        d = dict(details.get(r, {}))
+        if r not in ended:
+            d["running"] = True
+        cons = ended.get(r, consensus_ratio([x.answer for x in ts], task.kind) if ts else 0.0)
+        rounds.append(Round(r, ts, cons, tuple(aux.get(r, ())), d))
+    final = Answer(None, "abstained")
+    done_rounds = [x for x in rounds if not x.details.get("running")] or rounds
+    if done_rounds and done_rounds[-1].turns:
+        final = plurality_vote([x.answer for x in done_rounds[-1].turns], task.kind)
+    correct = is_correct(final, task) if done_rounds and done_rounds[-1].turns else None
+    return Transcript(task, method, backbone, dict(settings), tuple(rounds), final, correct, status,
+                      tuple(notices), started_at, round(seconds, 4),
+                      shared_round0=bool(rounds and rounds[0].details.get("shared")))
+
+
+def with_status(t: Transcript, status: str) -> Transcript:
+    """A copy with another status; a running round is kept and shown as unfinished."""
+    return dataclasses.replace(t, status=status)
+
+
+def finished_rounds(t: Transcript) -> Transcript:
+    """The transcript without an unfinished round (what the run store keeps)."""
+    rounds = tuple(r for r in t.rounds if not r.details.get("running"))
+    if len(rounds) == len(t.rounds):
+        return t
+    final = plurality_vote([x.answer for x in rounds[-1].turns], t.task.kind) if rounds else Answer(None, "abstained")
+    return dataclasses.replace(t, rounds=rounds, final=final,
+                               correct=is_correct(final, t.task) if rounds else None)

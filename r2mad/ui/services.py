@@ -1,0 +1,144 @@
+"""Process-wide resources of the app, created once: the run store, memory banks (with their embedder),
+backends for configured backbones, and the registry of browser sessions with a debate running.
+Nothing here is per visitor except what is keyed by the visitor's own session id."""
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any, Iterable
+
+from r2mad.config import ROOT, Backbone, Config, ConfigError
+from r2mad.runs import RunStore
+
+
+class Services:
+    def __init__(self, config: Config, *, secrets: Iterable[str] = ()):
+        self.config = config
+        self.env_secrets = [s for s in secrets if s]
+        self.store_path = Path(config.app.data_dir) / "runs.sqlite"
+        self.store = RunStore(self.store_path, secrets=lambda: self.env_secrets)
+        self._lock = threading.Lock()
+        self._banks: dict[Path, Any] = {}
+        self._backends: dict[str, Any] = {}
+        self._active: dict[str, tuple[asyncio.Event, Any]] = {}  # session -> (stop signal, its loop)
+
+    # --- memory banks ---------------------------------------------------------------------------
+
+    def resolve(self, folder: str | Path) -> Path:
+        """A configured folder as given, or relative to the repository when it is not found here."""
+        path = Path(folder)
+        if not path.is_absolute() and not path.exists() and (ROOT / path).exists():
+            return ROOT / path
+        return path
+
+    def bank_choices(self) -> list[str]:
+        """Bank folders (as configured, e.g. "memory/demo-mcq") that hold a manifest.yaml."""
+        found: list[str] = []
+        for root in self.config.app.memory_dirs:
+            base = self.resolve(root)
+            if not base.is_dir():
+                continue
+            for sub in sorted(base.iterdir()):
+                if (sub / "manifest.yaml").is_file():
+                    found.append(str(Path(root) / sub.name))
+        default = self.config.app.default_bank
+        if default and default not in found and (self.resolve(default) / "manifest.yaml").is_file():
+            found.insert(0, default)
+        return found
+
+    def bank(self, folder: str):
+        """The bank at `folder`, opened once per process (shared by every session and the bank tab)."""
+        path = self.resolve(folder).resolve()
+        with self._lock:
+            if path not in self._banks:
+                from r2mad.bank import MemoryBank
+                from r2mad.embedder import load_embedder
+
+                embedder = load_embedder(self.config.app.embedder)
+                self._banks[path] = MemoryBank.open(path, embedder,
+                                                    index_root=Path(self.config.app.data_dir) / "index")
+            return self._banks[path]
+
+    def bank_for_task(self, folder: str | None, task_kind: str) -> tuple[Any, list[str]]:
+        """(bank or None, notices) for a debate; a missing, mismatched or empty bank is a notice."""
+        if not folder:
+            return None, []
+        try:
+            bank = self.bank(folder)
+        except (ValueError, OSError) as exc:
+            return None, [f"Memory off: {exc}"]
+        task = bank.manifest.get("task")
+        if task != task_kind:
+            return None, [f"Memory off: bank {folder} holds {task} cases but this question is {task_kind}; "
+                          f"choose a bank built for {task_kind} questions."]
+        if bank.is_empty:
+            return None, [f"Memory off: the bank {folder} holds no cases yet."]
+        return bank, []
+
+    # --- backends -------------------------------------------------------------------------------
+
+    def backend(self, backbone: str, *, token: str | None = None, base_url: str | None = None,
+                model: str | None = None) -> tuple[Any, str]:
+        """(backend, backbone name to record). Backends for configured backbones without a pasted
+        token are shared; a pasted token or a custom endpoint gets its own, never cached."""
+        from r2mad.backends import make_backend
+        from r2mad.config import api_key_for
+        from r2mad.runner import backend_for
+
+        token = (token or "").strip() or None
+        if base_url and base_url.strip():
+            if not self.config.app.allow_custom_endpoint:
+                raise ConfigError("Custom endpoints are switched off here; choose one of the listed backbones.")
+            url = base_url.strip()
+            if not url.startswith(("http://", "https://")):
+                raise ConfigError(f"The endpoint {url!r} is not an http(s) URL; give one like "
+                                  "http://localhost:8000/v1.")
+            spec = Backbone(name="custom", kind="openai", label="custom endpoint", base_url=url,
+                            model=(model or "").strip() or None)
+            return make_backend(spec, api_key=api_key_for(spec, {}, token)), f"custom:{spec.model or url}"
+        if token:
+            return backend_for(self.config, backbone, pasted_token=token), backbone
+        with self._lock:
+            if backbone not in self._backends:
+                self._backends[backbone] = backend_for(self.config, backbone)
+            return self._backends[backbone], backbone
+
+    def store_for(self, token: str | None) -> RunStore:
+        """The shared store, or (when a token was pasted) a store that also scrubs that token."""
+        token = (token or "").strip()
+        if not token:
+            return self.store
+        return RunStore(self.store_path, secrets=lambda: [token, *self.env_secrets])
+
+    # --- one debate per browser session ---------------------------------------------------------
+
+    def begin(self, session: str) -> asyncio.Event | None:
+        """Mark a debate as running in this session; returns its stop signal, or None when one is
+        already running there. Call from the event loop the debate runs on."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        with self._lock:
+            if session in self._active:
+                return None
+            self._active[session] = (asyncio.Event(), loop)
+            return self._active[session][0]
+
+    def request_stop(self, session: str) -> bool:
+        """Ask the debate running in this session to stop (from any thread)."""
+        with self._lock:
+            entry = self._active.get(session)
+        if entry is None:
+            return False
+        stop, loop = entry
+        if loop is not None and loop.is_running():
+            loop.call_soon_threadsafe(stop.set)
+        else:
+            stop.set()
+        return True
+
+    def end(self, session: str) -> None:
+        with self._lock:
+            self._active.pop(session, None)

@@ -1,0 +1,105 @@
+"""Pure renderers for the app's tables and detail panes: the side-by-side summary, the run list and
+annotations of the Inspect tab, and memory cases of the bank browser. No Gradio; all text escaped."""
+from __future__ import annotations
+
+import time
+from typing import Any, Iterable, Mapping, Sequence
+
+from r2mad.types import Case, Transcript
+from r2mad.ui.render import answer_text, esc
+
+SUMMARY_HEADERS = ["Method", "Final answer", "Correct", "Rounds used", "Consensus per round",
+                   "Tokens", "Seconds", "Status"]
+RUN_HEADERS = ["Run id", "Started", "Status", "Method", "Backbone", "Bank", "Question", "Final",
+               "Gold", "Correct", "Rounds", "Flags", "Labels"]
+CASE_HEADERS = ["Case id", "Agent", "Round", "Agent correct", "Reward", "Quarantined", "Question",
+                "Answers", "Gold"]
+
+
+def yes_no(value: bool | None) -> str:
+    return "—" if value is None else ("yes" if value else "no")
+
+
+def summary_rows(transcripts: Mapping[str, Transcript]) -> list[list[Any]]:
+    """One row per method of a side-by-side comparison (in the given order)."""
+    rows = []
+    for method, t in transcripts.items():
+        trajectory = " → ".join(f"{r.consensus:.2f}" for r in t.rounds if not r.details.get("running"))
+        rows.append([method, answer_text(t.final) if t.rounds else "—", yes_no(t.correct),
+                     sum(1 for r in t.rounds if not r.details.get("running")), trajectory or "—",
+                     t.usage().tokens, round(t.seconds, 1), t.status])
+    return rows
+
+
+def _when(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+def _snippet(text: str | None, limit: int = 80) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def run_flags(run: Any) -> str:
+    flags = []
+    if run.shared_misconception:
+        flags.append("shared misconception")
+    if run.flip:
+        flags.append("correct→wrong flip")
+    if run.parse_failures:
+        flags.append(f"{run.parse_failures} parse failure{'s' if run.parse_failures > 1 else ''}")
+    return ", ".join(flags)
+
+
+def run_rows(runs: Iterable[Any]) -> list[list[Any]]:
+    """The Inspect list. Cells are plain text (the table shows them as text, not HTML)."""
+    return [[r.id, _when(r.created_at), r.status, r.method, r.backbone, r.bank or "—",
+             _snippet(r.question), r.final_answer or "—", r.gold or "—", yes_no(r.correct),
+             r.rounds, run_flags(r), r.annotation_count] for r in runs]
+
+
+def run_header_markdown(record: Any) -> str:
+    note = f" ({esc(record.status_note)})" if record.status_note else ""
+    return (f"**Run {esc(record.id)}** · {esc(record.status)}{note} · source {esc(record.source)} · "
+            f"started {_when(record.created_at)}  \n"
+            f"Method {esc(record.method)} · backbone {esc(record.backbone)} · bank {esc(record.bank or 'none')} · "
+            f"seed {esc(record.seed)} · code {esc(record.code_version)}  \n"
+            f"Final {esc(record.final_answer or '—')} · gold {esc(record.gold or '—')} · correct "
+            f"{yes_no(record.correct)} · {record.tokens} tokens · {record.seconds:.1f} s"
+            + (f" · flags: {run_flags(record)}" if run_flags(record) else ""))
+
+
+def annotations_markdown(annotations: Sequence[Any], taxonomy: Mapping[str, str]) -> str:
+    if not annotations:
+        return "*No annotations yet.*"
+    out = []
+    for a in annotations:
+        labels = ", ".join(esc(label) for label in a.labels)
+        edited = f" · edited {len(a.history)} time(s), last {_when(a.updated_at)}" if a.history else ""
+        out.append(f"- **{esc(a.annotator)}** ({_when(a.created_at)}{edited}): {labels}"
+                   + (f"  \n  {esc(a.note)}" if a.note else ""))
+    return "\n".join(out)
+
+
+def case_rows(cases: Iterable[Case]) -> list[list[Any]]:
+    return [[c.id, c.agent + 1, c.round, yes_no(c.own_correct), c.reward, yes_no(c.quarantined),
+             _snippet(c.question), ", ".join("—" if a is None else str(a) for a in c.answers), c.gold]
+            for c in cases]
+
+
+def case_markdown(case: Case) -> str:
+    """One memory case in full, for auditing."""
+    lines = [f"**Case {esc(case.id)}** · question {esc(case.question_id)} · {esc(case.task_kind)} · "
+             f"agent {case.agent + 1} · round {case.round} · reward {case.reward:g}"
+             + (" · **quarantined** (never retrieved)" if case.quarantined else ""),
+             f"**Question**\n\n{esc(case.question)}",
+             f"**Gold answer:** {esc(case.gold)}",
+             f"**State before round {case.round}** — consensus {case.consensus:.2f}  \n"
+             f"Summary h: {esc(case.summary) or '—'}",
+             f"**This agent's previous response**\n\n{esc(case.previous_response) or '—'}"]
+    for j, (text, answer, ok) in enumerate(zip(case.responses, case.answers, case.correct)):
+        mark = "✅" if ok else "❌"
+        who = " (this agent)" if j == case.agent else ""
+        lines.append(f"**Agent {j + 1}{who}, round {case.round}** — answer "
+                     f"{esc('UNPARSED' if answer is None else answer)} {mark}\n\n{esc(text)}")
+    return "\n\n".join(lines)

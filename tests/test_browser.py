@@ -1,0 +1,113 @@
+"""The app in a real headless Chromium (Debian's /usr/bin/chromium driven by Playwright): type a
+question, watch a MAD debate on the embedded model finish with its rounds and final answer, check a
+question carrying an HTML payload is shown as text and never runs, and run two methods side by side.
+Screenshots go to screenshots/ (git-ignored)."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+if not CHROMIUM.exists():
+    pytest.skip("Debian chromium is not installed (/usr/bin/chromium); install it with "
+                "`apt-get install -y chromium` to run the browser tests.", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api")
+
+from r2mad.config import load_config  # noqa: E402
+from r2mad.ui import build_app  # noqa: E402
+
+SHOTS = Path(__file__).resolve().parent.parent / "screenshots"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+PAYLOAD = '<img src=x onerror="window.__pwned=1">'
+DEBATE_TIMEOUT_MS = 150_000
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("browser")
+    config = load_config(env={**os.environ, "R2MAD_DATA_DIR": str(tmp / "var")})
+    config = dataclasses.replace(config, app=dataclasses.replace(config.app, memory_dirs=(str(tmp),),
+                                                                 default_bank=None))
+    demo = build_app(config)
+    demo.queue(default_concurrency_limit=4)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    demo.launch(prevent_thread_lock=True, server_port=port, quiet=True)
+    yield f"http://127.0.0.1:{port}/"
+    demo.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, url):
+    page = browser.new_page(viewport={"width": 1400, "height": 1600})
+    page.goto(url)
+    page.wait_for_selector("#question textarea", timeout=60_000)
+    yield page
+    page.close()
+
+
+def set_number(page, elem_id: str, value: int) -> None:
+    box = page.locator(f"#{elem_id} input[type=number]")
+    box.fill(str(value))
+    box.press("Enter")
+
+
+def small_settings(page, *, agents: int, rounds: int, max_tokens: int) -> None:
+    page.locator("#settings").get_by_text("Settings", exact=True).click()
+    set_number(page, "agents", agents)
+    set_number(page, "rounds", rounds)
+    set_number(page, "max-tokens", max_tokens)
+
+
+def test_mad_debate_streams_rounds_and_final_answer_and_shows_html_as_text(page):
+    small_settings(page, agents=3, rounds=2, max_tokens=48)
+    page.fill("#question textarea", f"What is 2+3? {PAYLOAD}")
+    page.fill("#gold textarea, #gold input", "5")
+    page.click("#run")
+    page.wait_for_selector("#final :text('Final answer')", timeout=DEBATE_TIMEOUT_MS)
+    chat = page.locator("#chat-single")
+    text = chat.inner_text()
+    assert "Round 0 (each agent alone) — consensus" in text
+    for agent in ("Agent 1 · Careful solver", "Agent 2 · Explainer", "Agent 3 · Skeptic"):
+        assert agent in text
+    assert "Final answer:" in text and "mad on smollm2-135m" in text
+    assert PAYLOAD in text  # the question shown literally, as text
+    assert chat.locator("img[src='x']").count() == 0
+    assert page.evaluate("window.__pwned") is None
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SHOTS / "mad-debate.png"), full_page=True)
+
+
+def test_side_by_side_shows_two_columns_and_a_summary(page):
+    page.locator("#methods input").click()
+    page.get_by_role("option", name="MAD-M², objective masks by perplexity (Tian et al. 2026)").click()
+    page.keyboard.press("Escape")
+    page.wait_for_selector("#chat-col-1", state="visible", timeout=10_000)
+    small_settings(page, agents=2, rounds=2, max_tokens=32)
+    page.fill("#question textarea", "What is 3+4?")
+    page.fill("#gold textarea, #gold input", "7")
+    page.click("#run")
+    page.wait_for_selector("#final :text('Side by side: 2 methods — finished')", timeout=DEBATE_TIMEOUT_MS)
+    left, right = page.locator("#chat-col-0"), page.locator("#chat-col-1")
+    assert left.is_visible() and right.is_visible() and not page.locator("#chat-single").is_visible()
+    for column in (left, right):
+        assert "Round 0 (each agent alone) · shared by every method" in column.inner_text()
+    assert "mad" in left.inner_text() and "madm2-objective" in right.inner_text()
+    summary = page.locator("#summary").inner_text()
+    assert "madm2-objective" in summary and "Consensus per round" in summary
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SHOTS / "side-by-side.png"), full_page=True)

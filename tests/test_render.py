@@ -1,0 +1,239 @@
+"""The app's pure renderers on hand-made transcripts of every method: what a visitor sees per round
+and per agent, the method panels, partial (cancelled) debates, notices, and HTML escaping."""
+from __future__ import annotations
+
+import re
+
+from r2mad.types import Answer, AgentTurn, AuxCall, Case, Event, Round, Task, Transcript, to_dict
+from r2mad.ui import panels
+from r2mad.ui.render import chat_messages, esc, final_markdown, finished_rounds, fold_events
+from r2mad.ui.tables import case_markdown, summary_rows
+
+MCQ = Task("mcq", "Which colour do blue and yellow make?", (("A", "Red"), ("B", "Green")), "B", "q1")
+MATH = Task("math", "What is 2+3?", gold="5", id="q2")
+
+
+def turn(agent, rnd, letter, *, text=None, how="double_paren", details=None, error=None,
+         persona=None):
+    answer = Answer(None, "abstained") if error else Answer(letter, how if letter else "unparsed")
+    return AgentTurn(agent, rnd, persona or ["Generalist", "Fact-checker", "Skeptic"][agent], (),
+                     text if text is not None else f"I think (({letter}))", answer,
+                     tokens_in=100 + agent, tokens_out=40, seconds=1.25 + agent, error=error,
+                     details=details or {})
+
+
+def debate(rounds, *, method="mad", task=MCQ, final="B", correct=True, status="done", notices=()):
+    return Transcript(task, method, "smollm2-135m", {"agents": 3}, tuple(rounds), Answer(final, "double_paren"),
+                      correct, status, tuple(notices), seconds=12.0)
+
+
+def mad_transcript():
+    r0 = Round(0, (turn(0, 0, "A"), turn(1, 0, "B"), turn(2, 0, "B")), 2 / 3)
+    r1 = Round(1, (turn(0, 1, "B"), turn(1, 1, "B"), turn(2, 1, "B")), 1.0)
+    return debate([r0, r1])
+
+
+def titles(messages):
+    return [m["metadata"].get("title", "") for m in messages]
+
+
+def everything(messages):
+    return "\n".join(m["content"] + "\n" + m["metadata"].get("title", "") for m in messages)
+
+
+def test_mad_chat_has_one_message_per_agent_per_round_grouped_under_its_round():
+    msgs = chat_messages(mad_transcript())
+    assert msgs[0]["role"] == "user" and "Which colour do blue and yellow make?" in msgs[0]["content"]
+    assert "(B) Green" in msgs[0]["content"]
+    # question + 2 x (round header + 3 agents) + final verdict
+    assert len(msgs) == 1 + 2 * 4 + 1
+    assert msgs[1]["metadata"]["title"] == "Round 0 (each agent alone) — consensus 0.67 (2/3 agree)"
+    assert msgs[5]["metadata"]["title"] == "Round 1 (debate) — consensus 1.00 (3/3 agree)"
+    agent_msgs = [m for m in msgs if m["metadata"].get("parent_id") == "round-1"]
+    assert len(agent_msgs) == 3
+    assert agent_msgs[1]["metadata"]["title"] == (
+        "Agent 2 · Fact-checker — answer B (read from ((letter))) · 101+40 tokens · 2.2 s")
+    assert "Answers — Agent 1: A, Agent 2: B, Agent 3: B" in msgs[1]["content"]
+    assert msgs[-1]["content"].startswith("**Final answer: B** — ✅ correct")
+    # a plain MAD debate shows no method panel
+    assert "Memory (R²-MAD)" not in everything(msgs) and "Masks" not in everything(msgs)
+    assert "Advice" not in everything(msgs)
+
+
+def test_wrong_final_answer_names_the_gold_and_unparsed_answers_are_labelled():
+    r0 = Round(0, (turn(0, 0, None, text="no idea"), turn(1, 0, "A"), turn(2, 0, "A")), 2 / 3)
+    msgs = chat_messages(debate([r0], final="A", correct=False))
+    assert "UNPARSED (no answer found)" in msgs[2]["metadata"]["title"]
+    assert "❌ wrong (gold B)" in msgs[-1]["content"]
+
+
+def test_r2mad_memory_panel_shows_lambda_cases_and_peer_confidence():
+    details = {"summary": "Two agents agree, one dissents.", "consensus": 0.6667, "lambda": 0.4,
+               "retrieved": [{"case_id": "c-17", "question": "Mix red and white?", "response": "Pink ((C))",
+                              "answer": "C", "correct": True, "similarity": 0.812, "reward": 1.0,
+                              "mmr": 0.3241}],
+               "candidates": [{"case_id": "c-17", "similarity": 0.812, "reward": 1.0},
+                              {"case_id": "c-3", "similarity": 0.5, "reward": 0.0},
+                              {"case_id": "c-9", "similarity": 0.4, "reward": 1.0}],
+               "confidence": {"1": {"c": 0.62, "label": "high"}, "2": {"c": None, "label": None}}}
+    r0 = Round(0, (turn(0, 0, "A"), turn(1, 0, "B"), turn(2, 0, "B")), 2 / 3)
+    r1 = Round(1, (turn(0, 1, "B", details=details), turn(1, 1, "B"), turn(2, 1, "B")), 1.0,
+               aux=(AuxCall("summary", 1, "Two agents agree, one dissents.", 50, 12, 0.5),),
+               details={"summary": "Two agents agree, one dissents."})
+    msgs = chat_messages(debate([r0, r1], method="r2mad"))
+    body = next(m["content"] for m in msgs if m["metadata"].get("id") == "round-1-agent-0")
+    assert "**Memory (R²-MAD)** · λ = 0.40 · previous consensus 0.67 · 3 candidates · 1 retrieved" in body
+    assert "Case c-17 — similarity 0.81 · reward 1 · MMR 0.324 · ✅ that agent was correct" in body
+    assert "Response: Pink ((C)) → answer C" in body
+    assert "Debate summary h" not in body  # shown once, in the round header
+    assert ("Confidence in peers: Agent 2: c = 0.62 (annotated high confidence); "
+            "Agent 3: c = n/a (no annotation)") in body
+    header = next(m["content"] for m in msgs if m["metadata"].get("id") == "round-1")
+    assert "**Debate summary h^(0) (R²-MAD):** Two agents agree, one dissents." in header
+    assert "1 summary call (62 tokens)" in header
+
+
+def test_madm2_objective_masks_show_perplexity_and_what_each_agent_saw():
+    masks = {"0": {"mean_logprob": -1.0, "perplexity": 2.7183, "keep": True},
+             "1": {"mean_logprob": -2.0, "perplexity": 7.3891, "keep": False}}
+    r1 = Round(1, (turn(0, 1, "B", details={"shown": [0]}),
+                   turn(1, 1, "B", details={"shown": [], "resolved_alone": True})), 1.0, details={"masks": masks})
+    msgs = chat_messages(debate([Round(0, (turn(0, 0, "B"), turn(1, 0, "A")), 0.5), r1], method="madm2-objective"))
+    header = next(m["content"] for m in msgs if m["metadata"].get("id") == "round-1")
+    assert "Masks (MAD-M², objective: lowest perplexity kept)" in header
+    assert "- Agent 1: perplexity 2.72 (mean logprob -1.000) — shown" in header
+    assert "- Agent 2: perplexity 7.39 (mean logprob -2.000) — masked" in header
+    bodies = {m["metadata"].get("id"): m["content"] for m in msgs}
+    assert "**Shown after masking:** Agent 1" in bodies["round-1-agent-0"]
+    assert "solved the question again alone" in bodies["round-1-agent-1"]
+
+
+def test_madm2_subjective_masks_show_labels_shared_and_per_viewer():
+    shared = {"all": {"0": {"label": "YES", "keep": True, "judgment": "YES, sound.", "error": None},
+                      "1": {"label": "NO", "keep": False, "judgment": "NO", "error": None}}}
+    text = panels.masks_panel(shared)
+    assert "subjective" in text
+    assert "- Agent 1's response: YES — shown — “YES, sound.”" in text
+    assert "- Agent 2's response: NO — masked" in text
+    per_viewer = {"1": {"0": {"label": "NOT SURE", "keep": False, "judgment": "", "error": "timed out"}}}
+    text = panels.masks_panel(per_viewer)
+    assert "As judged for Agent 2:" in text
+    assert "Agent 1's response: NOT SURE — masked (judge call failed: timed out)" in text
+    assert panels.masks_panel(None) == "" and panels.masks_panel({}) == ""
+
+
+def test_truemad_advice_shows_who_advised_whom_and_says_it_is_our_reimplementation():
+    aux = (AuxCall("advice", 1, "REBUTTAL: green is right", 80, 20, 1.0, source=0, target=1, label="rebuttal"),
+           AuxCall("advice", 1, "SUPPORT: agreed", 80, 10, 1.0, source=1, target=0, label="support"))
+    r1 = Round(1, (turn(0, 1, "B", details={"advice_from": ["Agent 2 (Fact-checker)"]}),
+                   turn(1, 1, "B", details={"advice_from": []})), 1.0, aux=aux,
+               details={"advice": [{"source": 0, "target": 1, "type": "rebuttal"},
+                                   {"source": 1, "target": 0, "type": "support"}]})
+    msgs = chat_messages(debate([Round(0, (turn(0, 0, "B"), turn(1, 0, "A")), 0.5), r1], method="truemad"))
+    header = next(m["content"] for m in msgs if m["metadata"].get("id") == "round-1")
+    assert "- Agent 1 → Agent 2 (rebuttal): “REBUTTAL: green is right”" in header
+    assert "- Agent 2 → Agent 1 (support)" in header
+    assert "our re-implementation" in header
+    assert "2 advice calls (190 tokens)" in header
+    bodies = {m["metadata"].get("id"): m["content"] for m in msgs}
+    assert "**Advice received from:** Agent 2 (Fact-checker)" in bodies["round-1-agent-0"]
+    assert "**Advice received from:** nobody" in bodies["round-1-agent-1"]
+
+
+def test_notices_and_abstentions_are_visible():
+    r0 = Round(0, (turn(0, 0, "B"), turn(1, 0, None, error="The endpoint timed out; try later.")), 0.5)
+    msgs = chat_messages(debate([r0], notices=("Memory off: no memory bank was given.",)))
+    assert msgs[1]["content"] == "⚠️ **Notice:** Memory off: no memory bank was given."
+    agent = next(m for m in msgs if m["metadata"].get("id") == "round-0-agent-1")
+    assert agent["metadata"]["title"] == "Agent 2 · Fact-checker — abstained (call failed)"
+    assert "The model call failed: The endpoint timed out; try later." in agent["content"]
+
+
+def events_of_a_cancelled_debate():
+    r0 = [turn(0, 0, "A"), turn(1, 0, "B"), turn(2, 0, "B")]
+    return [Event("notice", 0, None, {"text": "Memory off: no bank."}), Event("round_start", 0),
+            *(Event("turn", 0, t.agent, to_dict(t)) for t in r0),
+            Event("round_end", 0, None, {"consensus": 2 / 3, "answers": ["A", "B", "B"]}),
+            Event("round_start", 1), Event("turn", 1, 0, to_dict(turn(0, 1, "A")))]
+
+
+def test_fold_events_shows_the_running_round_with_a_spinner():
+    live = fold_events(MCQ, "mad", "smollm2-135m", {}, events_of_a_cancelled_debate())
+    assert live.status == "running" and len(live.rounds) == 2
+    assert live.final.value == "B"  # majority of the last finished round
+    msgs = chat_messages(live)
+    round1 = next(m for m in msgs if m["metadata"].get("id") == "round-1")
+    assert round1["metadata"]["status"] == "pending"
+    assert round1["metadata"]["title"] == "Round 1 (debate) — running…"
+    assert not msgs[-1]["content"].startswith("**Final answer")  # no verdict while running
+
+
+def test_cancelled_partial_transcript_keeps_its_rounds_and_says_it_stopped():
+    events = events_of_a_cancelled_debate() + [Event("final", None, None, {"status": "cancelled"})]
+    t = fold_events(MCQ, "mad", "smollm2-135m", {}, events)
+    assert t.status == "cancelled" and t.notices == ("Memory off: no bank.",)
+    msgs = chat_messages(t)
+    round1 = next(m for m in msgs if m["metadata"].get("id") == "round-1")
+    assert round1["metadata"]["title"] == "Round 1 (debate) — stopped before it finished"
+    assert "status" not in round1["metadata"]
+    assert "stopped (cancelled)**, partial transcript" in msgs[-1]["content"]
+    kept = finished_rounds(t)  # what the run store keeps
+    assert [r.index for r in kept.rounds] == [0] and kept.final.value == "B" and kept.correct is True
+
+
+def test_stopped_before_round0_finished_says_so_instead_of_a_final_answer():
+    events = events_of_a_cancelled_debate()[1:3] + [Event("final", None, None, {"status": "cancelled"})]
+    t = fold_events(MCQ, "mad", "x", {}, events)
+    assert final_markdown(t) == "**Stopped (cancelled)** before round 0 finished; the answers so far are shown."
+    assert finished_rounds(t).rounds == ()
+
+
+def test_a_repeated_turn_event_replaces_the_earlier_one():
+    first, again = turn(0, 0, "A"), turn(0, 0, "B")
+    t = fold_events(MCQ, "mad", "x", {}, [Event("turn", 0, 0, to_dict(first)), Event("turn", 0, 0, to_dict(again))])
+    assert [x.answer.value for x in t.rounds[0].turns] == ["B"]
+
+
+def test_model_and_question_text_is_escaped_never_html():
+    evil_q = Task("math", "<script>alert(1)</script> What is 1+1?", gold="2")
+    evil = '<img src=x onerror="window.__pwned=1"> so \\boxed{2} & done'
+    r0 = Round(0, (turn(0, 0, "<b>2</b>", how="boxed", text=evil, persona="<i>P</i>"),), 1.0,
+               details={"summary": "<script>x()</script>"})
+    msgs = chat_messages(debate([r0], task=evil_q, final="<b>2</b>"))
+    text = everything(msgs)
+    assert "<script" not in text and "<img" not in text and "<b>" not in text and "<i>" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; What is 1+1?" in msgs[0]["content"]
+    assert '&lt;img src=x onerror="window.__pwned=1"&gt; so \\boxed{2} &amp; done' in text
+    assert "Agent 1 · &lt;i&gt;P&lt;/i&gt; — answer &lt;b&gt;2&lt;/b&gt; (read from \\boxed{})" in text
+    assert esc("![x](http://tracker/p.png)") == "!\\[x](http://tracker/p.png)"  # no remote image load
+
+
+def test_panels_escape_retrieved_cases_and_advice():
+    d = {"lambda": 0.5, "retrieved": [{"case_id": "<c>", "question": "<img src=x onerror=y>",
+                                       "response": "<script>", "answer": "<a>", "correct": False,
+                                       "similarity": 0.1, "reward": 0, "mmr": 0.0}]}
+    text = panels.turn_panels(d)
+    assert "<img" not in text and "<script>" not in text and "&lt;img src=x onerror=y&gt;" in text
+    assert "❌ that agent was wrong" in text
+    assert "→ answer &lt;a&gt;" in text
+    unparsed = panels.turn_panels({"lambda": 0.1, "retrieved": [{"case_id": "c", "answer": None}]})
+    assert "→ answer UNPARSED" in unparsed
+    case = Case("c<1>", "q", "mcq", 0, 1, "<img src=x onerror=z>", "prev", "h", 0.5, ("<b>r</b>",),
+                ("A",), "A", (True,), 1.0)
+    shown = case_markdown(case)
+    assert "<img" not in shown and "<b>" not in shown and "&lt;b&gt;r&lt;/b&gt;" in shown
+
+
+def test_side_by_side_summary_rows():
+    a = mad_transcript()
+    b = debate([Round(0, (turn(0, 0, "A"), turn(1, 0, "B"), turn(2, 0, "B")), 2 / 3)], method="truemad",
+               final="A", correct=False, status="cancelled")
+    rows = summary_rows({"mad": a, "truemad": b})
+    # tokens per round: (100+101+102) in + 3*40 out = 423; two rounds = 846
+    assert rows[0] == ["mad", "B", "yes", 2, "0.67 → 1.00", 846, 12.0, "done"]
+    assert rows[1] == ["truemad", "A", "no", 1, "0.67", (100 + 101 + 102) + 3 * 40, 12.0, "cancelled"]
+
+
+def test_final_markdown_counts_calls_and_tokens():
+    text = final_markdown(mad_transcript())
+    assert re.search(r"mad on smollm2-135m · 2 round\(s\) · 6 calls · 846 tokens · 12\.0 s", text)
