@@ -14,13 +14,15 @@ def env_secrets(config) -> list[str]:
     return [os.environ[n] for n in sorted(names) if os.environ.get(n)]
 
 
-def main() -> None:
-    config = load_config()
+def serve(config, *, port: int | None = None, block: bool = True):
+    """Build, queue and launch the app with the production settings; returns the running Blocks."""
     demo = build_app(config, secrets=env_secrets(config))
     demo.queue(default_concurrency_limit=config.app.concurrency_limit, max_size=config.app.max_queue)
     # No allowed_paths: memory/ and configs/ are never served as files.
-    demo.launch(server_name=config.app.host, server_port=config.app.port, show_error=not config.on_space)
+    demo.launch(server_name=config.app.host, server_port=port or config.app.port,
+                show_error=not config.on_space, prevent_thread_lock=not block, quiet=not block)
+    return demo
 
 
 if __name__ == "__main__":
-    main()
+    serve(load_config())

@@ -1,0 +1,112 @@
+"""The app as a public Space serves it (SPACE_ID set, launched by app.serve): no custom endpoints, no
+files from memory/ or configs/, finite queue, our own error sentences only, and eight visitors at once
+whose debates run side by side without crossing."""
+import dataclasses
+import os
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+from gradio_client import Client
+
+from app import serve
+from r2mad.config import load_config
+from r2mad.fakeserver import FakeServer, ok
+
+ROOT = Path(__file__).resolve().parent.parent
+SESSIONS = 8
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def echo_question(body):
+    """Each agent repeats the session tag of its question, so a crossed transcript would show."""
+    text = body["messages"][1]["content"] if len(body["messages"]) > 1 else ""
+    tag = text.split(":")[0]
+    return ok(f"{tag} says ((B))", latency_s=0.3)
+
+
+@pytest.fixture(scope="module")
+def space(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("space")
+    with FakeServer(models=["m"], responder=echo_question) as srv, \
+            FakeServer(models=["m"]) as visitor_target:
+        configs = tmp / "configs"
+        configs.mkdir()
+        for name in ("methods.yaml", "annotation.yaml"):
+            (configs / name).write_text((ROOT / "configs" / name).read_text())
+        (configs / "backbones.yaml").write_text(yaml.safe_dump({"backbones": {
+            "fake": {"base_url": srv.base_url, "model": "m", "timeout_s": 10}}}))
+        app_cfg = yaml.safe_load((ROOT / "configs" / "app.yaml").read_text())
+        (configs / "app.yaml").write_text(yaml.safe_dump({**app_cfg, "concurrency_limit": SESSIONS,
+                                                          "default_bank": None}))
+        config = load_config(configs, env={**os.environ, "SPACE_ID": "someone/r2mad-studio",
+                                           "R2MAD_DATA_DIR": str(tmp / "var")})
+        port = free_port()
+        demo = serve(config, port=port, block=False)
+        yield demo, f"http://127.0.0.1:{port}", srv, visitor_target
+        demo.close()
+
+
+def ask(client, question, **kw):
+    args = dict(backbone="fake", methods=["mad"], bank="", agents=3, rounds=3, max_tokens=32, seed=0,
+                question=question)
+    out = client.predict(**{**args, **kw}, api_name="/debate")
+    return out
+
+
+def test_space_mode_settings(space):
+    demo, base, _, _ = space
+    config = demo.r2mad_services.config
+    assert config.on_space and not config.app.allow_custom_endpoint
+    assert demo._queue.max_size == config.app.max_queue  # a finite queue
+    with urllib.request.urlopen(f"{base}/config") as page:
+        assert '"show_error":false' in page.read().decode().replace(" ", "")
+
+
+@pytest.mark.parametrize("target", [ROOT / "configs" / "app.yaml", ROOT / "memory" / "demo-mcq" / "manifest.yaml",
+                                    "configs/app.yaml", "memory/demo-mcq/cases.jsonl", "../configs/app.yaml"])
+def test_config_and_memory_files_are_not_served(space, target):
+    _, base, _, _ = space
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{base}/gradio_api/file={target}")
+    assert refused.value.code in (403, 404)
+
+
+def test_a_visitor_cannot_point_the_server_at_an_address(space):
+    demo, base, _, target = space
+    out = ask(Client(base, verbose=False), "Which is right?", base_url=target.base_url, model="m")
+    assert target.hits == 0 and "custom" in str(out[0]).lower()
+
+
+def test_eight_visitors_at_once_finish_without_crossing(space):
+    _, base, _, _ = space
+    results, spans = {}, {}
+
+    def visit(i):
+        client = Client(base, verbose=False)
+        started = time.monotonic()
+        results[i] = ask(client, f"Session {i}: which option is right? Give a short answer.")
+        spans[i] = (started, time.monotonic())
+
+    threads = [threading.Thread(target=visit, args=(i,)) for i in range(SESSIONS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert len(results) == SESSIONS
+    for i, out in results.items():
+        transcript = next(v for v in out if isinstance(v, dict) and "mad" in v)["mad"]
+        assert transcript["status"] == "done" and transcript["task"]["question"].startswith(f"Session {i}:")
+        texts = [turn["text"] for r in transcript["rounds"] for turn in r["turns"]]
+        assert texts and all(text.startswith(f"Session {i} says") for text in texts)
+    assert max(s for s, _ in spans.values()) < min(e for _, e in spans.values())  # all ran at once
