@@ -24,3 +24,19 @@ def test_single_agent_baselines_from_the_command_line(config_dir, server, capsys
     assert cli(config_dir, "--method", method, "--question", "What is 2+2?", "--option", "A=3",
                "--option", "B=4", "--gold", "B") == 0
     assert server.hits == calls and "Final answer: B — correct" in capsys.readouterr().out
+
+
+def test_export_import_round_trip_from_the_command_line(config_dir, server, tmp_path, capsys, monkeypatch):
+    from r2mad.cli import main
+
+    assert cli(config_dir, "--question", "Largest planet?", "--option", "A=Mars", "--option", "B=Jupiter") == 0
+    export = tmp_path / "runs.jsonl"
+    assert main(["--config-dir", str(config_dir), "export", "--out", str(export), "--csv",
+                 str(tmp_path / "labels.csv")]) == 0
+    assert "Exported 1 runs" in capsys.readouterr().out
+    monkeypatch.setenv("R2MAD_DATA_DIR", str(tmp_path / "other"))
+    assert main(["--config-dir", str(config_dir), "import", str(export)]) == 0
+    assert "Imported 1 new or newer runs" in capsys.readouterr().out
+    again = tmp_path / "again.jsonl"
+    main(["--config-dir", str(config_dir), "export", "--out", str(again)])
+    assert again.read_bytes() == export.read_bytes()

@@ -138,3 +138,15 @@ def test_memory_cases_from_transcript_match_build(bank):
     t = asyncio.run(Debate(backend, strategy).run(TASKS[0]))
     built = {c.id: c for c in bank.cases()}
     assert {c.id for c in cases_from_transcript(t)} == {i for i in built if i.startswith("q0:")}
+
+
+def test_icl_cot_shows_the_most_similar_bank_cases_as_examples(bank):
+    backend = ScriptedBackend(lambda m: "((B))")
+    strategy = make_method("icl-cot", DebateSettings(seed=1, k=2), bank=bank)
+    t = asyncio.run(Debate(backend, strategy).run(TASKS[2]))
+    [call] = backend.calls
+    prompt = last_user(call.messages)
+    assert "<example 2>" in prompt and "<example 3>" not in prompt
+    first = prompt[prompt.index("<example 1>"):prompt.index("</example 1>")]
+    assert "Question number 2" in first and "Correct answer: B" in first  # the same question ranks first
+    assert prompt.rstrip().endswith("round brackets.") and str(t.final) == "B"

@@ -33,16 +33,25 @@ class R2MAD(Method):
         if self.bank is None:
             await summary_call
             return
-        # the responses can be embedded while the summary call is in flight; the states need h
-        encode = self.bank.embedder.encode
-        responses = await asyncio.to_thread(encode, [a.text for a in ctx.agents])
-        summary, consensus, question = await summary_call, ctx.previous.consensus, format_task(ctx.task)
-        states = await asyncio.to_thread(encode, [render_state(question, a.text, summary, consensus)
-                                                  for a in ctx.agents])
+        encode, n = self.bank.embedder.encode, len(ctx.agents)
+        consensus, question, texts = ctx.previous.consensus, format_task(ctx.task), [a.text for a in ctx.agents]
+
+        def states(h: str) -> list[str]:
+            return [render_state(question, a.text, h, consensus) for a in ctx.agents]
+
+        await asyncio.sleep(0)  # a cached summary is ready at once
+        if summary_call.done():  # one encode for the responses and the states
+            summary = summary_call.result()
+            vectors = await asyncio.to_thread(encode, texts + states(summary))
+            responses, state_vectors = vectors[:n], vectors[n:]
+        else:  # embed the responses while the summary call is in flight; the states need h
+            responses = await asyncio.to_thread(encode, texts)
+            summary = await summary_call
+            state_vectors = await asyncio.to_thread(encode, states(summary))
         for agent in ctx.agents:
             peers = {p.index: responses[p.index] for p in self.visible_peers(ctx, agent.index)}
             seed = None if self.settings.seed is None else self.settings.seed + 7919 * ctx.index + agent.index
-            found = self.bank.retrieve_vectors(agent.index, states[agent.index], peers, consensus,
+            found = self.bank.retrieve_vectors(agent.index, state_vectors[agent.index], peers, consensus,
                                                self.settings.k, self.settings.policy, self.settings.gamma, seed)
             self.retrieved[agent.index] = found
             record = self._record(found, summary, consensus)
