@@ -65,7 +65,8 @@ def print_transcript(t: Transcript, out=None, show_text: bool = False) -> None:
                 continue
             w(f"  Agent {turn.agent + 1} ({turn.persona}): answer {turn.answer} [{turn.answer.how}] "
               f"· {turn.tokens_in}+{turn.tokens_out} tokens · {turn.seconds:.1f} s\n")
-            for key in ("lambda", "candidates", "retrieved", "confidence", "shown", "resolved_alone", "advice_from"):
+            for key in ("lambda", "candidates", "retrieved", "confidence", "shown", "resolved_alone",
+                        "advice_from"):
                 if key in turn.details:
                     w(f"      {key}: {turn.details[key]}\n")
             if show_text:

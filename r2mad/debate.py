@@ -8,7 +8,8 @@ import dataclasses
 import time
 from typing import Any, Callable
 
-from r2mad.answers import consensus_ratio, extract_answer, is_correct, is_unanimous, plurality_vote, strip_think
+from r2mad.answers import (consensus_ratio, extract_answer, is_correct, is_unanimous, plurality_vote,
+                           strip_think)
 from r2mad.backends.base import BackendError, ChatBackend
 from r2mad.config import DebateSettings
 from r2mad.prompts import common, mad
@@ -99,23 +100,23 @@ class RoundContext:
         self.emit("notice", text=text)
 
     async def aux_call(self, kind: str, messages: list[Message], *, source: int | None = None,
-                       target: int | None = None, logprobs: bool = False, max_tokens: int | None = None,
-                       labeler: Callable[[str], str] | None = None) -> tuple[AuxCall, Any]:
+                       target: int | None = None, max_tokens: int | None = None,
+                       labeler: Callable[[str], str] | None = None) -> AuxCall:
         """One auxiliary model call (summary, judge, advice), recorded with the label `labeler` reads
         from its text; a failure is recorded, not raised."""
         s = self.settings
+        slot = 100 + 20 * (source if source is not None else 19) + (target if target is not None else 19)
         try:
             [c] = await self.backend.chat(messages, n=1, temperature=s.temperature, top_p=s.top_p,
-                                          max_tokens=max_tokens or s.max_tokens, seed=_seed(s, self.index, 100 + len(self.aux)),
-                                          logprobs=logprobs)
+                                          max_tokens=max_tokens or s.max_tokens,
+                                          seed=_seed(s, self.index, slot))
         except BackendError as exc:
             call = AuxCall(kind, self.index, "", source=source, target=target, error=str(exc))
-            self.aux.append(call)
-            return call, None
-        call = AuxCall(kind, self.index, c.text, c.tokens_in, c.tokens_out, c.latency_s, source, target,
-                       labeler(c.text) if labeler else None)
+        else:
+            call = AuxCall(kind, self.index, c.text, c.tokens_in, c.tokens_out, c.latency_s, source, target,
+                           labeler(c.text) if labeler else None)
         self.aux.append(call)
-        return call, c
+        return call
 
 
 def _seed(s: DebateSettings, round_index: int, agent: int) -> int | None:
@@ -177,7 +178,8 @@ class Debate:
     def transcript(self, status: str = "running") -> Transcript:
         """The debate so far (also used to save a cancelled or failed debate with its rounds)."""
         seconds = time.monotonic() - self._t0
-        final = plurality_vote([t.answer for t in self.rounds[-1].turns], self.task.kind) if self.rounds else ABSTAINED
+        last = self.rounds[-1].turns if self.rounds else ()
+        final = plurality_vote([t.answer for t in last], self.task.kind) if last else ABSTAINED
         return Transcript(self.task, self.method.name, self.backbone, dataclasses.asdict(self.settings),
                           tuple(self.rounds), final, is_correct(final, self.task) if self.rounds else None,
                           status, tuple(self.notices), self.started, round(seconds, 4),
@@ -202,7 +204,8 @@ class Debate:
                 a.history.append(Message("assistant", turn.text))
                 a.text, a.answer = strip_think(turn.text), turn.answer
             else:
-                a.history.pop() if t > 0 else None  # the unanswered question is not kept
+                if t > 0:
+                    a.history.pop()  # the unanswered debate message is not kept
                 a.answer = ABSTAINED
         return Round(t, tuple(turns), consensus_ratio([x.answer for x in turns], self.task.kind),
                      tuple(ctx.aux), to_dict(ctx.details))

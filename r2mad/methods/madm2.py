@@ -83,7 +83,7 @@ class MADM2(Method):
                                                     labeler=parse_judgment)
                                        for v, t in jobs))
         verdicts: dict[str, dict[int, dict]] = {}
-        for (viewer, turn), (call, _) in zip(jobs, calls):
+        for (viewer, turn), call in zip(jobs, calls):
             label = call.label or "NOT SURE"  # a failed judgment counts as NOT SURE, recorded
             verdicts.setdefault(str(viewer if per_agent else "all"), {})[turn.agent] = {
                 "label": label, "keep": subjective_keep(label, self.settings.strict),

@@ -83,7 +83,7 @@ class R2MAD(Method):
         if key in _SUMMARIES:
             summary = _SUMMARIES[key]
         else:
-            call, _ = await ctx.aux_call("summary", messages, max_tokens=96)
+            call = await ctx.aux_call("summary", messages, max_tokens=96)
             if call.error:
                 ctx.notice(f"Round {ctx.index}: the debate-state summary failed ({call.error}); "
                            "retrieval uses an empty summary.")

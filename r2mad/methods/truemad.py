@@ -63,7 +63,7 @@ class WithAdvice(Method):
         calls = await asyncio.gather(*(self._advise(ctx, live[s], live[g]) for s, g in pairs))
         self.received = {a.index: [] for a in ctx.agents}
         log = []
-        for (s, g), (call, _) in zip(pairs, calls):
+        for (s, g), call in zip(pairs, calls):
             if call.error:
                 ctx.notice(f"Round {ctx.index}: advice from agent {s + 1} to agent {g + 1} failed "
                            f"({call.error}); the round goes on without it.")
@@ -75,11 +75,11 @@ class WithAdvice(Method):
     async def _advise(self, ctx: RoundContext, source, target):
         messages = prompts.advice_messages(ctx.task, source.history[0].content, source.text,
                                            target.label, target.text)
-        call, completion = await ctx.aux_call("advice", messages, source=source.index, target=target.index,
-                                              max_tokens=160, labeler=parse_advice_type)
+        call = await ctx.aux_call("advice", messages, source=source.index, target=target.index,
+                                  max_tokens=160, labeler=parse_advice_type)
         if call.error is None:
             ctx.emit("advice", agent=target.index, source=source.index, type=call.label, text=call.text)
-        return call, completion
+        return call
 
     def debate_message(self, ctx: RoundContext, agent: int) -> str:
         advice = self.received.get(agent, [])
