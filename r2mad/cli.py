@@ -65,19 +65,40 @@ def print_transcript(t: Transcript, out=None, show_text: bool = False) -> None:
                 continue
             w(f"  Agent {turn.agent + 1} ({turn.persona}): answer {turn.answer} [{turn.answer.how}] "
               f"· {turn.tokens_in}+{turn.tokens_out} tokens · {turn.seconds:.1f} s\n")
-            for key in ("lambda", "candidates", "retrieved", "confidence", "shown", "resolved_alone",
-                        "advice_from"):
-                if key in turn.details:
-                    w(f"      {key}: {turn.details[key]}\n")
+            for line in detail_lines(turn.details):
+                w(f"      {line}\n")
             if show_text:
                 w("      " + turn.text.strip().replace("\n", "\n      ") + "\n")
         for call in rnd.aux:
-            who = f" {call.source}->{call.target}" if call.source is not None else ""
-            w(f"  [{call.kind}{who}] {call.label or ''} {'failed: ' + call.error if call.error else ''}\n")
+            who = f" agent {call.source + 1} -> agent {call.target + 1}" if call.source is not None else ""
+            outcome = f"failed: {call.error}" if call.error else f"{call.tokens_in}+{call.tokens_out} tokens"
+            w(f"  [{call.kind}{who}] {call.label or ''} · {outcome}\n")
     u = t.usage()
     verdict = "" if t.correct is None else (" — correct" if t.correct else f" — wrong (gold {t.task.gold})")
     w(f"\nFinal answer: {t.final}{verdict}  [{t.status}]\n")
     w(f"Usage: {u.calls} calls, {u.tokens_in} tokens in, {u.tokens_out} out, {t.seconds:.1f} s wall\n")
+
+
+def detail_lines(d: dict) -> list[str]:
+    """Method details of one turn in a line each: R²-MAD retrieval and confidence, MAD-M² masks, advice."""
+    lines = []
+    if "lambda" in d:
+        lam = "n/a" if d["lambda"] is None else f"{d['lambda']:.2f}"
+        lines.append(f"consensus {d['consensus']:.2f}, lambda {lam}, {len(d['candidates'])} candidates")
+    for case in d.get("retrieved", []):
+        mmr = "" if case["mmr"] is None else f", MMR {case['mmr']:.3f}"
+        verdict = "correct" if case["correct"] else "wrong"
+        lines.append(f"retrieved {case['case_id']}: similarity {case['similarity']:.3f}, reward "
+                     f"{case['reward']:g}{mmr} (that agent was {verdict})")
+    for peer, conf in d.get("confidence", {}).items():
+        c = "n/a" if conf["c"] is None else f"{conf['c']:.2f}"
+        lines.append(f"confidence in agent {int(peer) + 1}: {c} -> {conf['label'] or 'no annotation'}")
+    if "shown" in d:
+        lines.append("shown after masking: " + (", ".join(f"agent {j + 1}" for j in d["shown"]) or "none")
+                     + (" (solved again alone)" if d.get("resolved_alone") else ""))
+    if d.get("advice_from"):
+        lines.append("advice from: " + ", ".join(d["advice_from"]))
+    return lines
 
 
 async def _debate(args, config) -> Transcript:

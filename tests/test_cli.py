@@ -40,3 +40,15 @@ def test_export_import_round_trip_from_the_command_line(config_dir, server, tmp_
     again = tmp_path / "again.jsonl"
     main(["--config-dir", str(config_dir), "export", "--out", str(again)])
     assert again.read_bytes() == export.read_bytes()
+
+
+def test_detail_lines_spell_out_retrieval_confidence_and_masks():
+    from r2mad.cli import detail_lines
+
+    lines = detail_lines({"consensus": 1 / 3, "lambda": 0.7, "candidates": [{}, {}, {}],
+                          "retrieved": [{"case_id": "q:a0:r1", "similarity": 0.61, "reward": 1.0, "mmr": 0.427,
+                                         "correct": False}],
+                          "confidence": {"2": {"c": 0.2, "label": "low"}}, "shown": [], "resolved_alone": True})
+    assert lines == ["consensus 0.33, lambda 0.70, 3 candidates",
+                     "retrieved q:a0:r1: similarity 0.610, reward 1, MMR 0.427 (that agent was wrong)",
+                     "confidence in agent 3: 0.20 -> low", "shown after masking: none (solved again alone)"]
