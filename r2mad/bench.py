@@ -113,6 +113,8 @@ async def debate_figures(base_url: str, repeats: int = 3) -> list[dict]:
             await run_debate(TASK, method, separate, settings, bank=bank)
         rows.append({"figure": f"side-by-side tokens / separate runs ({', '.join(COMPARED)})",
                      "value": round(shared.tokens / separate.tokens, 3), "target": "<= 0.85"})
+        rows.append({"figure": "side-by-side calls / separate runs (same methods)",
+                     "value": round(shared.calls / separate.calls, 3), "target": "(round 0 = 9 of the calls)"})
         bank.close()
     return rows
 
