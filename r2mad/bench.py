@@ -102,9 +102,12 @@ async def debate_figures(base_url: str, repeats: int = 3) -> list[dict]:
                      "target": "<= 1.1"})
         rows.append({"figure": "round wall / slowest call (sequential baseline)", "value": _med(serial_ratios),
                      "target": "~3 for 3 agents"})
-        rows.append({"figure": "R²-MAD debate wall / MAD debate wall", "value":
-                     round(statistics.median(walls["r2mad"]) / statistics.median(walls["mad"]), 3),
-                     "target": "<= 1.2 (paper: 1.5-2x)"})
+        mad = statistics.median(walls["mad"])
+        rows.append({"figure": "R²-MAD wall / MAD wall, first debate (summaries not cached)",
+                     "value": round(walls["r2mad"][0] / mad, 3), "target": "<= 1.2 (paper: 1.5-2x)"})
+        if len(walls["r2mad"]) > 1:
+            rows.append({"figure": "R²-MAD wall / MAD wall, later debates (stance patterns seen before)",
+                         "value": round(statistics.median(walls["r2mad"][1:]) / mad, 3), "target": "<= 1.2"})
         shared, separate = Counting(backend), Counting(backend)
         from r2mad.runner import run_side_by_side, run_debate
 
