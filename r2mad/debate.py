@@ -61,6 +61,9 @@ class Method:
         """Check the backend's capabilities before any token is spent; return visible notices."""
         return []
 
+    def on_turn(self, turn: AgentTurn) -> None:
+        """Called as soon as one agent's answer arrives, while the others may still be generating."""
+
     def visible_peers(self, ctx: RoundContext, agent: int) -> list[Agent]:
         """The peers whose previous response this agent sees; abstainers are left out."""
         return [p for p in ctx.agents if p.index != agent and p.answer.how != "abstained"]
@@ -227,6 +230,7 @@ class Debate:
             turn = AgentTurn(agent.index, t, agent.name, prompt, c.text, extract_answer(c.text, self.task),
                              c.tokens_in, c.tokens_out, c.latency_s, started, time.monotonic(),
                              mean_lp, details=to_dict(details))
+        self.method.on_turn(turn)
         self.emit(Event("turn", t, agent.index, to_dict(turn)))
         return turn
 

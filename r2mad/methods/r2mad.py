@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+from r2mad.answers import strip_think
 from r2mad.confidence import annotate, confidence_label
 from r2mad.debate import Method, RoundContext
 from r2mad.prompts import r2mad as prompts
@@ -24,6 +25,13 @@ class R2MAD(Method):
         # memory building needs h in every state even though nothing is retrieved yet
         self.summarize = self.bank is not None if summarize is None else summarize
         self.retrieved: dict[int, object] = {}
+        self.encoding: dict[int, asyncio.Future] = {}  # agent -> embedding of its latest response
+
+    def on_turn(self, turn) -> None:
+        """Embed each response as soon as it arrives, off the critical path of the next round."""
+        if self.bank is not None and turn.error is None:
+            self.encoding[turn.agent] = asyncio.ensure_future(
+                asyncio.to_thread(self.bank.embedder.encode, [strip_think(turn.text)]))
 
     async def before_round(self, ctx: RoundContext) -> None:
         self.retrieved = {}
@@ -33,21 +41,15 @@ class R2MAD(Method):
         if self.bank is None:
             await summary_call
             return
-        encode, n = self.bank.embedder.encode, len(ctx.agents)
-        consensus, question, texts = ctx.previous.consensus, format_task(ctx.task), [a.text for a in ctx.agents]
-
-        def states(h: str) -> list[str]:
-            return [render_state(question, a.text, h, consensus) for a in ctx.agents]
-
-        await asyncio.sleep(0)  # a cached summary is ready at once
-        if summary_call.done():  # one encode for the responses and the states
-            summary = summary_call.result()
-            vectors = await asyncio.to_thread(encode, texts + states(summary))
-            responses, state_vectors = vectors[:n], vectors[n:]
-        else:  # embed the responses while the summary call is in flight; the states need h
-            responses = await asyncio.to_thread(encode, texts)
-            summary = await summary_call
-            state_vectors = await asyncio.to_thread(encode, states(summary))
+        encode, consensus, question = self.bank.embedder.encode, ctx.previous.consensus, format_task(ctx.task)
+        responses = {a.index: (await self.encoding[a.index])[0] for a in ctx.agents if a.index in self.encoding}
+        missing = [a for a in ctx.agents if a.index not in responses]  # e.g. a shared round 0
+        if missing:
+            responses.update(zip([a.index for a in missing],
+                                 await asyncio.to_thread(encode, [a.text for a in missing])))
+        summary = await summary_call
+        state_vectors = await asyncio.to_thread(
+            encode, [render_state(question, a.text, summary, consensus) for a in ctx.agents])
         for agent in ctx.agents:
             peers = {p.index: responses[p.index] for p in self.visible_peers(ctx, agent.index)}
             seed = None if self.settings.seed is None else self.settings.seed + 7919 * ctx.index + agent.index

@@ -49,6 +49,9 @@ class WithAdvice(Method):
     def prepare(self, backend):
         return self.inner.prepare(backend)
 
+    def on_turn(self, turn):
+        self.inner.on_turn(turn)
+
     def visible_peers(self, ctx, agent):
         return self.inner.visible_peers(ctx, agent)
 
