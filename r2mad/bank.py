@@ -293,7 +293,19 @@ class MemoryBank:
         target.mkdir(exist_ok=True)
         if ready is None:
             self._write_marker(complete=False)
-        self._store = open_local(self.store_kind, target, self.embedder.dim)
+        try:
+            self._store = open_local(self.store_kind, target, self.embedder.dim)
+        except IndexStoreError as exc:
+            if ready is None:
+                raise
+            # our own derived index is damaged and we hold its lock: rebuild it from cases.jsonl
+            shutil.rmtree(target)
+            target.mkdir()
+            self._write_marker(complete=False)
+            self._store = open_local(self.store_kind, target, self.embedder.dim)
+            self.notices.append(f"The index of {self.path} could not be read ({exc}); rebuilt it from "
+                                "cases.jsonl.")
+            ready = None
         if ready is None:
             started = time.perf_counter()
             self._build_index()

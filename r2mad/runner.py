@@ -34,7 +34,7 @@ def open_bank(path: str | Path | None, config: Config, *, task_kind: str | None 
         return None, [f"Memory off: {exc}"]
     if bank.is_empty:
         return None, [f"Memory off: the bank {path} holds no cases yet."]
-    return bank, []
+    return bank, list(bank.notices)  # e.g. an index that was rebuilt
 
 
 async def run_debate(task: Task, method: str, backend: ChatBackend, settings: DebateSettings, *,
