@@ -1,4 +1,12 @@
+import shutil
+from pathlib import Path
+
 import pytest
+import yaml
+
+from r2mad.fakeserver import FakeServer, ok
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
@@ -7,3 +15,28 @@ def _isolated_data_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("R2MAD_DATA_DIR", str(tmp_path / "var"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+
+
+def answer(body):
+    """Every agent of the scripted server picks B."""
+    return ok("Checked it twice. ((B))")
+
+
+@pytest.fixture
+def server():
+    with FakeServer(models=["fake-model"], responder=answer) as srv:
+        yield srv
+
+
+@pytest.fixture
+def config_dir(tmp_path, server):
+    folder = tmp_path / "configs"
+    shutil.copytree(ROOT / "configs", folder)
+    (folder / "backbones.yaml").write_text(yaml.safe_dump({"default": "fake", "backbones": {
+        "fake": {"base_url": server.base_url, "model": "fake-model", "api_key_env": "R2MAD_TEST_TOKEN",
+                 "timeout_s": 2, "max_retries": 1},
+        "needs-token": {"base_url": server.base_url, "model": "fake-model", "api_key_env": "R2MAD_TEST_TOKEN",
+                        "api_key_required": True},
+        "nowhere": {"base_url": "http://127.0.0.1:9/v1", "model": "m", "timeout_s": 0.5, "max_retries": 1},
+    }}))
+    return folder

@@ -1,7 +1,6 @@
 """The app as a public Space serves it (SPACE_ID set, launched by app.serve): no custom endpoints, no
 files from memory/ or configs/, finite queue, our own error sentences only, and eight visitors at once
 whose debates run side by side without crossing."""
-import dataclasses
 import os
 import socket
 import threading

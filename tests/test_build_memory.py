@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from r2mad.fakeserver import FakeServer, ok
-from tests.test_hardening import ROOT, config_dir, server  # noqa: F401  (fixtures)
+from tests.test_hardening import ROOT
 
 QUESTIONS = 6
 

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from r2mad.types import Transcript
-from tests.test_hardening import cli, config_dir, server  # noqa: F401  (fixtures)
+from tests.test_hardening import cli
 
 
 def test_debate_prints_rounds_and_writes_json(config_dir, server, tmp_path, capsys):

@@ -2,44 +2,17 @@
 server: each case gets one clear sentence, loses nothing, and never leaks a token."""
 import asyncio
 import re
-import shutil
 import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from r2mad.cli import main
 from r2mad.config import ConfigError, load_config
-from r2mad.fakeserver import FakeServer, ok
 from r2mad.runs import RunStore
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "sk-TESTSECRET-9f8e7d6c5b4a"
-
-
-def answer(body):
-    return ok("Checked it twice. ((B))")
-
-
-@pytest.fixture
-def server():
-    with FakeServer(models=["fake-model"], responder=answer) as srv:
-        yield srv
-
-
-@pytest.fixture
-def config_dir(tmp_path, server):
-    folder = tmp_path / "configs"
-    shutil.copytree(ROOT / "configs", folder)
-    (folder / "backbones.yaml").write_text(yaml.safe_dump({"default": "fake", "backbones": {
-        "fake": {"base_url": server.base_url, "model": "fake-model", "api_key_env": "R2MAD_TEST_TOKEN",
-                 "timeout_s": 2, "max_retries": 1},
-        "needs-token": {"base_url": server.base_url, "model": "fake-model", "api_key_env": "R2MAD_TEST_TOKEN",
-                        "api_key_required": True},
-        "nowhere": {"base_url": "http://127.0.0.1:9/v1", "model": "m", "timeout_s": 0.5, "max_retries": 1},
-    }}))
-    return folder
 
 
 def cli(config_dir, *args):
