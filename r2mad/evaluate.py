@@ -14,7 +14,7 @@ from pathlib import Path
 
 from r2mad import __version__
 from r2mad.config import ConfigError, DebateSettings
-from r2mad.methods import METHODS, NEEDS_BANK, is_debate, make_method
+from r2mad.methods import METHODS, is_debate, make_method, needs_bank
 from r2mad.runner import compute_round0, run_debate
 from r2mad.tasks import Split
 from r2mad.types import Task, Transcript, to_dict
@@ -213,11 +213,8 @@ async def _run_question(index, task, methods, run, backend, bank, bank_notices, 
             round0_s = time.monotonic() - started
 
         async def one(method: str) -> None:
-            needs_bank = method.removesuffix("+advice") in NEEDS_BANK
             t = await run_debate(task, method, backend, run.settings, backbone=run.backbone,
-                                 bank=bank if needs_bank else None,
-                                 notices=bank_notices if needs_bank else (),
-                                 round0=round0 if is_debate(method) else None)
+                                 bank=bank, notices=bank_notices, round0=round0 if is_debate(method) else None)
             seconds = t.seconds + (round0_s if is_debate(method) and round0 is not None else 0.0)
             write(make_row(index, task, method, run, t, seconds))
 
@@ -289,7 +286,7 @@ def cmd_eval(args, config) -> int:
                   str(args.data) if args.data else None, args.limit)
     backend = backend_for(config, args.backbone)
     bank, notices = None, []
-    if any(m.removesuffix("+advice") in NEEDS_BANK for m in methods):
+    if any(map(needs_bank, methods)):
         kind = split.tasks[0].kind if split.tasks else None
         bank, notices = open_bank(args.bank, config, task_kind=kind)
         for text in notices or ([] if bank else ["Memory off: no --bank given; r2mad and icl-cot run "

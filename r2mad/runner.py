@@ -10,7 +10,7 @@ from r2mad.backends import make_backend
 from r2mad.backends.base import ChatBackend
 from r2mad.config import Config, ConfigError, DebateSettings, api_key_for
 from r2mad.debate import Debate, EventSink
-from r2mad.methods import NEEDS_BANK, is_debate, make_method
+from r2mad.methods import is_debate, make_method, needs_bank
 from r2mad.types import Event, Round, Task, Transcript
 
 
@@ -30,8 +30,20 @@ def open_bank(path: str | Path | None, config: Config, *, task_kind: str | None 
     try:
         bank = MemoryBank.open(Path(path), load_embedder(config.app.embedder),
                                index_root=Path(config.app.data_dir) / "index", expected_task=task_kind)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError) as exc:  # refused before the index is built: wrong task, embedder, …
         return None, [f"Memory off: {exc}"]
+    usable, notices = check_bank(bank, path, task_kind)
+    if usable is None:
+        bank.close()
+    return usable, notices
+
+
+def check_bank(bank, path, task_kind: str | None):
+    """(bank or None, notices): a bank for another task kind or an empty one turns memory off, visibly."""
+    held = bank.manifest.get("task")
+    if task_kind is not None and held != task_kind:
+        return None, [f"Memory off: bank {path} holds {held} cases but this question is {task_kind}; "
+                      f"choose a bank built for {task_kind} questions."]
     if bank.is_empty:
         return None, [f"Memory off: the bank {path} holds no cases yet."]
     return bank, list(bank.notices)  # e.g. an index that was rebuilt
@@ -41,10 +53,13 @@ async def run_debate(task: Task, method: str, backend: ChatBackend, settings: De
                      backbone: str = "", bank=None, emit: EventSink | None = None,
                      round0: Round | None = None, notices: tuple[str, ...] = (),
                      record: Callable[[Transcript], None] | None = None) -> Transcript:
-    """One debate. `record` receives the transcript after every round (status running), at the end, and
-    on cancellation (status cancelled) — the run store plugs in here."""
+    """One debate. `bank` and its `notices` reach only methods that use a bank. `record` receives the
+    transcript after every round (status running), at the end, and on cancellation (status
+    cancelled) — the run store plugs in here."""
+    if not needs_bank(method):
+        bank, notices = None, ()
     strategy = make_method(method, settings, bank=bank)
-    if method.removesuffix("+advice") in NEEDS_BANK and bank is None and not notices:
+    if needs_bank(method) and bank is None and not notices:
         notices = ("Memory off: no memory bank was given; this runs without retrieved cases.",)
     debate: Debate
 
@@ -91,9 +106,7 @@ async def run_side_by_side(task: Task, methods: list[str], backend: ChatBackend,
     if share_round0 and len(debates) > 1:
         round0 = await compute_round0(task, backend, settings, emit=emit_for("round0"))
     jobs = [run_debate(task, m, backend, settings, backbone=backbone, emit=emit_for(m),
-                       bank=bank if m.removesuffix("+advice") in NEEDS_BANK else None,
-                       notices=bank_notices if m.removesuffix("+advice") in NEEDS_BANK else (),
-                       round0=round0 if is_debate(m) else None)
+                       bank=bank, notices=bank_notices, round0=round0 if is_debate(m) else None)
             for m in methods]
     results = await asyncio.gather(*jobs)
     return dict(zip(methods, results))

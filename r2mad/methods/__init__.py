@@ -22,6 +22,10 @@ METHODS = BASELINES + DEBATE_METHODS + tuple(ABLATIONS)
 NEEDS_BANK = ("r2mad", "icl-cot") + tuple(ABLATIONS)
 
 
+def needs_bank(name: str) -> bool:
+    return name.removesuffix("+advice") in NEEDS_BANK
+
+
 def is_debate(name: str) -> bool:
     return name.removesuffix("+advice") not in BASELINES
 

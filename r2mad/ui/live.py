@@ -12,17 +12,13 @@ from typing import Any, AsyncIterator
 
 import r2mad
 from r2mad.config import DebateSettings
-from r2mad.methods import NEEDS_BANK, is_debate
+from r2mad.methods import is_debate, needs_bank
 from r2mad.runner import run_debate, run_side_by_side
 from r2mad.runs import RunStore
 from r2mad.types import Event, Task, Transcript
 from r2mad.ui.render import finished_rounds, fold_events, with_status
 
 ROUND0_KINDS = ("round_start", "turn", "round_end")  # what a shared round 0 shows in every column
-
-
-def needs_bank(method: str) -> bool:
-    return method.removesuffix("+advice") in NEEDS_BANK
 
 
 @dataclass
@@ -115,10 +111,8 @@ async def stream(live: LiveRun, backend: Any, *, bank: Any = None, bank_notices:
 
     if len(live.methods) == 1:
         [m] = live.methods
-        use = needs_bank(m)
-        job = asyncio.create_task(run_debate(
-            live.task, m, backend, live.settings, backbone=live.backbone, bank=bank if use else None,
-            emit=emit_for(m), notices=bank_notices if use else ()))
+        job = asyncio.create_task(run_debate(live.task, m, backend, live.settings, backbone=live.backbone,
+                                             bank=bank, emit=emit_for(m), notices=bank_notices))
     else:
         job = asyncio.create_task(run_side_by_side(
             live.task, live.methods, backend, live.settings, backbone=live.backbone, bank=bank,

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from r2mad.config import ROOT, Backbone, Config, ConfigError
+from r2mad.runner import check_bank
 from r2mad.runs import RunStore
 
 
@@ -68,13 +69,8 @@ class Services:
             bank = self.bank(folder)
         except (ValueError, OSError) as exc:
             return None, [f"Memory off: {exc}"]
-        task = bank.manifest.get("task")
-        if task != task_kind:
-            return None, [f"Memory off: bank {folder} holds {task} cases but this question is {task_kind}; "
-                          f"choose a bank built for {task_kind} questions."]
-        if bank.is_empty:
-            return None, [f"Memory off: the bank {folder} holds no cases yet."]
-        return bank, []
+        usable, notices = check_bank(bank, folder, task_kind)
+        return usable, notices if usable is None else []  # the bank stays open for the whole process
 
     # --- backends -------------------------------------------------------------------------------
 
