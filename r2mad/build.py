@@ -99,7 +99,7 @@ def cmd_build(args: argparse.Namespace, config) -> int:
     split = load_split(dataset, args.split, data_file=args.data, limit=args.limit)
     settings = settings_from(args, config)
     embedder = load_embedder(config.app.embedder)
-    out, index_root = Path(args.out), Path(config.app.data_dir) / "index"
+    out, index_root = Path(args.out), config.app.index_root
     kind = split.tasks[0].kind if split.tasks else "mcq"
     if (out / "manifest.yaml").exists():
         bank = MemoryBank.open(out, embedder, index_root=index_root, expected_task=kind)

@@ -117,7 +117,7 @@ async def _debate(args, config) -> Transcript:
     bank, notices = open_bank(args.bank, config, task_kind=task.kind)
     method = args.method + ("+advice" if args.advice and args.method != "truemad" else "")
     key_env = config.backbone(args.backbone).api_key_env
-    store = RunStore(Path(config.app.data_dir) / "runs.sqlite",
+    store = RunStore(config.app.runs_db,
                      secrets=lambda: [os.environ[key_env]] if key_env and os.environ.get(key_env) else [])
     run_id = store.start_run(method=method, backbone=args.backbone, bank=args.bank, task=task,
                              settings=dataclasses.asdict(settings), seed=settings.seed,

@@ -88,6 +88,15 @@ class AppConfig:
     default_bank: str | None = "memory/demo-mcq"
     default_method: str = "mad"
 
+    @property
+    def runs_db(self) -> Path:
+        return Path(self.data_dir) / "runs.sqlite"
+
+    @property
+    def index_root(self) -> Path:
+        """Derived Qdrant indexes of the memory banks (never shipped, rebuilt when stale)."""
+        return Path(self.data_dir) / "index"
+
 
 def load_yaml(path: Path) -> Any:
     try:

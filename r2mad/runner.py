@@ -29,7 +29,7 @@ def open_bank(path: str | Path | None, config: Config, *, task_kind: str | None 
 
     try:
         bank = MemoryBank.open(Path(path), load_embedder(config.app.embedder),
-                               index_root=Path(config.app.data_dir) / "index", expected_task=task_kind)
+                               index_root=config.app.index_root, expected_task=task_kind)
     except (ValueError, OSError) as exc:  # refused before the index is built: wrong task, embedder, …
         return None, [f"Memory off: {exc}"]
     usable, notices = check_bank(bank, path, task_kind)

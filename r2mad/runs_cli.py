@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-from pathlib import Path
 
 
 def _store(config):
     from r2mad.runs import RunStore
 
-    return RunStore(Path(config.app.data_dir) / "runs.sqlite")
+    return RunStore(config.app.runs_db)
 
 
 def cmd_export(args, config) -> int:

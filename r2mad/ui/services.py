@@ -17,7 +17,7 @@ class Services:
     def __init__(self, config: Config, *, secrets: Iterable[str] = ()):
         self.config = config
         self.env_secrets = [s for s in secrets if s]
-        self.store_path = Path(config.app.data_dir) / "runs.sqlite"
+        self.store_path = config.app.runs_db
         self.store = RunStore(self.store_path, secrets=lambda: self.env_secrets)
         self._lock = threading.Lock()
         self._banks: dict[Path, Any] = {}
@@ -58,7 +58,7 @@ class Services:
 
                 embedder = load_embedder(self.config.app.embedder)
                 self._banks[path] = MemoryBank.open(path, embedder,
-                                                    index_root=Path(self.config.app.data_dir) / "index")
+                                                    index_root=self.config.app.index_root)
             return self._banks[path]
 
     def bank_for_task(self, folder: str | None, task_kind: str) -> tuple[Any, list[str]]:
