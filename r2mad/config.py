@@ -72,7 +72,6 @@ class Backbone:
     max_retries: int = field(default=2, metadata=_limits(0, 10))
     supports_logprobs: bool = True
     n_ctx: int = field(default=8192, metadata=_limits(512, 131072))
-    local: bool = False  # a server on this machine (vLLM, llama.cpp)
 
 
 @dataclass(frozen=True)
