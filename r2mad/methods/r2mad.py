@@ -4,6 +4,7 @@ annotate peers' answers with memory-derived confidence. Ablations switch parts o
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 
 from r2mad.answers import strip_think
 from r2mad.confidence import annotate, confidence_label
@@ -26,30 +27,43 @@ class R2MAD(Method):
         self.summarize = self.bank is not None if summarize is None else summarize
         self.retrieved: dict[int, object] = {}
         self.encoding: dict[int, asyncio.Future] = {}  # agent -> embedding of its latest response
+        self.arrived: Counter[int] = Counter()  # round -> turns that have come back
 
     def on_turn(self, turn) -> None:
-        """Embed each response as soon as it arrives, off the critical path of the next round."""
-        if self.bank is not None and turn.error is None:
+        """Embed a response as soon as it arrives while other agents are still answering; the last
+        one of a round is embedded together with the debate states instead (one batch, not two)."""
+        self.arrived[turn.round] += 1
+        if self.bank is not None and turn.error is None and self.arrived[turn.round] < self.n_agents():
             self.encoding[turn.agent] = asyncio.ensure_future(
                 asyncio.to_thread(self.bank.embedder.encode, [strip_think(turn.text)]))
 
     async def before_round(self, ctx: RoundContext) -> None:
         self.retrieved = {}
+        encoding, self.encoding = self.encoding, {}
         if not self.summarize:
             return
-        summary_call = asyncio.create_task(self._summarise(ctx))
-        if self.bank is None:
-            await summary_call
+        key, messages = self._summary_request(ctx)
+        summary = _SUMMARIES.get(key)
+        ctx.details["summary_cached"] = summary is not None
+        encode = None if self.bank is None else self.bank.embedder.encode
+        responses = {a: (await future)[0] for a, future in encoding.items()}
+        missing = [a for a in ctx.agents if a.index not in responses]  # the last to answer, a shared round 0
+        if summary is None:
+            call = asyncio.create_task(self._summary_call(ctx, key, messages))
+            if encode and missing:  # while the summary call is in flight
+                responses.update(zip([a.index for a in missing],
+                                     await asyncio.to_thread(encode, [a.text for a in missing])))
+                missing = []
+            summary = await call
+        ctx.details["summary"] = summary
+        ctx.emit("summary", text=summary)
+        if encode is None:
             return
-        encode, consensus, question = self.bank.embedder.encode, ctx.previous.consensus, format_task(ctx.task)
-        responses = {a.index: (await self.encoding[a.index])[0] for a in ctx.agents if a.index in self.encoding}
-        missing = [a for a in ctx.agents if a.index not in responses]  # e.g. a shared round 0
-        if missing:
-            responses.update(zip([a.index for a in missing],
-                                 await asyncio.to_thread(encode, [a.text for a in missing])))
-        summary = await summary_call
-        state_vectors = await asyncio.to_thread(
-            encode, [render_state(question, a.text, summary, consensus) for a in ctx.agents])
+        consensus, question = ctx.previous.consensus, format_task(ctx.task)
+        states = [render_state(question, a.text, summary, consensus) for a in ctx.agents]
+        vectors = await asyncio.to_thread(encode, states + [a.text for a in missing])
+        state_vectors = vectors[:len(states)]
+        responses.update(zip([a.index for a in missing], vectors[len(states):]))
         for agent in ctx.agents:
             peers = {p.index: responses[p.index] for p in self.visible_peers(ctx, agent.index)}
             seed = None if self.settings.seed is None else self.settings.seed + 7919 * ctx.index + agent.index
@@ -74,26 +88,24 @@ class R2MAD(Method):
                 "confidence": {str(j): {"c": None if c is None else round(c, 4), "label": self._label(c)}
                                for j, (c, _) in found.confidence.items()}}
 
-    async def _summarise(self, ctx: RoundContext) -> str:
-        """h^(t-1): one model call per round, on the abstract stance pattern only. Equal patterns give
-        equal prompts, so a process-wide cache answers repeats without another call."""
+    @staticmethod
+    def _summary_request(ctx: RoundContext):
+        """h^(t-1) is asked of the model on the abstract stance pattern only, so equal patterns give equal
+        prompts and a process-wide cache, keyed by backbone and prompt, answers repeats without a call."""
         now = [t.answer.value for t in ctx.previous.turns]
         before = [t.answer.value for t in ctx.rounds[-2].turns] if len(ctx.rounds) > 1 else None
         messages = prompts.summary_messages(prompts.stance_pattern(now, before))
-        key = (ctx.backend.name, messages[-1].content)
-        ctx.details["summary_cached"] = key in _SUMMARIES
-        if key in _SUMMARIES:
-            summary = _SUMMARIES[key]
-        else:
-            call = await ctx.aux_call("summary", messages, max_tokens=96)
-            if call.error:
-                ctx.notice(f"Round {ctx.index}: the debate-state summary failed ({call.error}); "
-                           "retrieval uses an empty summary.")
-            summary = call.text.strip()
-            if summary:
-                _SUMMARIES[key] = summary
-        ctx.details["summary"] = summary
-        ctx.emit("summary", text=summary)
+        return (ctx.backend.name, messages[-1].content), messages
+
+    @staticmethod
+    async def _summary_call(ctx: RoundContext, key, messages) -> str:
+        call = await ctx.aux_call("summary", messages, max_tokens=96)
+        if call.error:
+            ctx.notice(f"Round {ctx.index}: the debate-state summary failed ({call.error}); "
+                       "retrieval uses an empty summary.")
+        summary = call.text.strip()
+        if summary:
+            _SUMMARIES[key] = summary
         return summary
 
     def peers(self, ctx: RoundContext, agent: int) -> list[tuple[str, str]]:
