@@ -71,6 +71,7 @@ class Backbone:
     timeout_s: float = field(default=60.0, metadata=_limits(0.1, 3600))
     max_retries: int = field(default=2, metadata=_limits(0, 10))
     supports_logprobs: bool = True
+    stream: bool = False  # read answers as server-sent events (live text in the app)
     n_ctx: int = field(default=8192, metadata=_limits(512, 131072))
 
 

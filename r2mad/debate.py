@@ -217,11 +217,12 @@ class Debate:
         s = self.settings
         prompt = tuple(agent.history)
         want_lp = self.method.wants_logprobs and self.backend.supports_logprobs
+        live = {"on_text": self._typing(t, agent.index)} if getattr(self.backend, "streams_text", False) else {}
         started = time.monotonic()
         try:
             [c] = await self.backend.chat(prompt, n=1, temperature=s.temperature, top_p=s.top_p,
                                           max_tokens=s.max_tokens, seed=_seed(s, t, agent.index),
-                                          logprobs=want_lp)
+                                          logprobs=want_lp, **live)
         except BackendError as exc:
             turn = AgentTurn(agent.index, t, agent.name, prompt, "", ABSTAINED, started_at=started,
                              ended_at=time.monotonic(), error=str(exc), details=to_dict(details))
@@ -233,6 +234,18 @@ class Debate:
         self.method.on_turn(turn)
         self.emit(Event("turn", t, agent.index, to_dict(turn)))
         return turn
+
+    def _typing(self, t: int, agent: int, every_s: float = 0.2) -> Callable[[str], None]:
+        """A `delta` event with an agent's text so far, at most every `every_s` seconds (live display
+        only: the turn event that follows is what counts)."""
+        last = [0.0]
+
+        def on_text(text: str) -> None:
+            now = time.monotonic()
+            if now - last[0] >= every_s:
+                last[0] = now
+                self.emit(Event("delta", t, agent, {"text": text}))
+        return on_text
 
     def _adopt(self, round0: Round) -> Round:
         """Take over a shared round 0: rebuild each agent's history from what it was shown and said."""

@@ -283,7 +283,8 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                     b.text if isinstance(b.text, str) else " ".join(b.text))
                 server._sleep(b.per_token_latency_s * n_tokens)
                 if body.get("stream"):
-                    self._stream(b.text if isinstance(b.text, str) else b.text[0], body, finish=b.finish_reason)
+                    self._stream(b.text if isinstance(b.text, str) else b.text[0], body, finish=b.finish_reason,
+                                 logprobs=b.logprobs)
                 else:
                     self._json(200, completion_body(b, body))
             elif isinstance(b, Status):
@@ -310,20 +311,38 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
             else:  # a test scripted something unknown: say so loudly
                 self._json(500, error_body(f"FakeServer cannot play behaviour {b!r}."))
 
-        def _stream(self, text: str, body: dict, finish: str | None) -> None:
-            """SSE chunks word by word; finish=None cuts the stream before finish_reason and [DONE]."""
+        def _stream(self, text: str, body: dict, finish: str | None, logprobs: list[float] | None = None) -> None:
+            """SSE chunks (one per logprob when given, else word by word) that join back to `text`, then the
+            finish_reason, a usage chunk when stream_options asks for one, and [DONE]; finish=None cuts the
+            stream before all of that."""
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
             base = {"id": "chatcmpl-fake-stream", "object": "chat.completion.chunk", "created": int(time.time()),
                     "model": body.get("model") or "fake-model"}
-            for word in text.split(" "):
-                delta = {"index": 0, "delta": {"content": word + " "}, "finish_reason": None}
-                self.wfile.write(f"data: {json.dumps({**base, 'choices': [delta]})}\n\n".encode())
-                self.wfile.flush()
-            if finish is not None:
-                last = {"index": 0, "delta": {}, "finish_reason": finish}
-                self.wfile.write(f"data: {json.dumps({**base, 'choices': [last]})}\n\ndata: [DONE]\n\n".encode())
+            if logprobs is not None:
+                pieces = _split_tokens(text, len(logprobs))
+            else:
+                pieces = [w if i == 0 else " " + w for i, w in enumerate(text.split(" "))]
+            for i, piece in enumerate(pieces):
+                delta = {"index": 0, "delta": {"content": piece}, "finish_reason": None}
+                if logprobs is not None and body.get("logprobs"):
+                    delta["logprobs"] = {"content": [{"token": piece, "logprob": logprobs[i], "bytes": None,
+                                                      "top_logprobs": []}], "refusal": None}
+                self._event({**base, "choices": [delta]})
+            if finish is None:
+                self.close_connection = True
+                return
+            self._event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+            if (body.get("stream_options") or {}).get("include_usage"):
+                prompt = _prompt_words(body)
+                self._event({**base, "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": len(pieces),
+                                                              "total_tokens": prompt + len(pieces)}})
+            self.wfile.write(b"data: [DONE]\n\n")
             self.close_connection = True
+
+        def _event(self, obj: dict) -> None:
+            self.wfile.write(f"data: {json.dumps(obj)}\n\n".encode())
+            self.wfile.flush()
 
     return Handler

@@ -26,14 +26,21 @@ class ScriptedBackend:
     delay_s: float = 0.0
     name: str = "scripted"
     supports_logprobs: bool = True
+    streams_text: bool = False  # True: the text reaches on_text word by word while delay_s passes
     calls: list[Call] = field(default_factory=list)
 
     async def chat(self, messages, *, n=1, temperature=0.7, top_p=1.0, max_tokens=512, seed=None,
-                   logprobs=False):
+                   logprobs=False, on_text=None):
         call = Call(tuple(messages), seed, logprobs, time.monotonic())
         self.calls.append(call)
-        await asyncio.sleep(self.delay_s)
         out = self.reply(call.messages)
+        if on_text is not None and isinstance(out, str):
+            words = out.split(" ")
+            for i in range(1, len(words) + 1):
+                await asyncio.sleep(self.delay_s / len(words))
+                on_text(" ".join(words[:i]))
+        else:
+            await asyncio.sleep(self.delay_s)
         call.ended = time.monotonic()
         if isinstance(out, Exception):
             raise out

@@ -179,13 +179,13 @@ def test_rejected_token_on_a_custom_endpoint_shows_abstentions_without_the_token
 
 # --- the streaming run behind the Debate tab, on a scripted backend (fast, no model) -------------
 
-def scripted_run(tmp_path, methods, *, rounds=3, delay_s=0.02):
+def scripted_run(tmp_path, methods, *, rounds=3, delay_s=0.02, streams_text=False):
     from r2mad.runs import RunStore
     from r2mad.ui.live import LiveRun
     from tests.scripted import ScriptedBackend
 
-    replies = iter(["I pick ((A))", "I pick ((B))"] * 200)
-    backend = ScriptedBackend(lambda messages: next(replies), delay_s=delay_s)
+    replies = iter([f"Weighing both options carefully, I pick (({x}))" for x in "AB"] * 200)
+    backend = ScriptedBackend(lambda messages: next(replies), delay_s=delay_s, streams_text=streams_text)
     settings = load_config().settings.replace(agents=2, rounds=rounds, early_stop=False)
     task = Task("mcq", "Which?", (("A", "one"), ("B", "two")), "B", "t1")
     store = RunStore(tmp_path / "runs.sqlite")
@@ -310,3 +310,31 @@ def test_bank_browser_searches_opens_and_quarantines_cases(app, client):
     assert "case-0" in (app[2] / "memory" / "tiny" / "quarantine.txt").read_text()
     shown = client.predict(folder=folder, case_id="case-0", api_name="/bank_unquarantine")
     assert "quarantined" not in shown
+
+
+def test_live_text_shows_while_agents_write_and_is_never_saved(tmp_path):
+    import asyncio
+    import json
+
+    from r2mad.types import to_dict
+    from r2mad.ui.live import stream
+    from r2mad.ui.render import chat_messages
+
+    live, backend, store = scripted_run(tmp_path, ["mad", "madm2-subjective"], rounds=2, delay_s=0.6,
+                                        streams_text=True)
+
+    async def consume():
+        writing = []
+        async for shown in stream(live, backend):
+            for method, t in shown.items():
+                titles = [m["metadata"].get("title", "") for m in chat_messages(t)]
+                writing += [(method, t.rounds[-1].index, title) for title in titles if "writing" in title]
+        return shown, writing
+
+    shown, writing = asyncio.run(consume())
+    assert {(m, r) for m, r, _ in writing} >= {("mad", 0), ("madm2-subjective", 0), ("mad", 1)}
+    final_titles = [m["metadata"].get("title", "") for t in shown.values() for m in chat_messages(t)]
+    assert not any("writing" in title for title in final_titles)
+    for method in ("mad", "madm2-subjective"):
+        saved = json.dumps(to_dict(store.get_run(live.run_ids[method]).transcript))
+        assert store.get_run(live.run_ids[method]).status == "done" and "typing" not in saved

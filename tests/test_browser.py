@@ -78,9 +78,11 @@ def test_mad_debate_streams_rounds_and_final_answer_and_shows_html_as_text(page)
     page.fill("#question textarea", f"What is 2+3? {PAYLOAD}")
     page.fill("#gold textarea, #gold input", "5")
     page.click("#run")
-    page.wait_for_selector("#final :text('Final answer')", timeout=DEBATE_TIMEOUT_MS)
     chat = page.locator("#chat-single")
+    chat.get_by_text("— writing…").first.wait_for(timeout=DEBATE_TIMEOUT_MS)  # live text while agents write
+    page.wait_for_selector("#final :text('Final answer')", timeout=DEBATE_TIMEOUT_MS)
     text = chat.inner_text()
+    assert "writing…" not in text
     assert "Round 0 (each agent alone) — consensus" in text
     for agent in ("Agent 1 · Careful solver", "Agent 2 · Explainer", "Agent 3 · Skeptic"):
         assert agent in text

@@ -121,3 +121,22 @@ def test_deadline_fails_the_debate_instead_of_hanging():
     backend = ScriptedBackend(by_agent("ABC"), delay_s=0.3)
     t = run("mad", backend, deadline_s=0.5)
     assert t.status == "failed" and "deadline" in t.notices[-1]
+
+
+def test_streaming_backend_gives_throttled_live_text_that_grows_into_the_answer():
+    def long_answer(m):
+        return " ".join(["step"] * 30) + f" so ((B)) from agent-{agent_of(m)}"
+
+    events = []
+    backend = ScriptedBackend(long_answer, delay_s=0.9, streams_text=True)
+    s = DebateSettings(seed=1, rounds=1)
+    t = asyncio.run(Debate(backend, make_method("mad", s), emit=events.append).run(MCQ))
+    deltas = [e for e in events if e.kind == "delta"]
+    final = {turn.agent: turn.text for turn in t.rounds[0].turns}
+    assert {e.agent for e in deltas} == {0, 1, 2}
+    assert all(final[e.agent].startswith(e.data["text"]) for e in deltas)
+    per_agent = [sum(e.agent == a for e in deltas) for a in range(3)]
+    assert all(2 <= n <= 6 for n in per_agent)  # 36 words over 0.9 s, at most one update per 0.2 s
+    quiet = []
+    asyncio.run(Debate(ScriptedBackend(long_answer), make_method("mad", s), emit=quiet.append).run(MCQ))
+    assert not [e for e in quiet if e.kind == "delta"]  # a backend that does not stream gets no on_text

@@ -11,8 +11,8 @@ import pytest
 from r2mad.backends.base import BackendError
 from r2mad.backends.openai_compat import OpenAICompatBackend
 from r2mad.types import Completion, Message
-from r2mad.fakeserver import (FakeServer, burst, content_null, context_length, hang, ok, status, truncated_json,
-                              unauthorized)
+from r2mad.fakeserver import (FakeServer, burst, content_null, context_length, hang, ok, sse_cut, status,
+                              truncated_json, unauthorized)
 
 KEY = "sk-test-SECRET-4242"
 ASK = [Message("system", "You are careful."), Message("user", "What is 2+2?")]
@@ -224,3 +224,42 @@ def test_unreachable_port_fails_quickly_naming_the_url():
     err, elapsed = failure(b)
     assert str(err).startswith(f"Could not reach {url} after 2 attempts within")
     assert err.transient and KEY not in str(err) and elapsed < 3
+
+
+# --- streaming ------------------------------------------------------------------------------------
+
+def test_stream_gives_the_text_live_with_usage_and_logprobs():
+    seen = []
+    with FakeServer() as srv:
+        srv.script([ok("The answer is 4", logprobs=[-0.1, -0.2, -0.3])])
+        [c] = chat(backend(srv, stream=True), logprobs=True, on_text=seen.append)
+        sent = srv.requests[0].body
+    assert sent["stream"] is True and sent["stream_options"] == {"include_usage": True}
+    assert c.text == "The answer is 4" and c.finish_reason == "stop" and c.logprobs == (-0.1, -0.2, -0.3)
+    assert c.tokens_out == 3 and c.tokens_in == 6  # the fake counts prompt words
+    assert seen == ["The a", "The answer", "The answer is 4"]  # growing text, one update per chunk
+
+
+def test_stream_cut_before_finish_reason_is_retried_and_never_an_answer():
+    with FakeServer() as srv:
+        srv.script([sse_cut("The answer is (A"), ok("The answer is ((B))")])
+        [c] = chat(backend(srv, stream=True, max_retries=1))
+        assert srv.hits == 2
+    assert c.text == "The answer is ((B))"
+
+
+def test_stream_cut_every_time_fails_transiently_with_one_sentence():
+    with FakeServer() as srv:
+        srv.script([sse_cut("partial")] * 3)
+        err, _ = failure(backend(srv, stream=True, max_retries=2))
+        assert srv.hits == 3
+    assert err.transient and "kept ending its answer stream before it was complete" in str(err)
+    assert "partial" not in str(err) and KEY not in str(err)
+
+
+def test_several_samples_are_not_streamed():
+    with FakeServer() as srv:
+        srv.script([ok(["a", "b"])])
+        out = chat(backend(srv, stream=True), n=2)
+        assert "stream" not in srv.requests[0].body
+    assert [c.text for c in out] == ["a", "b"]

@@ -96,3 +96,15 @@ def test_mad_debate_through_the_openai_compatible_server(llama_server):
     backend = OpenAICompatBackend(base_url=llama_server, model=None, api_key=None, timeout_s=60)
     t = debate("mad", backend, SMALL.replace(rounds=2))
     assert t.status == "done" and [len(r.turns) for r in t.rounds] == [3, 3]
+
+
+def test_streamed_answer_from_llama_cpp_server_matches_the_whole_one(llama_server):
+    whole = OpenAICompatBackend(base_url=llama_server, model=None, api_key=None, timeout_s=60)
+    streamed = OpenAICompatBackend(base_url=llama_server, model=None, api_key=None, timeout_s=60, stream=True)
+    asyncio.run(whole.chat(HELLO, max_tokens=16, seed=5))  # warm the cache (see above)
+    [reference] = asyncio.run(whole.chat(HELLO, max_tokens=16, seed=5))
+    seen = []
+    [c] = asyncio.run(streamed.chat(HELLO, max_tokens=16, seed=5, on_text=seen.append))
+    assert c.text == reference.text and c.finish_reason in ("stop", "length")
+    assert seen and seen[-1] == c.text and all(c.text.startswith(part) for part in seen)
+    assert c.tokens_out > 0  # from the usage chunk, or counted chunks where the server sends none

@@ -25,5 +25,5 @@ def make_backend(backbone: Backbone, *, api_key: str | None = None) -> ChatBacke
     return OpenAICompatBackend(base_url=backbone.base_url, model=backbone.model, api_key=api_key,
                                name=backbone.name, timeout_s=backbone.timeout_s,
                                max_retries=backbone.max_retries,
-                               supports_logprobs=backbone.supports_logprobs,
+                               supports_logprobs=backbone.supports_logprobs, stream=backbone.stream,
                                key_source=backbone.api_key_env or "the token field")

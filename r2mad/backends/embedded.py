@@ -9,7 +9,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from r2mad.backends.base import BackendError
 from r2mad.types import Completion, Message
@@ -51,9 +51,17 @@ def _load(path: Path, n_ctx: int):
     return _models[key]
 
 
-def _stop_when(cancelled: threading.Event, eos: int):
-    """A logits processor that forces end-of-text once the caller has given up (llama.cpp has no cancel)."""
+def _watch(llm, cancelled: threading.Event, notify: Callable[[str], None] | None, every_s: float = 0.15):
+    """A logits processor, called before each new token: forces end-of-text once the caller has given up
+    (llama.cpp has no cancel) and passes the text generated so far to `notify` every `every_s` seconds."""
+    eos, prompt_len, last = llm.token_eos(), [], [0.0]
+
     def process(tokens, scores):
+        if not prompt_len:
+            prompt_len.append(len(tokens))  # the first call sees the prompt alone
+        elif notify is not None and time.monotonic() - last[0] >= every_s:
+            last[0] = time.monotonic()
+            notify(llm.detokenize(list(tokens[prompt_len[0]:])).decode("utf-8", errors="ignore"))
         if cancelled.is_set():
             scores[:] = -float("inf")
             scores[eos] = 0.0
@@ -63,6 +71,7 @@ def _stop_when(cancelled: threading.Event, eos: int):
 
 class EmbeddedBackend:
     supports_logprobs = True
+    streams_text = True
 
     def __init__(self, *, name: str = "smollm2-135m", model_path: Path | None = None, n_ctx: int = 8192):
         self.name = name
@@ -74,12 +83,14 @@ class EmbeddedBackend:
 
     async def chat(self, messages: Sequence[Message], *, n: int = 1, temperature: float = 0.7,
                    top_p: float = 1.0, max_tokens: int = 512, seed: int | None = None,
-                   logprobs: bool = False) -> list[Completion]:
+                   logprobs: bool = False, on_text: Callable[[str], None] | None = None) -> list[Completion]:
         out, cancelled = [], threading.Event()
+        loop = asyncio.get_running_loop()
+        notify = None if on_text is None or n != 1 else (lambda text: loop.call_soon_threadsafe(on_text, text))
         for i in range(n):
             one_seed = None if seed is None else seed + i
             job = asyncio.to_thread(self._generate, messages, temperature, top_p, max_tokens, one_seed,
-                                    logprobs, cancelled)
+                                    logprobs, cancelled, notify)
             try:
                 out.append(await job)
             except asyncio.CancelledError:  # stop the generation at the next token, then free the model
@@ -87,7 +98,7 @@ class EmbeddedBackend:
                 raise
         return out
 
-    def _generate(self, messages, temperature, top_p, max_tokens, seed, logprobs, cancelled) -> Completion:
+    def _generate(self, messages, temperature, top_p, max_tokens, seed, logprobs, cancelled, notify) -> Completion:
         with _model_lock:
             llm = _load(self.model_path, self.n_ctx)
             from llama_cpp import LogitsProcessorList
@@ -99,7 +110,7 @@ class EmbeddedBackend:
                     temperature=temperature, top_p=top_p, max_tokens=max_tokens,
                     seed=seed if seed is not None else int(time.time_ns() % 2**31),
                     logprobs=logprobs or None, top_logprobs=0 if logprobs else None,
-                    logits_processor=LogitsProcessorList([_stop_when(cancelled, llm.token_eos())]))
+                    logits_processor=LogitsProcessorList([_watch(llm, cancelled, notify)]))
             except ValueError as exc:  # llama.cpp raises ValueError when the prompt exceeds n_ctx
                 if "context" in str(exc).lower() or "exceed" in str(exc).lower():
                     raise BackendError("The prompt is longer than the embedded model's context window; "

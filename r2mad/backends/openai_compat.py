@@ -1,5 +1,6 @@
 """ChatBackend over any OpenAI-compatible endpoint (HF router, vLLM, OpenAI, llama.cpp server) with bounded,
-deadline-aware retries and one-sentence errors. Non-streaming only; not for in-process models.
+deadline-aware retries and one-sentence errors; answers are read whole or, with `stream`, as server-sent
+events (a stream cut before its finish_reason is retried, never taken as an answer).
 
 Accounting when one request returns several choices: the request's prompt tokens go on the first completion
 it produced and 0 on the others (so summing completions gives the true cost), completion tokens are split
@@ -11,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import openai
 
@@ -36,7 +37,7 @@ class _Retryable(Exception):
 class OpenAICompatBackend:
     def __init__(self, *, base_url: str, model: str | None, api_key: str | None, name: str = "",
                  timeout_s: float = 60, max_retries: int = 2, deadline_s: float | None = None,
-                 supports_logprobs: bool = True, extra_body: dict | None = None,
+                 supports_logprobs: bool = True, extra_body: dict | None = None, stream: bool = False,
                  key_source: str = "the token field or HF_TOKEN"):
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -46,6 +47,7 @@ class OpenAICompatBackend:
         self.deadline_s = deadline_s
         self.supports_logprobs = supports_logprobs
         self.extra_body = dict(extra_body or {})
+        self.stream = self.streams_text = stream
         self.key_source = key_source  # where the person sets the key, named in the 401 message
         self._api_key = api_key or None
         self._client: openai.AsyncOpenAI | None = None
@@ -68,9 +70,10 @@ class OpenAICompatBackend:
 
     async def chat(self, messages: Sequence[Message], *, n: int = 1, temperature: float = 0.7,
                    top_p: float = 1.0, max_tokens: int = 512, seed: int | None = None,
-                   logprobs: bool = False) -> list[Completion]:
+                   logprobs: bool = False, on_text: Callable[[str], None] | None = None) -> list[Completion]:
         """Return `n` completions; if the server returns fewer choices than asked, ask again for the rest
-        (with the seed shifted, so repeated calls do not return the same sample)."""
+        (with the seed shifted, so repeated calls do not return the same sample). When streaming, a single
+        completion's text so far goes to `on_text` as it grows."""
         deadline = None if self.deadline_s is None else time.monotonic() + self.deadline_s
         model = await self._model(deadline)
         want_logprobs = logprobs and self.supports_logprobs
@@ -90,6 +93,10 @@ class OpenAICompatBackend:
                 args["logprobs"], args["top_logprobs"] = True, 1
             if self.extra_body:
                 args["extra_body"] = self.extra_body
+            if self.stream and wanted == 1:
+                results += await self._with_retries(
+                    lambda timeout, args=args: self._complete_streamed(args, timeout, on_text), deadline)
+                continue
             results += await self._with_retries(
                 lambda timeout, args=args, wanted=wanted: self._complete(args, timeout, wanted), deadline)
         return results[:n]
@@ -112,6 +119,35 @@ class OpenAICompatBackend:
                            logprobs=_token_logprobs(c) if "logprobs" in args else None,
                            finish_reason=getattr(c, "finish_reason", None))
                 for i, c in enumerate(choices)]
+
+    async def _complete_streamed(self, args: dict[str, Any], timeout: float,
+                                 on_text: Callable[[str], None] | None) -> list[Completion]:
+        """One completion read as server-sent events. openai returns the partial text of a stream cut
+        before its finish_reason without an error: such a stream is a failed attempt, not an answer."""
+        started = time.monotonic()
+        stream = await self._get_client().chat.completions.create(
+            **args, stream=True, stream_options={"include_usage": True}, timeout=timeout)
+        text, logprobs, finish, usage, chunks = "", [], None, None, 0
+        async with stream:
+            async for chunk in stream:
+                usage = getattr(chunk, "usage", None) or usage
+                for choice in getattr(chunk, "choices", None) or []:
+                    piece = getattr(choice.delta, "content", None) if choice.delta else None
+                    if piece:
+                        text, chunks = text + piece, chunks + 1
+                        if on_text is not None:
+                            on_text(text)
+                    logprobs += _token_logprobs(choice) or ()
+                    finish = getattr(choice, "finish_reason", None) or finish
+        if finish is None:
+            raise _Retryable("cut", f"stream ended after {chunks} chunks without a finish_reason")
+        if not text and finish != "length":
+            raise _Retryable("empty", "no text in the stream")
+        return [Completion(text=text, tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
+                           tokens_out=int(getattr(usage, "completion_tokens", 0) or chunks),
+                           latency_s=round(time.monotonic() - started, 6),
+                           logprobs=(tuple(logprobs) or None) if "logprobs" in args else None,
+                           finish_reason=finish)]
 
     async def _model(self, deadline: float | None) -> str:
         """The configured model, or the first one the server lists (asked once, then cached)."""
@@ -232,6 +268,9 @@ class OpenAICompatBackend:
                    "so raise the timeout or try again later.")
         elif kind == "unreadable":
             msg = f"{where} sent a response that is not valid JSON {tries}; check that it is OpenAI-compatible."
+        elif kind == "cut":
+            msg = (f"{where} kept ending its answer stream before it was complete {tries}; try again later or "
+                   "set stream: false for this backbone.")
         elif kind == "empty":
             msg = f"{where} returned no text (content null) {tries}; try again or raise max tokens."
         elif kind == "status 429":

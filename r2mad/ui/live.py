@@ -18,7 +18,8 @@ from r2mad.runs import RunStore
 from r2mad.types import Event, Task, Transcript
 from r2mad.ui.render import finished_rounds, fold_events, with_status
 
-ROUND0_KINDS = ("round_start", "turn", "round_end")  # what a shared round 0 shows in every column
+ROUND0_KINDS = ("round_start", "delta", "turn", "round_end")  # what a shared round 0 shows in every column
+TYPING_REFRESH_S = 0.25  # live text alone refreshes the page at most this often
 
 
 @dataclass
@@ -35,11 +36,13 @@ class LiveRun:
     results: dict[str, Transcript] = field(default_factory=dict)
     started_at: float = field(default_factory=time.time)
     shared_round0: bool = False  # set once a shared round 0 starts streaming
+    typing: dict[str, dict[tuple[int, int], str]] = field(default_factory=dict)  # text of unfinished turns
 
     def __post_init__(self):
         settings = dataclasses.asdict(self.settings)
         for m in self.methods:
             self.events[m] = []
+            self.typing[m] = {}
             self.run_ids[m] = self.store.start_run(
                 method=m, backbone=self.backbone, bank=self.bank if needs_bank(m) else None,
                 task=self.task, settings=dict(settings), seed=self.settings.seed,
@@ -54,22 +57,34 @@ class LiveRun:
         if self.shared_round0 and is_debate(method) and t.rounds and t.rounds[0].index == 0:
             first = dataclasses.replace(t.rounds[0], details={**t.rounds[0].details, "shared": True})
             t = dataclasses.replace(t, rounds=(first, *t.rounds[1:]), shared_round0=True)
+        typing = self.typing[method]
+        if typing and t.rounds and t.rounds[-1].details.get("running"):
+            last = t.rounds[-1]
+            shown = {str(a): text for (r, a), text in sorted(typing.items()) if r == last.index}
+            t = dataclasses.replace(t, rounds=(*t.rounds[:-1], dataclasses.replace(
+                last, details={**last.details, "typing": shown})))
         return t
 
     def transcripts(self) -> dict[str, Transcript]:
         return {m: self.transcript(m) for m in self.methods}
 
-    def receive(self, column: str, event: Event) -> None:
-        """Route one event: the shared round 0 goes to every debate method's column."""
+    def receive(self, column: str, event: Event) -> str:
+        """Route one event (the shared round 0 goes to every debate method's column); return its kind."""
         targets = [m for m in self.methods if is_debate(m)] if column == "round0" else [column]
         if column == "round0":
             if event.kind not in ROUND0_KINDS:
-                return
+                return event.kind
             self.shared_round0 = True
         for m in targets:
+            if event.kind == "delta":  # kept aside: live text is shown, never folded or saved
+                self.typing[m][(event.round, event.agent)] = str(event.data.get("text", ""))
+                continue
+            if event.kind == "turn":
+                self.typing[m].pop((event.round, event.agent), None)
             self.events[m].append(event)
             if event.kind == "round_end" and m not in self.results:
                 self.save(m, self.transcript(m), "running")
+        return event.kind
 
     def save(self, method: str, transcript: Transcript, status: str) -> None:
         partial = finished_rounds(transcript)
@@ -118,6 +133,7 @@ async def stream(live: LiveRun, backend: Any, *, bank: Any = None, bank_notices:
             live.task, live.methods, backend, live.settings, backbone=live.backbone, bank=bank,
             bank_notices=bank_notices, emit_for=emit_for))
     stopper = asyncio.ensure_future(stop.wait())
+    shown_at = 0.0
     try:
         while True:
             getter = asyncio.ensure_future(queue.get())
@@ -125,8 +141,10 @@ async def stream(live: LiveRun, backend: Any, *, bank: Any = None, bank_notices:
             if getter not in done:
                 getter.cancel()
                 break
-            live.receive(*getter.result())
-            _drain(queue, live)
+            kinds = {live.receive(*getter.result())} | _drain(queue, live)
+            if kinds == {"delta"} and time.monotonic() - shown_at < TYPING_REFRESH_S:
+                continue
+            shown_at = time.monotonic()
             yield live.transcripts()
         if stopper in done and not job.done():
             await _cancel(job)
@@ -158,6 +176,9 @@ async def _cancel(job: asyncio.Task) -> None:
         await job
 
 
-def _drain(queue: asyncio.Queue, live: LiveRun) -> None:
+def _drain(queue: asyncio.Queue, live: LiveRun) -> set[str]:
+    """Receive every queued event; return their kinds."""
+    kinds = set()
     while not queue.empty():
-        live.receive(*queue.get_nowait())
+        kinds.add(live.receive(*queue.get_nowait()))
+    return kinds

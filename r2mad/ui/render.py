@@ -162,6 +162,12 @@ def chat_messages(t: Transcript) -> list[dict]:
             messages.append({"role": "assistant", "content": turn_body(turn, t.task.kind, rnd.details.get("summary")),
                              "metadata": {"title": turn_title(turn), "parent_id": rid,
                                           "id": f"{rid}-agent-{turn.agent}"}})
+        answered = {turn.agent for turn in rnd.turns}
+        for agent, text in (rnd.details.get("typing") or {}).items():  # turns still being written
+            if int(agent) not in answered and state == "running":
+                messages.append({"role": "assistant", "content": esc(clip(text, 4000)),
+                                 "metadata": {"title": f"Agent {int(agent) + 1} — writing…", "status": "pending",
+                                              "parent_id": rid, "id": f"{rid}-agent-{agent}"}})
     if t.status != "running":
         messages.append({"role": "assistant", "content": final_markdown(t), "metadata": {}})
     return messages
