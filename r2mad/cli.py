@@ -10,6 +10,7 @@ from pathlib import Path
 from r2mad import bench, build, evaluate, runs_cli
 from r2mad.backends.base import BackendError
 from r2mad.config import ConfigError, load_config
+from r2mad.methods.r2mad import SUMMARIES
 from r2mad.methods import METHODS
 from r2mad.types import Transcript
 
@@ -163,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         config = load_config(args.config_dir) if args.config_dir else load_config()
         if getattr(args, "backbone", "unset") is None:
             args.backbone = config.default_backbone
+        SUMMARIES.keep_in(config.app.summaries_file)
         return args.func(args, config)
     except (ConfigError, BackendError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

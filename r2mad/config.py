@@ -93,6 +93,11 @@ class AppConfig:
         return Path(self.data_dir) / "runs.sqlite"
 
     @property
+    def summaries_file(self) -> Path:
+        """R²-MAD's round summaries per backbone and stance pattern (a cache)."""
+        return Path(self.data_dir) / "summaries.json"
+
+    @property
     def index_root(self) -> Path:
         """Derived Qdrant indexes of the memory banks (never shipped, rebuilt when stale)."""
         return Path(self.data_dir) / "index"

@@ -52,3 +52,14 @@ def test_detail_lines_spell_out_retrieval_confidence_and_masks():
     assert lines == ["consensus 0.33, lambda 0.70, 3 candidates",
                      "retrieved q:a0:r1: similarity 0.610, reward 1, MMR 0.427 (that agent was wrong)",
                      "confidence in agent 3: 0.20 -> low", "shown after masking: none (solved again alone)"]
+
+
+def test_cli_keeps_round_summaries_in_the_data_dir(config_dir, server, tmp_path, monkeypatch):
+    from r2mad.methods.r2mad import SUMMARIES
+
+    monkeypatch.setenv("R2MAD_DATA_DIR", str(tmp_path / "data"))
+    try:
+        assert cli(config_dir, "--method", "cot", "--question", "What is 2+2?") == 0
+        assert SUMMARIES._file == tmp_path / "data" / "summaries.json"
+    finally:
+        SUMMARIES.keep_in(None)

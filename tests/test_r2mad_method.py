@@ -10,7 +10,7 @@ from r2mad.config import DebateSettings
 from r2mad.debate import Debate
 from r2mad.embedder import HashEmbedder
 from r2mad.methods import make_method
-from r2mad.methods.r2mad import _SUMMARIES
+from r2mad.methods.r2mad import SUMMARIES, SummaryCache
 from r2mad.prompts.common import PERSONAS
 from r2mad.prompts.r2mad import stance_pattern
 from r2mad.types import Task
@@ -33,7 +33,7 @@ def reply(messages):
 
 @pytest.fixture(autouse=True)
 def _fresh_summary_cache():
-    _SUMMARIES.clear()
+    SUMMARIES.clear()
 
 
 @pytest.fixture
@@ -120,7 +120,7 @@ def test_policies_pick_differently(bank):
 
 def test_summary_prompt_is_abstract_and_cached(bank):
     assert stance_pattern(["B", "A", None], ["C", "A", "A"]) == [("P1", "P3"), ("P2", "P2"), ("no clear answer", "P2")]
-    _SUMMARIES.clear()  # building the bank already met this pattern
+    SUMMARIES.clear()  # building the bank already met this pattern
     backend = ScriptedBackend(reply)
     run_r2mad("r2mad", bank, backend)
     summaries = [c for c in backend.calls if "Positions of the agents" in last_user(c.messages)]
@@ -150,3 +150,44 @@ def test_icl_cot_shows_the_most_similar_bank_cases_as_examples(bank):
     first = prompt[prompt.index("<example 1>"):prompt.index("</example 1>")]
     assert "Question number 2" in first and "Correct answer: B" in first  # the same question ranks first
     assert prompt.rstrip().endswith("round brackets.") and str(t.final) == "B"
+
+
+def summary_calls(backend) -> int:
+    return sum("Positions of the agents" in last_user(c.messages) for c in backend.calls)
+
+
+def test_summaries_kept_in_a_file_serve_the_next_process_and_only_the_same_model(bank, tmp_path):
+    file = tmp_path / "var" / "summaries.json"
+    SUMMARIES.clear()
+    SUMMARIES.keep_in(file)
+    try:
+        first = ScriptedBackend(reply)
+        run_r2mad("r2mad", bank, first)
+        assert summary_calls(first) == 2 and file.is_file()
+        SUMMARIES.clear()  # a new process: nothing in memory, the file is read again
+        SUMMARIES.keep_in(file)
+        later = ScriptedBackend(reply)
+        t, _, _ = run_r2mad("r2mad", bank, later)
+        assert summary_calls(later) == 0 and t.rounds[1].details["summary_cached"] is True
+        other_model = ScriptedBackend(reply)
+        other_model.model = "another-model"  # same backbone name, another model: its own summaries
+        run_r2mad("r2mad", bank, other_model)
+        assert summary_calls(other_model) == 2
+    finally:
+        SUMMARIES.keep_in(None)
+        SUMMARIES.clear()
+
+
+def test_summary_file_survives_damage_and_merges_writers(tmp_path):
+    file = tmp_path / "summaries.json"
+    file.write_text("{not json", encoding="utf-8")
+    one, two = SummaryCache(), SummaryCache()
+    one.keep_in(file)
+    two.keep_in(file)
+    assert one.get(("b", "m", "p1")) is None  # a damaged file reads as empty
+    one.put(("b", "m", "p1"), "h1")
+    two.put(("b", "m", "p2"), "h2")  # another process writing later keeps what the first wrote
+    fresh = SummaryCache()
+    fresh.keep_in(file)
+    assert fresh.get(("b", "m", "p1")) == "h1" and fresh.get(("b", "m", "p2")) == "h2"
+    assert not list(tmp_path.glob("*.part"))

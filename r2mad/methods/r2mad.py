@@ -4,7 +4,11 @@ annotate peers' answers with memory-derived confidence. Ablations switch parts o
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import threading
 from collections import Counter
+from pathlib import Path
 
 from r2mad.answers import strip_think
 from r2mad.confidence import annotate, confidence_label
@@ -14,7 +18,49 @@ from r2mad.prompts.common import format_task
 from r2mad.retrieval import render_state
 
 
-_SUMMARIES: dict[tuple[str, str], str] = {}  # (backbone, summary prompt) -> h
+class SummaryCache:
+    """h for each (backbone, model, summary prompt): in memory, and in a JSON file once `keep_in` names
+    one, so that later processes (each CLI run, a restarted Space) start warm."""
+
+    def __init__(self):
+        self._items: dict[tuple[str, str, str], str] = {}
+        self._file: Path | None = None
+        self._lock = threading.Lock()
+
+    def keep_in(self, file: Path | None) -> None:
+        with self._lock:
+            self._file = None if file is None else Path(file)
+            self._items.update(self._read())
+
+    def get(self, key: tuple[str, str, str]) -> str | None:
+        return self._items.get(key)
+
+    def put(self, key: tuple[str, str, str], summary: str) -> None:
+        with self._lock:
+            self._items[key] = summary
+            if self._file is not None:
+                merged = {**self._read(), **self._items}  # another process may have added some meanwhile
+                self._file.parent.mkdir(parents=True, exist_ok=True)
+                partial = self._file.with_name(f"{self._file.name}.{os.getpid()}.part")
+                partial.write_text(json.dumps([[*k, v] for k, v in merged.items()], ensure_ascii=False),
+                                   encoding="utf-8")
+                os.replace(partial, self._file)
+
+    def clear(self) -> None:
+        """Forget what is in memory (the file stays)."""
+        with self._lock:
+            self._items.clear()
+
+    def _read(self) -> dict[tuple[str, str, str], str]:
+        try:
+            rows = json.loads(self._file.read_text(encoding="utf-8")) if self._file else []
+        except (OSError, ValueError):
+            return {}  # missing or damaged: a cache, rebuilt as summaries come
+        return {tuple(r[:3]): r[3] for r in rows if isinstance(r, list) and len(r) == 4
+                and all(isinstance(x, str) for x in r)}
+
+
+SUMMARIES = SummaryCache()
 
 
 class R2MAD(Method):
@@ -43,7 +89,7 @@ class R2MAD(Method):
         if not self.summarize:
             return
         key, messages = self._summary_request(ctx)
-        summary = _SUMMARIES.get(key)
+        summary = SUMMARIES.get(key)
         ctx.details["summary_cached"] = summary is not None
         encode = None if self.bank is None else self.bank.embedder.encode
         responses = {a: (await future)[0] for a, future in encoding.items()}
@@ -91,11 +137,12 @@ class R2MAD(Method):
     @staticmethod
     def _summary_request(ctx: RoundContext):
         """h^(t-1) is asked of the model on the abstract stance pattern only, so equal patterns give equal
-        prompts and a process-wide cache, keyed by backbone and prompt, answers repeats without a call."""
+        prompts and SUMMARIES, keyed by backbone, model and prompt, answers repeats without a call."""
         now = [t.answer.value for t in ctx.previous.turns]
         before = [t.answer.value for t in ctx.rounds[-2].turns] if len(ctx.rounds) > 1 else None
         messages = prompts.summary_messages(prompts.stance_pattern(now, before))
-        return (ctx.backend.name, messages[-1].content), messages
+        model = str(getattr(ctx.backend, "model", "") or "")  # a custom endpoint is named "custom" whatever it serves
+        return (ctx.backend.name, model, messages[-1].content), messages
 
     @staticmethod
     async def _summary_call(ctx: RoundContext, key, messages) -> str:
@@ -105,7 +152,7 @@ class R2MAD(Method):
                        "retrieval uses an empty summary.")
         summary = call.text.strip()
         if summary:
-            _SUMMARIES[key] = summary
+            SUMMARIES.put(key, summary)
         return summary
 
     def peers(self, ctx: RoundContext, agent: int) -> list[tuple[str, str]]:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from r2mad.config import ROOT, Backbone, Config, ConfigError
+from r2mad.methods.r2mad import SUMMARIES
 from r2mad.runner import check_bank
 from r2mad.runs import RunStore
 
@@ -19,6 +20,7 @@ class Services:
         self.env_secrets = [s for s in secrets if s]
         self.store_path = config.app.runs_db
         self.store = RunStore(self.store_path, secrets=lambda: self.env_secrets)
+        SUMMARIES.keep_in(config.app.summaries_file)
         self._lock = threading.Lock()
         self._banks: dict[Path, Any] = {}
         self._backends: dict[str, Any] = {}
