@@ -191,3 +191,12 @@ def test_summary_file_survives_damage_and_merges_writers(tmp_path):
     fresh.keep_in(file)
     assert fresh.get(("b", "m", "p1")) == "h1" and fresh.get(("b", "m", "p2")) == "h2"
     assert not list(tmp_path.glob("*.part"))
+
+
+def test_unwritable_summary_file_keeps_the_cache_in_memory(tmp_path):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the data dir should be", encoding="utf-8")
+    cache = SummaryCache()
+    cache.keep_in(blocker / "summaries.json")
+    cache.put(("b", "m", "p"), "h")  # no exception: the debate must go on
+    assert cache.get(("b", "m", "p")) == "h"

@@ -38,13 +38,17 @@ class SummaryCache:
     def put(self, key: tuple[str, str, str], summary: str) -> None:
         with self._lock:
             self._items[key] = summary
-            if self._file is not None:
-                merged = {**self._read(), **self._items}  # another process may have added some meanwhile
+            if self._file is None:
+                return
+            merged = {**self._read(), **self._items}  # another process may have added some meanwhile
+            partial = self._file.with_name(f"{self._file.name}.{os.getpid()}.part")
+            try:
                 self._file.parent.mkdir(parents=True, exist_ok=True)
-                partial = self._file.with_name(f"{self._file.name}.{os.getpid()}.part")
                 partial.write_text(json.dumps([[*k, v] for k, v in merged.items()], ensure_ascii=False),
                                    encoding="utf-8")
                 os.replace(partial, self._file)
+            except OSError:  # a read-only data dir: the cache stays in memory, the debate goes on
+                self._file = None
 
     def clear(self) -> None:
         """Forget what is in memory (the file stays)."""
