@@ -178,7 +178,7 @@ def register(sub) -> None:
 def cmd_bench(args, config) -> int:
     from r2mad.bench_memory import bench_retrieval, format_rows
     from r2mad.fakeserver import FakeServer
-    from r2mad.methods.r2mad import SUMMARIES
+    from r2mad.summaries import SUMMARIES
 
     SUMMARIES.keep_in(None)  # "first debate" figures start cold
     SUMMARIES.clear()

@@ -10,8 +10,8 @@ from pathlib import Path
 from r2mad import bench, build, evaluate, runs_cli
 from r2mad.backends.base import BackendError
 from r2mad.config import ConfigError, load_config
-from r2mad.methods.r2mad import SUMMARIES
 from r2mad.methods import METHODS
+from r2mad.summaries import SUMMARIES
 from r2mad.types import Transcript
 
 SETTING_FLAGS = {  # flag -> DebateSettings field

@@ -74,16 +74,19 @@ def onnx_runner(model) -> Callable[[list[str]], np.ndarray] | None:
     if ([type(m).__name__ for m in modules[:2]] != ["Transformer", "Pooling"]
             or modules[1].get_config_dict().get("pooling_mode") != "mean"):
         return None
-    session = None
-    for _ in range(2):  # a damaged cached graph is exported again once
+    transformer = modules[0].auto_model
+    path, session = _graph_path(transformer), None
+    for _ in range(2):
         try:
-            path = _exported_graph(modules[0].auto_model)
+            if not path.is_file():
+                _export(transformer, path)
             session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
             break
         except Exception as exc:  # noqa: BLE001 - no onnx exporter, a full disk ...: torch still works
             log.info("ONNX Runtime not used for the embedder (%s); encoding with torch.", type(exc).__name__)
-            if "path" in locals() and path.is_file():
-                path.unlink()
+            if not path.is_file():
+                return None  # the export itself failed
+            path.unlink()  # a damaged cached graph: export it again, once
     if session is None:
         return None
     names = [i.name for i in session.get_inputs()]
@@ -103,16 +106,17 @@ def onnx_runner(model) -> Callable[[list[str]], np.ndarray] | None:
     return run
 
 
-def _exported_graph(transformer) -> Path:
-    import torch
-
+def _graph_path(transformer) -> Path:
+    """Where the exported graph of exactly these weights lives in the cache folder."""
     digest = hashlib.blake2b(digest_size=12)
     for name, tensor in transformer.state_dict().items():
         digest.update(name.encode())
         digest.update(tensor.detach().cpu().numpy().tobytes())
-    path = cache_dir() / "onnx" / f"{type(transformer).__name__}-{digest.hexdigest()}.onnx"
-    if path.is_file():
-        return path
+    return cache_dir() / "onnx" / f"{type(transformer).__name__}-{digest.hexdigest()}.onnx"
+
+
+def _export(transformer, path: Path) -> None:
+    import torch
 
     class LastHidden(torch.nn.Module):
         def __init__(self, inner):
@@ -126,16 +130,14 @@ def _exported_graph(transformer) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.part")
     sample = torch.ones((1, 8), dtype=torch.int64)
-    axes = {"batch": 0, "tokens": 1}
+    names = ["input_ids", "attention_mask", "token_type_ids"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(LastHidden(transformer.eval()), (sample, sample, torch.zeros_like(sample)), str(partial),
-                          input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["hidden"],
-                          dynamic_axes={n: {v: k for k, v in axes.items()}
-                                        for n in ("input_ids", "attention_mask", "token_type_ids", "hidden")},
+                          input_names=names, output_names=["hidden"],
+                          dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*names, "hidden"]},
                           opset_version=17, dynamo=False)
     os.replace(partial, path)  # whole or absent, also with two processes exporting at once
-    return path
 
 
 def cache_dir() -> Path:

@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 from r2mad.fakeserver import FakeServer, ok
-from r2mad.methods.r2mad import SUMMARIES
+from r2mad.summaries import SUMMARIES
 
 ROOT = Path(__file__).resolve().parent.parent
 

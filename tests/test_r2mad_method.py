@@ -10,7 +10,7 @@ from r2mad.config import DebateSettings
 from r2mad.debate import Debate
 from r2mad.embedder import HashEmbedder
 from r2mad.methods import make_method
-from r2mad.methods.r2mad import SUMMARIES, SummaryCache
+from r2mad.summaries import SUMMARIES, SummaryCache
 from r2mad.prompts.common import PERSONAS
 from r2mad.prompts.r2mad import stance_pattern
 from r2mad.types import Task

@@ -33,6 +33,11 @@ def mad_transcript():
     return debate([r0, r1])
 
 
+def by_id(messages) -> dict[str, str]:
+    """Message contents by id: "round-1" is a round header, "round-1-agent-0" an agent's message."""
+    return {m["metadata"].get("id"): m["content"] for m in messages}
+
+
 def titles(messages):
     return [m["metadata"].get("title", "") for m in messages]
 
@@ -80,15 +85,15 @@ def test_r2mad_memory_panel_shows_lambda_cases_and_peer_confidence():
     r1 = Round(1, (turn(0, 1, "B", details=details), turn(1, 1, "B"), turn(2, 1, "B")), 1.0,
                aux=(AuxCall("summary", 1, "Two agents agree, one dissents.", 50, 12, 0.5),),
                details={"summary": "Two agents agree, one dissents."})
-    msgs = chat_messages(debate([r0, r1], method="r2mad"))
-    body = next(m["content"] for m in msgs if m["metadata"].get("id") == "round-1-agent-0")
+    shown = by_id(chat_messages(debate([r0, r1], method="r2mad")))
+    body = shown["round-1-agent-0"]
     assert "**Memory (R²-MAD)** · λ = 0.40 · previous consensus 0.67 · 3 candidates · 1 retrieved" in body
     assert "Case c-17 — similarity 0.81 · reward 1 · MMR 0.324 · ✅ that agent was correct" in body
     assert "Response: Pink ((C)) → answer C" in body
     assert "Debate summary h" not in body  # shown once, in the round header
     assert ("Confidence in peers: Agent 2: c = 0.62 (annotated high confidence); "
             "Agent 3: c = n/a (no annotation)") in body
-    header = next(m["content"] for m in msgs if m["metadata"].get("id") == "round-1")
+    header = shown["round-1"]
     assert "**Debate summary h^(0) (R²-MAD):** Two agents agree, one dissents." in header
     assert "1 summary call (62 tokens)" in header
 
@@ -98,12 +103,12 @@ def test_madm2_objective_masks_show_perplexity_and_what_each_agent_saw():
              "1": {"mean_logprob": -2.0, "perplexity": 7.3891, "keep": False}}
     r1 = Round(1, (turn(0, 1, "B", details={"shown": [0]}),
                    turn(1, 1, "B", details={"shown": [], "resolved_alone": True})), 1.0, details={"masks": masks})
-    msgs = chat_messages(debate([Round(0, (turn(0, 0, "B"), turn(1, 0, "A")), 0.5), r1], method="madm2-objective"))
-    header = next(m["content"] for m in msgs if m["metadata"].get("id") == "round-1")
+    bodies = by_id(chat_messages(debate([Round(0, (turn(0, 0, "B"), turn(1, 0, "A")), 0.5), r1],
+                                        method="madm2-objective")))
+    header = bodies["round-1"]
     assert "Masks (MAD-M², objective: lowest perplexity kept)" in header
     assert "- Agent 1: perplexity 2.72 (mean logprob -1.000) — shown" in header
     assert "- Agent 2: perplexity 7.39 (mean logprob -2.000) — masked" in header
-    bodies = {m["metadata"].get("id"): m["content"] for m in msgs}
     assert "**Shown after masking:** Agent 1" in bodies["round-1-agent-0"]
     assert "solved the question again alone" in bodies["round-1-agent-1"]
 
@@ -129,13 +134,12 @@ def test_truemad_advice_shows_who_advised_whom_and_says_it_is_our_reimplementati
                    turn(1, 1, "B", details={"advice_from": []})), 1.0, aux=aux,
                details={"advice": [{"source": 0, "target": 1, "type": "rebuttal"},
                                    {"source": 1, "target": 0, "type": "support"}]})
-    msgs = chat_messages(debate([Round(0, (turn(0, 0, "B"), turn(1, 0, "A")), 0.5), r1], method="truemad"))
-    header = next(m["content"] for m in msgs if m["metadata"].get("id") == "round-1")
+    bodies = by_id(chat_messages(debate([Round(0, (turn(0, 0, "B"), turn(1, 0, "A")), 0.5), r1], method="truemad")))
+    header = bodies["round-1"]
     assert "- Agent 1 → Agent 2 (rebuttal): “REBUTTAL: green is right”" in header
     assert "- Agent 2 → Agent 1 (support)" in header
     assert "our re-implementation" in header
     assert "2 advice calls (190 tokens)" in header
-    bodies = {m["metadata"].get("id"): m["content"] for m in msgs}
     assert "**Advice received from:** Agent 2 (Fact-checker)" in bodies["round-1-agent-0"]
     assert "**Advice received from:** nobody" in bodies["round-1-agent-1"]
 

@@ -4,11 +4,7 @@ annotate peers' answers with memory-derived confidence. Ablations switch parts o
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import threading
 from collections import Counter
-from pathlib import Path
 
 from r2mad.answers import strip_think
 from r2mad.confidence import annotate, confidence_label
@@ -16,55 +12,7 @@ from r2mad.debate import Method, RoundContext
 from r2mad.prompts import r2mad as prompts
 from r2mad.prompts.common import format_task
 from r2mad.retrieval import render_state
-
-
-class SummaryCache:
-    """h for each (backbone, model, summary prompt): in memory, and in a JSON file once `keep_in` names
-    one, so that later processes (each CLI run, a restarted Space) start warm."""
-
-    def __init__(self):
-        self._items: dict[tuple[str, str, str], str] = {}
-        self._file: Path | None = None
-        self._lock = threading.Lock()
-
-    def keep_in(self, file: Path | None) -> None:
-        with self._lock:
-            self._file = None if file is None else Path(file)
-            self._items.update(self._read())
-
-    def get(self, key: tuple[str, str, str]) -> str | None:
-        return self._items.get(key)
-
-    def put(self, key: tuple[str, str, str], summary: str) -> None:
-        with self._lock:
-            self._items[key] = summary
-            if self._file is None:
-                return
-            merged = {**self._read(), **self._items}  # another process may have added some meanwhile
-            partial = self._file.with_name(f"{self._file.name}.{os.getpid()}.part")
-            try:
-                self._file.parent.mkdir(parents=True, exist_ok=True)
-                partial.write_text(json.dumps([[*k, v] for k, v in merged.items()], ensure_ascii=False),
-                                   encoding="utf-8")
-                os.replace(partial, self._file)
-            except OSError:  # a read-only data dir: the cache stays in memory, the debate goes on
-                self._file = None
-
-    def clear(self) -> None:
-        """Forget what is in memory (the file stays)."""
-        with self._lock:
-            self._items.clear()
-
-    def _read(self) -> dict[tuple[str, str, str], str]:
-        try:
-            rows = json.loads(self._file.read_text(encoding="utf-8")) if self._file else []
-        except (OSError, ValueError):
-            return {}  # missing or damaged: a cache, rebuilt as summaries come
-        return {tuple(r[:3]): r[3] for r in rows if isinstance(r, list) and len(r) == 4
-                and all(isinstance(x, str) for x in r)}
-
-
-SUMMARIES = SummaryCache()
+from r2mad.summaries import SUMMARIES
 
 
 class R2MAD(Method):

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from r2mad.config import ROOT, Backbone, Config, ConfigError
-from r2mad.methods.r2mad import SUMMARIES
 from r2mad.runner import check_bank
 from r2mad.runs import RunStore
+from r2mad.summaries import SUMMARIES
 
 
 class Services:

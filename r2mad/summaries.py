@@ -1,0 +1,57 @@
+"""R²-MAD's round summaries h, remembered per (backbone, model, summary prompt). The prompt holds only
+the abstract stance pattern, so repeated patterns need no model call; the app and the CLI point the
+cache at a file in the data dir so that later processes start warm."""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+
+class SummaryCache:
+    """In memory, and in a JSON file once `keep_in` names one."""
+
+    def __init__(self):
+        self._items: dict[tuple[str, str, str], str] = {}
+        self._file: Path | None = None
+        self._lock = threading.Lock()
+
+    def keep_in(self, file: Path | None) -> None:
+        with self._lock:
+            self._file = None if file is None else Path(file)
+            self._items.update(self._read())
+
+    def get(self, key: tuple[str, str, str]) -> str | None:
+        return self._items.get(key)
+
+    def put(self, key: tuple[str, str, str], summary: str) -> None:
+        with self._lock:
+            self._items[key] = summary
+            if self._file is None:
+                return
+            merged = {**self._read(), **self._items}  # another process may have added some meanwhile
+            partial = self._file.with_name(f"{self._file.name}.{os.getpid()}.part")
+            try:
+                self._file.parent.mkdir(parents=True, exist_ok=True)
+                partial.write_text(json.dumps([[*k, v] for k, v in merged.items()], ensure_ascii=False),
+                                   encoding="utf-8")
+                os.replace(partial, self._file)
+            except OSError:  # a read-only data dir: the cache stays in memory, the debate goes on
+                self._file = None
+
+    def clear(self) -> None:
+        """Forget what is in memory (the file stays)."""
+        with self._lock:
+            self._items.clear()
+
+    def _read(self) -> dict[tuple[str, str, str], str]:
+        try:
+            rows = json.loads(self._file.read_text(encoding="utf-8")) if self._file else []
+        except (OSError, ValueError):
+            return {}  # missing or damaged: a cache, rebuilt as summaries come
+        return {tuple(r[:3]): r[3] for r in rows if isinstance(r, list) and len(r) == 4
+                and all(isinstance(x, str) for x in r)}
+
+
+SUMMARIES = SummaryCache()
