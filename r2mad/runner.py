@@ -96,17 +96,21 @@ async def run_side_by_side(task: Task, methods: list[str], backend: ChatBackend,
                            settings: DebateSettings, *, backbone: str = "", bank=None,
                            bank_notices: tuple[str, ...] = (),
                            emit_for: Callable[[str], EventSink] | None = None,
+                           record_for: Callable[[str], Callable[[Transcript], None] | None] | None = None,
                            share_round0: bool = True) -> dict[str, Transcript]:
-    """Run several methods on one question; debate methods share one round 0 and then fork."""
+    """Run several methods on one question; debate methods share one round 0 and then fork.
+    `record_for(method)` is that method's `record` (see run_debate)."""
     if not 1 <= len(methods) <= 8 or len(set(methods)) != len(methods):
         raise ConfigError("Choose between 1 and 8 different methods to compare.")
     emit_for = emit_for or (lambda name: None)
+    record_for = record_for or (lambda name: None)
     debates = [m for m in methods if is_debate(m)]
     round0 = None
     if share_round0 and len(debates) > 1:
         round0 = await compute_round0(task, backend, settings, emit=emit_for("round0"))
     jobs = [run_debate(task, m, backend, settings, backbone=backbone, emit=emit_for(m),
-                       bank=bank, notices=bank_notices, round0=round0 if is_debate(m) else None)
+                       bank=bank, notices=bank_notices, round0=round0 if is_debate(m) else None,
+                       record=record_for(m))
             for m in methods]
     results = await asyncio.gather(*jobs)
     return dict(zip(methods, results))

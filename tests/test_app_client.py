@@ -241,6 +241,27 @@ def test_live_side_by_side_shares_round0_and_saves_each_method(tmp_path):
     assert {store.get_run(live.run_ids[m]).status for m in live.methods} == {"done"}
 
 
+def test_stopping_a_side_by_side_keeps_the_methods_that_had_finished(tmp_path):
+    import asyncio
+
+    from r2mad.ui.live import stream
+
+    live, backend, store = scripted_run(tmp_path, ["cot", "mad"])
+    stop = asyncio.Event()
+
+    async def consume():
+        async for shown in stream(live, backend, stop=stop):
+            if len([r for r in shown["mad"].rounds if not r.details.get("running")]) == 2:
+                stop.set()
+        return shown
+
+    shown = asyncio.run(consume())
+    assert (shown["cot"].status, shown["mad"].status) == ("done", "cancelled")
+    assert store.get_run(live.run_ids["cot"]).status == "done"  # it had ended before Stop
+    assert store.get_run(live.run_ids["cot"]).final_answer in ("A", "B")
+    assert store.get_run(live.run_ids["mad"]).status == "cancelled"
+
+
 def saved(store, gold_seen: list[str], method="truemad") -> str:
     """A finished run saved directly (no model call): agents' answers per round as given."""
     task = Task("mcq", "Which gas do plants take in?", (("A", "CO2"), ("B", "O2")), "A", "t1")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import socket
 from pathlib import Path
 
@@ -28,8 +29,9 @@ DEBATE_TIMEOUT_MS = 150_000
 
 
 @pytest.fixture(scope="module")
-def url(tmp_path_factory):
+def served(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("browser")
+    shutil.copytree(Path(__file__).resolve().parent.parent / "memory" / "demo-mcq", tmp / "demo-mcq")
     config = load_config(env={**os.environ, "R2MAD_DATA_DIR": str(tmp / "var")})
     config = dataclasses.replace(config, app=dataclasses.replace(config.app, memory_dirs=(str(tmp),),
                                                                  default_bank=None))
@@ -39,8 +41,13 @@ def url(tmp_path_factory):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     demo.launch(prevent_thread_lock=True, server_port=port, quiet=True)
-    yield f"http://127.0.0.1:{port}/"
+    yield f"http://127.0.0.1:{port}/", demo.r2mad_services
     demo.close()
+
+
+@pytest.fixture(scope="module")
+def url(served):
+    return served[0]
 
 
 @pytest.fixture(scope="module")
@@ -113,3 +120,20 @@ def test_side_by_side_shows_two_columns_and_a_summary(page):
     assert "madm2-objective" in summary and "Consensus per round" in summary
     SHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SHOTS / "side-by-side.png"), full_page=True)
+
+
+def test_opening_a_tab_shows_its_runs_and_bank_cases_without_a_click(page, served):
+    from r2mad.types import Task
+
+    store = served[1].store
+    task = Task("mcq", "Which planet is largest?", (("A", "Mars"), ("B", "Jupiter")), "B", "t1")
+    run_id = store.start_run(method="mad", backbone="smollm2-135m", bank=None, task=task, settings={},
+                             seed=0, code_version="t", source="app")
+    store.set_status(run_id, "done")
+    page.get_by_role("tab", name="Inspect runs").click()
+    page.locator("#runs span").filter(has_text=run_id).first.wait_for(timeout=30_000)
+    page.get_by_role("tab", name="Memory bank").click()
+    page.locator("#bank-cases span").filter(has_text="mcq-001").first.wait_for(timeout=120_000)  # index built on first open
+    cases = len((Path(__file__).resolve().parent.parent / "memory/demo-mcq/cases.jsonl").read_text().splitlines())
+    assert "demo-mcq · mcq cases" in page.locator("#bank-about").inner_text()
+    assert f"{cases} cases" in page.locator("#bank-about").inner_text()

@@ -29,16 +29,18 @@ class BankHandlers:
 
     def search(self, folder: str, text: str, agent: str, round_: str, outcome: str, limit: float):
         """Cases of the bank matching the text and filters; and a one-line description of the bank."""
+        if not folder and not self.services.bank_choices():
+            return "No memory bank here yet; build one with `python -m r2mad build-memory`.", []
         bank = self._bank(folder)
         m = bank.manifest
         agent_index = _choice(agent)
         cases = bank.search(text or None, agent=None if agent_index is None else agent_index - 1,
                             round=_choice(round_), correct={"correct": True, "wrong": False}.get(outcome),
                             limit=int(limit or 50))
-        counts = m.get("counts") or {}
+        share = (m.get("counts") or {}).get("positive_share")
         about = (f"**{esc(bank.name)}** · {esc(m.get('task'))} cases from split {esc(m.get('split'))} · "
                  f"backbone {esc(m.get('backbone'))} · embedder {esc((m.get('embedder') or {}).get('id'))} · "
-                 f"{len(bank)} cases ({esc(counts.get('positive_share', '?'))} positive) · "
+                 f"{len(bank)} cases ({'?' if share is None else f'{share:.0%}'} positive) · "
                  f"{len(cases)} shown")
         return about, case_rows(cases)
 
@@ -73,7 +75,7 @@ class BankHandlers:
         return self.set_quarantine(folder, case_id, False)
 
 
-def build(services: Services) -> None:
+def build(services: Services, tab: gr.Tab) -> None:
     h = BankHandlers(services)
     banks = services.bank_choices()
     gr.Markdown("A memory of wrong debates can reinforce errors: look at what a bank holds before "
@@ -87,8 +89,9 @@ def build(services: Services) -> None:
         outcome = gr.Radio([ANY, "correct", "wrong"], value=ANY, label="That agent was")
         limit = gr.Slider(10, 500, value=50, step=10, label="At most")
     search = gr.Button("Search cases", variant="primary")
-    about = gr.Markdown()
-    table = gr.Dataframe(headers=CASE_HEADERS, interactive=False, wrap=True, label="Cases (click one to open it)")
+    about = gr.Markdown(elem_id="bank-about")
+    table = gr.Dataframe(headers=CASE_HEADERS, interactive=False, wrap=True, label="Cases (click one to open it)",
+                         elem_id="bank-cases")
     with gr.Row():
         case_id = gr.Textbox(label="Case id", scale=3)
         open_button = gr.Button("Open case", scale=1)
@@ -98,7 +101,9 @@ def build(services: Services) -> None:
     case = gr.Markdown()
 
     search.click(h.search, [bank, text, agent, round_, outcome, limit], [about, table], api_name="bank_search")
-    text.submit(h.search, [bank, text, agent, round_, outcome, limit], [about, table], api_visibility="private")
+    # the cases show as soon as the tab is opened or a filter changes
+    gr.on([text.submit, tab.select, bank.change, agent.change, round_.change, outcome.change, limit.release],
+          h.search, [bank, text, agent, round_, outcome, limit], [about, table], api_visibility="private")
     open_button.click(h.open_case, [bank, case_id], [case], api_name="bank_case")
     table.select(h.select, [bank], [case_id, case], api_visibility="private")
     quarantine.click(h.quarantine, [bank, case_id], [case], api_name="bank_quarantine")

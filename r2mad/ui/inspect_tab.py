@@ -85,7 +85,7 @@ class InspectHandlers:
         return (*values, gr.Tabs(selected="debate"))
 
 
-def build(services: Services, debate, tabs) -> None:
+def build(services: Services, debate, tabs, tab: gr.Tab) -> None:
     h = InspectHandlers(services)
     config, store = services.config, services.store
     with gr.Row():
@@ -116,6 +116,8 @@ def build(services: Services, debate, tabs) -> None:
 
     filters = [method, backbone, bank, outcome, flags, status]
     refresh.click(h.list_runs, filters, runs, api_name="list_runs")
+    gr.on([tab.select, *(f.change for f in filters)], h.list_runs, filters, runs, api_visibility="private",
+          show_progress="hidden")  # the list is current whenever the tab is opened or a filter changes
     open_button.click(h.open_run, [run_id], [header, chat, final, existing], api_name="open_run")
     runs.select(h.select, None, [run_id, header, chat, final, existing], api_visibility="private")
     save.click(h.annotate, [run_id, labels, note, annotator], [existing], api_name="annotate")

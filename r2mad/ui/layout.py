@@ -25,10 +25,10 @@ def build_app(config: Config | None = None, *, secrets: Iterable[str] = (),
         with gr.Tabs() as tabs:
             with gr.Tab("Debate", id="debate"):
                 debate = debate_tab.build(services)
-            with gr.Tab("Inspect runs", id="inspect"):
-                inspect_tab.build(services, debate, tabs)
-            with gr.Tab("Memory bank", id="bank"):
-                bank_tab.build(services)
+            with gr.Tab("Inspect runs", id="inspect") as inspect:
+                inspect_tab.build(services, debate, tabs, inspect)
+            with gr.Tab("Memory bank", id="bank") as bank:
+                bank_tab.build(services, bank)
             with gr.Tab("About", id="about"):
                 gr.Markdown(ABOUT)
         demo.unload(debate.unload_fn)

@@ -94,9 +94,17 @@ class LiveRun:
             self.store.set_status(self.run_ids[method], status)
 
     def finish(self, results: dict[str, Transcript]) -> None:
-        self.results.update(results)
         for m, t in results.items():
-            self.save(m, t, t.status)
+            if m not in self.results:
+                self.results[m] = t
+                self.save(m, t, t.status)
+
+    def record_for(self, method: str):
+        """Keeps a method's transcript once it has ended, so a side-by-side stopped later keeps it."""
+        def record(t: Transcript) -> None:
+            if t.status in ("done", "failed"):
+                self.finish({method: t})
+        return record
 
     def abandon(self, status: str, note: str | None = None) -> dict[str, Transcript]:
         """Save every unfinished method as `status` with the rounds it has; return what is shown."""
@@ -127,11 +135,12 @@ async def stream(live: LiveRun, backend: Any, *, bank: Any = None, bank_notices:
     if len(live.methods) == 1:
         [m] = live.methods
         job = asyncio.create_task(run_debate(live.task, m, backend, live.settings, backbone=live.backbone,
-                                             bank=bank, emit=emit_for(m), notices=bank_notices))
+                                             bank=bank, emit=emit_for(m), notices=bank_notices,
+                                             record=live.record_for(m)))
     else:
         job = asyncio.create_task(run_side_by_side(
             live.task, live.methods, backend, live.settings, backbone=live.backbone, bank=bank,
-            bank_notices=bank_notices, emit_for=emit_for))
+            bank_notices=bank_notices, emit_for=emit_for, record_for=live.record_for))
     stopper = asyncio.ensure_future(stop.wait())
     shown_at = 0.0
     try:
