@@ -1,153 +1,26 @@
 """Run store: each debate's config (secrets scrubbed), transcript, outcome and human annotations in
-one SQLite file. Export/import lives in runs_io.py; not for scoring (metrics.py) or rendering (ui/)."""
+one SQLite file. Schema, rows and scrubbing live in run_records.py, export/import in runs_io.py; not for
+scoring (metrics.py) or rendering (ui/)."""
 from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 import sqlite3
 import threading
 import time
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from r2mad.run_records import (BOOL_COLUMNS, MIGRATIONS, STATUSES, SUMMARY_COLUMNS, Annotation, AnnotationEdit,
+                               RunRecord, RunSummary, derived_flags, dumps, load_taxonomy, scrub)
 from r2mad.types import Task, Transcript, from_dict, to_dict
 
-STATUSES = ("running", "done", "failed", "cancelled")
-REDACTED = "[redacted]"
-DEFAULT_TAXONOMY = Path(__file__).resolve().parent.parent / "configs" / "annotation.yaml"
-# "token" but not token counts/tokenizers (max_tokens stays: reruns need it).
-_SECRET_KEY = re.compile(r"token(?!s|iz)|api[_-]?key|secret|password|passwd|authorization", re.I)
-_MIN_SECRET_LEN = 8  # shorter "secrets" would redact ordinary words
-
-# MIGRATIONS[i] takes a database from user_version i to i + 1; append, never edit a shipped step.
-MIGRATIONS: list[tuple[str, ...]] = [(
-    """CREATE TABLE runs (
-        id TEXT PRIMARY KEY, created_at REAL NOT NULL, updated_at REAL NOT NULL,
-        status TEXT NOT NULL CHECK (status IN ('running', 'done', 'failed', 'cancelled')),
-        status_note TEXT, source TEXT NOT NULL, method TEXT NOT NULL, backbone TEXT NOT NULL,
-        bank TEXT, seed INTEGER, code_version TEXT NOT NULL, settings TEXT NOT NULL,
-        task TEXT NOT NULL, task_id TEXT, question TEXT NOT NULL, gold TEXT, final_answer TEXT,
-        correct INTEGER, tokens INTEGER NOT NULL DEFAULT 0, seconds REAL NOT NULL DEFAULT 0,
-        rounds INTEGER NOT NULL DEFAULT 0, shared_misconception INTEGER, flip INTEGER,
-        parse_failures INTEGER NOT NULL DEFAULT 0, transcript TEXT, pid INTEGER, hostname TEXT)""",
-    "CREATE INDEX runs_created ON runs (created_at)",
-    "CREATE INDEX runs_method ON runs (method, backbone)",
-    "CREATE INDEX runs_status ON runs (status)",
-    """CREATE TABLE annotations (
-        id INTEGER PRIMARY KEY, run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-        annotator TEXT NOT NULL, labels TEXT NOT NULL, note TEXT NOT NULL DEFAULT '',
-        created_at REAL NOT NULL, updated_at REAL NOT NULL, UNIQUE (run_id, annotator))""",
-    """CREATE TABLE annotation_edits (
-        annotation_id INTEGER NOT NULL REFERENCES annotations (id) ON DELETE CASCADE,
-        seq INTEGER NOT NULL, edited_at REAL NOT NULL, labels TEXT NOT NULL, note TEXT NOT NULL,
-        PRIMARY KEY (annotation_id, seq))""",
-)]
-_BOOL_COLUMNS = ("correct", "shared_misconception", "flip")
-_SUMMARY_COLUMNS = ("id", "created_at", "updated_at", "status", "status_note", "source", "method",
-                    "backbone", "bank", "question", "gold", "final_answer", "correct", "tokens",
-                    "seconds", "rounds", "shared_misconception", "flip", "parse_failures")
-
-
-@dataclass(frozen=True)
-class AnnotationEdit:
-    """The labels and note an annotation had before edit number `seq`."""
-    seq: int
-    edited_at: float
-    labels: tuple[str, ...]
-    note: str
-
-
-@dataclass(frozen=True)
-class Annotation:
-    id: int
-    run_id: str
-    annotator: str
-    labels: tuple[str, ...]
-    note: str
-    created_at: float
-    updated_at: float
-    history: tuple[AnnotationEdit, ...] = ()
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    """One row of the run list: what filters and the Inspect table need, without the transcript."""
-    id: str
-    created_at: float
-    updated_at: float
-    status: str
-    status_note: str | None
-    source: str
-    method: str
-    backbone: str
-    bank: str | None
-    question: str
-    gold: str | None
-    final_answer: str | None
-    correct: bool | None
-    tokens: int
-    seconds: float
-    rounds: int
-    shared_misconception: bool | None
-    flip: bool | None
-    parse_failures: int
-    annotation_count: int = 0
-
-
-@dataclass(frozen=True)
-class RunRecord(RunSummary):
-    """A whole run: summary columns, config, task, transcript (None before round 0), labels."""
-    seed: int | None = None
-    code_version: str = ""
-    settings: dict[str, Any] = field(default_factory=dict)
-    task: Task | None = None
-    transcript: Transcript | None = None
-    pid: int | None = None
-    hostname: str | None = None
-    annotations: tuple[Annotation, ...] = ()
-
-
-def load_taxonomy(path: str | Path = DEFAULT_TAXONOMY) -> dict[str, str]:
-    """Failure labels as {id: one-line description}, in file order."""
-    import yaml
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    taxonomy: dict[str, str] = {}
-    for item in data.get("labels") or []:
-        if not isinstance(item, dict) or not item.get("id") or not item.get("description"):
-            raise ValueError(f"{path}: every label needs an 'id' and a 'description'; "
-                             f"fix {item!r}.")
-        if item["id"] in taxonomy:
-            raise ValueError(f"{path}: label id {item['id']!r} appears twice; keep one.")
-        taxonomy[str(item["id"])] = str(item["description"])
-    if not taxonomy:
-        raise ValueError(f"{path} defines no labels; add a 'labels:' list of id/description pairs.")
-    return taxonomy
-
-
-def scrub(value: Any, secrets: Iterable[str] = (), *, keys: bool = True) -> Any:
-    """Copy of `value` with secret-named keys (when `keys`) and every occurrence of a known secret
-    string replaced by "[redacted]"; tuples become lists, as in JSON."""
-    secrets = [s for s in secrets if isinstance(s, str) and len(s) >= _MIN_SECRET_LEN]
-    def walk(v: Any) -> Any:
-        if isinstance(v, dict):
-            return {k: REDACTED if keys and _SECRET_KEY.search(str(k)) and v[k] not in (None, "")
-                    else walk(v[k]) for k in v}
-        if isinstance(v, (list, tuple)):
-            return [walk(x) for x in v]
-        if isinstance(v, str):
-            for s in secrets:
-                v = v.replace(s, REDACTED)
-        return v
-    return walk(value)
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+__all__ = ["STATUSES", "Annotation", "AnnotationEdit", "RunRecord", "RunStore", "RunSummary", "load_taxonomy",
+           "scrub"]
 
 
 def _pid_alive(pid: int) -> bool:
@@ -160,17 +33,6 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def _derived_flags(t: Transcript) -> tuple[bool | None, bool | None, int]:
-    """(shared misconception, any correct->wrong flip, parse failures) for the filter columns."""
-    from r2mad import metrics
-    if not t.rounds:
-        return None, None, 0
-    if t.task.gold is None:
-        return None, None, metrics.parse_failures(t)
-    return (metrics.shared_misconception(t), metrics.transitions(t).c2w > 0,
-            metrics.parse_failures(t))
 
 
 class RunStore:
@@ -253,7 +115,7 @@ class RunStore:
     def _clean_transcript(self, data: dict[str, Any], status: str) -> str:
         data = self._scrub(dict(data, status=status), keys=False)
         data["settings"] = self._scrub(data.get("settings") or {})
-        return _dumps(data)
+        return dumps(data)
 
     # --- runs ---------------------------------------------------------------------------------
 
@@ -269,7 +131,7 @@ class RunStore:
                 "bank, seed, code_version, settings, task, task_id, question, gold, pid, hostname) "
                 "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (run_id, now, now, source, method, backbone, bank, seed, code_version,
-                 _dumps(self._scrub(settings)), _dumps(task_data), task_data["id"],
+                 dumps(self._scrub(settings)), dumps(task_data), task_data["id"],
                  task_data["question"], task_data["gold"], os.getpid(), socket.gethostname()))
         return run_id
 
@@ -277,7 +139,7 @@ class RunStore:
         """Store the (possibly partial) transcript and its outcome columns; call every round."""
         if status not in STATUSES:
             raise ValueError(f"Unknown run status {status!r}; use one of {', '.join(STATUSES)}.")
-        shared, flip, failures = _derived_flags(transcript)
+        shared, flip, failures = derived_flags(transcript)
         row = (self._clean_transcript(to_dict(transcript), status), status, time.time(),
                transcript.final.value, transcript.correct, transcript.usage().tokens,
                transcript.seconds, len(transcript.rounds), shared, flip, failures, os.getpid(),
@@ -332,7 +194,7 @@ class RunStore:
                 raise KeyError(f"No run {run_id!r} in {self.path}; check the id.")
             annotations = tuple(self._annotations(conn, run_id))
         data = {k: row[k] for k in row.keys()}
-        for col in _BOOL_COLUMNS:
+        for col in BOOL_COLUMNS:
             data[col] = None if data[col] is None else bool(data[col])
         data["settings"] = json.loads(data["settings"])
         data["task"] = from_dict(Task, json.loads(data["task"]))
@@ -351,7 +213,7 @@ class RunStore:
         where, params = _where(method=method, backbone=backbone, bank=bank, status=status,
                                correct=correct, shared_misconception=shared_misconception,
                                flip=flip, parse_failures=parse_failures)
-        sql = (f"SELECT {', '.join(_SUMMARY_COLUMNS)}, (SELECT COUNT(*) FROM annotations a "
+        sql = (f"SELECT {', '.join(SUMMARY_COLUMNS)}, (SELECT COUNT(*) FROM annotations a "
                f"WHERE a.run_id = runs.id) AS annotation_count FROM runs {where} "
                "ORDER BY created_at DESC, id LIMIT ? OFFSET ?")
         with self._tx(write=False) as conn:
@@ -359,7 +221,7 @@ class RunStore:
         summaries = []
         for row in rows:
             data = {k: row[k] for k in row.keys()}
-            for col in _BOOL_COLUMNS:
+            for col in BOOL_COLUMNS:
                 data[col] = None if data[col] is None else bool(data[col])
             summaries.append(RunSummary(**data))
         return summaries
@@ -377,7 +239,7 @@ class RunStore:
             raise ValueError(f"{problem}; choose from: {', '.join(self.taxonomy)}.")
         if not annotator:
             raise ValueError("Annotator name is empty; enter your name before saving labels.")
-        note, now, labels_text = self._scrub(note), time.time(), _dumps(labels)
+        note, now, labels_text = self._scrub(note), time.time(), dumps(labels)
         with self._tx() as conn:
             if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
                 raise KeyError(f"No run {run_id!r} in {self.path}; check the id.")

@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from r2mad.runs import _BOOL_COLUMNS, REDACTED, RunStore, _dumps
+from r2mad.run_records import BOOL_COLUMNS, REDACTED, dumps
+from r2mad.runs import RunStore
 
 _JSON_COLUMNS = ("settings", "task", "transcript")
 _CSV_HEADER = ("run_id", "annotator", "labels", "note", "created_at", "updated_at", "method", "backbone",
@@ -30,7 +31,7 @@ def export_jsonl(store: RunStore, path: str | Path, run_ids: Sequence[str] | Non
             record = {k: row[k] for k in row.keys()}
             for col in _JSON_COLUMNS:
                 record[col] = record[col] and json.loads(record[col])
-            for col in _BOOL_COLUMNS:
+            for col in BOOL_COLUMNS:
                 record[col] = None if record[col] is None else bool(record[col])
             record["annotations"] = [
                 {"annotator": a.annotator, "labels": list(a.labels), "note": a.note,
@@ -38,7 +39,7 @@ def export_jsonl(store: RunStore, path: str | Path, run_ids: Sequence[str] | Non
                  "history": [{"seq": e.seq, "edited_at": e.edited_at, "labels": list(e.labels),
                               "note": e.note} for e in a.history]}
                 for a in store._annotations(conn, row["id"])]
-            lines.append(_dumps(record) + "\n")
+            lines.append(dumps(record) + "\n")
     _write_atomic(Path(path), "".join(lines))
     return len(lines)
 
@@ -70,8 +71,8 @@ def import_jsonl(store: RunStore, path: str | Path) -> int:
 def _import_one(store: RunStore, conn: sqlite3.Connection, record: dict[str, Any],
                 columns: list[str]) -> int:
     values = {col: record.get(col) for col in columns}
-    values["settings"] = _dumps(store._scrub(values["settings"]))
-    values["task"] = _dumps(store._scrub(values["task"], keys=False))
+    values["settings"] = dumps(store._scrub(values["settings"]))
+    values["task"] = dumps(store._scrub(values["task"], keys=False))
     if values["transcript"]:
         values["transcript"] = store._clean_transcript(values["transcript"], values["status"])
     old = conn.execute("SELECT updated_at FROM runs WHERE id = ?", (record["id"],)).fetchone()
@@ -91,11 +92,11 @@ def _import_one(store: RunStore, conn: sqlite3.Connection, record: dict[str, Any
             conn.execute("DELETE FROM annotations WHERE id = ?", (have["id"],))
         annotation_id = conn.execute(
             "INSERT INTO annotations (run_id, annotator, labels, note, created_at, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)", (record["id"], a["annotator"], _dumps(a["labels"]),
+            "VALUES (?, ?, ?, ?, ?, ?)", (record["id"], a["annotator"], dumps(a["labels"]),
                                           store._scrub(a["note"]), a["created_at"],
                                           a["updated_at"])).lastrowid
         conn.executemany("INSERT INTO annotation_edits VALUES (?, ?, ?, ?, ?)",
-                         [(annotation_id, e["seq"], e["edited_at"], _dumps(e["labels"]),
+                         [(annotation_id, e["seq"], e["edited_at"], dumps(e["labels"]),
                            store._scrub(e["note"])) for e in a.get("history") or []])
         changed = True
     return int(changed)

@@ -75,7 +75,8 @@ class R2MAD(Method):
 
     def _record(self, found, summary: str, consensus: float) -> dict:
         """What the transcript keeps of one agent's retrieval: the UI and the audit read it."""
-        return {"summary": summary, "consensus": consensus, "lambda": None if found.lam is None else round(found.lam, 4),
+        return {"summary": summary, "consensus": consensus,
+                "lambda": None if found.lam is None else round(found.lam, 4),
                 "candidates": [{"case_id": c, "similarity": round(s, 4), "reward": r}
                                for c, s, r in found.candidates],
                 "retrieved": [{"case_id": case.id, "question": case.question,

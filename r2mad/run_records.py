@@ -1,0 +1,154 @@
+"""What the run store holds: the SQLite schema and its migrations, the row dataclasses, the failure
+label taxonomy, and the scrubbing that keeps secrets out of every stored byte. No connections here."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from r2mad.types import Task, Transcript
+
+STATUSES = ("running", "done", "failed", "cancelled")
+REDACTED = "[redacted]"
+DEFAULT_TAXONOMY = Path(__file__).resolve().parent.parent / "configs" / "annotation.yaml"
+# "token" but not token counts/tokenizers (max_tokens stays: reruns need it).
+_SECRET_KEY = re.compile(r"token(?!s|iz)|api[_-]?key|secret|password|passwd|authorization", re.I)
+_MIN_SECRET_LEN = 8  # shorter "secrets" would redact ordinary words
+
+# MIGRATIONS[i] takes a database from user_version i to i + 1; append, never edit a shipped step.
+MIGRATIONS: list[tuple[str, ...]] = [(
+    """CREATE TABLE runs (
+        id TEXT PRIMARY KEY, created_at REAL NOT NULL, updated_at REAL NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('running', 'done', 'failed', 'cancelled')),
+        status_note TEXT, source TEXT NOT NULL, method TEXT NOT NULL, backbone TEXT NOT NULL,
+        bank TEXT, seed INTEGER, code_version TEXT NOT NULL, settings TEXT NOT NULL,
+        task TEXT NOT NULL, task_id TEXT, question TEXT NOT NULL, gold TEXT, final_answer TEXT,
+        correct INTEGER, tokens INTEGER NOT NULL DEFAULT 0, seconds REAL NOT NULL DEFAULT 0,
+        rounds INTEGER NOT NULL DEFAULT 0, shared_misconception INTEGER, flip INTEGER,
+        parse_failures INTEGER NOT NULL DEFAULT 0, transcript TEXT, pid INTEGER, hostname TEXT)""",
+    "CREATE INDEX runs_created ON runs (created_at)",
+    "CREATE INDEX runs_method ON runs (method, backbone)",
+    "CREATE INDEX runs_status ON runs (status)",
+    """CREATE TABLE annotations (
+        id INTEGER PRIMARY KEY, run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        annotator TEXT NOT NULL, labels TEXT NOT NULL, note TEXT NOT NULL DEFAULT '',
+        created_at REAL NOT NULL, updated_at REAL NOT NULL, UNIQUE (run_id, annotator))""",
+    """CREATE TABLE annotation_edits (
+        annotation_id INTEGER NOT NULL REFERENCES annotations (id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL, edited_at REAL NOT NULL, labels TEXT NOT NULL, note TEXT NOT NULL,
+        PRIMARY KEY (annotation_id, seq))""",
+)]
+BOOL_COLUMNS = ("correct", "shared_misconception", "flip")
+SUMMARY_COLUMNS = ("id", "created_at", "updated_at", "status", "status_note", "source", "method",
+                    "backbone", "bank", "question", "gold", "final_answer", "correct", "tokens",
+                    "seconds", "rounds", "shared_misconception", "flip", "parse_failures")
+
+
+@dataclass(frozen=True)
+class AnnotationEdit:
+    """The labels and note an annotation had before edit number `seq`."""
+    seq: int
+    edited_at: float
+    labels: tuple[str, ...]
+    note: str
+
+
+@dataclass(frozen=True)
+class Annotation:
+    id: int
+    run_id: str
+    annotator: str
+    labels: tuple[str, ...]
+    note: str
+    created_at: float
+    updated_at: float
+    history: tuple[AnnotationEdit, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One row of the run list: what filters and the Inspect table need, without the transcript."""
+    id: str
+    created_at: float
+    updated_at: float
+    status: str
+    status_note: str | None
+    source: str
+    method: str
+    backbone: str
+    bank: str | None
+    question: str
+    gold: str | None
+    final_answer: str | None
+    correct: bool | None
+    tokens: int
+    seconds: float
+    rounds: int
+    shared_misconception: bool | None
+    flip: bool | None
+    parse_failures: int
+    annotation_count: int = 0
+
+
+@dataclass(frozen=True)
+class RunRecord(RunSummary):
+    """A whole run: summary columns, config, task, transcript (None before round 0), labels."""
+    seed: int | None = None
+    code_version: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)
+    task: Task | None = None
+    transcript: Transcript | None = None
+    pid: int | None = None
+    hostname: str | None = None
+    annotations: tuple[Annotation, ...] = ()
+
+
+def load_taxonomy(path: str | Path = DEFAULT_TAXONOMY) -> dict[str, str]:
+    """Failure labels as {id: one-line description}, in file order."""
+    import yaml
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    taxonomy: dict[str, str] = {}
+    for item in data.get("labels") or []:
+        if not isinstance(item, dict) or not item.get("id") or not item.get("description"):
+            raise ValueError(f"{path}: every label needs an 'id' and a 'description'; "
+                             f"fix {item!r}.")
+        if item["id"] in taxonomy:
+            raise ValueError(f"{path}: label id {item['id']!r} appears twice; keep one.")
+        taxonomy[str(item["id"])] = str(item["description"])
+    if not taxonomy:
+        raise ValueError(f"{path} defines no labels; add a 'labels:' list of id/description pairs.")
+    return taxonomy
+
+
+def scrub(value: Any, secrets: Iterable[str] = (), *, keys: bool = True) -> Any:
+    """Copy of `value` with secret-named keys (when `keys`) and every occurrence of a known secret
+    string replaced by "[redacted]"; tuples become lists, as in JSON."""
+    secrets = [s for s in secrets if isinstance(s, str) and len(s) >= _MIN_SECRET_LEN]
+    def walk(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: REDACTED if keys and _SECRET_KEY.search(str(k)) and v[k] not in (None, "")
+                    else walk(v[k]) for k in v}
+        if isinstance(v, (list, tuple)):
+            return [walk(x) for x in v]
+        if isinstance(v, str):
+            for s in secrets:
+                v = v.replace(s, REDACTED)
+        return v
+    return walk(value)
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def derived_flags(t: Transcript) -> tuple[bool | None, bool | None, int]:
+    """(shared misconception, any correct->wrong flip, parse failures) for the filter columns."""
+    from r2mad import metrics
+    if not t.rounds:
+        return None, None, 0
+    if t.task.gold is None:
+        return None, None, metrics.parse_failures(t)
+    return (metrics.shared_misconception(t), metrics.transitions(t).c2w > 0,
+            metrics.parse_failures(t))
