@@ -1,6 +1,7 @@
 """ChatBackend over any OpenAI-compatible endpoint (HF router, vLLM, OpenAI, llama.cpp server) with bounded,
-deadline-aware retries and one-sentence errors; answers are read whole or, with `stream`, as server-sent
-events (a stream cut before its finish_reason is retried, never taken as an answer).
+deadline-aware retries and one-sentence errors (classed and worded in failures.py); answers are read whole
+or, with `stream`, as server-sent events (a stream cut before its finish_reason is retried, never taken as
+an answer).
 
 Accounting when one request returns several choices: the request's prompt tokens go on the first completion
 it produced and 0 on the others (so summing completions gives the true cost), completion tokens are split
@@ -10,28 +11,19 @@ request that produced it.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import time
 from typing import Any, Callable, Sequence
 
 import openai
 
 from r2mad.backends.base import BackendError
+from r2mad.backends.failures import Retryable, classify, give_up_message, permanent_message
 from r2mad.types import Completion, Message
 
 BACKOFF_START_S = 0.5
 BACKOFF_CAP_S = 8.0
 MAX_RETRY_AFTER_S = 30.0  # without a deadline, a longer Retry-After ends the call instead of waiting
-TRANSIENT_STATUS = {408, 409, 425, 429}
 NO_KEY = "not-needed"  # local servers take no key; a placeholder keeps the client from reading the environment
-
-
-class _Retryable(Exception):
-    """One failed attempt that a later attempt may fix; `kind` picks the final message."""
-
-    def __init__(self, kind: str, detail: str = "", retry_after: float | None = None):
-        super().__init__(detail)
-        self.kind, self.detail, self.retry_after = kind, detail, retry_after
 
 
 class OpenAICompatBackend:
@@ -109,7 +101,7 @@ class OpenAICompatBackend:
         latency = time.monotonic() - started
         choices = [c for c in (getattr(response, "choices", None) or [])[:wanted] if _usable(c)]
         if not choices:
-            raise _Retryable("empty", "no choice with content")
+            raise Retryable("empty", "no choice with content")
         usage = getattr(response, "usage", None)
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
         out_total = int(getattr(usage, "completion_tokens", 0) or 0)
@@ -140,9 +132,9 @@ class OpenAICompatBackend:
                     logprobs += _token_logprobs(choice) or ()
                     finish = getattr(choice, "finish_reason", None) or finish
         if finish is None:
-            raise _Retryable("cut", f"stream ended after {chunks} chunks without a finish_reason")
+            raise Retryable("cut", f"stream ended after {chunks} chunks without a finish_reason")
         if not text and finish != "length":
-            raise _Retryable("empty", "no text in the stream")
+            raise Retryable("empty", "no text in the stream")
         return [Completion(text=text, tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
                            tokens_out=int(getattr(usage, "completion_tokens", 0) or chunks),
                            latency_s=round(time.monotonic() - started, 6),
@@ -184,7 +176,7 @@ class OpenAICompatBackend:
 
     async def _with_retries(self, attempt, deadline: float | None):
         started, attempts = time.monotonic(), 0
-        last: _Retryable | None = None
+        last: Retryable | None = None
         for number in range(1, self.max_retries + 2):
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0.05:
@@ -192,12 +184,14 @@ class OpenAICompatBackend:
             attempts = number
             try:
                 return await attempt(min(self.timeout_s, remaining) if remaining is not None else self.timeout_s)
-            except _Retryable as exc:
-                outcome: _Retryable | BackendError = exc
+            except Retryable as exc:
+                outcome: Retryable | BackendError = exc
             except BackendError:
                 raise
             except Exception as exc:  # noqa: BLE001 - classified below, anything unknown is permanent
-                outcome = self._classify(exc)
+                outcome = classify(exc)
+                if not isinstance(outcome, Retryable):
+                    outcome = BackendError(self._redact(self._permanent(exc, *outcome)), transient=False)
             if isinstance(outcome, BackendError):
                 raise outcome  # outside the except block: no chained client error that could quote the key
             last = outcome
@@ -215,69 +209,15 @@ class OpenAICompatBackend:
             elif deadline is not None:
                 wait = min(wait, max(0.0, deadline - time.monotonic()))
             await asyncio.sleep(wait)
-        raise self._give_up(last, attempts, time.monotonic() - started)
+        raise BackendError(self._redact(give_up_message(last.kind if last else "timeout", self.base_url, attempts,
+                                                        time.monotonic() - started, self.timeout_s)), transient=True)
 
-    def _classify(self, exc: Exception) -> _Retryable | BackendError:
-        """A retryable failure, or the BackendError for one that retrying cannot fix."""
-        if isinstance(exc, openai.APITimeoutError):
-            return _Retryable("timeout")
-        if isinstance(exc, openai.APIConnectionError):
-            return _Retryable("unreachable", type(exc.__cause__ or exc).__name__)
-        if isinstance(exc, openai.APIStatusError):
-            code, text = exc.status_code, _error_text(exc)
-            quota = any(w in text.lower() for w in ("insufficient_quota", "insufficient credits",
-                                                    "exceeded your current quota", "credit balance",
-                                                    "included credits"))
-            if (code in TRANSIENT_STATUS or code >= 500) and not quota:
-                return _Retryable(f"status {code}", text, _retry_after(exc.response))
-            return BackendError(self._permanent_message(code, text, quota), transient=False)
-        if isinstance(exc, ValueError):  # a 200 whose body is not JSON (cut, an HTML page from a proxy, ...)
-            return _Retryable("unreadable", type(exc).__name__)
-        return BackendError(self._redact(f"Calling {self.base_url} failed unexpectedly ({type(exc).__name__}: "
-                                         f"{str(exc)[:200]}); check the backbone settings."), transient=False)
-
-    def _permanent_message(self, code: int, text: str, quota: bool) -> str:
-        model = self.model or "the model"
-        if quota or code == 402:
-            msg = (f"The account behind the API key has run out of credits or quota ({code}); add credits or "
-                   "choose another backbone.")
-        elif code == 401:
-            msg = (f"The endpoint rejected the API key (401); check the token in {self.key_source}."
-                   if self._api_key else
-                   f"The endpoint requires an API key (401) and none was given; set one in {self.key_source}.")
-        elif code == 403:
-            msg = f"The endpoint refused access to {model} (403); check that your token may use this model."
-        elif code == 404:
-            msg = (f"{self.base_url} has no model {model!r} or no chat completions route (404); check the model "
-                   "name and that base_url ends in /v1.")
-        elif "context length" in text.lower() or "context_length" in text.lower():
-            msg = ("The prompt is longer than the model's context window; lower max tokens, rounds or "
-                   "retrieved cases.")
-        else:
-            msg = (f"The endpoint rejected the request ({code}: {text[:200] or 'no detail'}); check the "
-                   "backbone's model name and sampling settings.")
-        return self._redact(msg)
-
-    def _give_up(self, last: _Retryable | None, attempts: int, elapsed: float) -> BackendError:
-        kind = last.kind if last else "timeout"
-        where, tries = self.base_url, f"after {attempts} attempt{'s' if attempts != 1 else ''} within {elapsed:.1f}s"
-        if kind == "unreachable":
-            msg = f"Could not reach {where} {tries}; is the server running?"
-        elif kind == "timeout":
-            msg = (f"{where} did not answer within {self.timeout_s:g}s {tries}; the server may be overloaded, "
-                   "so raise the timeout or try again later.")
-        elif kind == "unreadable":
-            msg = f"{where} sent a response that is not valid JSON {tries}; check that it is OpenAI-compatible."
-        elif kind == "cut":
-            msg = (f"{where} kept ending its answer stream before it was complete {tries}; try again later or "
-                   "set stream: false for this backbone.")
-        elif kind == "empty":
-            msg = f"{where} returned no text (content null) {tries}; try again or raise max tokens."
-        elif kind == "status 429":
-            msg = f"{where} kept rate-limiting (429) {tries}; run fewer agents at once or try again later."
-        else:
-            msg = f"{where} kept failing ({kind.replace('status ', 'HTTP ')}) {tries}; try again later."
-        return BackendError(self._redact(msg), transient=True)
+    def _permanent(self, exc: Exception, code: int | None, text: str, quota: bool) -> str:
+        if code is None:
+            return (f"Calling {self.base_url} failed unexpectedly ({type(exc).__name__}: {str(exc)[:200]}); "
+                    "check the backbone settings.")
+        return permanent_message(code, text, quota, base_url=self.base_url, model=self.model,
+                                 has_key=bool(self._api_key), key_source=self.key_source)
 
     def _redact(self, text: str) -> str:
         if self._api_key and len(self._api_key) >= 4:
@@ -303,33 +243,3 @@ def _token_logprobs(choice: Any) -> tuple[float, ...] | None:
         values = data.get("token_logprobs") or []
     floats = tuple(float(v) for v in values if v is not None)
     return floats or None
-
-
-def _error_text(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict):
-            return " ".join(str(inner.get(k) or "") for k in ("message", "code", "type")).strip()
-        return str(inner)
-    return str(getattr(exc, "message", "") or "")
-
-
-def _retry_after(response: Any) -> float | None:
-    headers = getattr(response, "headers", None) or {}
-    if headers.get("retry-after-ms"):
-        try:
-            return float(headers["retry-after-ms"]) / 1000
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:  # an HTTP date
-        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
