@@ -16,6 +16,7 @@ from r2mad.types import Completion, Event, Task
 
 TASK = Task("mcq", "Which planet is the largest in the solar system?",
             (("A", "Mars"), ("B", "Jupiter"), ("C", "Venus"), ("D", "Earth")), "B", "bench-1")
+EASY = Task("mcq", "Which planet is the biggest one?", TASK.options, "B", "bench-2")  # all agree in round 0
 COMPARED = ["mad", "madm2-subjective", "truemad", "r2mad"]
 
 
@@ -63,7 +64,9 @@ def reply_for(body: dict):
     if "Positions of the agents" in text:
         return ok("Most agents share one position; one moved toward it.")
     systems = [system for _, system in PERSONAS["mcq"]]
-    answers = ANSWERS[systems.index(messages[0]["content"])] if messages[0]["content"] in systems else "BBB"
+    persona = messages[0]["content"]
+    easy = any(EASY.question in m["content"] for m in messages)
+    answers = ANSWERS[systems.index(persona)] if persona in systems and not easy else "BBB"
     round_index = min(sum(m["role"] == "assistant" for m in messages), 2)
     return ok(f"{REASONING}So I choose (({answers[round_index]})).")
 
@@ -137,14 +140,7 @@ async def debate_figures(base_url: str, per_token_url: str, repeats: int = 3) ->
         later = (await _timed_debate(per_token, "r2mad", settings, bank))[0]
         rows.append({"figure": "  same, latency per generated token: first debate / later debates",
                      "value": f"{first / mad:.3f} / {later / mad:.3f}", "target": ""})
-        shared, separate = Counting(backend), Counting(backend)
-        from r2mad.runner import run_side_by_side, run_debate
-
-        await run_side_by_side(TASK, COMPARED, shared, settings, bank=bank)
-        round0 = 0
-        for method in COMPARED:
-            t = await run_debate(TASK, method, separate, settings, bank=bank)
-            round0 += sum(turn.tokens_in + turn.tokens_out for turn in t.rounds[0].turns)
+        shared, separate, round0 = await _side_by_side(TASK, backend, settings, bank)
         methods = len(COMPARED)
         rows.append({"figure": f"side-by-side tokens / separate runs ({', '.join(COMPARED)})",
                      "value": round(shared.tokens / separate.tokens, 3), "target": "<= 0.85"})
@@ -155,8 +151,30 @@ async def debate_figures(base_url: str, per_token_url: str, repeats: int = 3) ->
                      "value": round(shared.generated / separate.generated, 3), "target": ""})
         rows.append({"figure": "side-by-side calls / separate runs",
                      "value": round(shared.calls / separate.calls, 3), "target": ""})
+        # With early stop (as in evaluation), a question all agents answer alike ends after round 0 in
+        # every method, so all but one round 0 is saved; a benchmark mixes both kinds of question.
+        easy_shared, easy_separate, _ = await _side_by_side(EASY, backend, settings.replace(early_stop=True), bank)
+        rows.append({"figure": "  same, early stop on, a question all agents answer alike in round 0",
+                     "value": round(easy_shared.tokens / easy_separate.tokens, 3), "target": ""})
+        hard_excess = max(0.0, shared.tokens - 0.85 * separate.tokens)
+        easy_room = 0.85 * easy_separate.tokens - easy_shared.tokens
+        rows.append({"figure": "  share of such questions a benchmark needs for 0.85 in tokens",
+                     "value": f"{hard_excess / (hard_excess + easy_room):.0%}", "target": ""})
         bank.close()
     return rows
+
+
+async def _side_by_side(task: Task, backend, settings: DebateSettings, bank):
+    """(shared counter, separate counter, round-0 tokens of the separate runs) for the compared methods."""
+    from r2mad.runner import run_debate, run_side_by_side
+
+    shared, separate = Counting(backend), Counting(backend)
+    await run_side_by_side(task, COMPARED, shared, settings, bank=bank)
+    round0 = 0
+    for method in COMPARED:
+        t = await run_debate(task, method, separate, settings, bank=bank)
+        round0 += sum(turn.tokens_in + turn.tokens_out for turn in t.rounds[0].turns)
+    return shared, separate, round0
 
 
 def _med(values: list[float]) -> float:

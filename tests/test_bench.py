@@ -1,0 +1,32 @@
+"""`python -m r2mad bench` runs end to end on its own scripted server and prints every figure; the
+side-by-side rows obey the round-0 arithmetic (checked by hand, not timed)."""
+from __future__ import annotations
+
+import re
+
+from r2mad.cli import main
+
+
+def test_bench_prints_every_figure_and_the_round0_arithmetic(capsys):
+    code = main(["bench", "--latency", "0.01", "--token-latency", "0.0005", "--repeats", "1", "--sizes", "200"])
+    out = capsys.readouterr().out
+    assert code == 0
+    rows = {cells[0].strip(): cells[1:] for line in out.splitlines()
+            if len(cells := re.split(r"\s{2,}", line.strip())) >= 2}
+
+    def value(prefix: str) -> str:
+        return next(v[0] for k, v in rows.items() if k.startswith(prefix))
+
+    assert 0.9 < float(value("round wall / slowest call (concurrent")) < 1.5
+    assert 2.0 < float(value("round wall / slowest call (sequential")) < 3.5  # 3 agents one after another
+    assert float(value("R²-MAD wall / MAD wall, first debate")) > 1.0
+    side_by_side = float(value("side-by-side tokens / separate runs"))
+    share = float(re.search(r"round 0 = ([\d.]+)%", out).group(1)) / 100
+    # only round 0 is shared: 4 methods save 3/4 of their round 0, no more and no less
+    assert abs(side_by_side - float(value("best possible from sharing round 0"))) <= 0.002
+    assert abs(side_by_side - (1 - 0.75 * share)) <= 0.002
+    assert 0.75 < float(value("side-by-side calls / separate runs")) < 0.9  # 9 of ~55 calls saved
+    # a question all agents answer alike stops after the shared round 0: one round 0 instead of four
+    assert float(value("same, early stop on")) == 0.25
+    assert value("share of such questions").endswith("%")
+    assert re.search(r"retrieve \+ confidence, k=1, edge\s+200\s", out)
