@@ -27,6 +27,8 @@ def add_settings_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--advice", action="store_true", help="add TrueMAD's one-to-one advice to a debate method")
     p.add_argument("--strict", action="store_true", help="MAD-M² subjective: also mask NOT SURE")
     p.add_argument("--no-confidence", action="store_true", help="R²-MAD without confidence annotations")
+    p.add_argument("--prefetch-summaries", action="store_true",
+                   help="R²-MAD: ask round summaries for likely stance patterns while agents answer")
 
 
 def settings_from(args, config):
@@ -37,6 +39,8 @@ def settings_from(args, config):
         changes["strict"] = True
     if args.no_confidence:
         changes["use_confidence"] = False
+    if args.prefetch_summaries:
+        changes["prefetch_summaries"] = True
     return config.settings.replace(**changes)
 
 

@@ -47,6 +47,7 @@ class DebateSettings:
     use_confidence: bool = True
     conf_high: float = field(default=0.55, metadata=_limits(0.0, 1.0))
     conf_low: float = field(default=0.45, metadata=_limits(0.0, 1.0))
+    prefetch_summaries: bool = False  # ask h for likely stance patterns while agents answer (extra calls)
     # MAD-M²
     strict: bool = False
     per_agent_judge: bool = False

@@ -61,6 +61,9 @@ class Method:
         """Check the backend's capabilities before any token is spent; return visible notices."""
         return []
 
+    def round_started(self, ctx: RoundContext) -> None:
+        """Called as round t's agents start answering (round 0 included, unless it was shared)."""
+
     def on_turn(self, turn: AgentTurn) -> None:
         """Called as soon as one agent's answer arrives, while the others may still be generating."""
 
@@ -199,6 +202,7 @@ class Debate:
             await self.method.before_round(ctx)
             for a in self.agents:
                 a.history.append(Message("user", self.method.debate_message(ctx, a.index)))
+        self.method.round_started(ctx)
         turns = await asyncio.gather(*(self._call(a, t, ctx.agent_details.get(a.index, {}))
                                        for a in self.agents))
         self.notices.extend(ctx.notices)

@@ -204,8 +204,7 @@ class FakeServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def __enter__(self) -> FakeServer:
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        self._httpd.daemon_threads = True
+        self._httpd = _Server(("127.0.0.1", 0), _make_handler(self))
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="fakeserver", daemon=True)
         self._thread.start()
@@ -229,6 +228,11 @@ class FakeServer:
 
     def _sleep(self, seconds: float) -> None:
         self._stopping.wait(min(max(seconds, 0.0), MAX_SLEEP_S))
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 1024  # like a real server's backlog; the default 5 drops bursts of connections
 
 
 def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:

@@ -20,6 +20,8 @@ def test_bench_prints_every_figure_and_the_round0_arithmetic(capsys):
     assert 0.9 < float(value("round wall / slowest call (concurrent")) < 1.5
     assert 2.0 < float(value("round wall / slowest call (sequential")) < 3.5  # 3 agents one after another
     assert float(value("R²-MAD wall / MAD wall, first debate")) > 1.0
+    # speculative summaries: 5 splits after round 0 + 3^3 keep-or-adopt outcomes after round 1
+    assert "first debate with prefetch_summaries (32 summary calls instead of 2)" in out
     side_by_side = float(value("side-by-side tokens / separate runs"))
     share = float(re.search(r"round 0 = ([\d.]+)%", out).group(1)) / 100
     # only round 0 is shared: 4 methods save 3/4 of their round 0, no more and no less

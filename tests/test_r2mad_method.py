@@ -200,3 +200,46 @@ def test_unwritable_summary_file_keeps_the_cache_in_memory(tmp_path):
     cache.keep_in(blocker / "summaries.json")
     cache.put(("b", "m", "p"), "h")  # no exception: the debate must go on
     assert cache.get(("b", "m", "p")) == "h"
+
+
+def test_likely_outcomes_are_every_split_then_keep_or_adopt():
+    from r2mad.methods.r2mad import likely_outcomes
+
+    after_round0 = likely_outcomes(None, 3)
+    assert len(after_round0) == 5  # Bell(3): {abc}, {ab|c}, {ac|b}, {a|bc}, {a|b|c}
+    assert len({tuple(stance_pattern(o, None)) for o in after_round0}) == 5
+    assert len(likely_outcomes(None, 4)) == 15 and likely_outcomes(None, 5) == []  # 52 > the limit of 32
+    assert sorted(map(tuple, likely_outcomes(["B", "A", None], 3))) == sorted(
+        (x, y, z) for x in "BA" for y in "BA" for z in "BA")
+    assert len(likely_outcomes(["B", "A", "C"], 3)) == 27 and likely_outcomes(["B", "A", "C"], 4) == []
+    assert likely_outcomes([None, None], 2) == []
+
+
+def test_prefetched_summaries_are_asked_while_agents_answer_and_counted(bank):
+    SUMMARIES.clear()
+    backend = ScriptedBackend(reply, delay_s=0.1)
+    t, _, _ = run_r2mad("r2mad", bank, backend, prefetch_summaries=True)
+    asked = [c for c in backend.calls if "Positions of the agents" in last_user(c.messages)]
+    # round 0 may end in any of the 5 splits of 3 agents; round 1 in any of 3^3 keep-or-adopt outcomes
+    assert len(asked) == 5 + 27
+    agents = [c for c in backend.calls if c not in asked]
+    round_ends = [max(c.ended for c in agents[3 * r:3 * r + 3]) for r in range(3)]
+    assert all(c.started < round_ends[1] for c in asked)  # asked during rounds 0 and 1, never after them
+    assert sum(c.started > round_ends[0] for c in asked) == 27
+    for r in (1, 2):
+        assert t.rounds[r].details["summary_prefetched"] is True and t.rounds[r].details["summary_cached"] is True
+    assert t.usage(("summary",)).calls == 32  # every speculative call is counted
+    assert {c.label for rnd in t.rounds for c in rnd.aux if c.kind == "summary"} == {"prefetched"}
+    again = ScriptedBackend(reply, delay_s=0.1)
+    run_r2mad("r2mad", bank, again, prefetch_summaries=True)
+    assert summary_calls(again) == 0  # every pattern is now known
+
+
+def test_prefetch_is_dropped_when_round0_is_unanimous_and_the_debate_stops(bank):
+    SUMMARIES.clear()
+    backend = ScriptedBackend(lambda m: "Sure. ((B))", delay_s=0.05)
+    strategy = make_method("r2mad", DebateSettings(seed=2, prefetch_summaries=True), bank=bank)
+    t = asyncio.run(Debate(backend, strategy).run(TASKS[1]))
+    assert len(t.rounds) == 1 and strategy.prefetching == {}
+    assert summary_calls(backend) == 4  # the unanimous split is never asked: it would end the debate
+    assert all(c.round == 0 and c.label == "prefetched" for c in t.rounds[0].aux)

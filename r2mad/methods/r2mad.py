@@ -4,15 +4,36 @@ annotate peers' answers with memory-derived confidence. Ablations switch parts o
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import itertools
 from collections import Counter
 
-from r2mad.answers import strip_think
+from r2mad.answers import is_unanimous, strip_think
 from r2mad.confidence import annotate, confidence_label
 from r2mad.debate import Method, RoundContext
 from r2mad.prompts import r2mad as prompts
 from r2mad.prompts.common import format_task
 from r2mad.retrieval import render_state
 from r2mad.summaries import SUMMARIES
+
+PREFETCH_LIMIT = 32  # at most this many speculative summary calls per round
+
+
+def likely_outcomes(before: list[str | None] | None, n_agents: int) -> list[list[str]]:
+    """Answer vectors a round is likely to end in, for prefetching its summary: after round 0 any split
+    of the agents (their stance patterns are the set partitions); later, each agent keeping or adopting
+    one of the previous round's answers. Empty when there would be more than PREFETCH_LIMIT."""
+    if before is None:
+        outcomes = [[]]
+        for _ in range(n_agents):  # restricted growth strings: every partition once
+            outcomes = [o + [f"p{k}"] for o in outcomes for k in range(len(set(o)) + 1)]
+            if len(outcomes) > PREFETCH_LIMIT:
+                return []
+        return outcomes
+    held = list(dict.fromkeys(a for a in before if a is not None))
+    if not held or len(held) ** n_agents > PREFETCH_LIMIT:
+        return []
+    return [list(o) for o in itertools.product(held, repeat=n_agents)]
 
 
 class R2MAD(Method):
@@ -26,11 +47,34 @@ class R2MAD(Method):
         self.retrieved: dict[int, object] = {}
         self.encoding: dict[int, asyncio.Future] = {}  # agent -> embedding of its latest response
         self.arrived: Counter[int] = Counter()  # round -> turns that have come back
+        self.answers: dict[int, dict[int, object]] = {}  # round -> agent -> answer, as they come back
+        self.prefetching: dict[tuple, asyncio.Task] = {}  # summary key -> speculative call
+        self.prefetch_ctx: RoundContext | None = None  # records the speculative calls
+        self.round_ctx: RoundContext | None = None
+
+    def round_started(self, ctx: RoundContext) -> None:
+        """With `prefetch_summaries`, ask for the summaries of the stance patterns this round is likely
+        to end in while its agents answer, so the next round finds h ready instead of waiting for a call.
+        Every call is counted in the transcript; the cache keeps the answers for later debates."""
+        self.round_ctx = ctx
+        if not (self.summarize and self.settings.prefetch_summaries and ctx.index + 1 < self.n_rounds()):
+            return
+        before = [t.answer.value for t in ctx.previous.turns] if ctx.index > 0 else None
+        self.prefetch_ctx = dataclasses.replace(ctx, index=ctx.index + 1, aux=[])  # the round that uses them
+        for now in likely_outcomes(before, self.n_agents()):
+            if self.settings.early_stop and len(set(now)) == 1:
+                continue  # a unanimous round ends the debate: no next round needs its summary
+            key, messages = self._summary_request(ctx, now, before)
+            if SUMMARIES.get(key) is None and key not in self.prefetching:
+                self.prefetching[key] = asyncio.ensure_future(self._prefetch(self.prefetch_ctx, key, messages))
 
     def on_turn(self, turn) -> None:
         """Embed a response as soon as it arrives while other agents are still answering; the last
         one of a round is embedded together with the debate states instead (one batch, not two)."""
         self.arrived[turn.round] += 1
+        self.answers.setdefault(turn.round, {})[turn.agent] = turn.answer
+        if self.arrived[turn.round] == self.n_agents():
+            self._drop_prefetches_if_last(turn.round)
         if self.bank is not None and turn.error is None and self.arrived[turn.round] < self.n_agents():
             self.encoding[turn.agent] = asyncio.ensure_future(
                 asyncio.to_thread(self.bank.embedder.encode, [strip_think(turn.text)]))
@@ -40,7 +84,14 @@ class R2MAD(Method):
         encoding, self.encoding = self.encoding, {}
         if not self.summarize:
             return
-        key, messages = self._summary_request(ctx)
+        now = [t.answer.value for t in ctx.previous.turns]
+        before = [t.answer.value for t in ctx.rounds[-2].turns] if len(ctx.rounds) > 1 else None
+        key, messages = self._summary_request(ctx, now, before)
+        if self.prefetching:
+            ctx.details["summary_prefetched"] = key in self.prefetching
+            await asyncio.gather(*self.prefetching.values(), return_exceptions=True)
+            ctx.aux.extend(self.prefetch_ctx.aux)
+            self.prefetching = {}
         summary = SUMMARIES.get(key)
         ctx.details["summary_cached"] = summary is not None
         encode = None if self.bank is None else self.bank.embedder.encode
@@ -87,12 +138,30 @@ class R2MAD(Method):
                 "confidence": {str(j): {"c": None if c is None else round(c, 4), "label": self._label(c)}
                                for j, (c, _) in found.confidence.items()}}
 
+    def _drop_prefetches_if_last(self, round_index: int) -> None:
+        """Every answer of the round is in: if the debate ends here (unanimous under early stop, or every
+        call failed), cancel the speculative calls still running and count the finished ones here."""
+        ctx = self.round_ctx
+        if not self.prefetching or ctx is None or ctx.index != round_index:
+            return
+        answers = list(self.answers[round_index].values())
+        if not is_unanimous(answers, ctx.task.kind) and not all(a.how == "abstained" for a in answers):
+            return
+        for call in self.prefetching.values():
+            call.cancel()
+        ctx.aux.extend(dataclasses.replace(c, round=round_index) for c in self.prefetch_ctx.aux)
+        self.prefetching = {}
+
     @staticmethod
-    def _summary_request(ctx: RoundContext):
+    async def _prefetch(ctx: RoundContext, key, messages) -> None:
+        call = await ctx.aux_call("summary", messages, max_tokens=96, labeler=lambda text: "prefetched")
+        if not call.error and call.text.strip():
+            SUMMARIES.put(key, call.text.strip())
+
+    @staticmethod
+    def _summary_request(ctx: RoundContext, now: list[str | None], before: list[str | None] | None):
         """h^(t-1) is asked of the model on the abstract stance pattern only, so equal patterns give equal
         prompts and SUMMARIES, keyed by backbone, model and prompt, answers repeats without a call."""
-        now = [t.answer.value for t in ctx.previous.turns]
-        before = [t.answer.value for t in ctx.rounds[-2].turns] if len(ctx.rounds) > 1 else None
         messages = prompts.summary_messages(prompts.stance_pattern(now, before))
         model = str(getattr(ctx.backend, "model", "") or "")  # a custom endpoint is named "custom" whatever it serves
         return (ctx.backend.name, model, messages[-1].content), messages
