@@ -53,7 +53,8 @@ def test_a_bank_held_by_another_process_turns_memory_off_with_a_notice(tmp_path)
     folder = small_bank(tmp_path / "bank", Path(config.app.data_dir) / "index")
     holder = subprocess.Popen([sys.executable, "-c", (
         "import sys, time; from r2mad.bank import MemoryBank; from r2mad.embedder import HashEmbedder\n"
-        f"b = MemoryBank.open({str(folder)!r}, HashEmbedder(64), index_root={str(Path(config.app.data_dir) / 'index')!r})\n"
+        f"b = MemoryBank.open({str(folder)!r}, HashEmbedder(64), "
+        f"index_root={str(Path(config.app.data_dir) / 'index')!r})\n"
         "print('open', flush=True); time.sleep(60)")], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "open"

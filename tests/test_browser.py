@@ -133,7 +133,8 @@ def test_opening_a_tab_shows_its_runs_and_bank_cases_without_a_click(page, serve
     page.get_by_role("tab", name="Inspect runs").click()
     page.locator("#runs span").filter(has_text=run_id).first.wait_for(timeout=30_000)
     page.get_by_role("tab", name="Memory bank").click()
-    page.locator("#bank-cases span").filter(has_text="mcq-001").first.wait_for(timeout=120_000)  # index built on first open
+    # the bank's index is built on first open
+    page.locator("#bank-cases span").filter(has_text="mcq-001").first.wait_for(timeout=120_000)
     cases = len((Path(__file__).resolve().parent.parent / "memory/demo-mcq/cases.jsonl").read_text().splitlines())
     assert "demo-mcq · mcq cases" in page.locator("#bank-about").inner_text()
     assert f"{cases} cases" in page.locator("#bank-about").inner_text()

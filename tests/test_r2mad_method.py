@@ -243,3 +243,11 @@ def test_prefetch_is_dropped_when_round0_is_unanimous_and_the_debate_stops(bank)
     assert len(t.rounds) == 1 and strategy.prefetching == {}
     assert summary_calls(backend) == 4  # the unanimous split is never asked: it would end the debate
     assert all(c.round == 0 and c.label == "prefetched" for c in t.rounds[0].aux)
+
+
+def test_without_early_stop_a_unanimous_round_keeps_its_prefetched_summary(bank):
+    SUMMARIES.clear()
+    backend = ScriptedBackend(lambda m: "Sure. ((B))", delay_s=0.02)
+    t, _, _ = run_r2mad("r2mad", bank, backend, prefetch_summaries=True)  # early_stop=False
+    assert [rnd.details["summary_prefetched"] for rnd in t.rounds[1:]] == [True, True]
+    assert summary_calls(backend) == 5 + 1  # every split after round 0; then only "all keep B"

@@ -108,3 +108,21 @@ def test_streamed_answer_from_llama_cpp_server_matches_the_whole_one(llama_serve
     assert c.text == reference.text and c.finish_reason in ("stop", "length")
     assert seen and seen[-1] == c.text and all(c.text.startswith(part) for part in seen)
     assert c.tokens_out > 0  # from the usage chunk, or counted chunks where the server sends none
+
+
+def test_prefetched_summaries_from_the_llama_cpp_server(llama_server):
+    from r2mad.methods.r2mad import R2MAD
+    from r2mad.summaries import SUMMARIES
+
+    SUMMARIES.clear()
+    backend = OpenAICompatBackend(base_url=llama_server, model=None, api_key=None, timeout_s=60)
+    # one agent: SmolLM2 rarely gives two parseable answers, and an unparsed one is not a likely split
+    settings = SMALL.replace(agents=1, rounds=2, seed=9, use_memory=False, prefetch_summaries=True)
+    t = asyncio.run(Debate(backend, R2MAD(settings, summarize=True)).run(MCQ))
+    [prefetched] = [c for c in t.rounds[1].aux if c.label == "prefetched"]  # asked during round 0
+    assert t.status == "done" and prefetched.error is None and prefetched.tokens_out > 0
+    parsed = t.rounds[0].turns[0].answer.value is not None  # "B" with this seed here
+    assert t.rounds[1].details["summary_prefetched"] is parsed
+    if parsed:  # the round-1 summary is the prefetched one: no call after round 0
+        assert t.rounds[1].details["summary"] == prefetched.text.strip()
+        assert t.usage(("summary",)).calls == 1

@@ -74,7 +74,8 @@ def test_export_import_round_trip_is_byte_identical(tmp_path):
     b.export_jsonl(again)
     assert again.read_bytes() == export.read_bytes()
 
-    rows = lambda store: store._conn().execute("SELECT * FROM runs ORDER BY id").fetchall()
+    def rows(store):
+        return store._conn().execute("SELECT * FROM runs ORDER BY id").fetchall()
     assert [tuple(r) for r in rows(a)] == [tuple(r) for r in rows(b)]
     record = b.get_run(first)
     assert record.transcript == t1 and record.bank == "demo" and record.seed == 1
@@ -97,7 +98,8 @@ def test_filters_find_hand_made_failure_modes(tmp_path):
                                                method="r2mad"))
     no_gold = save_run(store, make_transcript(Task("mcq", "?", (("A", "x"),)), [["A", "A"]],
                                               "A", None))
-    ids = lambda **kw: {r.id for r in store.list_runs(**kw)}
+    def ids(**kw):
+        return {r.id for r in store.list_runs(**kw)}
     assert ids(shared_misconception=True) == {shared}
     assert ids(shared_misconception=False) == {flipped, unparsed}
     assert ids(flip=True) == {flipped}

@@ -48,7 +48,7 @@ class R2MAD(Method):
         self.encoding: dict[int, asyncio.Future] = {}  # agent -> embedding of its latest response
         self.arrived: Counter[int] = Counter()  # round -> turns that have come back
         self.answers: dict[int, dict[int, object]] = {}  # round -> agent -> answer, as they come back
-        self.prefetching: dict[tuple, asyncio.Task] = {}  # summary key -> speculative call
+        self.prefetching: dict[str, asyncio.Task] = {}  # summary prompt -> speculative call
         self.prefetch_ctx: RoundContext | None = None  # records the speculative calls
         self.round_ctx: RoundContext | None = None
 
@@ -64,9 +64,10 @@ class R2MAD(Method):
         for now in likely_outcomes(before, self.n_agents()):
             if self.settings.early_stop and len(set(now)) == 1:
                 continue  # a unanimous round ends the debate: no next round needs its summary
-            key, messages = self._summary_request(ctx, now, before)
-            if SUMMARIES.get(key) is None and key not in self.prefetching:
-                self.prefetching[key] = asyncio.ensure_future(self._prefetch(self.prefetch_ctx, key, messages))
+            messages = self._summary_messages(now, before)
+            prompt = messages[-1].content
+            if SUMMARIES.get(self._summary_key(ctx, messages)) is None and prompt not in self.prefetching:
+                self.prefetching[prompt] = asyncio.ensure_future(self._prefetch(self.prefetch_ctx, messages))
 
     def on_turn(self, turn) -> None:
         """Embed a response as soon as it arrives while other agents are still answering; the last
@@ -86,12 +87,13 @@ class R2MAD(Method):
             return
         now = [t.answer.value for t in ctx.previous.turns]
         before = [t.answer.value for t in ctx.rounds[-2].turns] if len(ctx.rounds) > 1 else None
-        key, messages = self._summary_request(ctx, now, before)
+        messages = self._summary_messages(now, before)
         if self.prefetching:
-            ctx.details["summary_prefetched"] = key in self.prefetching
+            ctx.details["summary_prefetched"] = messages[-1].content in self.prefetching
             await asyncio.gather(*self.prefetching.values(), return_exceptions=True)
             ctx.aux.extend(self.prefetch_ctx.aux)
             self.prefetching = {}
+        key = self._summary_key(ctx, messages)  # after the calls: a model read from /v1/models is known now
         summary = SUMMARIES.get(key)
         ctx.details["summary_cached"] = summary is not None
         encode = None if self.bank is None else self.bank.embedder.encode
@@ -145,26 +147,30 @@ class R2MAD(Method):
         if not self.prefetching or ctx is None or ctx.index != round_index:
             return
         answers = list(self.answers[round_index].values())
-        if not is_unanimous(answers, ctx.task.kind) and not all(a.how == "abstained" for a in answers):
+        stops = self.settings.early_stop and is_unanimous(answers, ctx.task.kind)
+        if not stops and not all(a.how == "abstained" for a in answers):
             return
         for call in self.prefetching.values():
             call.cancel()
         ctx.aux.extend(dataclasses.replace(c, round=round_index) for c in self.prefetch_ctx.aux)
         self.prefetching = {}
 
-    @staticmethod
-    async def _prefetch(ctx: RoundContext, key, messages) -> None:
+    @classmethod
+    async def _prefetch(cls, ctx: RoundContext, messages) -> None:
         call = await ctx.aux_call("summary", messages, max_tokens=96, labeler=lambda text: "prefetched")
         if not call.error and call.text.strip():
-            SUMMARIES.put(key, call.text.strip())
+            SUMMARIES.put(cls._summary_key(ctx, messages), call.text.strip())
 
     @staticmethod
-    def _summary_request(ctx: RoundContext, now: list[str | None], before: list[str | None] | None):
+    def _summary_messages(now: list[str | None], before: list[str | None] | None):
         """h^(t-1) is asked of the model on the abstract stance pattern only, so equal patterns give equal
-        prompts and SUMMARIES, keyed by backbone, model and prompt, answers repeats without a call."""
-        messages = prompts.summary_messages(prompts.stance_pattern(now, before))
+        prompts, and SUMMARIES answers repeats without a call."""
+        return prompts.summary_messages(prompts.stance_pattern(now, before))
+
+    @staticmethod
+    def _summary_key(ctx: RoundContext, messages) -> tuple[str, str, str]:
         model = str(getattr(ctx.backend, "model", "") or "")  # a custom endpoint is named "custom" whatever it serves
-        return (ctx.backend.name, model, messages[-1].content), messages
+        return ctx.backend.name, model, messages[-1].content
 
     @staticmethod
     async def _summary_call(ctx: RoundContext, key, messages) -> str:
