@@ -70,8 +70,9 @@ class R2MAD(Method):
                 self.prefetching[prompt] = asyncio.ensure_future(self._prefetch(self.prefetch_ctx, messages))
 
     def on_turn(self, turn) -> None:
-        """Embed a response as soon as it arrives while other agents are still answering; the last
-        one of a round is embedded together with the debate states instead (one batch, not two)."""
+        """Note each answer as it arrives (once all are in, a debate ending here drops its prefetches),
+        and embed a response while other agents are still answering; the last one of a round is embedded
+        together with the debate states instead (one batch, not two)."""
         self.arrived[turn.round] += 1
         self.answers.setdefault(turn.round, {})[turn.agent] = turn.answer
         if self.arrived[turn.round] == self.n_agents():
