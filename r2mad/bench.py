@@ -12,6 +12,7 @@ from r2mad.config import DebateSettings
 from r2mad.debate import Debate
 from r2mad.methods import make_method
 from r2mad.prompts.common import PERSONAS
+from r2mad.summaries import SUMMARIES
 from r2mad.types import Completion, Event, Task
 
 TASK = Task("mcq", "Which planet is the largest in the solar system?",
@@ -133,8 +134,6 @@ async def debate_figures(base_url: str, per_token_url: str, repeats: int = 3) ->
         if len(walls["r2mad"]) > 1:
             rows.append({"figure": "R²-MAD wall / MAD wall, later debates (stance patterns seen before)",
                          "value": round(statistics.median(walls["r2mad"][1:]) / mad, 3), "target": "<= 1.2"})
-        from r2mad.summaries import SUMMARIES
-
         SUMMARIES.clear()  # cold again, now asking the likely patterns' summaries while agents answer
         counting = Counting(backend)
         first = (await _timed_debate(counting, "r2mad", settings.replace(prefetch_summaries=True), bank))[0]
@@ -205,7 +204,6 @@ def register(sub) -> None:
 def cmd_bench(args, config) -> int:
     from r2mad.bench_memory import bench_retrieval, format_rows
     from r2mad.fakeserver import FakeServer
-    from r2mad.summaries import SUMMARIES
 
     SUMMARIES.keep_in(None)  # "first debate" figures start cold
     SUMMARIES.clear()

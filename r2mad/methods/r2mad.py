@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
-from collections import Counter
 
 from r2mad.answers import is_unanimous, strip_think
 from r2mad.confidence import annotate, confidence_label
@@ -46,7 +45,6 @@ class R2MAD(Method):
         self.summarize = self.bank is not None if summarize is None else summarize
         self.retrieved: dict[int, object] = {}
         self.encoding: dict[int, asyncio.Future] = {}  # agent -> embedding of its latest response
-        self.arrived: Counter[int] = Counter()  # round -> turns that have come back
         self.answers: dict[int, dict[int, object]] = {}  # round -> agent -> answer, as they come back
         self.prefetching: dict[str, asyncio.Task] = {}  # summary prompt -> speculative call
         self.prefetch_ctx: RoundContext | None = None  # records the speculative calls
@@ -73,11 +71,11 @@ class R2MAD(Method):
         """Note each answer as it arrives (once all are in, a debate ending here drops its prefetches),
         and embed a response while other agents are still answering; the last one of a round is embedded
         together with the debate states instead (one batch, not two)."""
-        self.arrived[turn.round] += 1
-        self.answers.setdefault(turn.round, {})[turn.agent] = turn.answer
-        if self.arrived[turn.round] == self.n_agents():
+        arrived = self.answers.setdefault(turn.round, {})
+        arrived[turn.agent] = turn.answer
+        if len(arrived) == self.n_agents():
             self._drop_prefetches_if_last(turn.round)
-        if self.bank is not None and turn.error is None and self.arrived[turn.round] < self.n_agents():
+        if self.bank is not None and turn.error is None and len(arrived) < self.n_agents():
             self.encoding[turn.agent] = asyncio.ensure_future(
                 asyncio.to_thread(self.bank.embedder.encode, [strip_think(turn.text)]))
 

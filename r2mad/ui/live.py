@@ -161,7 +161,7 @@ async def stream(live: LiveRun, backend: Any, *, bank: Any = None, bank_notices:
             yield live.abandon("cancelled")
             return
         _drain(queue, live)
-        result = job.result()  # raises what the debate raised
+        job.result()  # raises what the debate raised; record_for has already kept every result
     except (asyncio.CancelledError, GeneratorExit) as exc:
         job.cancel()
         if isinstance(exc, asyncio.CancelledError):  # a closed generator may not await
@@ -175,7 +175,6 @@ async def stream(live: LiveRun, backend: Any, *, bank: Any = None, bank_notices:
         raise
     finally:
         stopper.cancel()
-    live.finish(result if isinstance(result, dict) else {live.methods[0]: result})
     yield live.transcripts()
 
 
