@@ -14,9 +14,12 @@ def env_secrets(config) -> list[str]:
     return [os.environ[n] for n in sorted(names) if os.environ.get(n)]
 
 
-def serve(config, *, port: int | None = None, block: bool = True):
-    """Build, queue and launch the app with the production settings; returns the running Blocks."""
+def serve(config, *, port: int | None = None, block: bool = True, warm: bool = True):
+    """Build, queue and launch the app with the production settings; returns the running Blocks.
+    `warm` opens the default memory bank in the background, so the first visitor finds it ready."""
     demo = build_app(config, secrets=env_secrets(config))
+    if warm:
+        demo.r2mad_services.warm(config.app.default_bank)
     demo.queue(default_concurrency_limit=config.app.concurrency_limit, max_size=config.app.max_queue)
     # No allowed_paths: memory/ and configs/ are never served as files.
     demo.launch(server_name=config.app.host, server_port=port or config.app.port,

@@ -12,7 +12,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -90,8 +90,10 @@ class MemoryBank:
 
     @classmethod
     def open(cls, path: Path | str, embedder: Embedder, *, index_root: Path | str, url: str | None = None,
-             api_key: str | None = None, expected_task: str | None = None, store: str = "edge") -> MemoryBank:
-        """Read a bank, check it fits this embedder and task, and open (or rebuild) its index."""
+             api_key: str | None = None, expected_task: str | None = None, store: str = "edge",
+             progress: Callable[[int, int], None] | None = None) -> MemoryBank:
+        """Read a bank, check it fits this embedder and task, and open (or rebuild) its index;
+        `progress(done, total)` hears how many cases an index build has embedded so far."""
         path = Path(path)
         manifest = read_manifest(path)
         built = manifest.get("embedder") or {}
@@ -105,7 +107,7 @@ class MemoryBank:
         bank._load_cases()
         bank._quarantined |= read_quarantine(path)
         try:
-            bank._index.open(list(bank._cases.values()), bank._file_sha)
+            bank._index.open(list(bank._cases.values()), bank._file_sha, progress)
         except BaseException as exc:
             bank.close()  # release the index locks so that a retry in this process can open it
             if isinstance(exc, IndexStoreError):

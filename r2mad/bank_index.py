@@ -11,7 +11,7 @@ import shutil
 import time
 import uuid
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from r2mad.retrieval import render_state
 from r2mad.types import Case
 
 MARKER = "r2mad-index.json"
+Progress = Callable[[int, int], None]  # (cases embedded so far, cases in all)
 _POINT_NAMESPACE = uuid.UUID("5b0d3f52-8a4e-4c1e-9d0a-2f6c1e7a9b10")
 
 
@@ -46,7 +47,7 @@ class BankIndex:
         self._api_key = api_key
         self._lock_file = None
 
-    def open(self, cases: Sequence[Case], cases_sha: str) -> None:
+    def open(self, cases: Sequence[Case], cases_sha: str, progress: Progress | None = None) -> None:
         """Open the index that matches these cases, or (re)build it from them."""
         name = self.bank_path.name
         if self.url:
@@ -54,7 +55,7 @@ class BankIndex:
             self.store = open_server(self.url, self._api_key, prefix, self.embedder.dim)
             if self.store.count() != len(cases):
                 self.store.drop()
-                self.build(cases)
+                self.build(cases, progress)
             return
         self.index_root.mkdir(parents=True, exist_ok=True)
         stem = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
@@ -90,7 +91,7 @@ class BankIndex:
             ready = None
         if ready is None:
             started = time.perf_counter()
-            self.build(cases)
+            self.build(cases, progress)
             if cases:
                 self.notices.append(f"Built the index of {self.bank_path} ({len(cases)} cases) in "
                                     f"{time.perf_counter() - started:.1f} s.")
@@ -105,10 +106,12 @@ class BankIndex:
             "cases_sha256": cases_sha, "embedder": self.embedder.id, "store": self.store_kind,
             "complete": complete, "updated_at": now()}, indent=1))
 
-    def build(self, cases: Sequence[Case]) -> None:
-        for start in range(0, len(cases), 256):
-            batch = cases[start:start + 256]
+    def build(self, cases: Sequence[Case], progress: Progress | None = None) -> None:
+        for start in range(0, len(cases), 64):
+            batch = cases[start:start + 64]
             self.upsert(batch, self.embed(batch))
+            if progress is not None:
+                progress(start + len(batch), len(cases))
         self.store.flush()
 
     def embed(self, cases: Iterable[Case]) -> dict[str, np.ndarray]:

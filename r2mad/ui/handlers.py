@@ -96,8 +96,8 @@ class DebateHandlers:
         self.services.request_stop(getattr(request, "session_hash", None) or "anonymous")
 
     async def _prepare(self, backbone, token, base_url, model, methods, bank, agents, rounds, k, gamma,
-                       temperature, max_tokens, seed, question, options, gold):
-        """Settings, task, backend and bank for a run; raises a USER_ERRORS exception to refuse."""
+                       temperature, max_tokens, seed, answer_guard, question, options, gold):
+        """Settings, task and backend for a run; raises a USER_ERRORS exception to refuse."""
         services = self.services
         unknown = [m for m in methods if m.removesuffix("+advice") not in METHODS]
         if unknown:
@@ -105,18 +105,29 @@ class DebateHandlers:
         settings = services.config.settings.replace(
             agents=int(agents), rounds=int(rounds), k=int(k), gamma=float(gamma),
             temperature=float(temperature), max_tokens=int(max_tokens),
-            seed=None if seed in (None, "") else int(seed))
+            seed=None if seed in (None, "") else int(seed), answer_guard=answer_guard or "auto")
         chosen = {letter: text for letter, text in zip("ABCDEFGHIJ", options) if (text or "").strip()}
         task = task_from_input(question, chosen or None, gold, max_chars=settings.max_question_chars)
-        # Opening a bank loads the embedder and may build an index: keep the event loop free.
         backend, backbone_name = await asyncio.to_thread(
             services.backend, backbone, token=token, base_url=base_url, model=model)
-        bank_obj, notices = (await asyncio.to_thread(services.bank_for_task, bank, task.kind)
-                             if any(map(needs_bank, methods)) else (None, []))
-        return task, settings, backend, backbone_name, bank_obj, notices
+        return task, settings, backend, backbone_name
+
+    async def _open_bank(self, bank: str, task_kind: str, stop: asyncio.Event):
+        """Yield status lines while the bank opens off the event loop (the first opening loads the
+        embedder and may build the index), then (bank or None, notices); None when stopped first."""
+        opening = asyncio.ensure_future(asyncio.to_thread(self.services.bank_for_task, bank, task_kind))
+        while not opening.done():
+            await asyncio.wait([opening], timeout=0.5)
+            if stop.is_set():
+                yield None  # the opening goes on in the background for the next debate
+                return
+            doing = self.services.warming_up(bank)
+            if doing and not opening.done():
+                yield f"Memory bank warming up ({doing})…"
+        yield opening.result()
 
     async def run_debate(self, backbone, token, base_url, model, methods, bank, agents, rounds, k, gamma,
-                         temperature, max_tokens, seed, question, option_a, option_b, option_c, option_d,
+                         temperature, max_tokens, seed, answer_guard, question, option_a, option_b, option_c, option_d,
                          option_e, option_f, option_g, option_h, option_i, option_j, gold,
                          request: gr.Request):
         """Run one debate (one method) or a side-by-side comparison (2–4 methods), streaming."""
@@ -138,19 +149,24 @@ class DebateHandlers:
             return
         store = live = None
         try:
-            if bank and any(map(needs_bank, methods)):
-                yield idle("Opening the memory bank (the first time loads the embedder)…")
             try:
                 options = [option_a, option_b, option_c, option_d, option_e, option_f, option_g,
                            option_h, option_i, option_j]
-                task, settings, backend, backbone_name, bank_obj, notices = await self._prepare(
+                task, settings, backend, backbone_name = await self._prepare(
                     backbone, token, base_url, model, methods, bank, agents, rounds, k, gamma,
-                    temperature, max_tokens, seed, question, options, gold)
+                    temperature, max_tokens, seed, answer_guard, question, options, gold)
             except USER_ERRORS as exc:
                 warn(str(exc), token)
                 text = html.escape(str(exc).replace(token or chr(0), "[redacted]"), quote=False)
                 yield idle(f"Not started: {text}")
                 return
+            bank_obj, notices = None, []
+            if bank and any(map(needs_bank, methods)):
+                async for step in self._open_bank(bank, task.kind, stop_signal):
+                    if isinstance(step, str):
+                        yield idle(step)
+                    elif step is not None:
+                        bank_obj, notices = step
             if stop_signal.is_set():
                 yield idle("Stopped before the debate started; nothing was run.")
                 return

@@ -21,10 +21,16 @@ class Services:
         self.store_path = config.app.runs_db
         self.store = RunStore(self.store_path, secrets=lambda: self.env_secrets)
         SUMMARIES.keep_in(config.app.summaries_file)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # held only for dictionary updates, never across slow work
         self._banks: dict[Path, Any] = {}
+        self._opening: dict[Path, threading.Lock] = {}  # one opener per bank; other banks are not held up
+        self.warming: dict[Path, str] = {}  # bank -> what its first opening is doing now
         self._backends: dict[str, Any] = {}
         self._active: dict[str, tuple[asyncio.Event, Any]] = {}  # session -> (stop signal, its loop)
+        if self.bank_choices():  # a first bank opening must not stall the event loop on imports
+            from r2mad.embedder import import_runtime
+
+            import_runtime(config.app.embedder)
 
     # --- memory banks ---------------------------------------------------------------------------
 
@@ -51,17 +57,46 @@ class Services:
         return found
 
     def bank(self, folder: str):
-        """The bank at `folder`, opened once per process (shared by every session and the bank tab)."""
+        """The bank at `folder`, opened once per process (shared by every session and the bank tab).
+        The first opening loads the embedder and may build the index: call it off the event loop."""
         path = self.resolve(folder).resolve()
         with self._lock:
+            if path in self._banks:
+                return self._banks[path]
+            opening = self._opening.setdefault(path, threading.Lock())
+        with opening:
             if path not in self._banks:
                 from r2mad.bank import MemoryBank
                 from r2mad.embedder import load_embedder
 
-                embedder = load_embedder(self.config.app.embedder)
-                self._banks[path] = MemoryBank.open(path, embedder,
-                                                    index_root=self.config.app.index_root)
+                def progress(done: int, total: int) -> None:
+                    self.warming[path] = f"indexing its cases: {done} of {total}"
+
+                self.warming[path] = "loading the embedder"
+                try:
+                    embedder = load_embedder(self.config.app.embedder)
+                    self.warming[path] = "reading its cases"
+                    bank = MemoryBank.open(path, embedder, index_root=self.config.app.index_root,
+                                           progress=progress)
+                finally:
+                    self.warming.pop(path, None)
+                with self._lock:
+                    self._banks[path] = bank
             return self._banks[path]
+
+    def warming_up(self, folder: str) -> str | None:
+        """What the first opening of this bank is doing, while it runs."""
+        return self.warming.get(self.resolve(folder).resolve())
+
+    def warm(self, folder: str | None) -> None:
+        """Open a bank in the background (at app start), so the first visitor finds it ready."""
+        def run() -> None:
+            try:
+                self.bank(folder)
+            except (ValueError, OSError):
+                pass  # the visitor who picks it is told why
+        if folder and (self.resolve(folder) / "manifest.yaml").is_file():
+            threading.Thread(target=run, name="warm-bank", daemon=True).start()
 
     def bank_for_task(self, folder: str | None, task_kind: str) -> tuple[Any, list[str]]:
         """(bank or None, notices) for a debate; a missing, mismatched or empty bank is a notice."""

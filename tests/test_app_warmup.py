@@ -1,0 +1,72 @@
+"""A cold memory bank never freezes the app: while one visitor's R²-MAD debate builds the index of the
+shipped demo bank (real MiniLM embedder, real on-disk Qdrant), the page's /gradio_api/info keeps
+answering fast, that visitor sees the warm-up's progress, and another visitor's debate runs untouched."""
+from __future__ import annotations
+
+import threading
+import time
+import urllib.request
+
+import pytest
+import yaml
+
+pytest.importorskip("gradio_client")
+
+from gradio_client import Client  # noqa: E402
+
+from r2mad.config import load_config  # noqa: E402
+from r2mad.ui import build_app  # noqa: E402
+from tests.test_app_client import free_port  # noqa: E402
+
+pytestmark = pytest.mark.slow
+ASK = dict(question="Which planet is known as the Red Planet?", option_a="Venus", option_b="Mars",
+           option_c="Jupiter", option_d="Saturn", gold="B", backbone="fake", agents=3, rounds=2,
+           max_tokens=32, seed=0, api_name="/debate")
+
+
+@pytest.fixture
+def app(config_dir):
+    methods = yaml.safe_load((config_dir / "methods.yaml").read_text())
+    methods["defaults"]["early_stop"] = False  # the scripted agents agree at once; round 1 retrieves
+    (config_dir / "methods.yaml").write_text(yaml.safe_dump(methods))
+    config = load_config(config_dir)
+    assert config.app.default_bank == "memory/demo-mcq" and config.app.embedder == "all-MiniLM-L6-v2"
+    demo = build_app(config)
+    demo.queue(default_concurrency_limit=4)
+    port = free_port()
+    demo.launch(prevent_thread_lock=True, server_port=port, quiet=True)
+    yield demo, f"http://127.0.0.1:{port}/"
+    demo.close()
+
+
+def test_a_cold_bank_index_keeps_the_app_responsive_and_other_debates_running(app):
+    demo, url = app
+    latencies, warming = [], threading.Event()
+
+    def poll() -> None:
+        while not warming.is_set():
+            started = time.monotonic()
+            urllib.request.urlopen(url + "gradio_api/info", timeout=10).read()
+            latencies.append(time.monotonic() - started)
+            time.sleep(0.2)
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    first, second = Client(url, verbose=False), Client(url, verbose=False)
+    cold = first.submit(methods=["r2mad"], bank="memory/demo-mcq", **ASK)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any("warming up" in out[0] for out in cold.outputs()):
+        time.sleep(0.1)
+    other = second.submit(methods=["mad"], bank="", **ASK)
+    other_out = other.result(timeout=120)
+    still_warming = not cold.done()
+    cold_out = cold.result(timeout=300)
+    warming.set()
+    poller.join()
+
+    statuses = [out[0] for out in cold.outputs()]
+    assert any("Memory bank warming up (indexing its cases:" in s for s in statuses), statuses[:5]
+    assert other_out[7]["mad"]["status"] == "done" and still_warming  # finished while the index was built
+    assert cold_out[7]["r2mad"]["status"] == "done"
+    assert cold_out[7]["r2mad"]["rounds"][1]["turns"][0]["details"]["retrieved"]  # the bank was used
+    assert len(latencies) > 10 and max(latencies) < 0.5, max(latencies)
