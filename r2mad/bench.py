@@ -198,12 +198,29 @@ def register(sub) -> None:
                    help="seconds per generated word for the per-token figure (0.02 = 50 tokens/s)")
     p.add_argument("--sizes", default="1000,10000,100000", help="bank sizes for the retrieval figures")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--memory", action="store_true",
+                   help="instead: memory of the app and its model process, and a cold bank index build")
+    p.add_argument("--parse", action="store_true",
+                   help="instead: UNPARSED round answers on the embedded model, without and with the answer guard")
+    p.add_argument("--limit", type=int, default=None, help="--parse: questions per demo test split")
     p.set_defaults(func=cmd_bench)
 
 
 def cmd_bench(args, config) -> int:
     from r2mad.bench_memory import bench_retrieval, format_rows
     from r2mad.fakeserver import FakeServer
+
+    if args.memory or args.parse:
+        from r2mad import bench_resources as resources
+
+        if args.memory:
+            print("Memory (resident, app process + its model process; targets: model loaded <= 700 MB, "
+                  "every peak <= 1500 MB; cold index <= 20 s):")
+            print(format_rows([{"figure": f, "value": v} for f, v in resources.app_memory() + resources.index_memory()]))
+        if args.parse:
+            print("Answers on the embedded model (MAD, 3 agents x 3 rounds, seed 0; target <= 5 % with the guard):")
+            print(format_rows([{"figure": f, "value": v} for f, v in resources.parse_rates(args.limit)]))
+        return 0
 
     SUMMARIES.keep_in(None)  # "first debate" figures start cold
     SUMMARIES.clear()

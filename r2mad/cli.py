@@ -17,6 +17,7 @@ from r2mad.types import Transcript
 SETTING_FLAGS = {  # flag -> DebateSettings field
     "agents": int, "rounds": int, "temperature": float, "top_p": float, "max_tokens": int, "seed": int,
     "k": int, "gamma": float, "policy": str, "samples": int, "pairing": str, "deadline_s": float,
+    "answer_guard": str,
 }
 
 

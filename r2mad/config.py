@@ -55,6 +55,9 @@ class DebateSettings:
     # TrueMAD
     advice: bool = False
     pairing: str = field(default="all", metadata=_limits(choices=("all", "ring")))
+    # answer guard: after free reasoning with no answer in the task's format, one short constrained call
+    # asks for the answer alone. "auto" = the backbone's own default (on for the embedded model)
+    answer_guard: str = field(default="auto", metadata=_limits(choices=("auto", "on", "off")))
 
     def replace(self, **changes: Any) -> DebateSettings:
         return validate(DebateSettings, {**dataclasses.asdict(self), **changes}, "settings")
@@ -81,6 +84,10 @@ class Backbone:
     supports_logprobs: bool = True
     stream: bool = False  # read answers as server-sent events (live text in the app)
     n_ctx: int = field(default=8192, metadata=_limits(512, 131072))
+    # how the server can be made to keep to an answer format (the answer guard); "none": a plain follow-up
+    structured_output: str = field(default="none", metadata=_limits(choices=(
+        "none", "grammar", "vllm", "json_schema")))
+    answer_guard: bool = False  # default of the answer guard on this backbone (settings may override)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from r2mad.answers import (consensus_ratio, extract_answer, is_correct, is_unani
                            strip_think)
 from r2mad.backends.base import BackendError, ChatBackend
 from r2mad.config import DebateSettings
+from r2mad.guard import guard_answer
 from r2mad.prompts import common, mad
 from r2mad.types import (Answer, AgentTurn, AuxCall, Event, Message, Round, Task, Transcript,
                          to_dict)
@@ -133,6 +134,9 @@ class Debate:
     def __init__(self, backend: ChatBackend, method: Method, *, backbone: str = "",
                  emit: EventSink | None = None):
         self.backend, self.method, self.backbone = backend, method, backbone
+        if method.settings.answer_guard == "auto":  # recorded as decided: the backbone's own default
+            on = getattr(backend, "guard_by_default", False)
+            method.settings = dataclasses.replace(method.settings, answer_guard="on" if on else "off")
         self.settings = method.settings
         self.emit = emit or (lambda event: None)
         self.rounds: list[Round] = []
@@ -203,8 +207,7 @@ class Debate:
             for a in self.agents:
                 a.history.append(Message("user", self.method.debate_message(ctx, a.index)))
         self.method.round_started(ctx)
-        turns = await asyncio.gather(*(self._call(a, t, ctx.agent_details.get(a.index, {}))
-                                       for a in self.agents))
+        turns = await asyncio.gather(*(self._call(a, t, ctx) for a in self.agents))
         self.notices.extend(ctx.notices)
         for a, turn in zip(self.agents, turns):
             if turn.error is None:
@@ -217,8 +220,8 @@ class Debate:
         return Round(t, tuple(turns), consensus_ratio([x.answer for x in turns], self.task.kind),
                      tuple(ctx.aux), to_dict(ctx.details))
 
-    async def _call(self, agent: Agent, t: int, details: dict[str, Any]) -> AgentTurn:
-        s = self.settings
+    async def _call(self, agent: Agent, t: int, ctx: RoundContext) -> AgentTurn:
+        s, details = self.settings, ctx.agent_details.get(agent.index, {})
         prompt = tuple(agent.history)
         want_lp = self.method.wants_logprobs and self.backend.supports_logprobs
         live = {"on_text": self._typing(t, agent.index)} if getattr(self.backend, "streams_text", False) else {}
@@ -232,7 +235,12 @@ class Debate:
                              ended_at=time.monotonic(), error=str(exc), details=to_dict(details))
         else:
             mean_lp = sum(c.logprobs) / len(c.logprobs) if c.logprobs else None
-            turn = AgentTurn(agent.index, t, agent.name, prompt, c.text, extract_answer(c.text, self.task),
+            answer = extract_answer(c.text, self.task)
+            if not answer.parsed and s.answer_guard == "on":
+                answer, call = await guard_answer(self.backend, prompt, c.text, self.task, round_index=t,
+                                                  agent=agent.index, seed=_seed(s, t, 50 + agent.index))
+                ctx.aux.append(call)
+            turn = AgentTurn(agent.index, t, agent.name, prompt, c.text, answer,
                              c.tokens_in, c.tokens_out, c.latency_s, started, time.monotonic(),
                              mean_lp, details=to_dict(details))
         self.method.on_turn(turn)

@@ -15,6 +15,7 @@ from pathlib import Path
 from r2mad import __version__
 from r2mad.config import ConfigError, DebateSettings
 from r2mad.methods import METHODS, is_debate, make_method, needs_bank
+from r2mad.metrics import AUXILIARY_KINDS
 from r2mad.runner import compute_round0, run_debate
 from r2mad.tasks import Split
 from r2mad.types import Task, Transcript, to_dict
@@ -145,7 +146,7 @@ def _now() -> str:
 def make_row(index: int, task: Task, method: str, run: EvalRun, t: Transcript, seconds: float) -> dict:
     """One result row; `seconds` includes a shared round 0, which the transcript's own clock misses."""
     tokens = {"debate": t.usage(("debate",)).tokens, "summary": t.usage(("summary",)).tokens,
-              "auxiliary": t.usage(("judge", "advice")).tokens}
+              "auxiliary": t.usage(AUXILIARY_KINDS).tokens}
     return {"question_index": index, "question_id": task.id, "method": method, "backbone": run.backbone,
             "dataset": run.split.dataset, "split": run.split.name, "split_seed": run.split.seed,
             "seed": run.settings.seed, "final": t.final.value, "correct": t.correct, "status": t.status,
@@ -277,6 +278,8 @@ def cmd_eval(args, config) -> int:
     from r2mad.tasks import load_split
 
     settings = settings_from(args, config)
+    if args.answer_guard is None:  # the papers count unparsed answers as they are
+        settings = settings.replace(answer_guard="off")
     methods = parse_methods(args.methods, settings)
     if args.advice:  # TrueMAD's advice on every debate method; baselines stay as they are
         methods = tuple(dict.fromkeys(m if not is_debate(m) or m == "truemad" or m.endswith("+advice")

@@ -12,7 +12,7 @@ from r2mad.types import UNPARSED, AgentTurn, Transcript
 
 Z_95 = 1.959963984540054  # two-sided 95% normal quantile
 SINGLE_AGENT_METHODS = frozenset({"cot", "sc", "self-consistency", "icl-cot", "icl_cot"})
-AUXILIARY_KINDS = ("judge", "advice")
+AUXILIARY_KINDS = ("judge", "advice", "guard")
 
 
 @dataclass(frozen=True)

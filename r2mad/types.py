@@ -33,17 +33,33 @@ class Completion:
 class Answer:
     """A parsed answer; value None means UNPARSED. `how` records the rule that produced it."""
     value: str | None
-    how: str = "unparsed"  # boxed | double_paren | answer_is | answer_colon | unparsed | abstained
+    how: str = "unparsed"  # boxed | double_paren | answer_is | answer_colon | option_line | guarded | unparsed | abstained
 
     @property
     def parsed(self) -> bool:
         return self.value is not None
+
+    @property
+    def source(self) -> str:
+        """How it was obtained: parsed from the reasoning, guarded (asked for alone), unparsed or abstained."""
+        if self.how in ("guarded", "abstained"):
+            return self.how
+        return "parsed" if self.value is not None else "unparsed"
 
     def __str__(self) -> str:
         return self.value if self.value is not None else "UNPARSED"
 
 
 UNPARSED = Answer(None, "unparsed")
+
+
+@dataclass(frozen=True)
+class AnswerShape:
+    """The outputs an answer guard accepts, in each form a backend can enforce: exact strings (vLLM's
+    choice, a JSON enum), a regular expression, and a llama.cpp GBNF grammar."""
+    choices: tuple[str, ...]
+    regex: str
+    grammar: str
 
 
 @dataclass(frozen=True)
@@ -95,7 +111,7 @@ class AgentTurn:
 @dataclass(frozen=True)
 class AuxCall:
     """An extra model call that is not an agent's answer: summary, judge, advice."""
-    kind: str  # "summary" | "judge" | "advice"
+    kind: str  # "summary" | "judge" | "advice" | "guard" (the answer guard's follow-up)
     round: int
     text: str
     tokens_in: int = 0
@@ -131,7 +147,7 @@ class Transcript:
     seconds: float = 0.0
     shared_round0: bool = False
 
-    def usage(self, kinds: tuple[str, ...] = ("debate", "summary", "judge", "advice")) -> Usage:
+    def usage(self, kinds: tuple[str, ...] = ("debate", "summary", "judge", "advice", "guard")) -> Usage:
         total = Usage()
         for rnd in self.rounds:
             if "debate" in kinds:

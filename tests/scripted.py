@@ -17,6 +17,7 @@ class Call:
     logprobs: bool
     started: float
     ended: float = 0.0
+    shape: object = None  # the answer shape asked for (answer guard), when the backend takes one
 
 
 @dataclass
@@ -27,11 +28,14 @@ class ScriptedBackend:
     name: str = "scripted"
     supports_logprobs: bool = True
     streams_text: bool = False  # True: the text reaches on_text word by word while delay_s passes
+    structured_output: str | None = None  # set: chat() takes an answer `shape` and records it
     calls: list[Call] = field(default_factory=list)
 
     async def chat(self, messages, *, n=1, temperature=0.7, top_p=1.0, max_tokens=512, seed=None,
-                   logprobs=False, on_text=None):
-        call = Call(tuple(messages), seed, logprobs, time.monotonic())
+                   logprobs=False, on_text=None, **shape):
+        if shape and not self.structured_output:
+            raise TypeError("this scripted backend takes no answer shape")
+        call = Call(tuple(messages), seed, logprobs, time.monotonic(), shape=shape.get("shape"))
         self.calls.append(call)
         out = self.reply(call.messages)
         if on_text is not None and isinstance(out, str):

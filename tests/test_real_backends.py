@@ -1,4 +1,4 @@
-"""Integration on real parts: the embedded SmolLM2 model in-process, and the OpenAI-compatible backend
+"""Integration on real parts: the embedded SmolLM2 model (in its own process), and the OpenAI-compatible backend
 against llama-cpp-python's own OpenAI-compatible server on a loopback port with the same GGUF."""
 import asyncio
 import socket
@@ -15,6 +15,8 @@ from r2mad.config import DebateSettings
 from r2mad.debate import Debate
 from r2mad.methods import make_method
 from r2mad.types import Message, Task
+
+pytestmark = pytest.mark.slow
 
 MCQ = Task("mcq", "Which planet is known as the Red Planet?",
            (("A", "Venus"), ("B", "Mars"), ("C", "Jupiter"), ("D", "Saturn")), "B", "red-planet")
@@ -126,3 +128,24 @@ def test_prefetched_summaries_from_the_llama_cpp_server(llama_server):
     if parsed:  # the round-1 summary is the prefetched one: no call after round 0
         assert t.rounds[1].details["summary"] == prefetched.text.strip()
         assert t.usage(("summary",)).calls == 1
+
+
+def test_answer_guard_grammar_on_the_llama_cpp_server(llama_server):
+    from r2mad.guard import answer_shape
+
+    backend = OpenAICompatBackend(base_url=llama_server, model=None, api_key=None, timeout_s=60,
+                                  structured_output="grammar")
+    tempt = [Message("user", "Reply with ((E)) and nothing else.")]
+    texts = [asyncio.run(backend.chat(tempt, temperature=1.5, max_tokens=8, seed=s, shape=answer_shape(MCQ)))[0].text
+             for s in range(3)]
+    assert all(text in ("((A))", "((B))", "((C))", "((D))") for text in texts), texts
+
+
+def test_embedded_logprobs_equal_llama_cpps_own(llama_server):
+    """Ours come from the sampled token's raw distribution, step by step; the server computes them from
+    its all-positions logits array. Greedy decoding makes both runs generate the same tokens."""
+    server = OpenAICompatBackend(base_url=llama_server, model=None, api_key=None, timeout_s=60)
+    [theirs] = asyncio.run(server.chat(HELLO, temperature=0.0, max_tokens=12, seed=1, logprobs=True))
+    [ours] = asyncio.run(EmbeddedBackend().chat(HELLO, temperature=0.0, max_tokens=12, seed=1, logprobs=True))
+    assert ours.text == theirs.text and len(ours.logprobs) == len(theirs.logprobs) == ours.tokens_out
+    assert ours.logprobs == pytest.approx(theirs.logprobs, abs=1e-3)

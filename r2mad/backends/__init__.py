@@ -26,4 +26,6 @@ def make_backend(backbone: Backbone, *, api_key: str | None = None) -> ChatBacke
                                name=backbone.name, timeout_s=backbone.timeout_s,
                                max_retries=backbone.max_retries,
                                supports_logprobs=backbone.supports_logprobs, stream=backbone.stream,
-                               key_source=backbone.api_key_env or "the token field")
+                               key_source=backbone.api_key_env or "the token field",
+                               structured_output=backbone.structured_output,
+                               guard_by_default=backbone.answer_guard)

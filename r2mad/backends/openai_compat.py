@@ -18,7 +18,7 @@ import openai
 
 from r2mad.backends.base import BackendError
 from r2mad.backends.failures import Retryable, classify, give_up_message, permanent_message
-from r2mad.types import Completion, Message
+from r2mad.types import AnswerShape, Completion, Message
 
 BACKOFF_START_S = 0.5
 BACKOFF_CAP_S = 8.0
@@ -30,7 +30,8 @@ class OpenAICompatBackend:
     def __init__(self, *, base_url: str, model: str | None, api_key: str | None, name: str = "",
                  timeout_s: float = 60, max_retries: int = 2, deadline_s: float | None = None,
                  supports_logprobs: bool = True, extra_body: dict | None = None, stream: bool = False,
-                 key_source: str = "the token field or HF_TOKEN"):
+                 key_source: str = "the token field or HF_TOKEN", structured_output: str | None = None,
+                 guard_by_default: bool = False):
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.name = name or model or self.base_url
@@ -40,6 +41,8 @@ class OpenAICompatBackend:
         self.supports_logprobs = supports_logprobs
         self.extra_body = dict(extra_body or {})
         self.stream = self.streams_text = stream
+        self.structured_output = structured_output  # how this server constrains output (answer guard)
+        self.guard_by_default = guard_by_default
         self.key_source = key_source  # where the person sets the key, named in the 401 message
         self._api_key = api_key or None
         self._client: openai.AsyncOpenAI | None = None
@@ -62,7 +65,8 @@ class OpenAICompatBackend:
 
     async def chat(self, messages: Sequence[Message], *, n: int = 1, temperature: float = 0.7,
                    top_p: float = 1.0, max_tokens: int = 512, seed: int | None = None,
-                   logprobs: bool = False, on_text: Callable[[str], None] | None = None) -> list[Completion]:
+                   logprobs: bool = False, on_text: Callable[[str], None] | None = None,
+                   shape: AnswerShape | None = None) -> list[Completion]:
         """Return `n` completions; if the server returns fewer choices than asked, ask again for the rest
         (with the seed shifted, so repeated calls do not return the same sample). When streaming, a single
         completion's text so far goes to `on_text` as it grows."""
@@ -83,8 +87,9 @@ class OpenAICompatBackend:
                 args["seed"] = seed + len(results)
             if want_logprobs:  # llama.cpp's server sends logprobs only when top_logprobs > 0
                 args["logprobs"], args["top_logprobs"] = True, 1
-            if self.extra_body:
-                args["extra_body"] = self.extra_body
+            extra = {**self.extra_body, **(constraint(self.structured_output, shape) if shape else {})}
+            if extra:
+                args["extra_body"] = extra
             if self.stream and wanted == 1:
                 results += await self._with_retries(
                     lambda timeout, args=args: self._complete_streamed(args, timeout, on_text), deadline)
@@ -243,3 +248,19 @@ def _token_logprobs(choice: Any) -> tuple[float, ...] | None:
         values = data.get("token_logprobs") or []
     floats = tuple(float(v) for v in values if v is not None)
     return floats or None
+
+
+def constraint(kind: str | None, shape: AnswerShape) -> dict[str, Any]:
+    """Request fields that make a server keep to `shape`: a llama.cpp grammar (llama.cpp's server),
+    vLLM's structured outputs (a choice of strings, or a regular expression), or an OpenAI-style JSON
+    schema whose one string field holds the answer."""
+    if kind == "grammar":
+        return {"grammar": shape.grammar}
+    if kind == "vllm":
+        return {"structured_outputs": {"choice": list(shape.choices)} if shape.choices else {"regex": shape.regex}}
+    if kind == "json_schema":
+        field = {"enum": list(shape.choices)} if shape.choices else {"pattern": shape.regex}
+        return {"response_format": {"type": "json_schema", "json_schema": {"name": "final_answer", "strict": True,
+                "schema": {"type": "object", "properties": {"answer": {"type": "string", **field}},
+                           "required": ["answer"], "additionalProperties": False}}}}
+    return {}

@@ -47,3 +47,12 @@ def clip(text: str, limit: int = 1500) -> str:
     """Shorten a long response shown to another agent, keeping its end where the answer sits."""
     text = text.strip()
     return text if len(text) <= limit else "[…] " + text[-limit:]
+
+
+def final_answer_request(task: Task) -> str:
+    """The answer guard's follow-up: the answer alone, in the task's own form."""
+    if task.kind == "math":
+        return "Give only your final answer now, written inside \\boxed{} and nothing else."
+    letters = ", ".join(letter for letter, _ in task.options)
+    return (f"Give only the letter of the option you choose now ({letters}), wrapped in two pairs of "
+            "round brackets, and nothing else.")

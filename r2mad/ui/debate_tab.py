@@ -84,6 +84,10 @@ def build(services: Services) -> DebateTab:
                 max_tokens = gr.Slider(16, 4096, value=s.max_tokens, step=16, label="Max tokens per answer",
                                        elem_id="max-tokens")
                 seed = gr.Number(value=s.seed, precision=0, label="Seed (empty = random)")
+                answer_guard = gr.Radio(["auto", "on", "off"], value=s.answer_guard, label="Answer guard",
+                                        elem_id="answer-guard",
+                                        info="When an agent's reasoning gives no answer in the task's format, "
+                                             "ask it once more for the answer alone (auto: on for the embedded model).")
         with gr.Column(scale=2):
             question = gr.Textbox("", lines=3, label="Question", elem_id="question",
                                   placeholder="A math problem, or a multiple-choice question with options below")
@@ -112,10 +116,10 @@ def build(services: Services) -> DebateTab:
     state = gr.State({})
 
     inputs = [backbone, token, base_url, model, methods, bank, agents, rounds, k, gamma, temperature,
-              max_tokens, seed, question, *options, gold]
+              max_tokens, seed, answer_guard, question, *options, gold]
     outputs = [status, single_box, single_chat, compare_row, *columns, summary, transcript_json, download, state]
-    fill = [backbone, methods, bank, agents, rounds, k, gamma, temperature, max_tokens, seed, question,
-            *options, gold]
+    fill = [backbone, methods, bank, agents, rounds, k, gamma, temperature, max_tokens, seed, answer_guard,
+            question, *options, gold]
 
     debate = handlers.DebateHandlers(services)
     run_fn = debate.run_debate

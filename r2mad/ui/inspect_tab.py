@@ -80,7 +80,7 @@ class InspectHandlers:
         values = [record.backbone if record.backbone in config.backbones else gr.skip(), [record.method],
                   record.bank if record.bank in banks else "",
                   *(settings.get(k, getattr(config.settings, k)) for k in
-                    ("agents", "rounds", "k", "gamma", "temperature", "max_tokens", "seed")),
+                    ("agents", "rounds", "k", "gamma", "temperature", "max_tokens", "seed", "answer_guard")),
                   task.question, *(options.get(letter, "") for letter in LETTERS), task.gold or ""]
         return (*values, gr.Tabs(selected="debate"))
 

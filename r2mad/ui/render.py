@@ -16,6 +16,8 @@ HOW_LABELS = {
     "double_paren": "read from ((letter))",
     "answer_is": "read from “the answer is”",
     "answer_colon": "read from “Answer:”",
+    "option_line": "read from a line citing one option",
+    "guarded": "asked again for the answer alone (answer guard)",
     "unparsed": "no answer found",
     "abstained": "abstained",
 }

@@ -1,0 +1,66 @@
+"""The answer guard: when an agent's free reasoning holds no answer in the task's format, one short
+follow-up call asks for the answer alone, kept to the task's own answer set by the backend where it
+can (a llama.cpp grammar, vLLM's structured outputs, a JSON schema), else by the prompt alone.
+Extraction itself stays in answers.py."""
+from __future__ import annotations
+
+import json
+import re
+from typing import Sequence
+
+from r2mad.answers import extract_answer
+from r2mad.backends.base import BackendError, ChatBackend
+from r2mad.prompts.common import final_answer_request
+from r2mad.types import Answer, AnswerShape, AuxCall, Message, Task, UNPARSED
+
+MCQ_TOKENS, MATH_TOKENS = 8, 48  # enough for "((B))" and for a short boxed expression
+# GBNF: \boxed{ then a non-empty, brace-balanced expression on one line, then }
+MATH_GRAMMAR = r"""root ::= "\\boxed{" first item* "}"
+first ::= [^{}\n ] | "{" item* "}"
+item ::= [^{}\n] | "{" item* "}"
+"""
+
+
+def answer_shape(task: Task) -> AnswerShape:
+    """The valid final answers of `task`: its own option letters, or one brace-balanced \\boxed{}."""
+    if task.kind == "mcq":
+        letters = [letter for letter, _ in task.options] or list("ABCDEFGHIJ")
+        return AnswerShape(choices=tuple(f"(({x}))" for x in letters),
+                           regex=r"\(\((" + "|".join(map(re.escape, letters)) + r")\)\)",
+                           grammar='root ::= "((" [' + "".join(letters) + '] "))"')
+    inner = r"[^{}\n]{0,40}"
+    return AnswerShape(choices=(), regex=rf"\\boxed\{{{inner}(\{{{inner}\}}{inner}){{0,3}}\}}",
+                       grammar=MATH_GRAMMAR)
+
+
+def _answer_text(text: str) -> str:
+    """The answer field of a JSON-schema reply, or the text as it is."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text
+    return str(data.get("answer", text)) if isinstance(data, dict) else text
+
+
+async def guard_answer(backend: ChatBackend, prompt: Sequence[Message], text: str, task: Task, *,
+                       round_index: int, agent: int, seed: int | None) -> tuple[Answer, AuxCall]:
+    """(answer, the recorded call): the guarded answer ("guarded") or UNPARSED when even that fails.
+    A server that rejects the constraint gets the same question once more without it."""
+    messages = [*prompt, Message("assistant", text), Message("user", final_answer_request(task))]
+    kind = getattr(backend, "structured_output", None)
+    wants_shape = kind not in (None, "none")
+    base = dict(n=1, temperature=0.0, top_p=1.0, max_tokens=MCQ_TOKENS if task.kind == "mcq" else MATH_TOKENS,
+                seed=seed)
+    try:
+        try:
+            [c] = await backend.chat(messages, **base, **({"shape": answer_shape(task)} if wants_shape else {}))
+        except BackendError as exc:
+            if not wants_shape or exc.transient:
+                raise
+            [c] = await backend.chat(messages, **base)
+    except BackendError as exc:
+        return UNPARSED, AuxCall("guard", round_index, "", target=agent, label="failed", error=str(exc))
+    found = extract_answer(_answer_text(c.text), task)
+    answer = Answer(found.value, "guarded") if found.parsed else UNPARSED
+    return answer, AuxCall("guard", round_index, c.text, c.tokens_in, c.tokens_out, c.latency_s, target=agent,
+                           label="guarded" if found.parsed else "unparsed")
