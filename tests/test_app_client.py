@@ -310,7 +310,7 @@ def test_rerun_fills_the_debate_tab_from_a_saved_run(app, client):
     values = job.result()
     assert values[0] == "smollm2-135m" and values[1] == ["mad"] and values[3] == 2  # backbone, methods, agents
     assert "Which gas do plants take in?" in values
-    assert values[11:13] == ("CO2", "O2")  # options A and B
+    assert values[12:14] == ("CO2", "O2")  # options A and B (after the answer guard)
     time.sleep(0.5)  # the chained debate may start; it is cancelled with the client
     job.cancel()
 
