@@ -1,15 +1,17 @@
-"""Text embedders for the memory bank: sentence-transformers models (offline MiniLM by default) and a
-tiny hashing embedder for fast tests. Not a vector store; vectors go to r2mad.bank."""
+"""Text embedders for the memory bank: the offline MiniLM on ONNX Runtime (torch only as a fallback),
+other sentence-transformers models on torch, and a tiny hashing embedder for fast tests. Not a vector
+store; vectors go to r2mad.bank."""
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import logging
-import os
 import re
 import socket
+import subprocess
+import sys
 import threading
-import warnings
 from pathlib import Path
 from typing import Callable, Sequence
 from urllib.parse import urlparse
@@ -38,115 +40,125 @@ def _unit_rows(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.where(norms > 0, norms, 1.0)
 
 
+def encode_in_batches(texts: Sequence[str], run: Callable[[list[str]], np.ndarray], dim: int,
+                      batch: int = 8) -> np.ndarray:
+    """Unit rows for `texts`, `batch` at a time in order of length: memory stays bounded and each batch
+    pads only to texts of similar length (8 measured fastest on 2 cores, at two thirds of 32's peak)."""
+    out = np.zeros((len(texts), dim), dtype=np.float32)
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    for start in range(0, len(order), batch):
+        rows = order[start:start + batch]
+        out[rows] = run([texts[i] for i in rows])
+    return _unit_rows(out)
+
+
 class SentenceEmbedder(Embedder):
-    """A sentence-transformers model on the CPU, its transformer run by ONNX Runtime where that gives the
-    same vectors (see onnx_runner). One encode at a time: the fast tokenizer is not safe to share
-    between threads, and two threads would only split the same CPU cores anyway."""
-    BATCH = 8  # measured on 2 cores: faster than 32 (less padding) at two thirds of the peak memory
+    """A sentence-transformers model run by torch on the CPU (hub models, and the fallback for MiniLM).
+    One encode at a time: the fast tokenizer is not safe to share between threads."""
+    runtime = "torch"
 
     def __init__(self, model_id: str, model):
-        self.id = model_id
-        self._model = model
-        self._lock = threading.Lock()
+        self.id, self._model, self._lock = model_id, model, threading.Lock()
         dim_of = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         self.dim = int(dim_of())
-        self._onnx = onnx_runner(model)
-        self.runtime = "onnxruntime" if self._onnx else "torch"
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Rows for `texts`, encoded BATCH at a time in order of length: memory stays bounded and
-        each batch pads only to texts of similar length."""
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         with self._lock:
-            for start in range(0, len(order), self.BATCH):
-                rows = order[start:start + self.BATCH]
-                batch = [texts[i] for i in rows]
-                if self._onnx is not None:
-                    out[rows] = self._onnx(batch)
-                else:
-                    out[rows] = self._model.encode(batch, batch_size=self.BATCH, convert_to_numpy=True,
-                                                   show_progress_bar=False)
-        return _unit_rows(out)
+            return encode_in_batches(texts, lambda batch: self._model.encode(
+                batch, batch_size=len(batch), convert_to_numpy=True, show_progress_bar=False), self.dim)
 
 
-def onnx_runner(model) -> Callable[[list[str]], np.ndarray] | None:
-    """Mean-pooled vectors of `model` computed by ONNX Runtime (about twice as fast as torch on a 2-core
-    CPU), or None when onnxruntime is missing, the pipeline is not transformer + mean pooling, or the
-    exported graph does not reproduce torch's vectors on a probe. The graph is exported once per set of
-    weights into the cache folder."""
-    try:
+class OnnxEmbedder(Embedder):
+    """A mean-pooled sentence-transformers folder run by ONNX Runtime with the Rust tokenizer: about twice
+    as fast as torch on a small CPU, and without torch in the process (some 400 MB less). The graph comes
+    from onnx_graph(); `check` compares it with torch's vectors stored beside it."""
+    runtime = "onnxruntime"
+
+    def __init__(self, model_id: str, folder: Path, graph: Path):
         import onnxruntime
-    except ImportError:
-        return None
-    modules = list(model)
-    if ([type(m).__name__ for m in modules[:2]] != ["Transformer", "Pooling"]
-            or modules[1].get_config_dict().get("pooling_mode") != "mean"):
-        return None
-    transformer = modules[0].auto_model
-    path, session = _graph_path(transformer), None
-    for _ in range(2):
-        try:
-            if not path.is_file():
-                _export(transformer, path)
-            session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-            break
-        except Exception as exc:  # noqa: BLE001 - no onnx exporter, a full disk ...: torch still works
-            log.info("ONNX Runtime not used for the embedder (%s); encoding with torch.", type(exc).__name__)
-            if not path.is_file():
-                return None  # the export itself failed
-            path.unlink()  # a damaged cached graph: export it again, once
-    if session is None:
-        return None
-    names = [i.name for i in session.get_inputs()]
-    tokenize = getattr(model, "preprocess", None) or model.tokenize  # same truncation as model.encode
+        from tokenizers import Tokenizer
 
-    def run(texts: list[str]) -> np.ndarray:
-        features = {k: v.numpy().astype(np.int64) for k, v in tokenize(texts).items() if k in names}
-        [hidden] = session.run(None, features)
+        config = json.loads((folder / "sentence_bert_config.json").read_text(encoding="utf-8"))
+        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.tokenizer.enable_truncation(int(config.get("max_seq_length", 256)))
+        self.tokenizer.enable_padding(pad_id=self.tokenizer.token_to_id("[PAD]") or 0)
+        self.session = onnxruntime.InferenceSession(str(graph), providers=["CPUExecutionProvider"])
+        self.inputs = [i.name for i in self.session.get_inputs()]
+        self.id, self.graph, self._lock = model_id, graph, threading.Lock()
+        self.dim = int(json.loads((folder / "config.json").read_text(encoding="utf-8"))["hidden_size"])
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        encoded = self.tokenizer.encode_batch(texts)
+        features = {"input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
+                    "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
+                    "token_type_ids": np.array([e.type_ids for e in encoded], dtype=np.int64)}
+        [hidden] = self.session.run(None, {k: v for k, v in features.items() if k in self.inputs})
         mask = features["attention_mask"][..., None].astype(np.float32)
         return (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
 
-    probe = ["A probe sentence to compare runtimes.", "Consensus 0.67; two agents agree, one does not."]
-    reference = model.encode(probe, convert_to_numpy=True, normalize_embeddings=True)
-    if not np.allclose(_unit_rows(run(probe)), reference, atol=1e-4):
-        log.warning("The ONNX export of the embedder does not match torch; encoding with torch.")
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            return encode_in_batches(texts, self._run, self.dim)
+
+    def check(self) -> bool:
+        """Does this graph reproduce torch's vectors for the probe sentences exported with it?"""
+        from r2mad.onnx_export import probe_path
+
+        probe = json.loads(probe_path(self.graph).read_text(encoding="utf-8"))
+        return bool(np.allclose(self.encode(probe["texts"]), np.asarray(probe["vectors"]), atol=1e-4))
+
+
+def mean_pooled(folder: Path) -> bool:
+    """A transformer then mean pooling: the pipeline OnnxEmbedder reproduces."""
+    try:
+        modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+        pooling = next(m for m in modules if m["type"].endswith("Pooling"))
+        config = json.loads((folder / pooling["path"] / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, StopIteration, KeyError):
+        return False
+    return bool(config.get("pooling_mode_mean_tokens")) and (folder / "tokenizer.json").is_file()
+
+
+def onnx_graph(folder: Path) -> Path | None:
+    """The exported graph of this folder's weights in the cache folder, exported (in a child process, so
+    torch never loads here) when missing; None when the pipeline is not mean-pooled or export fails."""
+    if not mean_pooled(folder):
         return None
-    return run
+    from r2mad.onnx_export import probe_path
 
-
-def _graph_path(transformer) -> Path:
-    """Where the exported graph of exactly these weights lives in the cache folder."""
     digest = hashlib.blake2b(digest_size=12)
-    for name, tensor in transformer.state_dict().items():
-        digest.update(name.encode())
-        digest.update(tensor.detach().cpu().numpy().tobytes())
-    return cache_dir() / "onnx" / f"{type(transformer).__name__}-{digest.hexdigest()}.onnx"
+    with open(folder / "model.safetensors", "rb") as weights:
+        for block in iter(lambda: weights.read(1 << 20), b""):
+            digest.update(block)
+    graph = cache_dir() / "onnx" / f"{folder.name}-{digest.hexdigest()}.onnx"
+    if not (graph.is_file() and probe_path(graph).is_file()):
+        done = subprocess.run([sys.executable, "-m", "r2mad.onnx_export", str(folder), str(graph)],
+                              cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True)
+        if done.returncode != 0 or not graph.is_file():
+            log.info("ONNX export of the embedder failed; encoding with torch.")
+            return None
+    return graph
 
 
-def _export(transformer, path: Path) -> None:
-    import torch
+def _onnx_or_torch(model_id: str, folder: Path) -> Embedder:
+    """MiniLM on ONNX Runtime when its graph checks out against torch's vectors; a damaged cached graph is
+    exported again once; anything else encodes with torch."""
+    for _ in range(2):
+        graph = onnx_graph(folder)
+        if graph is None:
+            break
+        try:
+            embedder = OnnxEmbedder(model_id, folder, graph)
+            if embedder.check():
+                return embedder
+            log.warning("The ONNX export of the embedder does not match torch; encoding with torch.")
+            break
+        except Exception as exc:  # noqa: BLE001 - a damaged cached graph or probe: export it again, once
+            log.info("Cached ONNX graph unusable (%s); exporting it again.", type(exc).__name__)
+            graph.unlink(missing_ok=True)
+    from sentence_transformers import SentenceTransformer
 
-    class LastHidden(torch.nn.Module):
-        def __init__(self, inner):
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).last_hidden_state
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(f".{os.getpid()}.part")
-    sample = torch.ones((1, 8), dtype=torch.int64)
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(LastHidden(transformer.eval()), (sample, sample, torch.zeros_like(sample)), str(partial),
-                          input_names=names, output_names=["hidden"],
-                          dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*names, "hidden"]},
-                          opset_version=17, dynamo=False)
-    os.replace(partial, path)  # whole or absent, also with two processes exporting at once
+    return SentenceEmbedder(model_id, SentenceTransformer(str(folder), device="cpu", local_files_only=True))
 
 
 class HashEmbedder(Embedder):
@@ -179,11 +191,9 @@ def offline_model_path() -> Path:
 
 
 def _load(model_id: str) -> Embedder:
-    from sentence_transformers import SentenceTransformer  # heavy import, only when needed
     if model_id in (DEFAULT_EMBEDDER, f"sentence-transformers/{DEFAULT_EMBEDDER}"):
-        # A local folder is read as is: nothing is fetched from the hub.
-        model = SentenceTransformer(str(offline_model_path()), device="cpu", local_files_only=True)
-        return SentenceEmbedder(DEFAULT_EMBEDDER, model)
+        return _onnx_or_torch(DEFAULT_EMBEDDER, offline_model_path())  # a local folder: nothing is fetched
+    from sentence_transformers import SentenceTransformer  # heavy import, only when needed
     problem = ValueError(f"Embedder {model_id!r} could not be loaded (no hub access?); use the offline "
                          f"default {DEFAULT_EMBEDDER!r}.")
     try:  # the local hub cache first: no network at all
@@ -207,13 +217,6 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
             return True
     except OSError:
         return False
-
-
-def import_runtime(model_id: str = DEFAULT_EMBEDDER) -> None:
-    """Import the libraries a sentence-transformers embedder needs, now. Their import holds the interpreter
-    lock in stretches of a few hundred ms: a server does it before serving, not while visitors wait."""
-    if not model_id.startswith("hash-"):
-        import sentence_transformers  # noqa: F401
 
 
 _cache: dict[str, Embedder] = {}

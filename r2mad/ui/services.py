@@ -27,10 +27,6 @@ class Services:
         self.warming: dict[Path, str] = {}  # bank -> what its first opening is doing now
         self._backends: dict[str, Any] = {}
         self._active: dict[str, tuple[asyncio.Event, Any]] = {}  # session -> (stop signal, its loop)
-        if self.bank_choices():  # a first bank opening must not stall the event loop on imports
-            from r2mad.embedder import import_runtime
-
-            import_runtime(config.app.embedder)
 
     # --- memory banks ---------------------------------------------------------------------------
 
