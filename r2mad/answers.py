@@ -226,8 +226,12 @@ def _to_sympy(s: str):
     """A sympy expression for a normalised answer, or None when it is not a tame formula. Only
     single letters and a few function names reach parse_expr, so no Python name can be evaluated."""
     import sympy
-    from sympy.parsing.sympy_parser import (convert_xor, implicit_multiplication_application,
-                                            parse_expr, standard_transformations)
+    from sympy.parsing.sympy_parser import (
+        convert_xor,
+        implicit_multiplication_application,
+        parse_expr,
+        standard_transformations,
+    )
     text = _latex_to_text(s)
     if len(text) > 200 or not re.fullmatch(r"[0-9A-Za-z+\-*/^().\s]*", text) or re.search(r"\.(?!\d)", text):
         return None

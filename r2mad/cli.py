@@ -7,11 +7,14 @@ import asyncio
 import sys
 from pathlib import Path
 
-from r2mad import bench, build, evaluate, runs_cli
 from r2mad.backends.base import BackendError
+from r2mad.bench import speed as bench
 from r2mad.config import ConfigError, load_config
+from r2mad.evaluation import evaluate
+from r2mad.memory import build
+from r2mad.memory.summaries import SUMMARIES
 from r2mad.methods import METHODS
-from r2mad.summaries import SUMMARIES
+from r2mad.runs import cli as runs_cli
 from r2mad.types import Transcript
 
 SETTING_FLAGS = {  # flag -> DebateSettings field
@@ -113,7 +116,7 @@ async def _debate(args, config) -> Transcript:
 
     import r2mad
     from r2mad.runner import backend_for, open_bank, run_debate
-    from r2mad.runs import RunStore
+    from r2mad.runs.store import RunStore
     from r2mad.tasks import task_from_input
 
     settings = settings_from(args, config)

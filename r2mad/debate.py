@@ -8,14 +8,29 @@ import dataclasses
 import time
 from typing import Any, Callable
 
-from r2mad.answers import (consensus_ratio, extract_answer, is_correct, is_unanimous, plurality_vote,
-                           strip_think)
+from r2mad.answers import (
+    consensus_ratio,
+    extract_answer,
+    is_correct,
+    is_unanimous,
+    plurality_vote,
+    strip_think,
+)
 from r2mad.backends.base import BackendError, ChatBackend
 from r2mad.config import DebateSettings
 from r2mad.guard import guard_answer
 from r2mad.prompts import common, mad
-from r2mad.types import (Answer, AgentTurn, AuxCall, Event, Message, Round, Task, Transcript,
-                         to_dict)
+from r2mad.types import (
+    AgentTurn,
+    Answer,
+    AuxCall,
+    Event,
+    Message,
+    Round,
+    Task,
+    Transcript,
+    to_dict,
+)
 
 EventSink = Callable[[Event], None]
 ABSTAINED = Answer(None, "abstained")

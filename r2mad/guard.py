@@ -11,7 +11,7 @@ from typing import Sequence
 from r2mad.answers import extract_answer
 from r2mad.backends.base import BackendError, ChatBackend
 from r2mad.prompts.common import final_answer_request
-from r2mad.types import Answer, AnswerShape, AuxCall, Message, Task, UNPARSED
+from r2mad.types import UNPARSED, Answer, AnswerShape, AuxCall, Message, Task
 
 MCQ_TOKENS, MATH_TOKENS = 8, 48  # enough for "((B))" and for a short boxed expression
 # GBNF: \boxed{ then a non-empty, brace-balanced expression on one line, then }

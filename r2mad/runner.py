@@ -24,8 +24,8 @@ def open_bank(path: str | Path | None, config: Config, *, task_kind: str | None 
     """(bank or None, notices). A missing or unusable bank is a visible notice, never a crash."""
     if not path:
         return None, []
-    from r2mad.bank import MemoryBank
-    from r2mad.embedder import load_embedder
+    from r2mad.memory.bank import MemoryBank
+    from r2mad.memory.embedder import load_embedder
 
     try:
         bank = MemoryBank.open(Path(path), load_embedder(config.app.embedder),

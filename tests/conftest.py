@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 from r2mad.fakeserver import FakeServer, ok
-from r2mad.summaries import SUMMARIES
+from r2mad.memory.summaries import SUMMARIES
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,9 +1,19 @@
 """Answer extraction, equivalence, consensus and voting, with hand-computed expectations."""
 import pytest
 
-from r2mad.answers import (consensus_ratio, extract_answer, extract_choice, extract_math,
-                           is_correct, is_unanimous, math_equivalent, normalize_math,
-                           plurality_vote, same_answer, strip_think)
+from r2mad.answers import (
+    consensus_ratio,
+    extract_answer,
+    extract_choice,
+    extract_math,
+    is_correct,
+    is_unanimous,
+    math_equivalent,
+    normalize_math,
+    plurality_vote,
+    same_answer,
+    strip_think,
+)
 from r2mad.types import UNPARSED, Answer, Task
 
 TEN = "ABCDEFGHIJ"

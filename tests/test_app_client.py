@@ -16,8 +16,10 @@ pytest.importorskip("gradio_client")
 from gradio_client import Client  # noqa: E402
 
 from r2mad.config import load_config  # noqa: E402
-from r2mad.types import Answer, AgentTurn, Case, Round, Task, Transcript  # noqa: E402
+from r2mad.types import AgentTurn, Answer, Case, Round, Task, Transcript  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
+
+pytestmark = pytest.mark.slow  # real model, server, embedder or browser
 
 OUTPUTS = ["status", "chat", "col0", "col1", "col2", "col3", "summary", "json", "download"]
 SMALL = dict(backbone="smollm2-135m", bank="", agents=3, rounds=2, max_tokens=48, seed=0)
@@ -30,8 +32,8 @@ def free_port() -> int:
 
 
 def make_bank(folder):
-    from r2mad.bank import MemoryBank
-    from r2mad.embedder import load_embedder
+    from r2mad.memory.bank import MemoryBank
+    from r2mad.memory.embedder import load_embedder
 
     cases = [Case(f"case-{i}", f"q{i}", "mcq", agent, 1, question, "prev", "agents split", 0.67,
                   ("((B))", "((A))", "((B))"), ("B", "A", "B"), "B", (True, False, True), 1.0)
@@ -180,7 +182,7 @@ def test_rejected_token_on_a_custom_endpoint_shows_abstentions_without_the_token
 # --- the streaming run behind the Debate tab, on a scripted backend (fast, no model) -------------
 
 def scripted_run(tmp_path, methods, *, rounds=3, delay_s=0.02, streams_text=False):
-    from r2mad.runs import RunStore
+    from r2mad.runs.store import RunStore
     from r2mad.ui.live import LiveRun
     from tests.scripted import ScriptedBackend
 

@@ -17,6 +17,8 @@ from app import serve
 from r2mad.config import load_config
 from r2mad.fakeserver import FakeServer, ok
 
+pytestmark = pytest.mark.slow  # real model, server, embedder or browser
+
 ROOT = Path(__file__).resolve().parent.parent
 SESSIONS = 8
 

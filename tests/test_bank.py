@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import yaml
 
-from r2mad.bank import BankError, MemoryBank
-from r2mad.embedder import HashEmbedder, load_embedder
-from r2mad.retrieval import render_state
+from r2mad.memory.bank import BankError, MemoryBank
+from r2mad.memory.embedder import HashEmbedder, load_embedder
+from r2mad.memory.retrieval import render_state
 from r2mad.types import Case, to_dict
 
 REPO = Path(__file__).resolve().parents[1]
@@ -58,8 +58,8 @@ def test_written_in_one_process_read_in_another(tmp_path):
 import sys
 sys.path.insert(0, {str(REPO)!r})
 from pathlib import Path
-from r2mad.bank import MemoryBank
-from r2mad.embedder import HashEmbedder
+from r2mad.memory.bank import MemoryBank
+from r2mad.memory.embedder import HashEmbedder
 from tests.test_bank import case
 bank = MemoryBank.create(Path({str(tmp_path)!r}) / "memory" / "demo", task_kind="math", split="train",
                          backbone="smollm2", embedder=HashEmbedder(64), code_version="test",
@@ -282,6 +282,7 @@ def test_real_minilm_bank_finds_the_semantically_close_case(tmp_path):
         reopen(tmp_path, EMB)
 
 
+@pytest.mark.slow
 def test_embedders_give_unit_rows_and_name_the_offline_fallback():
     vectors = load_embedder("hash-64").encode(["two plus two", "two plus two", ""])
     assert vectors.dtype == np.float32 and vectors.shape == (3, 64)

@@ -6,9 +6,9 @@ import sys
 import time
 from pathlib import Path
 
-from r2mad.bank import MemoryBank
 from r2mad.config import load_config
-from r2mad.embedder import HashEmbedder
+from r2mad.memory.bank import MemoryBank
+from r2mad.memory.embedder import HashEmbedder
 from r2mad.runner import open_bank
 from r2mad.types import Case
 
@@ -52,7 +52,7 @@ def test_a_bank_held_by_another_process_turns_memory_off_with_a_notice(tmp_path)
     config = config_for(tmp_path)
     folder = small_bank(tmp_path / "bank", Path(config.app.data_dir) / "index")
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from r2mad.bank import MemoryBank; from r2mad.embedder import HashEmbedder\n"
+        "import sys, time; from r2mad.memory.bank import MemoryBank; from r2mad.memory.embedder import HashEmbedder\n"
         f"b = MemoryBank.open({str(folder)!r}, HashEmbedder(64), "
         f"index_root={str(Path(config.app.data_dir) / 'index')!r})\n"
         "print('open', flush=True); time.sleep(60)")], cwd=ROOT, stdout=subprocess.PIPE, text=True)

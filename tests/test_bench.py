@@ -2,9 +2,12 @@
 side-by-side rows obey the round-0 arithmetic (checked by hand, not timed)."""
 from __future__ import annotations
 
+import pytest
 import re
 
 from r2mad.cli import main
+
+pytestmark = pytest.mark.slow  # real model, server, embedder or browser
 
 
 def test_bench_prints_every_figure_and_the_round0_arithmetic(capsys):

@@ -21,6 +21,8 @@ sync_api = pytest.importorskip("playwright.sync_api")
 from r2mad.config import load_config  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 
+pytestmark = pytest.mark.slow  # real model, server, embedder or browser
+
 SHOTS = Path(__file__).resolve().parent.parent / "screenshots"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]

@@ -38,6 +38,7 @@ def case_ids(out: Path) -> list[str]:
     return [json.loads(line)["id"] for line in (out / "cases.jsonl").read_text().splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 def test_killed_build_resumes_without_duplicates_or_partial_cases(config_dir, tmp_path):
     data, out = tmp_path / "data.jsonl", tmp_path / "bank"
     write_data(data)

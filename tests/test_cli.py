@@ -55,7 +55,7 @@ def test_detail_lines_spell_out_retrieval_confidence_and_masks():
 
 
 def test_cli_keeps_round_summaries_in_the_data_dir(config_dir, server, tmp_path, monkeypatch):
-    from r2mad.summaries import SUMMARIES
+    from r2mad.memory.summaries import SUMMARIES
 
     monkeypatch.setenv("R2MAD_DATA_DIR", str(tmp_path / "data"))
     try:

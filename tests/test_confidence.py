@@ -1,7 +1,7 @@
 """Peer confidence from retrieved cases (Eq. 11), its labels and the prompt annotation."""
 import pytest
 
-from r2mad.confidence import annotate, confidence_label, peer_confidence
+from r2mad.memory.confidence import annotate, confidence_label, peer_confidence
 
 
 def test_confidence_weighs_correctness_by_similarity():

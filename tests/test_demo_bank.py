@@ -7,12 +7,14 @@ import pytest
 import yaml
 
 from r2mad.backends.embedded import EmbeddedBackend
-from r2mad.bank import MemoryBank
 from r2mad.config import DebateSettings
 from r2mad.debate import Debate
-from r2mad.embedder import load_embedder
+from r2mad.evaluation.datasets import load_split
+from r2mad.memory.bank import MemoryBank
+from r2mad.memory.embedder import load_embedder
 from r2mad.methods import make_method
-from r2mad.tasks import load_split
+
+pytestmark = pytest.mark.slow  # real model, server, embedder or browser
 
 ROOT = Path(__file__).resolve().parent.parent
 BANKS = {"demo-mcq": 56, "demo-math": 28}  # training questions of data/demo

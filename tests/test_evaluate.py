@@ -13,9 +13,9 @@ import pytest
 from r2mad import __version__
 from r2mad.cli import main
 from r2mad.config import ConfigError, load_config
-from r2mad.evaluate import ROWS, RUN, EvalRun, read_rows, run_eval
-from r2mad.report import write_report
-from r2mad.tasks import load_split
+from r2mad.evaluation.datasets import load_split
+from r2mad.evaluation.evaluate import ROWS, RUN, EvalRun, read_rows, run_eval
+from r2mad.evaluation.report import write_report
 from r2mad.types import Transcript, from_dict
 from tests.scripted import ScriptedBackend, fail
 
@@ -160,6 +160,7 @@ def test_unknown_method_is_refused_before_any_call(tmp_path, capsys):
     assert not (tmp_path / RUN).exists()
 
 
+@pytest.mark.slow
 def test_end_to_end_on_the_embedded_model(tmp_path):
     out = tmp_path / "results"
     env = {**os.environ, "R2MAD_DATA_DIR": str(tmp_path / "var")}

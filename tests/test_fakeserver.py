@@ -8,8 +8,19 @@ import time
 
 import pytest
 
-from r2mad.fakeserver import (CONTEXT_ERROR, FakeServer, burst, content_null, context_length, hang, ok, sse_cut,
-                              status, truncated_json, unauthorized)
+from r2mad.fakeserver import (
+    CONTEXT_ERROR,
+    FakeServer,
+    burst,
+    content_null,
+    context_length,
+    hang,
+    ok,
+    sse_cut,
+    status,
+    truncated_json,
+    unauthorized,
+)
 
 MESSAGES = [{"role": "user", "content": "What is two plus two"}]  # 5 words = 5 fake prompt tokens
 

@@ -9,7 +9,7 @@ import pytest
 
 from r2mad.cli import main
 from r2mad.config import ConfigError, load_config
-from r2mad.runs import RunStore
+from r2mad.runs.store import RunStore
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "sk-TESTSECRET-9f8e7d6c5b4a"
@@ -92,10 +92,10 @@ def test_bad_settings_name_file_key_and_range(config_dir, line, message):
 
 
 def test_injection_in_a_retrieved_case_stays_in_the_data_block(tmp_path):
-    from r2mad.bank import MemoryBank
     from r2mad.config import DebateSettings
     from r2mad.debate import Debate
-    from r2mad.embedder import HashEmbedder
+    from r2mad.memory.bank import MemoryBank
+    from r2mad.memory.embedder import HashEmbedder
     from r2mad.methods import make_method
     from r2mad.types import Case, Task
     from tests.scripted import ScriptedBackend, last_user

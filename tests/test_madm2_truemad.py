@@ -8,7 +8,12 @@ import pytest
 from r2mad.config import ConfigError, DebateSettings
 from r2mad.debate import Debate
 from r2mad.methods import make_method
-from r2mad.methods.madm2 import objective_keep, parse_judgment, perplexity, subjective_keep
+from r2mad.methods.madm2 import (
+    objective_keep,
+    parse_judgment,
+    perplexity,
+    subjective_keep,
+)
 from r2mad.methods.truemad import advice_pairs, parse_advice_type
 from r2mad.prompts.common import PERSONAS
 from r2mad.types import Task

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from r2mad import metrics as m
 from r2mad.answers import plurality_vote
+from r2mad.evaluation import metrics as m
 from r2mad.types import UNPARSED, AgentTurn, Answer, AuxCall, Round, Task, Transcript
 
 ABSTAIN = "<abstain>"

@@ -10,9 +10,19 @@ import pytest
 
 from r2mad.backends.base import BackendError
 from r2mad.backends.openai_compat import OpenAICompatBackend
+from r2mad.fakeserver import (
+    FakeServer,
+    burst,
+    content_null,
+    context_length,
+    hang,
+    ok,
+    sse_cut,
+    status,
+    truncated_json,
+    unauthorized,
+)
 from r2mad.types import Completion, Message
-from r2mad.fakeserver import (FakeServer, burst, content_null, context_length, hang, ok, sse_cut, status,
-                              truncated_json, unauthorized)
 
 KEY = "sk-test-SECRET-4242"
 ASK = [Message("system", "You are careful."), Message("user", "What is 2+2?")]

@@ -4,13 +4,13 @@ import asyncio
 
 import pytest
 
-from r2mad.bank import MemoryBank
-from r2mad.build import build, cases_from_transcript
 from r2mad.config import DebateSettings
 from r2mad.debate import Debate
-from r2mad.embedder import HashEmbedder
+from r2mad.memory.bank import MemoryBank
+from r2mad.memory.build import build, cases_from_transcript
+from r2mad.memory.embedder import HashEmbedder
+from r2mad.memory.summaries import SUMMARIES, SummaryCache
 from r2mad.methods import make_method
-from r2mad.summaries import SUMMARIES, SummaryCache
 from r2mad.prompts.common import PERSONAS
 from r2mad.prompts.r2mad import stance_pattern
 from r2mad.types import Task

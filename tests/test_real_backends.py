@@ -113,8 +113,8 @@ def test_streamed_answer_from_llama_cpp_server_matches_the_whole_one(llama_serve
 
 
 def test_prefetched_summaries_from_the_llama_cpp_server(llama_server):
+    from r2mad.memory.summaries import SUMMARIES
     from r2mad.methods.r2mad import R2MAD
-    from r2mad.summaries import SUMMARIES
 
     SUMMARIES.clear()
     backend = OpenAICompatBackend(base_url=llama_server, model=None, api_key=None, timeout_s=60)

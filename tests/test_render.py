@@ -4,9 +4,25 @@ from __future__ import annotations
 
 import re
 
-from r2mad.types import Answer, AgentTurn, AuxCall, Case, Event, Round, Task, Transcript, to_dict
+from r2mad.types import (
+    AgentTurn,
+    Answer,
+    AuxCall,
+    Case,
+    Event,
+    Round,
+    Task,
+    Transcript,
+    to_dict,
+)
 from r2mad.ui import panels
-from r2mad.ui.render import chat_messages, esc, final_markdown, finished_rounds, fold_events
+from r2mad.ui.render import (
+    chat_messages,
+    esc,
+    final_markdown,
+    finished_rounds,
+    fold_events,
+)
 from r2mad.ui.tables import case_markdown, summary_rows
 
 MCQ = Task("mcq", "Which colour do blue and yellow make?", (("A", "Red"), ("B", "Green")), "B", "q1")

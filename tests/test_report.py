@@ -6,9 +6,18 @@ import random
 
 import pytest
 
-from r2mad.evaluate import ROWS, RUN
-from r2mad.report import consensus_curve, load_results, write_report
-from r2mad.types import UNPARSED, AgentTurn, Answer, AuxCall, Round, Task, Transcript, to_dict
+from r2mad.evaluation.evaluate import ROWS, RUN
+from r2mad.evaluation.report import consensus_curve, load_results, write_report
+from r2mad.types import (
+    UNPARSED,
+    AgentTurn,
+    Answer,
+    AuxCall,
+    Round,
+    Task,
+    Transcript,
+    to_dict,
+)
 
 METHODS = ["cot", "mad", "truemad", "r2mad", "r2mad-no-confidence"]
 EARLY = "All agents agree after round 1; stopping early."

@@ -2,7 +2,13 @@
 import numpy as np
 import pytest
 
-from r2mad.retrieval import POLICIES, consensus_lambda, mmr_select, render_state, select_cases
+from r2mad.memory.retrieval import (
+    POLICIES,
+    consensus_lambda,
+    mmr_select,
+    render_state,
+    select_cases,
+)
 
 # Query state s = (1, 0). Four candidate states (unit 2-D vectors) and their outcome rewards:
 #   c0 = (1.0,  0.0)  reward 0   sim(c0, s) = 1.0

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from r2mad import runs
-from r2mad.runs import RunStore, load_taxonomy, push_to_hub
+from r2mad.runs import store as runs
+from r2mad.runs.store import RunStore, load_taxonomy, push_to_hub
 from r2mad.types import AgentTurn, Answer, AuxCall, Message, Round, Task, Transcript
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -164,7 +164,7 @@ def test_eight_threads_writing_at_once_lose_nothing(tmp_path):
 
 WRITER = """
 import sys
-from r2mad.runs import RunStore
+from r2mad.runs.store import RunStore
 from r2mad.types import Task
 sys.path.insert(0, sys.argv[2])
 from test_runs import MCQ, make_transcript

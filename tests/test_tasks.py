@@ -7,8 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from r2mad.tasks import (DATASETS, DEMO_DIR, DataError, Split, dataset_spec, format_task, load_split,
-                         read_rows, task_from_input)
+from r2mad.evaluation.datasets import (
+    DATASETS,
+    DEMO_DIR,
+    DataError,
+    Split,
+    dataset_spec,
+    load_split,
+    read_rows,
+)
+from r2mad.tasks import format_task, task_from_input
 from r2mad.types import Task
 
 LETTERS = "ABCDEFGHIJ"

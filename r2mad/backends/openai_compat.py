@@ -17,7 +17,12 @@ from typing import Any, Callable, Sequence
 import openai
 
 from r2mad.backends.base import BackendError
-from r2mad.backends.failures import Retryable, classify, give_up_message, permanent_message
+from r2mad.backends.failures import (
+    Retryable,
+    classify,
+    give_up_message,
+    permanent_message,
+)
 from r2mad.types import AnswerShape, Completion, Message
 
 BACKOFF_START_S = 0.5

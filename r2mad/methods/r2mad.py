@@ -8,12 +8,12 @@ import dataclasses
 import itertools
 
 from r2mad.answers import is_unanimous, strip_think
-from r2mad.confidence import annotate, confidence_label
 from r2mad.debate import Method, RoundContext
+from r2mad.memory.confidence import annotate, confidence_label
+from r2mad.memory.retrieval import render_state
+from r2mad.memory.summaries import SUMMARIES
 from r2mad.prompts import r2mad as prompts
 from r2mad.prompts.common import format_task
-from r2mad.retrieval import render_state
-from r2mad.summaries import SUMMARIES
 
 PREFETCH_LIMIT = 32  # at most this many speculative summary calls per round
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import gradio as gr
 
+from r2mad.evaluation.datasets import load_split
 from r2mad.methods import ABLATIONS, BASELINES, DEBATE_METHODS
-from r2mad.tasks import load_split
 from r2mad.ui import handlers
 from r2mad.ui.services import Services
 from r2mad.ui.tables import SUMMARY_HEADERS

@@ -13,10 +13,9 @@ import gradio as gr
 
 from r2mad.backends.base import BackendError
 from r2mad.config import ConfigError
-from r2mad.methods import METHODS
+from r2mad.methods import METHODS, needs_bank
 from r2mad.tasks import task_from_input
 from r2mad.types import Transcript, to_dict
-from r2mad.methods import needs_bank
 from r2mad.ui.live import LiveRun, stream
 from r2mad.ui.render import chat_messages, final_markdown
 from r2mad.ui.services import Services

@@ -5,11 +5,16 @@ from __future__ import annotations
 import gradio as gr
 
 from r2mad.methods import METHODS
-from r2mad.runs import STATUSES
+from r2mad.runs.store import STATUSES
 from r2mad.ui.handlers import warn
 from r2mad.ui.render import chat_messages, final_markdown
 from r2mad.ui.services import Services
-from r2mad.ui.tables import RUN_HEADERS, annotations_markdown, run_header_markdown, run_rows
+from r2mad.ui.tables import (
+    RUN_HEADERS,
+    annotations_markdown,
+    run_header_markdown,
+    run_rows,
+)
 
 ANY = "any"
 FLAGS = ("shared misconception", "correct→wrong flip", "parse failures")

@@ -14,7 +14,7 @@ import r2mad
 from r2mad.config import DebateSettings
 from r2mad.methods import is_debate, needs_bank
 from r2mad.runner import run_debate, run_side_by_side
-from r2mad.runs import RunStore
+from r2mad.runs.store import RunStore
 from r2mad.types import Event, Task, Transcript
 from r2mad.ui.render import finished_rounds, fold_events, with_status
 

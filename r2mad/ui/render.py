@@ -8,7 +8,16 @@ import html
 from typing import Any, Iterable, Mapping
 
 from r2mad.answers import consensus_ratio, is_correct, plurality_vote
-from r2mad.types import (AgentTurn, Answer, AuxCall, Event, Round, Task, Transcript, from_dict)
+from r2mad.types import (
+    AgentTurn,
+    Answer,
+    AuxCall,
+    Event,
+    Round,
+    Task,
+    Transcript,
+    from_dict,
+)
 from r2mad.ui import panels
 
 HOW_LABELS = {

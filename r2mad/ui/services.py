@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from r2mad.config import ROOT, Backbone, Config, ConfigError
+from r2mad.memory.summaries import SUMMARIES
 from r2mad.runner import check_bank
-from r2mad.runs import RunStore
-from r2mad.summaries import SUMMARIES
+from r2mad.runs.store import RunStore
 
 
 class Services:
@@ -62,8 +62,8 @@ class Services:
             opening = self._opening.setdefault(path, threading.Lock())
         with opening:
             if path not in self._banks:
-                from r2mad.bank import MemoryBank
-                from r2mad.embedder import load_embedder
+                from r2mad.memory.bank import MemoryBank
+                from r2mad.memory.embedder import load_embedder
 
                 def progress(done: int, total: int) -> None:
                     self.warming[path] = f"indexing its cases: {done} of {total}"

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from r2mad import metrics as m
-from r2mad.evaluate import ROWS, RUN, read_rows
+from r2mad.evaluation import metrics as m
+from r2mad.evaluation.evaluate import ROWS, RUN, read_rows
 from r2mad.methods import is_debate
 from r2mad.types import Transcript, from_dict
 

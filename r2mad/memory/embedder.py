@@ -1,6 +1,6 @@
 """Text embedders for the memory bank: the offline MiniLM on ONNX Runtime (torch only as a fallback),
 other sentence-transformers models on torch, and a tiny hashing embedder for fast tests. Not a vector
-store; vectors go to r2mad.bank."""
+store; vectors go to r2mad.memory.bank."""
 from __future__ import annotations
 
 import hashlib
@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from r2mad.config import cache_dir
+from r2mad.config import ROOT, cache_dir
 
 log = logging.getLogger(__name__)
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
@@ -102,7 +102,7 @@ class OnnxEmbedder(Embedder):
 
     def check(self) -> bool:
         """Does this graph reproduce torch's vectors for the probe sentences exported with it?"""
-        from r2mad.onnx_export import probe_path
+        from r2mad.memory.onnx_export import probe_path
 
         probe = json.loads(probe_path(self.graph).read_text(encoding="utf-8"))
         return bool(np.allclose(self.encode(probe["texts"]), np.asarray(probe["vectors"]), atol=1e-4))
@@ -124,7 +124,7 @@ def onnx_graph(folder: Path) -> Path | None:
     torch never loads here) when missing; None when the pipeline is not mean-pooled or export fails."""
     if not mean_pooled(folder):
         return None
-    from r2mad.onnx_export import probe_path
+    from r2mad.memory.onnx_export import probe_path
 
     digest = hashlib.blake2b(digest_size=12)
     with open(folder / "model.safetensors", "rb") as weights:
@@ -132,8 +132,8 @@ def onnx_graph(folder: Path) -> Path | None:
             digest.update(block)
     graph = cache_dir() / "onnx" / f"{folder.name}-{digest.hexdigest()}.onnx"
     if not (graph.is_file() and probe_path(graph).is_file()):
-        done = subprocess.run([sys.executable, "-m", "r2mad.onnx_export", str(folder), str(graph)],
-                              cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True)
+        done = subprocess.run([sys.executable, "-m", "r2mad.memory.onnx_export", str(folder), str(graph)],
+                              cwd=ROOT, capture_output=True, text=True)
         if done.returncode != 0 or not graph.is_file():
             log.info("ONNX export of the embedder failed; encoding with torch.")
             return None
@@ -193,7 +193,9 @@ def offline_model_path() -> Path:
 def _load(model_id: str) -> Embedder:
     if model_id in (DEFAULT_EMBEDDER, f"sentence-transformers/{DEFAULT_EMBEDDER}"):
         return _onnx_or_torch(DEFAULT_EMBEDDER, offline_model_path())  # a local folder: nothing is fetched
-    from sentence_transformers import SentenceTransformer  # heavy import, only when needed
+    from sentence_transformers import (
+        SentenceTransformer,  # heavy import, only when needed
+    )
     problem = ValueError(f"Embedder {model_id!r} could not be loaded (no hub access?); use the offline "
                          f"default {DEFAULT_EMBEDDER!r}.")
     try:  # the local hub cache first: no network at all

@@ -7,8 +7,8 @@ import dataclasses
 import hashlib
 import json
 import os
-import time
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,13 +16,23 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from r2mad.bank_files import (CASES, MANIFEST, BankError, check_case, now, read_cases, read_manifest,
-                              read_quarantine, write_manifest, write_quarantine)
-from r2mad.bank_index import BankIndex, point_id
-from r2mad.confidence import confidence_label, peer_confidence
-from r2mad.embedder import Embedder
-from r2mad.index_store import STORES, IndexStoreError
-from r2mad.retrieval import policy_lambda, select_cases
+from r2mad.memory.confidence import confidence_label, peer_confidence
+from r2mad.memory.embedder import Embedder
+from r2mad.memory.files import (
+    CASES,
+    MANIFEST,
+    BankError,
+    check_case,
+    now,
+    read_cases,
+    read_manifest,
+    read_quarantine,
+    write_manifest,
+    write_quarantine,
+)
+from r2mad.memory.index import BankIndex, point_id
+from r2mad.memory.retrieval import policy_lambda, select_cases
+from r2mad.memory.stores import STORES, IndexStoreError
 from r2mad.types import Case, to_dict
 
 __all__ = ["BankError", "Candidate", "MemoryBank", "Retrieval", "STORES"]

@@ -8,11 +8,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from r2mad.config import DebateSettings
+from r2mad.config import ROOT, DebateSettings
 from r2mad.debate import Debate
+from r2mad.memory.summaries import SUMMARIES
 from r2mad.methods import make_method
 from r2mad.prompts.common import PERSONAS
-from r2mad.summaries import SUMMARIES
 from r2mad.types import Completion, Event, Task
 
 TASK = Task("mcq", "Which planet is the largest in the solar system?",
@@ -88,12 +88,12 @@ async def _timed_debate(backend, method: str, settings: DebateSettings, bank=Non
 
 def _bank(tmp: Path):
     """The shipped demo bank when present; otherwise a small synthetic one."""
-    from r2mad.bank import MemoryBank
-    from r2mad.bench_memory import synthetic_cases
-    from r2mad.embedder import load_embedder
+    from r2mad.bench.retrieval import synthetic_cases
+    from r2mad.memory.bank import MemoryBank
+    from r2mad.memory.embedder import load_embedder
 
     embedder = load_embedder()
-    demo = Path(__file__).resolve().parent.parent / "memory" / "demo-mcq"
+    demo = ROOT / "memory" / "demo-mcq"
     if (demo / "manifest.yaml").exists():
         return MemoryBank.open(demo, embedder, index_root=tmp / "index")
     bank = MemoryBank.create(tmp / "bank", task_kind="math", split="synthetic", backbone="none",
@@ -207,11 +207,11 @@ def register(sub) -> None:
 
 
 def cmd_bench(args, config) -> int:
-    from r2mad.bench_memory import bench_retrieval, format_rows
+    from r2mad.bench.retrieval import bench_retrieval, format_rows
     from r2mad.fakeserver import FakeServer
 
     if args.memory or args.parse:
-        from r2mad import bench_resources as resources
+        from r2mad.bench import resources
 
         if args.memory:
             print("Memory (resident, app process + its model process; targets: model loaded <= 700 MB, "

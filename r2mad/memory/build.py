@@ -89,11 +89,11 @@ def cmd_build(args: argparse.Namespace, config) -> int:
     from tqdm import tqdm
 
     import r2mad
-    from r2mad.bank import MemoryBank
     from r2mad.cli import settings_from
-    from r2mad.embedder import load_embedder
+    from r2mad.evaluation.datasets import load_split
+    from r2mad.memory.bank import MemoryBank
+    from r2mad.memory.embedder import load_embedder
     from r2mad.runner import backend_for
-    from r2mad.tasks import load_split
 
     dataset = {"mcq": "demo-mcq", "math": "demo-math"}.get(args.task, args.task)
     split = load_split(dataset, args.split, data_file=args.data, limit=args.limit)

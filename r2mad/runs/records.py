@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from r2mad.config import CONFIG_DIR
 from r2mad.types import Task, Transcript
 
 STATUSES = ("running", "done", "failed", "cancelled")
 REDACTED = "[redacted]"
-DEFAULT_TAXONOMY = Path(__file__).resolve().parent.parent / "configs" / "annotation.yaml"
+DEFAULT_TAXONOMY = CONFIG_DIR / "annotation.yaml"
 # "token" but not token counts/tokenizers (max_tokens stays: reruns need it).
 _SECRET_KEY = re.compile(r"token(?!s|iz)|api[_-]?key|secret|password|passwd|authorization", re.I)
 _MIN_SECRET_LEN = 8  # shorter "secrets" would redact ordinary words
@@ -145,7 +146,7 @@ def dumps(value: Any) -> str:
 
 def derived_flags(t: Transcript) -> tuple[bool | None, bool | None, int]:
     """(shared misconception, any correct->wrong flip, parse failures) for the filter columns."""
-    from r2mad import metrics
+    from r2mad.evaluation import metrics
     if not t.rounds:
         return None, None, 0
     if t.task.gold is None:

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from r2mad import __version__
 from r2mad.config import ConfigError, DebateSettings
+from r2mad.evaluation.datasets import Split
+from r2mad.evaluation.metrics import AUXILIARY_KINDS
 from r2mad.methods import METHODS, is_debate, make_method, needs_bank
-from r2mad.metrics import AUXILIARY_KINDS
 from r2mad.runner import compute_round0, run_debate
-from r2mad.tasks import Split
 from r2mad.types import Task, Transcript, to_dict
 
 ROWS, RUN = "rows.jsonl", "run.json"
@@ -254,7 +254,7 @@ def register(sub) -> None:
 
 
 def cmd_eval(args, config) -> int:
-    from r2mad.report import write_report, write_table1
+    from r2mad.evaluation.report import write_report, write_table1
 
     out = Path(args.out)
     if args.combine:
@@ -274,8 +274,8 @@ def cmd_eval(args, config) -> int:
         raise ConfigError("--task is required; choose truthfulqa, math500, economics, engineering, "
                           "demo-mcq or demo-math.")
     from r2mad.cli import settings_from
+    from r2mad.evaluation.datasets import load_split
     from r2mad.runner import backend_for, open_bank
-    from r2mad.tasks import load_split
 
     settings = settings_from(args, config)
     if args.answer_guard is None:  # the papers count unparsed answers as they are

@@ -6,13 +6,13 @@ import os
 
 
 def _store(config):
-    from r2mad.runs import RunStore
+    from r2mad.runs.store import RunStore
 
     return RunStore(config.app.runs_db)
 
 
 def cmd_export(args, config) -> int:
-    from r2mad.runs import push_to_hub
+    from r2mad.runs.store import push_to_hub
 
     store = _store(config)
     count = store.export_jsonl(args.out, args.run or None)
@@ -33,8 +33,8 @@ def cmd_import(args, config) -> int:
 
 def cmd_rerun(args, config) -> int:
     """Start the same question, method, backbone, bank and settings again as a new run."""
-    from r2mad.cli import print_transcript
     import r2mad
+    from r2mad.cli import print_transcript
     from r2mad.runner import backend_for, open_bank, run_debate
 
     store = _store(config)

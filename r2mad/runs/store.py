@@ -15,8 +15,20 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from r2mad.run_records import (BOOL_COLUMNS, MIGRATIONS, STATUSES, SUMMARY_COLUMNS, Annotation, AnnotationEdit,
-                               RunRecord, RunSummary, derived_flags, dumps, load_taxonomy, scrub)
+from r2mad.runs.records import (
+    BOOL_COLUMNS,
+    MIGRATIONS,
+    STATUSES,
+    SUMMARY_COLUMNS,
+    Annotation,
+    AnnotationEdit,
+    RunRecord,
+    RunSummary,
+    derived_flags,
+    dumps,
+    load_taxonomy,
+    scrub,
+)
 from r2mad.types import Task, Transcript, from_dict, to_dict
 
 __all__ = ["STATUSES", "Annotation", "AnnotationEdit", "RunRecord", "RunStore", "RunSummary", "load_taxonomy",
@@ -306,11 +318,11 @@ def _where(*, method: str | None = None, backbone: str | None = None, bank: str 
 
 
 def _io():
-    from r2mad import runs_io  # imported late: runs_io imports this module
+    from r2mad.runs import io as runs_io  # imported late: runs_io imports this module
     return runs_io
 
 
-def __getattr__(name: str) -> Any:  # `from r2mad.runs import push_to_hub` keeps working
+def __getattr__(name: str) -> Any:  # `from r2mad.runs.store import push_to_hub` keeps working
     if name == "push_to_hub":
         return _io().push_to_hub
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

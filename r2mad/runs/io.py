@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from r2mad.run_records import BOOL_COLUMNS, REDACTED, dumps
-from r2mad.runs import RunStore
+from r2mad.runs.records import BOOL_COLUMNS, REDACTED, dumps
+from r2mad.runs.store import RunStore
 
 _JSON_COLUMNS = ("settings", "task", "transcript")
 _CSV_HEADER = ("run_id", "annotator", "labels", "note", "created_at", "updated_at", "method", "backbone",

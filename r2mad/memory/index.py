@@ -15,10 +15,10 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from r2mad.bank_files import BankError, now, write_atomic
-from r2mad.embedder import Embedder
-from r2mad.index_store import IndexStoreError, open_local, open_server
-from r2mad.retrieval import render_state
+from r2mad.memory.embedder import Embedder
+from r2mad.memory.files import BankError, now, write_atomic
+from r2mad.memory.retrieval import render_state
+from r2mad.memory.stores import IndexStoreError, open_local, open_server
 from r2mad.types import Case
 
 MARKER = "r2mad-index.json"

@@ -93,7 +93,7 @@ def app_memory() -> list[tuple[str, str]]:
     """The app as `make run` starts it (without warming the bank, to see the cold build), driven by a client."""
     from gradio_client import Client
 
-    from r2mad.tasks import load_split
+    from r2mad.evaluation.datasets import load_split
 
     port, data = _free_port(), tempfile.mkdtemp(prefix="r2mad-bench-")
     env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "R2MAD_DATA_DIR": data}
@@ -126,8 +126,8 @@ def app_memory() -> list[tuple[str, str]]:
 
 INDEX_ONLY = """
 import sys, tempfile, time
-from r2mad.bank import MemoryBank
-from r2mad.embedder import load_embedder
+from r2mad.memory.bank import MemoryBank
+from r2mad.memory.embedder import load_embedder
 started = time.monotonic()
 embedder = load_embedder()
 loaded = time.monotonic()
@@ -153,8 +153,8 @@ def parse_rates(limit: int | None = None) -> list[tuple[str, str]]:
     before the guard (what extraction found) and after it (what the debate used)."""
     from r2mad.backends.embedded import EmbeddedBackend
     from r2mad.debate import Debate
+    from r2mad.evaluation.datasets import load_split
     from r2mad.methods import make_method
-    from r2mad.tasks import load_split
 
     backend, rows = EmbeddedBackend(), []
     settings = DebateSettings(answer_guard="on", seed=0)
