@@ -2,8 +2,9 @@
 side-by-side rows obey the round-0 arithmetic (checked by hand, not timed)."""
 from __future__ import annotations
 
-import pytest
 import re
+
+import pytest
 
 from r2mad.cli import main
 

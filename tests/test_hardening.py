@@ -9,6 +9,7 @@ import pytest
 
 from r2mad.cli import main
 from r2mad.config import ConfigError, load_config
+from r2mad.runs.io import export_jsonl
 from r2mad.runs.store import RunStore
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,7 +57,7 @@ def test_token_never_reaches_transcripts_store_exports_or_output(config_dir, ser
     data_dir = Path(load_config(config_dir).app.data_dir)
     store = RunStore(data_dir / "runs.sqlite")
     assert store.list_runs()[0].correct is True
-    store.export_jsonl(tmp_path / "export.jsonl")
+    export_jsonl(store, tmp_path / "export.jsonl")
     store.close()
     printed = capsys.readouterr()
     files = [out, tmp_path / "export.jsonl", *data_dir.glob("runs.sqlite*")]

@@ -15,7 +15,13 @@ from pathlib import Path
 import pytest
 
 from r2mad.runs import store as runs
-from r2mad.runs.store import RunStore, load_taxonomy, push_to_hub
+from r2mad.runs.io import (
+    export_annotations_csv,
+    export_jsonl,
+    import_jsonl,
+    push_to_hub,
+)
+from r2mad.runs.store import RunStore, load_taxonomy
 from r2mad.types import AgentTurn, Answer, AuxCall, Message, Round, Task, Transcript
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,13 +71,13 @@ def test_export_import_round_trip_is_byte_identical(tmp_path):
     a.annotate(first, annotator="ana", labels=["wrong_confidence", "other"], note="second look")
     a.annotate(first, annotator="bo", labels=["parse_failure"])
     export = tmp_path / "a.jsonl"
-    assert a.export_jsonl(export) == 2
+    assert export_jsonl(a, export) == 2
 
     b = RunStore(tmp_path / "b.db")
-    assert b.import_jsonl(export) == 2
-    assert b.import_jsonl(export) == 0  # a second import adds nothing
+    assert import_jsonl(b, export) == 2
+    assert import_jsonl(b, export) == 0  # a second import adds nothing
     again = tmp_path / "b.jsonl"
-    b.export_jsonl(again)
+    export_jsonl(b, again)
     assert again.read_bytes() == export.read_bytes()
 
     def rows(store):
@@ -222,7 +228,7 @@ def test_runs_of_dead_or_silent_processes_become_failed_on_reopen(tmp_path):
                            seed=None, code_version="t")
     finished = subprocess.Popen([sys.executable, "-c", "pass"])
     finished.wait()
-    with store._tx() as conn:
+    with store.transaction() as conn:
         conn.execute("UPDATE runs SET pid = ? WHERE id = ?", (finished.pid, dead))
         conn.execute("UPDATE runs SET hostname = 'elsewhere', updated_at = ? WHERE id = ?",
                      (time.time() - 7200, silent))
@@ -249,8 +255,8 @@ def test_no_secret_reaches_any_stored_or_exported_byte(tmp_path):
     run_id = save_run(store, t)
     store.annotate(run_id, annotator="ana", labels=["backend_error"], note=f"{SECRET} leaked?")
     store.set_status(run_id, "failed", note=f"error: bad key {SECRET}")
-    store.export_jsonl(tmp_path / "out.jsonl")
-    store.export_annotations_csv(tmp_path / "out.csv")
+    export_jsonl(store, tmp_path / "out.jsonl")
+    export_annotations_csv(store, tmp_path / "out.csv")
     stored = store.get_run(run_id)
     assert stored.settings["max_tokens"] == 256 and stored.settings["hf_token"] == "[redacted]"
     assert stored.transcript.settings["nested"]["headers"][1]["label"] == "key [redacted] used"
@@ -287,7 +293,7 @@ def test_annotations_use_the_taxonomy_and_keep_edit_history(tmp_path):
     assert ana.created_at == created and ana.updated_at > created
     assert (ana.labels, ana.note, bo.labels) == (("other",), "b", ("wrong_confidence",))
     assert [(e.labels, e.note) for e in ana.history] == [(("advice_misled",), "a")]
-    store.export_annotations_csv(tmp_path / "labels.csv")
+    export_annotations_csv(store, tmp_path / "labels.csv")
     with open(tmp_path / "labels.csv", newline="", encoding="utf-8") as fh:
         table = list(csv.DictReader(fh))
     assert [(r["annotator"], r["labels"], r["correct"]) for r in table] == [

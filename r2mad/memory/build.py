@@ -80,7 +80,7 @@ def register(sub) -> None:
     p.add_argument("--backbone", default=None)
     p.add_argument("--out", required=True, help="bank folder, e.g. memory/my-bank")
     p.add_argument("--concurrency", type=int, default=1)
-    from r2mad.cli import add_settings_flags
+    from r2mad.cli_common import add_settings_flags
     add_settings_flags(p)
     p.set_defaults(func=cmd_build)
 
@@ -89,7 +89,7 @@ def cmd_build(args: argparse.Namespace, config) -> int:
     from tqdm import tqdm
 
     import r2mad
-    from r2mad.cli import settings_from
+    from r2mad.cli_common import settings_from
     from r2mad.evaluation.datasets import load_split
     from r2mad.memory.bank import MemoryBank
     from r2mad.memory.embedder import load_embedder

@@ -4,21 +4,25 @@ from __future__ import annotations
 import asyncio
 import os
 
+from r2mad.runs.io import (
+    export_annotations_csv,
+    export_jsonl,
+    import_jsonl,
+    push_to_hub,
+)
+from r2mad.runs.store import RunStore
+
 
 def _store(config):
-    from r2mad.runs.store import RunStore
-
     return RunStore(config.app.runs_db)
 
 
 def cmd_export(args, config) -> int:
-    from r2mad.runs.store import push_to_hub
-
     store = _store(config)
-    count = store.export_jsonl(args.out, args.run or None)
+    count = export_jsonl(store, args.out, args.run or None)
     print(f"Exported {count} runs with their annotations to {args.out}")
     if args.csv:
-        print(f"Wrote {store.export_annotations_csv(args.csv)} annotation rows to {args.csv}")
+        print(f"Wrote {export_annotations_csv(store, args.csv)} annotation rows to {args.csv}")
     if args.push:
         url = push_to_hub(args.out, args.push, os.environ.get("HF_TOKEN"))
         print(f"Pushed to {url}")
@@ -26,7 +30,7 @@ def cmd_export(args, config) -> int:
 
 
 def cmd_import(args, config) -> int:
-    count = _store(config).import_jsonl(args.file)
+    count = import_jsonl(_store(config), args.file)
     print(f"Imported {count} new or newer runs from {args.file}")
     return 0
 
@@ -34,7 +38,7 @@ def cmd_import(args, config) -> int:
 def cmd_rerun(args, config) -> int:
     """Start the same question, method, backbone, bank and settings again as a new run."""
     import r2mad
-    from r2mad.cli import print_transcript
+    from r2mad.cli_common import print_transcript
     from r2mad.runner import backend_for, open_bank, run_debate
 
     store = _store(config)

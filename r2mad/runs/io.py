@@ -22,7 +22,7 @@ def export_jsonl(store: RunStore, path: str | Path, run_ids: Sequence[str] | Non
     """Write one JSON object per run (oldest first): every column, the parsed transcript and the
     annotations with their edit history. Returns the number of runs written."""
     lines = []
-    with store._tx(write=False) as conn:
+    with store.transaction(write=False) as conn:
         rows = conn.execute("SELECT * FROM runs ORDER BY created_at, id").fetchall()
         wanted = None if run_ids is None else set(run_ids)
         for row in rows:
@@ -38,7 +38,7 @@ def export_jsonl(store: RunStore, path: str | Path, run_ids: Sequence[str] | Non
                  "created_at": a.created_at, "updated_at": a.updated_at,
                  "history": [{"seq": e.seq, "edited_at": e.edited_at, "labels": list(e.labels),
                               "note": e.note} for e in a.history]}
-                for a in store._annotations(conn, row["id"])]
+                for a in store.annotations_of(conn, row["id"])]
             lines.append(dumps(record) + "\n")
     _write_atomic(Path(path), "".join(lines))
     return len(lines)
@@ -57,7 +57,7 @@ def import_jsonl(store: RunStore, path: str | Path) -> int:
                 raise ValueError(f"Line {number} of {path} is not JSON ({exc.msg}); "
                                  "import only files written by export.") from None
     changed = 0
-    with store._tx() as conn:
+    with store.transaction() as conn:
         columns = [r[1] for r in conn.execute("PRAGMA table_info(runs)").fetchall()]
         for number, record in enumerate(records, 1):
             try:
@@ -71,10 +71,10 @@ def import_jsonl(store: RunStore, path: str | Path) -> int:
 def _import_one(store: RunStore, conn: sqlite3.Connection, record: dict[str, Any],
                 columns: list[str]) -> int:
     values = {col: record.get(col) for col in columns}
-    values["settings"] = dumps(store._scrub(values["settings"]))
-    values["task"] = dumps(store._scrub(values["task"], keys=False))
+    values["settings"] = dumps(store.scrub(values["settings"]))
+    values["task"] = dumps(store.scrub(values["task"], keys=False))
     if values["transcript"]:
-        values["transcript"] = store._clean_transcript(values["transcript"], values["status"])
+        values["transcript"] = store.clean_transcript(values["transcript"], values["status"])
     old = conn.execute("SELECT updated_at FROM runs WHERE id = ?", (record["id"],)).fetchone()
     changed = old is None or record["updated_at"] > old["updated_at"]
     if old is None:
@@ -93,18 +93,18 @@ def _import_one(store: RunStore, conn: sqlite3.Connection, record: dict[str, Any
         annotation_id = conn.execute(
             "INSERT INTO annotations (run_id, annotator, labels, note, created_at, updated_at) "
             "VALUES (?, ?, ?, ?, ?, ?)", (record["id"], a["annotator"], dumps(a["labels"]),
-                                          store._scrub(a["note"]), a["created_at"],
+                                          store.scrub(a["note"]), a["created_at"],
                                           a["updated_at"])).lastrowid
         conn.executemany("INSERT INTO annotation_edits VALUES (?, ?, ?, ?, ?)",
                          [(annotation_id, e["seq"], e["edited_at"], dumps(e["labels"]),
-                           store._scrub(e["note"])) for e in a.get("history") or []])
+                           store.scrub(e["note"])) for e in a.get("history") or []])
         changed = True
     return int(changed)
 
 
 def export_annotations_csv(store: RunStore, path: str | Path) -> int:
     """One CSV row per (run, annotator) with the run's outcome; labels joined by ";"."""
-    with store._tx(write=False) as conn:
+    with store.transaction(write=False) as conn:
         rows = conn.execute(
             "SELECT a.run_id, a.annotator, a.labels, a.note, a.created_at, a.updated_at, "
             "r.method, r.backbone, r.bank, r.question, r.gold, r.final_answer, r.correct "

@@ -1,6 +1,6 @@
 """Run store: each debate's config (secrets scrubbed), transcript, outcome and human annotations in
-one SQLite file. Schema, rows and scrubbing live in run_records.py, export/import in runs_io.py; not for
-scoring (metrics.py) or rendering (ui/)."""
+one SQLite file. Schema, rows and scrubbing live in records.py, export/import in io.py; not for
+scoring (evaluation/metrics.py) or rendering (ui/)."""
 from __future__ import annotations
 
 import json
@@ -81,7 +81,7 @@ class RunStore:
         return conn
 
     @contextmanager
-    def _tx(self, write: bool = True) -> Iterator[sqlite3.Connection]:
+    def transaction(self, write: bool = True) -> Iterator[sqlite3.Connection]:
         conn = self._conn()
         conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         try:
@@ -92,7 +92,7 @@ class RunStore:
         conn.execute("COMMIT")
 
     def _migrate(self) -> None:
-        with self._tx() as conn:
+        with self.transaction() as conn:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > len(MIGRATIONS):
                 raise RuntimeError(f"{self.path} has schema version {version}, newer than this "
@@ -121,12 +121,12 @@ class RunStore:
             self._taxonomy = load_taxonomy()
         return self._taxonomy
 
-    def _scrub(self, value: Any, *, keys: bool = True) -> Any:
+    def scrub(self, value: Any, *, keys: bool = True) -> Any:
         return scrub(value, self._secrets(), keys=keys)
 
-    def _clean_transcript(self, data: dict[str, Any], status: str) -> str:
-        data = self._scrub(dict(data, status=status), keys=False)
-        data["settings"] = self._scrub(data.get("settings") or {})
+    def clean_transcript(self, data: dict[str, Any], status: str) -> str:
+        data = self.scrub(dict(data, status=status), keys=False)
+        data["settings"] = self.scrub(data.get("settings") or {})
         return dumps(data)
 
     # --- runs ---------------------------------------------------------------------------------
@@ -136,14 +136,14 @@ class RunStore:
                   source: str = "cli") -> str:
         """Record a new run as "running" and return its id."""
         run_id, now = uuid.uuid4().hex, time.time()
-        task_data = self._scrub(to_dict(task), keys=False)
-        with self._tx() as conn:
+        task_data = self.scrub(to_dict(task), keys=False)
+        with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO runs (id, created_at, updated_at, status, source, method, backbone, "
                 "bank, seed, code_version, settings, task, task_id, question, gold, pid, hostname) "
                 "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (run_id, now, now, source, method, backbone, bank, seed, code_version,
-                 dumps(self._scrub(settings)), dumps(task_data), task_data["id"],
+                 dumps(self.scrub(settings)), dumps(task_data), task_data["id"],
                  task_data["question"], task_data["gold"], os.getpid(), socket.gethostname()))
         return run_id
 
@@ -152,11 +152,11 @@ class RunStore:
         if status not in STATUSES:
             raise ValueError(f"Unknown run status {status!r}; use one of {', '.join(STATUSES)}.")
         shared, flip, failures = derived_flags(transcript)
-        row = (self._clean_transcript(to_dict(transcript), status), status, time.time(),
+        row = (self.clean_transcript(to_dict(transcript), status), status, time.time(),
                transcript.final.value, transcript.correct, transcript.usage().tokens,
                transcript.seconds, len(transcript.rounds), shared, flip, failures, os.getpid(),
                socket.gethostname(), run_id)
-        with self._tx() as conn:
+        with self.transaction() as conn:
             cur = conn.execute(
                 "UPDATE runs SET transcript = ?, status = ?, status_note = NULL, updated_at = ?, "
                 "final_answer = ?, correct = ?, tokens = ?, seconds = ?, rounds = ?, "
@@ -169,7 +169,7 @@ class RunStore:
         """Change a run's status without a new transcript (e.g. cancelled before round 0)."""
         if status not in STATUSES:
             raise ValueError(f"Unknown run status {status!r}; use one of {', '.join(STATUSES)}.")
-        with self._tx() as conn:
+        with self.transaction() as conn:
             self._set_status(conn, run_id, status, note)
 
     def _set_status(self, conn: sqlite3.Connection, run_id: str, status: str,
@@ -177,16 +177,16 @@ class RunStore:
         row = conn.execute("SELECT transcript FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise KeyError(f"No run {run_id!r} in {self.path}; check the id.")
-        text = row["transcript"] and self._clean_transcript(json.loads(row["transcript"]), status)
+        text = row["transcript"] and self.clean_transcript(json.loads(row["transcript"]), status)
         conn.execute("UPDATE runs SET status = ?, status_note = ?, updated_at = ?, transcript = ? "
-                     "WHERE id = ?", (status, note and self._scrub(note), time.time(), text,
+                     "WHERE id = ?", (status, note and self.scrub(note), time.time(), text,
                                       run_id))
 
     def mark_interrupted(self, stale_after_s: float = 3600.0) -> int:
         """Mark "failed" the running runs whose process on this host is gone, or that saved nothing
         for `stale_after_s` seconds; return how many."""
         host, now, marked = socket.gethostname(), time.time(), 0
-        with self._tx() as conn:
+        with self.transaction() as conn:
             for row in conn.execute("SELECT id, pid, hostname, updated_at FROM runs "
                                     "WHERE status = 'running'").fetchall():
                 if row["hostname"] == host and row["pid"] and not _pid_alive(row["pid"]):
@@ -200,11 +200,11 @@ class RunStore:
         return marked
 
     def get_run(self, run_id: str) -> RunRecord:
-        with self._tx(write=False) as conn:
+        with self.transaction(write=False) as conn:
             row = conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:
                 raise KeyError(f"No run {run_id!r} in {self.path}; check the id.")
-            annotations = tuple(self._annotations(conn, run_id))
+            annotations = tuple(self.annotations_of(conn, run_id))
         data = {k: row[k] for k in row.keys()}
         for col in BOOL_COLUMNS:
             data[col] = None if data[col] is None else bool(data[col])
@@ -228,7 +228,7 @@ class RunStore:
         sql = (f"SELECT {', '.join(SUMMARY_COLUMNS)}, (SELECT COUNT(*) FROM annotations a "
                f"WHERE a.run_id = runs.id) AS annotation_count FROM runs {where} "
                "ORDER BY created_at DESC, id LIMIT ? OFFSET ?")
-        with self._tx(write=False) as conn:
+        with self.transaction(write=False) as conn:
             rows = conn.execute(sql, (*params, limit, offset)).fetchall()
         summaries = []
         for row in rows:
@@ -251,8 +251,8 @@ class RunStore:
             raise ValueError(f"{problem}; choose from: {', '.join(self.taxonomy)}.")
         if not annotator:
             raise ValueError("Annotator name is empty; enter your name before saving labels.")
-        note, now, labels_text = self._scrub(note), time.time(), dumps(labels)
-        with self._tx() as conn:
+        note, now, labels_text = self.scrub(note), time.time(), dumps(labels)
+        with self.transaction() as conn:
             if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
                 raise KeyError(f"No run {run_id!r} in {self.path}; check the id.")
             old = conn.execute("SELECT id, labels, note, updated_at FROM annotations "
@@ -270,7 +270,7 @@ class RunStore:
                              "WHERE id = ?", (labels_text, note, now, old["id"]))
             return old["id"]
 
-    def _annotations(self, conn: sqlite3.Connection, run_id: str) -> Iterator[Annotation]:
+    def annotations_of(self, conn: sqlite3.Connection, run_id: str) -> Iterator[Annotation]:
         for row in conn.execute("SELECT * FROM annotations WHERE run_id = ? ORDER BY annotator",
                                 (run_id,)).fetchall():
             edits = conn.execute("SELECT seq, edited_at, labels, note FROM annotation_edits "
@@ -281,20 +281,9 @@ class RunStore:
                                                   tuple(json.loads(e["labels"])), e["note"])
                                    for e in edits))
 
-    # --- export / import: implemented in runs_io.py ------------------------------------------
-
-    def export_jsonl(self, path: str | Path, run_ids: Sequence[str] | None = None) -> int:
-        return _io().export_jsonl(self, path, run_ids)
-
-    def import_jsonl(self, path: str | Path) -> int:
-        return _io().import_jsonl(self, path)
-
-    def export_annotations_csv(self, path: str | Path) -> int:
-        return _io().export_annotations_csv(self, path)
-
     def count_runs(self, **filters: Any) -> int:
         where, params = _where(**filters)
-        with self._tx(write=False) as conn:
+        with self.transaction(write=False) as conn:
             return conn.execute(f"SELECT COUNT(*) FROM runs {where}", params).fetchone()[0]
 
 
@@ -315,14 +304,3 @@ def _where(*, method: str | None = None, backbone: str | None = None, bank: str 
         clauses.append("parse_failures >= ?")
         params.append(int(parse_failures))
     return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
-
-
-def _io():
-    from r2mad.runs import io as runs_io  # imported late: runs_io imports this module
-    return runs_io
-
-
-def __getattr__(name: str) -> Any:  # `from r2mad.runs.store import push_to_hub` keeps working
-    if name == "push_to_hub":
-        return _io().push_to_hub
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,90 @@
+"""Helpers every subcommand shares (debate, build-memory, eval, rerun): the debate-settings flags and
+how they become DebateSettings, and how a transcript is printed. No subcommand lives here."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from r2mad.types import Transcript
+
+SETTING_FLAGS = {  # flag -> DebateSettings field
+    "agents": int, "rounds": int, "temperature": float, "top_p": float, "max_tokens": int, "seed": int,
+    "k": int, "gamma": float, "policy": str, "samples": int, "pairing": str, "deadline_s": float,
+    "answer_guard": str,
+}
+
+
+def add_settings_flags(p: argparse.ArgumentParser) -> None:
+    for name, kind in SETTING_FLAGS.items():
+        p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None)
+    p.add_argument("--no-early-stop", action="store_true", help="run every round even when all agree")
+    p.add_argument("--advice", action="store_true", help="add TrueMAD's one-to-one advice to a debate method")
+    p.add_argument("--strict", action="store_true", help="MAD-M² subjective: also mask NOT SURE")
+    p.add_argument("--no-confidence", action="store_true", help="R²-MAD without confidence annotations")
+    p.add_argument("--prefetch-summaries", action="store_true",
+                   help="R²-MAD: ask round summaries for likely stance patterns while agents answer")
+
+
+def settings_from(args, config):
+    changes = {k: getattr(args, k) for k in SETTING_FLAGS if getattr(args, k, None) is not None}
+    if args.no_early_stop:
+        changes["early_stop"] = False
+    if args.strict:
+        changes["strict"] = True
+    if args.no_confidence:
+        changes["use_confidence"] = False
+    if args.prefetch_summaries:
+        changes["prefetch_summaries"] = True
+    return config.settings.replace(**changes)
+
+
+def print_transcript(t: Transcript, out=None, show_text: bool = False) -> None:
+    w = (out or sys.stdout).write
+    w(f"Method {t.method} on {t.backbone} — {t.task.kind} question\n")
+    for note in t.notices:
+        w(f"  note: {note}\n")
+    for rnd in t.rounds:
+        shared = " (shared round 0)" if rnd.details.get("shared") else ""
+        w(f"\nRound {rnd.index}{shared} — consensus {rnd.consensus:.2f}\n")
+        if rnd.details.get("summary"):
+            w(f"  summary h: {rnd.details['summary']}\n")
+        for turn in rnd.turns:
+            if turn.error:
+                w(f"  Agent {turn.agent + 1} ({turn.persona}): abstained — {turn.error}\n")
+                continue
+            w(f"  Agent {turn.agent + 1} ({turn.persona}): answer {turn.answer} [{turn.answer.how}] "
+              f"· {turn.tokens_in}+{turn.tokens_out} tokens · {turn.seconds:.1f} s\n")
+            for line in detail_lines(turn.details):
+                w(f"      {line}\n")
+            if show_text:
+                w("      " + turn.text.strip().replace("\n", "\n      ") + "\n")
+        for call in rnd.aux:
+            who = f" agent {call.source + 1} -> agent {call.target + 1}" if call.source is not None else ""
+            outcome = f"failed: {call.error}" if call.error else f"{call.tokens_in}+{call.tokens_out} tokens"
+            w(f"  [{call.kind}{who}] {call.label or ''} · {outcome}\n")
+    u = t.usage()
+    verdict = "" if t.correct is None else (" — correct" if t.correct else f" — wrong (gold {t.task.gold})")
+    w(f"\nFinal answer: {t.final}{verdict}  [{t.status}]\n")
+    w(f"Usage: {u.calls} calls, {u.tokens_in} tokens in, {u.tokens_out} out, {t.seconds:.1f} s wall\n")
+
+
+def detail_lines(d: dict) -> list[str]:
+    """Method details of one turn in a line each: R²-MAD retrieval and confidence, MAD-M² masks, advice."""
+    lines = []
+    if "lambda" in d:
+        lam = "n/a" if d["lambda"] is None else f"{d['lambda']:.2f}"
+        lines.append(f"consensus {d['consensus']:.2f}, lambda {lam}, {len(d['candidates'])} candidates")
+    for case in d.get("retrieved", []):
+        mmr = "" if case["mmr"] is None else f", MMR {case['mmr']:.3f}"
+        verdict = "correct" if case["correct"] else "wrong"
+        lines.append(f"retrieved {case['case_id']}: similarity {case['similarity']:.3f}, reward "
+                     f"{case['reward']:g}{mmr} (that agent was {verdict})")
+    for peer, conf in d.get("confidence", {}).items():
+        c = "n/a" if conf["c"] is None else f"{conf['c']:.2f}"
+        lines.append(f"confidence in agent {int(peer) + 1}: {c} -> {conf['label'] or 'no annotation'}")
+    if "shown" in d:
+        lines.append("shown after masking: " + (", ".join(f"agent {j + 1}" for j in d["shown"]) or "none")
+                     + (" (solved again alone)" if d.get("resolved_alone") else ""))
+    if d.get("advice_from"):
+        lines.append("advice from: " + ", ".join(d["advice_from"]))
+    return lines

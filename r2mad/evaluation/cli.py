@@ -1,0 +1,90 @@
+"""The `eval` subcommand: run methods over a benchmark split (evaluate.py), then write the report
+(report.py)."""
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+from r2mad.cli_common import add_settings_flags, settings_from
+from r2mad.config import ConfigError
+from r2mad.evaluation.datasets import load_split
+from r2mad.evaluation.evaluate import ROWS, RUN, EvalRun, parse_methods, run_eval
+from r2mad.evaluation.report import write_report, write_table1
+from r2mad.methods import METHODS, is_debate, needs_bank
+
+
+def register(sub) -> None:
+    e = sub.add_parser("eval", help="run methods over a benchmark split (resumable) and write a report",
+                       description="Writes OUT/run.json, OUT/rows.jsonl (one row per question x method), "
+                       "OUT/report.md and plots. Rerun the same command to continue an interrupted run.")
+    e.add_argument("--task", help="truthfulqa, math500, economics, engineering, demo-mcq or demo-math")
+    e.add_argument("--split", default="test", help="train, test or all (default test)")
+    e.add_argument("--data", default=None, help="local data file (jsonl, json or parquet) in the hub schema")
+    e.add_argument("--limit", type=int, default=None, help="only the first N questions of the split")
+    e.add_argument("--split-seed", type=int, default=0, help="seed of the 3:1 train/test split (default 0)")
+    e.add_argument("--methods", default="cot,mad", help=f"comma-separated, from: {', '.join(METHODS)}")
+    e.add_argument("--backbone", default=None)
+    e.add_argument("--bank", default=None, help="memory bank folder for r2mad, its ablations and icl-cot")
+    e.add_argument("--concurrency", type=int, default=32, help="questions in flight at once (default 32)")
+    e.add_argument("--independent-round0", action="store_true",
+                   help="each debate method computes its own round 0 instead of sharing one")
+    e.add_argument("--retry-failed", action="store_true", help="rerun rows whose debate failed")
+    e.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    e.add_argument("--report-only", action="store_true", help="only rebuild OUT/report.md and the plots")
+    e.add_argument("--combine", nargs="+", metavar="DIR", default=None,
+                   help="with --report-only: write OUT/table1.md, Table 1 over these results folders")
+    e.add_argument("--out", required=True, help="results folder, e.g. results/NAME")
+    add_settings_flags(e)
+    e.set_defaults(func=cmd_eval)
+
+
+def cmd_eval(args, config) -> int:
+
+    out = Path(args.out)
+    if args.combine:
+        missing = [d for d in args.combine if not (Path(d) / RUN).exists()]
+        if not args.report_only:
+            raise ConfigError("--combine only rebuilds tables from finished runs; add --report-only.")
+        if missing:
+            raise ConfigError(f"{missing[0]} has no {RUN}; pass results folders written by `eval`.")
+        print(f"Table 1 written to {write_table1(args.combine, out / 'table1.md')}")
+        return 0
+    if args.report_only:
+        if not (out / RUN).exists():
+            raise ConfigError(f"{out} has no {RUN}; run `python -m r2mad eval ... --out {out}` first.")
+        print(f"Report written to {write_report(out)}")
+        return 0
+    if not args.task:
+        raise ConfigError("--task is required; choose truthfulqa, math500, economics, engineering, "
+                          "demo-mcq or demo-math.")
+    from r2mad.runner import backend_for, open_bank
+
+    settings = settings_from(args, config)
+    if args.answer_guard is None:  # the papers count unparsed answers as they are
+        settings = settings.replace(answer_guard="off")
+    methods = parse_methods(args.methods, settings)
+    if args.advice:  # TrueMAD's advice on every debate method; baselines stay as they are
+        methods = tuple(dict.fromkeys(m if not is_debate(m) or m == "truemad" or m.endswith("+advice")
+                                      else m + "+advice" for m in methods))
+    split = load_split(args.task, args.split, data_file=args.data, seed=args.split_seed, limit=args.limit)
+    run = EvalRun(split, methods, args.backbone, settings, not args.independent_round0,
+                  str(args.data) if args.data else None, args.limit)
+    backend = backend_for(config, args.backbone)
+    bank, notices = None, []
+    if any(map(needs_bank, methods)):
+        kind = split.tasks[0].kind if split.tasks else None
+        bank, notices = open_bank(args.bank, config, task_kind=kind)
+        for text in notices or ([] if bank else ["Memory off: no --bank given; r2mad and icl-cot run "
+                                                 "without retrieved cases."]):
+            print(f"warning: {text}", file=sys.stderr)
+    try:
+        asyncio.run(run_eval(run, backend, out, bank=bank, bank_notices=tuple(notices),
+                             concurrency=args.concurrency, progress=not args.no_progress,
+                             retry_failed=args.retry_failed))
+    except KeyboardInterrupt:
+        print(f"Stopped; the finished rows are kept in {out / ROWS}. Run the same command again to "
+              "continue.", file=sys.stderr)
+        return 130
+    print(f"Rows in {out / ROWS}; report written to {write_report(out)}")
+    return 0

@@ -1,0 +1,62 @@
+"""The package's import graph has no cycle: every `import` of an r2mad module, at module level or inside a
+function, points from a module to one it builds on."""
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path, modules: set[str]) -> set[str]:
+    """The r2mad modules `path` imports (`from pkg import sub` counts as importing pkg.sub)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name in modules}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("r2mad"):
+            subs = {f"{node.module}.{a.name}" for a in node.names} & modules
+            found |= subs or ({node.module} & modules)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    paths = {module_name(p): p for p in (ROOT / "r2mad").rglob("*.py")}
+    modules = set(paths)
+    return {name: imports_of(path, modules) - {name} for name, path in paths.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        state[node] = 2
+        path.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_the_walker_finds_a_cycle_it_is_shown():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycle_in_r2mad():
+    graph = import_graph()
+    assert "r2mad.memory.bank" in graph["r2mad.runner"] | graph["r2mad.memory.build"]  # it sees real imports
+    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
