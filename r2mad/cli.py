@@ -52,7 +52,7 @@ async def _debate(args, config) -> Transcript:
                              code_version=r2mad.__version__, source="cli")
     return await run_debate(task, method, backend, settings, backbone=args.backbone, bank=bank,
                             notices=tuple(notices),
-                            record=lambda t: store.save_transcript(run_id, t, t.status))
+                            record=store.recorder(run_id))
 
 
 def cmd_debate(args, config) -> int:

@@ -106,6 +106,7 @@ class RoundContext:
     rounds: list[Round]  # finished rounds
     emit_event: EventSink
     aux: list[AuxCall] = dataclasses.field(default_factory=list)
+    arrived: dict[int, AgentTurn] = dataclasses.field(default_factory=dict)  # this round's turns so far
     details: dict[str, Any] = dataclasses.field(default_factory=dict)
     agent_details: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
     notices: list[str] = dataclasses.field(default_factory=list)
@@ -155,6 +156,7 @@ class Debate:
         self.settings = method.settings
         self.emit = emit or (lambda event: None)
         self.rounds: list[Round] = []
+        self.running: RoundContext | None = None  # the round in progress
         self.notices: list[str] = []
 
     async def run(self, task: Task, *, round0: Round | None = None) -> Transcript:
@@ -201,12 +203,20 @@ class Debate:
         return transcript
 
     def transcript(self, status: str = "running") -> Transcript:
-        """The debate so far (also used to save a cancelled or failed debate with its rounds)."""
+        """The debate so far: its finished rounds, then the round in progress with the turns and
+        auxiliary calls it has so far (details["running"]), which a stopped debate keeps for its cost.
+        The final answer is the vote of the last finished round."""
         seconds = time.monotonic() - self._t0
         last = self.rounds[-1].turns if self.rounds else ()
         final = plurality_vote([t.answer for t in last], self.task.kind) if last else ABSTAINED
+        rounds = list(self.rounds)
+        if self.running is not None:
+            ctx = self.running
+            turns = tuple(ctx.arrived[a] for a in sorted(ctx.arrived))
+            rounds.append(Round(ctx.index, turns, consensus_ratio([x.answer for x in turns], self.task.kind),
+                                tuple(ctx.aux), to_dict({**ctx.details, "running": True})))
         return Transcript(self.task, self.method.name, self.backbone, dataclasses.asdict(self.settings),
-                          tuple(self.rounds), final, is_correct(final, self.task) if self.rounds else None,
+                          tuple(rounds), final, is_correct(final, self.task) if self.rounds else None,
                           status, tuple(self.notices), self.started, round(seconds, 4),
                           shared_round0=bool(self.rounds and self.rounds[0].details.get("shared")))
 
@@ -215,8 +225,9 @@ class Debate:
         self.emit(Event("notice", t, None, {"text": text}))
 
     async def _round(self, t: int) -> Round:
-        self.emit(Event("round_start", t, None, {}))
         ctx = RoundContext(self.task, self.settings, self.backend, t, self.agents, self.rounds, self.emit)
+        self.running = ctx
+        self.emit(Event("round_start", t, None, {}))
         if t > 0:
             await self.method.before_round(ctx)
             for a in self.agents:
@@ -232,6 +243,7 @@ class Debate:
                 if t > 0:
                     a.history.pop()  # the unanswered debate message is not kept
                 a.answer = ABSTAINED
+        self.running = None
         return Round(t, tuple(turns), consensus_ratio([x.answer for x in turns], self.task.kind),
                      tuple(ctx.aux), to_dict(ctx.details))
 
@@ -258,6 +270,7 @@ class Debate:
             turn = AgentTurn(agent.index, t, agent.name, prompt, c.text, answer,
                              c.tokens_in, c.tokens_out, c.latency_s, started, time.monotonic(),
                              mean_lp, details=to_dict(details))
+        ctx.arrived[agent.index] = turn
         self.method.on_turn(turn)
         self.emit(Event("turn", t, agent.index, to_dict(turn)))
         return turn

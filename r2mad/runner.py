@@ -54,8 +54,9 @@ async def run_debate(task: Task, method: str, backend: ChatBackend, settings: De
                      round0: Round | None = None, notices: tuple[str, ...] = (),
                      record: Callable[[Transcript], None] | None = None) -> Transcript:
     """One debate. `bank` and its `notices` reach only methods that use a bank. `record` receives the
-    transcript after every round (status running), at the end, and on cancellation (status
-    cancelled) — the run store plugs in here."""
+    loop's own transcript whenever it changes (status running, the round in progress included), at the
+    end, and on cancellation (status cancelled): the run store and the app's live view plug in here;
+    `emit` is for streaming live text."""
     if not needs_bank(method):
         bank, notices = None, ()
     strategy = make_method(method, settings, bank=bank)
@@ -63,13 +64,7 @@ async def run_debate(task: Task, method: str, backend: ChatBackend, settings: De
         notices = ("Memory off: no memory bank was given; this runs without retrieved cases.",)
     debate: Debate
 
-    def on_event(event: Event) -> None:
-        if record and event.kind == "round_end":
-            record(debate.transcript("running"))
-        if emit:
-            emit(event)
-
-    debate = Debate(backend, strategy, backbone=backbone, emit=on_event)
+    debate = Debate(backend, strategy, backbone=backbone, emit=_recording(lambda: debate, record, emit))
     for text in notices:
         debate.notice(text, 0)
     try:
@@ -83,12 +78,24 @@ async def run_debate(task: Task, method: str, backend: ChatBackend, settings: De
     return transcript
 
 
+def _recording(debate: Callable[[], Debate], record, emit) -> EventSink:
+    """An event sink that hands `record` the loop's transcript after every step, then streams the event."""
+    def on_event(event: Event) -> None:
+        if record and event.kind != "delta":
+            record(debate().transcript("running"))
+        if emit:
+            emit(event)
+    return on_event
+
+
 async def compute_round0(task: Task, backend: ChatBackend, settings: DebateSettings, *,
-                         emit: EventSink | None = None) -> Round:
+                         emit: EventSink | None = None,
+                         record: Callable[[Transcript], None] | None = None) -> Round:
     """Round 0 is the same for every debate method: each agent answers alone."""
     method = make_method("mad", settings.replace(rounds=1, advice=False))
     method.wants_logprobs = True  # objective MAD-M² scores round 0 by its logprobs (when the backend has them)
-    transcript = await Debate(backend, method, emit=emit).run(task)
+    debate = Debate(backend, method, emit=_recording(lambda: debate, record, emit))
+    transcript = await debate.run(task)
     return transcript.rounds[0]
 
 
@@ -99,7 +106,7 @@ async def run_side_by_side(task: Task, methods: list[str], backend: ChatBackend,
                            record_for: Callable[[str], Callable[[Transcript], None] | None] | None = None,
                            share_round0: bool = True) -> dict[str, Transcript]:
     """Run several methods on one question; debate methods share one round 0 and then fork.
-    `record_for(method)` is that method's `record` (see run_debate)."""
+    `record_for(method)` is that method's `record` (see run_debate); "round0" names the shared round 0."""
     if not 1 <= len(methods) <= 8 or len(set(methods)) != len(methods):
         raise ConfigError("Choose between 1 and 8 different methods to compare.")
     emit_for = emit_for or (lambda name: None)
@@ -107,7 +114,8 @@ async def run_side_by_side(task: Task, methods: list[str], backend: ChatBackend,
     debates = [m for m in methods if is_debate(m)]
     round0 = None
     if share_round0 and len(debates) > 1:
-        round0 = await compute_round0(task, backend, settings, emit=emit_for("round0"))
+        round0 = await compute_round0(task, backend, settings, emit=emit_for("round0"),
+                                      record=record_for("round0"))
     jobs = [run_debate(task, m, backend, settings, backbone=backbone, emit=emit_for(m),
                        bank=bank, notices=bank_notices, round0=round0 if is_debate(m) else None,
                        record=record_for(m))

@@ -159,6 +159,11 @@ class Transcript:
                     total += Usage(1, call.tokens_in, call.tokens_out, call.seconds)
         return total
 
+    def finished(self) -> Transcript:
+        """Without the round a stopped or timed-out debate never finished (kept for its cost)."""
+        rounds = tuple(r for r in self.rounds if not r.details.get("running"))
+        return self if len(rounds) == len(self.rounds) else dataclasses.replace(self, rounds=rounds)
+
     def to_json(self, **kw: Any) -> str:
         return json.dumps(to_dict(self), ensure_ascii=False, **kw)
 

@@ -9,19 +9,15 @@ from r2mad.types import (
     Answer,
     AuxCall,
     Case,
-    Event,
     Round,
     Task,
     Transcript,
-    to_dict,
 )
 from r2mad.ui import panels
 from r2mad.ui.render import (
     chat_messages,
     esc,
     final_markdown,
-    finished_rounds,
-    fold_events,
 )
 from r2mad.ui.tables import case_markdown, summary_rows
 
@@ -169,19 +165,16 @@ def test_notices_and_abstentions_are_visible():
     assert "The model call failed: The endpoint timed out; try later." in agent["content"]
 
 
-def events_of_a_cancelled_debate():
-    r0 = [turn(0, 0, "A"), turn(1, 0, "B"), turn(2, 0, "B")]
-    return [Event("notice", 0, None, {"text": "Memory off: no bank."}), Event("round_start", 0),
-            *(Event("turn", 0, t.agent, to_dict(t)) for t in r0),
-            Event("round_end", 0, None, {"consensus": 2 / 3, "answers": ["A", "B", "B"]}),
-            Event("round_start", 1), Event("turn", 1, 0, to_dict(turn(0, 1, "A")))]
+def stopped_in_round1(status="running"):
+    """A debate in round 1 as the loop's transcript has it: round 0 finished, round 1 running with one
+    turn so far; the final answer is the vote of the last finished round."""
+    r0 = Round(0, (turn(0, 0, "A"), turn(1, 0, "B"), turn(2, 0, "B")), 2 / 3)
+    r1 = Round(1, (turn(0, 1, "A"),), 1.0, details={"running": True})
+    return debate([r0, r1], status=status, notices=("Memory off: no bank.",))
 
 
-def test_fold_events_shows_the_running_round_with_a_spinner():
-    live = fold_events(MCQ, "mad", "smollm2-135m", {}, events_of_a_cancelled_debate())
-    assert live.status == "running" and len(live.rounds) == 2
-    assert live.final.value == "B"  # majority of the last finished round
-    msgs = chat_messages(live)
+def test_the_running_round_shows_a_spinner_and_no_verdict():
+    msgs = chat_messages(stopped_in_round1())
     round1 = next(m for m in msgs if m["metadata"].get("id") == "round-1")
     assert round1["metadata"]["status"] == "pending"
     assert round1["metadata"]["title"] == "Round 1 (debate) — running…"
@@ -189,29 +182,22 @@ def test_fold_events_shows_the_running_round_with_a_spinner():
 
 
 def test_cancelled_partial_transcript_keeps_its_rounds_and_says_it_stopped():
-    events = events_of_a_cancelled_debate() + [Event("final", None, None, {"status": "cancelled"})]
-    t = fold_events(MCQ, "mad", "smollm2-135m", {}, events)
-    assert t.status == "cancelled" and t.notices == ("Memory off: no bank.",)
+    t = stopped_in_round1("cancelled")
     msgs = chat_messages(t)
     round1 = next(m for m in msgs if m["metadata"].get("id") == "round-1")
     assert round1["metadata"]["title"] == "Round 1 (debate) — stopped before it finished"
     assert "status" not in round1["metadata"]
     assert "stopped (cancelled)**, partial transcript" in msgs[-1]["content"]
-    kept = finished_rounds(t)  # what the run store keeps
+    kept = t.finished()  # what metrics score
     assert [r.index for r in kept.rounds] == [0] and kept.final.value == "B" and kept.correct is True
+    assert t.usage().calls == 4  # the stopped round's call still counts
 
 
 def test_stopped_before_round0_finished_says_so_instead_of_a_final_answer():
-    events = events_of_a_cancelled_debate()[1:3] + [Event("final", None, None, {"status": "cancelled"})]
-    t = fold_events(MCQ, "mad", "x", {}, events)
+    r0 = Round(0, (turn(0, 0, "A"),), 1.0, details={"running": True})
+    t = Transcript(MCQ, "mad", "x", {}, (r0,), Answer(None, "abstained"), None, "cancelled")
     assert final_markdown(t) == "**Stopped (cancelled)** before round 0 finished; the answers so far are shown."
-    assert finished_rounds(t).rounds == ()
-
-
-def test_a_repeated_turn_event_replaces_the_earlier_one():
-    first, again = turn(0, 0, "A"), turn(0, 0, "B")
-    t = fold_events(MCQ, "mad", "x", {}, [Event("turn", 0, 0, to_dict(first)), Event("turn", 0, 0, to_dict(again))])
-    assert [x.answer.value for x in t.rounds[0].turns] == ["B"]
+    assert t.finished().rounds == ()
 
 
 def test_model_and_question_text_is_escaped_never_html():

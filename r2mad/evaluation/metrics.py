@@ -170,7 +170,8 @@ def scored(ts: Iterable[Transcript]) -> list[Transcript]:
     """Transcripts that can be scored: a gold answer and a finished (done or failed) run. A failed
     run counts with whatever final answer it has (usually UNPARSED, so wrong); cancelled and
     still-running ones are left out."""
-    return [t for t in ts if t.task.gold is not None and t.status in ("done", "failed") and t.rounds]
+    return [t.finished() for t in ts
+            if t.task.gold is not None and t.status in ("done", "failed") and t.finished().rounds]
 
 
 def accuracy(ts: Sequence[Transcript]) -> Estimate:

@@ -50,7 +50,7 @@ def cmd_rerun(args, config) -> int:
                              code_version=r2mad.__version__, source="rerun")
     transcript = asyncio.run(run_debate(task, old.method, backend_for(config, old.backbone), settings,
                                         backbone=old.backbone, bank=bank, notices=tuple(notices),
-                                        record=lambda t: store.save_transcript(run_id, t, t.status)))
+                                        record=store.recorder(run_id)))
     print_transcript(transcript)
     print(f"Saved as run {run_id}")
     return 0 if transcript.status == "done" else 1

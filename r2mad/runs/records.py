@@ -147,6 +147,7 @@ def dumps(value: Any) -> str:
 def derived_flags(t: Transcript) -> tuple[bool | None, bool | None, int]:
     """(shared misconception, any correct->wrong flip, parse failures) for the filter columns."""
     from r2mad.evaluation import metrics
+    t = t.finished()
     if not t.rounds:
         return None, None, 0
     if t.task.gold is None:

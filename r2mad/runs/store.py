@@ -147,6 +147,19 @@ class RunStore:
                  task_data["question"], task_data["gold"], os.getpid(), socket.gethostname()))
         return run_id
 
+    def recorder(self, run_id: str) -> Callable[[Transcript], None]:
+        """A debate's `record` hook (see runner.run_debate) for this run: saved each time a round
+        finishes, and whole (a stopped round included, for its cost) when the debate ends."""
+        saved = [0]
+
+        def record(t: Transcript) -> None:
+            if t.status != "running":
+                self.save_transcript(run_id, t, t.status)
+            elif len(t.finished().rounds) != saved[0]:
+                saved[0] = len(t.finished().rounds)
+                self.save_transcript(run_id, t.finished(), "running")
+        return record
+
     def save_transcript(self, run_id: str, transcript: Transcript, status: str) -> None:
         """Store the (possibly partial) transcript and its outcome columns; call every round."""
         if status not in STATUSES:
@@ -154,7 +167,7 @@ class RunStore:
         shared, flip, failures = derived_flags(transcript)
         row = (self.clean_transcript(to_dict(transcript), status), status, time.time(),
                transcript.final.value, transcript.correct, transcript.usage().tokens,
-               transcript.seconds, len(transcript.rounds), shared, flip, failures, os.getpid(),
+               transcript.seconds, len(transcript.finished().rounds), shared, flip, failures, os.getpid(),
                socket.gethostname(), run_id)
         with self.transaction() as conn:
             cur = conn.execute(

@@ -1,6 +1,7 @@
 """Runs one debate or a side-by-side comparison for the app and streams it: the debate runs as an
-asyncio task, its events arrive through an asyncio.Queue, and after every event the caller gets the
-partial transcripts. Every method's run is saved in the run store round by round. No Gradio here."""
+asyncio task, the loop hands its transcript to `record` after every step, and its events (through an
+asyncio.Queue) only wake the view and carry live text. Every method's run is saved in the run store
+round by round, as the loop made it. No Gradio here."""
 from __future__ import annotations
 
 import asyncio
@@ -8,55 +9,58 @@ import contextlib
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 import r2mad
 from r2mad.config import DebateSettings
 from r2mad.methods import is_debate, needs_bank
 from r2mad.runner import run_debate, run_side_by_side
 from r2mad.runs.store import RunStore
-from r2mad.types import Event, Task, Transcript
-from r2mad.ui.render import finished_rounds, fold_events, with_status
-
-ROUND0_KINDS = ("round_start", "delta", "turn", "round_end")  # what a shared round 0 shows in every column
+from r2mad.types import Answer, Event, Task, Transcript
 TYPING_REFRESH_S = 0.25  # live text alone refreshes the page at most this often
 
 
 @dataclass
 class LiveRun:
-    """The state of one run in progress: events per method, run ids, and the finished results."""
+    """One run in progress: the loop's latest transcript per method (handed over by its `record` hook),
+    the live text of turns still being written, run ids, and the transcripts of methods that ended."""
     task: Task
     methods: list[str]
     backbone: str
     settings: DebateSettings
     bank: str | None
     store: RunStore
-    events: dict[str, list[Event]] = field(default_factory=dict)
+    latest: dict[str, Transcript] = field(default_factory=dict)  # per method, and "round0" when shared
     run_ids: dict[str, str] = field(default_factory=dict)
     results: dict[str, Transcript] = field(default_factory=dict)
     started_at: float = field(default_factory=time.time)
-    shared_round0: bool = False  # set once a shared round 0 starts streaming
     typing: dict[str, dict[tuple[int, int], str]] = field(default_factory=dict)  # text of unfinished turns
+    recorders: dict[str, Callable[[Transcript], None]] = field(default_factory=dict)
 
     def __post_init__(self):
         settings = dataclasses.asdict(self.settings)
         for m in self.methods:
-            self.events[m] = []
             self.typing[m] = {}
             self.run_ids[m] = self.store.start_run(
                 method=m, backbone=self.backbone, bank=self.bank if needs_bank(m) else None,
                 task=self.task, settings=dict(settings), seed=self.settings.seed,
                 code_version=r2mad.__version__, source="app")
+            self.recorders[m] = self.store.recorder(self.run_ids[m])
 
     def transcript(self, method: str) -> Transcript:
+        """What the page shows: the loop's transcript (the shared round 0's while that runs), with the
+        live text of turns still being written attached to the running round for display."""
         if method in self.results:
             return self.results[method]
-        t = fold_events(self.task, method, self.backbone, dataclasses.asdict(self.settings),
-                        self.events[method], started_at=self.started_at,
-                        seconds=time.time() - self.started_at)
-        if self.shared_round0 and is_debate(method) and t.rounds and t.rounds[0].index == 0:
-            first = dataclasses.replace(t.rounds[0], details={**t.rounds[0].details, "shared": True})
-            t = dataclasses.replace(t, rounds=(first, *t.rounds[1:]), shared_round0=True)
+        t = self.latest.get(method)
+        if t is None and is_debate(method) and "round0" in self.latest:
+            shared = self.latest["round0"]
+            t = dataclasses.replace(shared, method=method, backbone=self.backbone, shared_round0=True,
+                                    settings=dataclasses.asdict(self.settings))
+        if t is None:
+            t = Transcript(self.task, method, self.backbone, dataclasses.asdict(self.settings), (),
+                           Answer(None, "abstained"), None, "running", (), self.started_at,
+                           round(time.time() - self.started_at, 4))
         typing = self.typing[method]
         if typing and t.rounds and t.rounds[-1].details.get("running"):
             last = t.rounds[-1]
@@ -68,57 +72,40 @@ class LiveRun:
     def transcripts(self) -> dict[str, Transcript]:
         return {m: self.transcript(m) for m in self.methods}
 
-    def receive(self, column: str, event: Event) -> str:
-        """Route one event (the shared round 0 goes to every debate method's column); return its kind."""
-        targets = [m for m in self.methods if is_debate(m)] if column == "round0" else [column]
-        if column == "round0":
-            if event.kind not in ROUND0_KINDS:
-                return event.kind
-            self.shared_round0 = True
-        for m in targets:
-            if event.kind == "delta":  # kept aside: live text is shown, never folded or saved
-                self.typing[m][(event.round, event.agent)] = str(event.data.get("text", ""))
-                continue
-            if event.kind == "turn":
-                self.typing[m].pop((event.round, event.agent), None)
-            self.events[m].append(event)
-            if event.kind == "round_end" and m not in self.results:
-                self.save(m, self.transcript(m), "running")
-        return event.kind
-
-    def save(self, method: str, transcript: Transcript, status: str) -> None:
-        partial = finished_rounds(transcript)
-        if partial.rounds:
-            self.store.save_transcript(self.run_ids[method], with_status(partial, status), status)
-        else:
-            self.store.set_status(self.run_ids[method], status)
-
-    def finish(self, results: dict[str, Transcript]) -> None:
-        for m, t in results.items():
-            if m not in self.results:
-                self.results[m] = t
-                self.save(m, t, t.status)
-
-    def record_for(self, method: str):
-        """Keeps a method's transcript once it has ended, so a side-by-side stopped later keeps it."""
+    def record_for(self, column: str) -> Callable[[Transcript], None]:
+        """The `record` hook of one method (or of the shared round 0): keeps the loop's transcript, saves
+        it round by round, and keeps it for good once the method has ended."""
         def record(t: Transcript) -> None:
-            if t.status in ("done", "failed"):
-                self.finish({method: t})
+            self.latest[column] = t
+            if column in self.recorders and column not in self.results:
+                self.recorders[column](t)
+                if t.status != "running":
+                    self.results[column] = t
         return record
 
+    def receive(self, column: str, event: Event) -> str:
+        """Keep the live text of an event (the shared round 0 goes to every debate method); return its kind."""
+        if event.kind in ("delta", "turn"):
+            targets = [m for m in self.methods if is_debate(m)] if column == "round0" else [column]
+            for m in targets:
+                if event.kind == "delta":  # shown while written, never saved
+                    self.typing[m][(event.round, event.agent)] = str(event.data.get("text", ""))
+                else:
+                    self.typing[m].pop((event.round, event.agent), None)
+        return event.kind
+
     def abandon(self, status: str, note: str | None = None) -> dict[str, Transcript]:
-        """Save every unfinished method as `status` with the rounds it has; return what is shown."""
-        shown = {}
+        """Save every method that has not ended as `status` with what the loop last handed over; return
+        what is shown."""
         for m in self.methods:
-            t = self.transcript(m)
             if m not in self.results:
-                t = with_status(t, status)
-                self.save(m, t, status)
-                if note and not finished_rounds(t).rounds:
+                t = dataclasses.replace(self.transcript(m), status=status)
+                if m in self.latest:
+                    self.store.save_transcript(self.run_ids[m], t, status)
+                else:
                     self.store.set_status(self.run_ids[m], status, note)
                 self.results[m] = t
-            shown[m] = t
-        return shown
+        return self.transcripts()
 
 
 async def stream(live: LiveRun, backend: Any, *, bank: Any = None, bank_notices: tuple[str, ...] = (),

@@ -1,22 +1,18 @@
-"""Pure renderers from a transcript (or the events of a running debate) to what the chat shows:
+"""Pure renderers from a transcript (the loop's own, also while it runs) to what the chat shows:
 messages grouped per round, the consensus per round, notices and the final verdict. Every piece of
 model or visitor text is HTML-escaped here. No Gradio import, no I/O."""
 from __future__ import annotations
 
-import dataclasses
 import html
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable
 
-from r2mad.answers import consensus_ratio, is_correct, plurality_vote
 from r2mad.types import (
     AgentTurn,
     Answer,
     AuxCall,
-    Event,
     Round,
     Task,
     Transcript,
-    from_dict,
 )
 from r2mad.ui import panels
 
@@ -184,72 +180,3 @@ def chat_messages(t: Transcript) -> list[dict]:
     return messages
 
 
-# --- folding the events of a running debate into a partial transcript ---------------------------
-
-def fold_events(task: Task, method: str, backbone: str, settings: Mapping[str, Any],
-                events: Iterable[Event], *, started_at: float = 0.0, seconds: float = 0.0) -> Transcript:
-    """The debate so far, from its events: finished rounds as they ended, the running round with the
-    turns received so far (details["running"] = True). A repeated turn replaces the earlier one."""
-    turns: dict[int, dict[int, AgentTurn]] = {}
-    ended: dict[int, float] = {}
-    aux: dict[int, list[AuxCall]] = {}
-    details: dict[int, dict[str, Any]] = {}
-    notices: list[str] = []
-    status = "running"
-    for ev in events:
-        r = ev.round
-        if ev.kind == "round_start" and r is not None:
-            turns.setdefault(r, {})
-        elif ev.kind == "turn" and r is not None:
-            turns.setdefault(r, {})[ev.agent] = from_dict(AgentTurn, ev.data)
-        elif ev.kind == "round_end" and r is not None:
-            turns.setdefault(r, {})
-            ended[r] = float(ev.data.get("consensus", 0.0))
-        elif ev.kind == "notice":
-            if ev.data.get("text") not in notices:
-                notices.append(str(ev.data.get("text", "")))
-        elif ev.kind == "mask" and r is not None:
-            details.setdefault(r, {})["masks"] = ev.data.get("masks", {})
-        elif ev.kind == "summary" and r is not None:
-            text = ev.data.get("text") or ev.data.get("summary")
-            if text:
-                details.setdefault(r, {})["summary"] = text
-        elif ev.kind == "advice" and r is not None:
-            aux.setdefault(r, []).append(AuxCall("advice", r, str(ev.data.get("text", "")),
-                                                 source=ev.data.get("source"), target=ev.agent,
-                                                 label=ev.data.get("type")))
-            details.setdefault(r, {}).setdefault("advice", []).append(
-                {"source": ev.data.get("source"), "target": ev.agent, "type": ev.data.get("type")})
-        elif ev.kind == "final":
-            status = str(ev.data.get("status", "done"))
-    rounds = []
-    for r in sorted(turns):
-        ts = tuple(turns[r][a] for a in sorted(turns[r]))
-        d = dict(details.get(r, {}))
-        if r not in ended:
-            d["running"] = True
-        cons = ended.get(r, consensus_ratio([x.answer for x in ts], task.kind) if ts else 0.0)
-        rounds.append(Round(r, ts, cons, tuple(aux.get(r, ())), d))
-    final = Answer(None, "abstained")
-    done_rounds = [x for x in rounds if not x.details.get("running")] or rounds
-    if done_rounds and done_rounds[-1].turns:
-        final = plurality_vote([x.answer for x in done_rounds[-1].turns], task.kind)
-    correct = is_correct(final, task) if done_rounds and done_rounds[-1].turns else None
-    return Transcript(task, method, backbone, dict(settings), tuple(rounds), final, correct, status,
-                      tuple(notices), started_at, round(seconds, 4),
-                      shared_round0=bool(rounds and rounds[0].details.get("shared")))
-
-
-def with_status(t: Transcript, status: str) -> Transcript:
-    """A copy with another status; a running round is kept and shown as unfinished."""
-    return dataclasses.replace(t, status=status)
-
-
-def finished_rounds(t: Transcript) -> Transcript:
-    """The transcript without an unfinished round (what the run store keeps)."""
-    rounds = tuple(r for r in t.rounds if not r.details.get("running"))
-    if len(rounds) == len(t.rounds):
-        return t
-    final = plurality_vote([x.answer for x in rounds[-1].turns], t.task.kind) if rounds else Answer(None, "abstained")
-    return dataclasses.replace(t, rounds=rounds, final=final,
-                               correct=is_correct(final, t.task) if rounds else None)
