@@ -50,9 +50,12 @@ async def _debate(args, config) -> Transcript:
     run_id = store.start_run(method=method, backbone=args.backbone, bank=args.bank, task=task,
                              settings=dataclasses.asdict(settings), seed=settings.seed,
                              code_version=r2mad.__version__, source="cli")
-    return await run_debate(task, method, backend, settings, backbone=args.backbone, bank=bank,
-                            notices=tuple(notices),
-                            record=store.recorder(run_id))
+    try:
+        return await run_debate(task, method, backend, settings, backbone=args.backbone, bank=bank,
+                                notices=tuple(notices), record=store.recorder(run_id))
+    finally:
+        if bank is not None:
+            bank.close()
 
 
 def cmd_debate(args, config) -> int:

@@ -49,13 +49,26 @@ class Agent:
         return f"Agent {self.index + 1} ({self.name})"
 
 
+class Plugin:
+    """Work the loop runs beside any method's own hooks (TrueMAD's advice): after the method's
+    before_round, and on each agent's debate message."""
+
+    async def before_round(self, ctx: RoundContext) -> None:
+        """Work between rounds, after the method's own."""
+
+    def extend_message(self, ctx: RoundContext, agent: int, message: str) -> str:
+        return message
+
+
 class Method:
-    """Default strategy = MAD. Subclasses override only the hooks they change."""
+    """Default strategy = MAD. Subclasses override only the hooks they change; `plugins` add work
+    the loop runs beside them."""
     name = "mad"
     wants_logprobs = False
 
     def __init__(self, settings: DebateSettings):
         self.settings = settings
+        self.plugins: list[Plugin] = []
 
     def n_agents(self) -> int:
         return self.settings.agents
@@ -159,9 +172,10 @@ class Debate:
         self.running: RoundContext | None = None  # the round in progress
         self.notices: list[str] = []
 
-    async def run(self, task: Task, *, round0: Round | None = None) -> Transcript:
+    async def run(self, task: Task, *, round0: Round | None = None, notices: tuple[str, ...] = ()) -> Transcript:
         """Run the whole debate. Never raises for a backend failure: the transcript says what happened.
-        `round0` reuses an already computed round 0 (side-by-side comparisons compute it once)."""
+        `round0` reuses an already computed round 0 (side-by-side comparisons compute it once);
+        `notices` open the transcript (e.g. why memory is off)."""
         self.started, self._t0 = time.time(), time.monotonic()
         self.task = task
         agents = []
@@ -169,7 +183,7 @@ class Debate:
             name, system = self.method.persona(task, i)
             agents.append(Agent(i, name, self.method.opening(task, i, system)))
         self.agents, status = agents, "done"
-        for text in self.method.prepare(self.backend):
+        for text in (*notices, *self.method.prepare(self.backend)):
             self.notice(text, 0)
         try:
             async with asyncio.timeout(self.settings.deadline_s):
@@ -230,8 +244,13 @@ class Debate:
         self.emit(Event("round_start", t, None, {}))
         if t > 0:
             await self.method.before_round(ctx)
+            for plugin in self.method.plugins:
+                await plugin.before_round(ctx)
             for a in self.agents:
-                a.history.append(Message("user", self.method.debate_message(ctx, a.index)))
+                message = self.method.debate_message(ctx, a.index)
+                for plugin in self.method.plugins:
+                    message = plugin.extend_message(ctx, a.index, message)
+                a.history.append(Message("user", message))
         self.method.round_started(ctx)
         turns = await asyncio.gather(*(self._call(a, t, ctx) for a in self.agents))
         self.notices.extend(ctx.notices)

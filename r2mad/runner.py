@@ -65,10 +65,8 @@ async def run_debate(task: Task, method: str, backend: ChatBackend, settings: De
     debate: Debate
 
     debate = Debate(backend, strategy, backbone=backbone, emit=_recording(lambda: debate, record, emit))
-    for text in notices:
-        debate.notice(text, 0)
     try:
-        transcript = await debate.run(task, round0=round0 if is_debate(method) else None)
+        transcript = await debate.run(task, round0=round0 if is_debate(method) else None, notices=notices)
     except asyncio.CancelledError:
         if record:
             record(debate.transcript("cancelled"))

@@ -86,5 +86,8 @@ def cmd_eval(args, config) -> int:
         print(f"Stopped; the finished rows are kept in {out / ROWS}. Run the same command again to "
               "continue.", file=sys.stderr)
         return 130
+    finally:
+        if bank is not None:
+            bank.close()
     print(f"Rows in {out / ROWS}; report written to {write_report(out)}")
     return 0

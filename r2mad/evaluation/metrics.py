@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
 
 from r2mad.answers import consensus_ratio, is_correct
+from r2mad.methods import names
 from r2mad.types import UNPARSED, AgentTurn, Transcript
 
 Z_95 = 1.959963984540054  # two-sided 95% normal quantile
-SINGLE_AGENT_METHODS = frozenset({"cot", "sc", "self-consistency", "icl-cot", "icl_cot"})
+SINGLE_AGENT_METHODS = frozenset({*names("baseline"), "self-consistency", "icl_cot"})  # + older spellings
 AUXILIARY_KINDS = ("judge", "advice", "guard")
 
 

@@ -11,19 +11,16 @@ from typing import Sequence
 
 from r2mad.evaluation import metrics as m
 from r2mad.evaluation.evaluate import ROWS, RUN, read_rows
-from r2mad.methods import is_debate
+from r2mad.methods import REGISTRY, is_debate
 from r2mad.types import Transcript, from_dict
 
-LABELS = {"cot": "CoT", "sc": "Self-Consistency", "icl-cot": "ICL-CoT", "mad": "MAD",
-          "madm2-subjective": "MAD-M² (S)", "madm2-objective": "MAD-M² (O)", "truemad": "TrueMAD",
-          "r2mad": "R²-MAD", "r2mad-no-confidence": "R²-MAD w/o Confidence",
-          "r2mad-no-memory": "R²-MAD w/o Memory"}
-TABLE1_ORDER = ("cot", "sc", "icl-cot", "mad", "madm2-subjective", "madm2-objective", "truemad", "r2mad")
-TABLE2 = {"r2mad": "R²-MAD", "r2mad-no-confidence": "- w/o Confidence", "r2mad-no-memory": "- w/o Memory"}
-TABLE3 = {"r2mad-random": "Random", "r2mad-similarity": "Similarity-based",
-          "r2mad-positive": "Positive-only", "r2mad-diversity": "Diversity-only",
-          "r2mad-fixed-0.25": "Fixed-λ (0.25)", "r2mad-fixed-0.5": "Fixed-λ (0.50)",
-          "r2mad-fixed-0.75": "Fixed-λ (0.75)", "r2mad": "Debate-State-Aware"}
+LABELS = {name: spec.label if spec.family != "ablation" else f"R²-MAD {spec.label}"
+          for name, spec in REGISTRY.items()}
+TABLE1_ORDER = tuple(name for name, spec in REGISTRY.items() if "main" in spec.tables)
+TABLE2 = {name: "R²-MAD" if name == "r2mad" else f"- {spec.label}"
+          for name, spec in REGISTRY.items() if "components" in spec.tables}
+TABLE3 = {**{name: spec.label for name, spec in REGISTRY.items() if "policies" in spec.tables and name != "r2mad"},
+          "r2mad": "Debate-State-Aware"}
 ABLATION_NAMES = (set(TABLE2) | set(TABLE3)) - {"r2mad"}
 BENCHMARKS = {"math500": "MATH500", "mmlu-pro-economics": "Economics",
               "mmlu-pro-engineering": "Engineering", "truthfulqa": "TruthfulQA"}
@@ -60,7 +57,7 @@ def load_results(results_dir: str | Path) -> Results:
 
 def label(method: str) -> str:
     base = method.removesuffix("+advice")
-    if base in TABLE3 and base not in LABELS:
+    if base in TABLE3 and base != "r2mad":
         name = f"R²-MAD ({TABLE3[base].lower()} retrieval)"
     else:
         name = LABELS.get(base, base)

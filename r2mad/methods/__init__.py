@@ -1,72 +1,136 @@
-"""The method registry: names -> strategies on the shared loop, including R²-MAD's ablations."""
+"""The method registry: one entry per method (name, labels, paper, family, bank, report tables, factory).
+Every list of methods — the CLI's help, the app's dropdown and About, the report's tables, the metrics —
+reads it. TrueMAD's advice is a plug-in of the loop that composes with any debate method."""
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
 
 from r2mad.config import ConfigError, DebateSettings
 from r2mad.debate import Method
 
-DEBATE_METHODS = ("mad", "madm2-subjective", "madm2-objective", "truemad", "r2mad")
-BASELINES = ("cot", "sc", "icl-cot")
-# R²-MAD ablations (paper Tables 2 and 3): name -> settings they change
-ABLATIONS = {
-    "r2mad-no-confidence": {"use_confidence": False},
-    "r2mad-no-memory": {"use_memory": False},
-    "r2mad-random": {"policy": "random"},
-    "r2mad-similarity": {"policy": "similarity"},
-    "r2mad-positive": {"policy": "positive"},
-    "r2mad-diversity": {"policy": "diversity"},
-    "r2mad-fixed-0.25": {"policy": "fixed-0.25"},
-    "r2mad-fixed-0.5": {"policy": "fixed-0.5"},
-    "r2mad-fixed-0.75": {"policy": "fixed-0.75"},
-}
-METHODS = BASELINES + DEBATE_METHODS + tuple(ABLATIONS)
-NEEDS_BANK = ("r2mad", "icl-cot") + tuple(ABLATIONS)
+DU, TIAN, BAO, JIN = ("Du et al. 2024", "Tian et al. 2026", "Bao et al. 2026 (our re-implementation)",
+                      "Jin et al. 2026, arXiv 2609.03619")
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    name: str
+    family: str  # "debate" | "baseline" | "ablation" (of R²-MAD)
+    label: str  # as in the papers' tables
+    title: str  # one line for people choosing a method
+    build: Callable[[DebateSettings, Any], Method]  # (settings, bank) -> strategy
+    paper: str = ""
+    needs_bank: bool = False
+    tables: tuple[str, ...] = ()  # report tables with a row for it: "main", "components", "policies"
+    changes: Mapping[str, Any] = field(default_factory=dict)  # settings an ablation fixes
+
+
+def _mad(settings, bank):
+    from r2mad.methods.mad import MAD
+    return MAD(settings)
+
+
+def _madm2(objective: bool):
+    def build(settings, bank):
+        from r2mad.methods.madm2 import MADM2
+        return MADM2(settings, objective=objective)
+    return build
+
+
+def _r2mad(name: str):
+    def build(settings, bank):
+        from r2mad.methods.r2mad import R2MAD
+        method = R2MAD(settings, bank)
+        method.name = name
+        return method
+    return build
+
+
+def _cot(settings, bank):
+    from r2mad.methods.single import CoT
+    return CoT(settings)
+
+
+def _sc(settings, bank):
+    from r2mad.methods.single import SelfConsistency
+    return SelfConsistency(settings)
+
+
+def _icl_cot(settings, bank):
+    from r2mad.methods.single import ICLCoT
+    return ICLCoT(settings, bank)
+
+
+def _ablation(name: str, label: str, changes: dict, table: str) -> MethodSpec:
+    return MethodSpec(name, "ablation", label, f"R²-MAD ablation: {label}", _r2mad(name), JIN, True, (table,),
+                      changes)
+
+
+REGISTRY: dict[str, MethodSpec] = {spec.name: spec for spec in (
+    MethodSpec("cot", "baseline", "CoT", "CoT: one agent reasons step by step", _cot,
+               tables=("main",)),
+    MethodSpec("sc", "baseline", "Self-Consistency", "Self-Consistency: 9 samples of one agent, "
+               "majority vote", _sc, tables=("main",)),
+    MethodSpec("icl-cot", "baseline", "ICL-CoT", "ICL-CoT: one agent with cases from the bank as "
+               "examples", _icl_cot, needs_bank=True, tables=("main",)),
+    MethodSpec("mad", "debate", "MAD", "MAD: agents read each other's answers and revise", _mad, DU,
+               tables=("main",)),
+    MethodSpec("madm2-subjective", "debate", "MAD-M² (S)", "MAD-M², subjective masks: a judge labels "
+               "each answer before it is shown", _madm2(False), TIAN, tables=("main",)),
+    MethodSpec("madm2-objective", "debate", "MAD-M² (O)", "MAD-M², objective masks: only the most "
+               "confident answers (lowest perplexity) are shown", _madm2(True), TIAN, tables=("main",)),
+    MethodSpec("truemad", "debate", "TrueMAD", "TrueMAD: one-to-one advice between agents before they "
+               "revise", _mad, BAO, tables=("main",)),
+    MethodSpec("r2mad", "debate", "R²-MAD", "R²-MAD: retrieved cases of past debates and peer "
+               "confidence", _r2mad("r2mad"), JIN, True, ("main", "components", "policies")),
+    _ablation("r2mad-no-confidence", "w/o Confidence", {"use_confidence": False}, "components"),
+    _ablation("r2mad-no-memory", "w/o Memory", {"use_memory": False}, "components"),
+    _ablation("r2mad-random", "Random", {"policy": "random"}, "policies"),
+    _ablation("r2mad-similarity", "Similarity-based", {"policy": "similarity"}, "policies"),
+    _ablation("r2mad-positive", "Positive-only", {"policy": "positive"}, "policies"),
+    _ablation("r2mad-diversity", "Diversity-only", {"policy": "diversity"}, "policies"),
+    _ablation("r2mad-fixed-0.25", "Fixed-λ (0.25)", {"policy": "fixed-0.25"}, "policies"),
+    _ablation("r2mad-fixed-0.5", "Fixed-λ (0.50)", {"policy": "fixed-0.5"}, "policies"),
+    _ablation("r2mad-fixed-0.75", "Fixed-λ (0.75)", {"policy": "fixed-0.75"}, "policies"),
+)}
+METHODS = tuple(REGISTRY)
+
+
+def names(family: str) -> tuple[str, ...]:
+    return tuple(name for name, spec in REGISTRY.items() if spec.family == family)
+
+
+def spec_of(name: str) -> MethodSpec:
+    """The registry entry of a method name (a `+advice` suffix names the same method with advice)."""
+    base = name.removesuffix("+advice")
+    if base not in REGISTRY:
+        raise ConfigError(f"Unknown method '{name}'; choose one of: {', '.join(METHODS)} "
+                          "(debate methods also take a '+advice' suffix).")
+    return REGISTRY[base]
 
 
 def needs_bank(name: str) -> bool:
-    return name.removesuffix("+advice") in NEEDS_BANK
+    return name.removesuffix("+advice") in REGISTRY and spec_of(name).needs_bank
 
 
 def is_debate(name: str) -> bool:
-    return name.removesuffix("+advice") not in BASELINES
+    return name.removesuffix("+advice") not in REGISTRY or spec_of(name).family != "baseline"
 
 
 def make_method(name: str, settings: DebateSettings, *, bank=None) -> Method:
-    """Build a strategy by name. A `+advice` suffix (or settings.advice) wraps a debate method with
-    TrueMAD's one-to-one peer advice; `truemad` is `mad+advice`."""
-    base = name.removesuffix("+advice")
-    advice = name.endswith("+advice") or settings.advice or base == "truemad"
-    if base not in METHODS:
-        raise ConfigError(f"Unknown method '{name}'; choose one of: {', '.join(METHODS)} "
-                          "(debate methods also take a '+advice' suffix).")
-    if advice and base in BASELINES:
-        raise ConfigError(f"Advice needs several agents; '{base}' is a single-agent baseline.")
-    if base in ABLATIONS:
-        settings = settings.replace(**ABLATIONS[base])
-    method = _build(base, settings, bank)
+    """Build a strategy by name. A `+advice` suffix (or settings.advice) adds TrueMAD's one-to-one peer
+    advice to a debate method as a plug-in of the loop; `truemad` is MAD with advice."""
+    spec = spec_of(name)
+    advice = name.endswith("+advice") or settings.advice or spec.name == "truemad"
+    if advice and spec.family == "baseline":
+        raise ConfigError(f"Advice needs several agents; '{spec.name}' is a single-agent baseline.")
+    if spec.changes:
+        settings = settings.replace(**spec.changes)
+    method = spec.build(settings, bank)
     if advice:
-        from r2mad.methods.truemad import WithAdvice
+        from r2mad.methods.truemad import Advice
 
-        method = WithAdvice(method, name="truemad" if base in ("mad", "truemad") else f"{base}+advice")
-    return method
-
-
-def _build(base: str, settings: DebateSettings, bank) -> Method:
-    if base in ("mad", "truemad"):
-        from r2mad.methods.mad import MAD
-        return MAD(settings)
-    if base == "cot":
-        from r2mad.methods.single import CoT
-        return CoT(settings)
-    if base == "sc":
-        from r2mad.methods.single import SelfConsistency
-        return SelfConsistency(settings)
-    if base == "icl-cot":
-        from r2mad.methods.single import ICLCoT
-        return ICLCoT(settings, bank)
-    if base.startswith("madm2"):
-        from r2mad.methods.madm2 import MADM2
-        return MADM2(settings, objective=base.endswith("objective"))
-    from r2mad.methods.r2mad import R2MAD
-    method = R2MAD(settings, bank)
-    method.name = base
+        method.plugins.append(Advice())
+        method.name = "truemad" if spec.name in ("mad", "truemad") else f"{spec.name}+advice"
     return method

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from r2mad.debate import Method, RoundContext
+from r2mad.debate import Plugin, RoundContext
 from r2mad.prompts import truemad as prompts
 
 _TYPE = re.compile(r"^\W*(SUPPORT|REBUTTAL|REFINEMENT|QUESTION)\b", re.IGNORECASE)
@@ -25,43 +25,15 @@ def advice_pairs(n: int, pairing: str) -> list[tuple[int, int]]:
     return [(s, g) for s in range(n) for g in range(n) if s != g]
 
 
-class WithAdvice(Method):
-    """Wraps a debate method: same hooks, plus advice between broadcast and revision."""
+class Advice(Plugin):
+    """Advice between broadcast and revision, beside any debate method's own hooks."""
 
-    def __init__(self, inner: Method, *, name: str):
-        super().__init__(inner.settings)
-        self.inner, self.name = inner, name
-        self.wants_logprobs = inner.wants_logprobs
+    def __init__(self):
         self.received: dict[int, list[tuple[str, str, str]]] = {}
 
-    def n_agents(self):
-        return self.inner.n_agents()
-
-    def n_rounds(self):
-        return self.inner.n_rounds()
-
-    def persona(self, task, agent):
-        return self.inner.persona(task, agent)
-
-    def opening(self, task, agent, system):
-        return self.inner.opening(task, agent, system)
-
-    def prepare(self, backend):
-        return self.inner.prepare(backend)
-
-    def on_turn(self, turn):
-        self.inner.on_turn(turn)
-
-    def visible_peers(self, ctx, agent):
-        return self.inner.visible_peers(ctx, agent)
-
-    def peers(self, ctx, agent):
-        return self.inner.peers(ctx, agent)
-
     async def before_round(self, ctx: RoundContext) -> None:
-        await self.inner.before_round(ctx)
         live = {a.index: a for a in ctx.agents if a.answer.how != "abstained"}
-        pairs = [(s, g) for s, g in advice_pairs(len(ctx.agents), self.settings.pairing)
+        pairs = [(s, g) for s, g in advice_pairs(len(ctx.agents), ctx.settings.pairing)
                  if s in live and g in live]
         calls = await asyncio.gather(*(self._advise(ctx, live[s], live[g]) for s, g in pairs))
         self.received = {a.index: [] for a in ctx.agents}
@@ -84,9 +56,8 @@ class WithAdvice(Method):
             ctx.emit("advice", agent=target.index, source=source.index, type=call.label, text=call.text)
         return call
 
-    def debate_message(self, ctx: RoundContext, agent: int) -> str:
+    def extend_message(self, ctx: RoundContext, agent: int, message: str) -> str:
         advice = self.received.get(agent, [])
         ctx.agent_details.setdefault(agent, {})["advice_from"] = [src for src, _, _ in advice]
         block = prompts.advice_block(advice, ctx.task)
-        base = self.inner.debate_message(ctx, agent)
-        return f"{base}\n\n{block}" if block else base
+        return f"{message}\n\n{block}" if block else message

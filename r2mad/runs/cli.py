@@ -48,9 +48,13 @@ def cmd_rerun(args, config) -> int:
     run_id = store.start_run(method=old.method, backbone=old.backbone, bank=old.bank, task=task,
                              settings=old.settings, seed=settings.seed,
                              code_version=r2mad.__version__, source="rerun")
-    transcript = asyncio.run(run_debate(task, old.method, backend_for(config, old.backbone), settings,
-                                        backbone=old.backbone, bank=bank, notices=tuple(notices),
-                                        record=store.recorder(run_id)))
+    try:
+        transcript = asyncio.run(run_debate(task, old.method, backend_for(config, old.backbone), settings,
+                                            backbone=old.backbone, bank=bank, notices=tuple(notices),
+                                            record=store.recorder(run_id)))
+    finally:
+        if bank is not None:
+            bank.close()
     print_transcript(transcript)
     print(f"Saved as run {run_id}")
     return 0 if transcript.status == "done" else 1

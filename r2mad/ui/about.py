@@ -1,4 +1,6 @@
-"""The About panel's text: what each method does, the papers, and what the embedded model is for."""
+"""The About panel's text: what each method does, the papers, and what the embedded model is for; the
+list of methods comes from the registry."""
+from r2mad.methods import REGISTRY
 
 ABOUT = """
 ## About R²-MAD Studio
@@ -34,3 +36,8 @@ backbone (Hugging Face Inference Providers with a token, or your own vLLM server
 Model answers and questions are shown as plain text. A token you paste is used for your own session
 only: it is not shown, logged or saved with the runs.
 """
+
+
+def about_text() -> str:
+    rows = [f"| `{name}` | {spec.title} | {spec.paper} |" for name, spec in REGISTRY.items()]
+    return ABOUT + "\n### Every method here\n| name | what it does | paper |\n| --- | --- | --- |\n" + "\n".join(rows)

@@ -9,24 +9,15 @@ from typing import Any
 import gradio as gr
 
 from r2mad.evaluation.datasets import load_split
-from r2mad.methods import ABLATIONS, BASELINES, DEBATE_METHODS
+from r2mad.methods import REGISTRY, names
 from r2mad.ui import handlers
 from r2mad.ui.services import Services
 from r2mad.ui.tables import SUMMARY_HEADERS
 
 LETTERS = "ABCDEFGHIJ"
 MAX_COLUMNS = 4
-METHOD_LABELS = {
-    "mad": "MAD (Du et al. 2024)",
-    "madm2-subjective": "MAD-M², subjective masks (Tian et al. 2026)",
-    "madm2-objective": "MAD-M², objective masks by perplexity (Tian et al. 2026)",
-    "truemad": "TrueMAD (Bao et al. 2026; our re-implementation)",
-    "r2mad": "R²-MAD (Jin et al. 2026)",
-    "cot": "CoT (one agent)",
-    "sc": "Self-Consistency (9 samples)",
-    "icl-cot": "ICL-CoT (one agent + cases from the bank)",
-    **{name: f"R²-MAD ablation: {name.removeprefix('r2mad-')}" for name in ABLATIONS},
-}
+METHOD_LABELS = {name: f"{spec.title} ({spec.paper})" if spec.paper else spec.title
+                 for name, spec in REGISTRY.items()}
 
 
 @dataclass
@@ -65,7 +56,7 @@ def build(services: Services) -> DebateTab:
                                       interactive=config.app.allow_custom_endpoint)
                 model = gr.Textbox("", label="model", placeholder="leave empty to ask /v1/models",
                                    interactive=config.app.allow_custom_endpoint)
-            method_choices = [(METHOD_LABELS.get(m, m), m) for m in (*DEBATE_METHODS, *BASELINES, *ABLATIONS)]
+            method_choices = [(METHOD_LABELS.get(m, m), m) for m in (*names("debate"), *names("baseline"), *names("ablation"))]
             methods = gr.Dropdown(method_choices, value=[config.app.default_method], multiselect=True,
                                   max_choices=MAX_COLUMNS, allow_custom_value=True, label="Method(s)",
                                   elem_id="methods",

@@ -8,7 +8,7 @@ import gradio as gr
 
 from r2mad.config import Config, load_config
 from r2mad.ui import bank_tab, debate_tab, inspect_tab
-from r2mad.ui.about import ABOUT
+from r2mad.ui.about import about_text
 from r2mad.ui.services import Services
 
 INTRO = ("# R²-MAD Studio\nMulti-agent debate — MAD, MAD-M², TrueMAD and R²-MAD — round by round. "
@@ -30,7 +30,7 @@ def build_app(config: Config | None = None, *, secrets: Iterable[str] = (),
             with gr.Tab("Memory bank", id="bank") as bank:
                 bank_tab.build(services, bank)
             with gr.Tab("About", id="about"):
-                gr.Markdown(ABOUT)
+                gr.Markdown(about_text())
         demo.unload(debate.unload_fn)
     demo.r2mad_services = services  # for tests and app.py
     return demo

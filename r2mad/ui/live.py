@@ -17,6 +17,7 @@ from r2mad.methods import is_debate, needs_bank
 from r2mad.runner import run_debate, run_side_by_side
 from r2mad.runs.store import RunStore
 from r2mad.types import Answer, Event, Task, Transcript
+
 TYPING_REFRESH_S = 0.25  # live text alone refreshes the page at most this often
 
 
