@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # kernels): the same build, or a Docker image built elsewhere, runs on any x86-64 CPU with AVX2.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: run test test-fast browser bank clean
+.PHONY: run test test-fast lint browser bank clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,9 @@ test: $(STAMP) browser
 # The pure and scripted tier (no model, server, embedder or browser): under a minute.
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"
+
+lint: $(STAMP)
+	$(PY) -m pip install -q ruff && $(PY) -m ruff check r2mad tests app.py
 
 # Rebuild the shipped demo memory banks with the embedded model (slow: about an hour on 2 cores).
 bank: $(STAMP)

@@ -33,7 +33,8 @@ class Completion:
 class Answer:
     """A parsed answer; value None means UNPARSED. `how` records the rule that produced it."""
     value: str | None
-    how: str = "unparsed"  # boxed | double_paren | answer_is | answer_colon | option_line | guarded | unparsed | abstained
+    # boxed | double_paren | answer_is | answer_colon | option_line | guarded | unparsed | abstained
+    how: str = "unparsed"
 
     @property
     def parsed(self) -> bool:

@@ -216,7 +216,8 @@ def cmd_bench(args, config) -> int:
         if args.memory:
             print("Memory (resident, app process + its model process; targets: model loaded <= 700 MB, "
                   "every peak <= 1500 MB; cold index <= 20 s):")
-            print(format_rows([{"figure": f, "value": v} for f, v in resources.app_memory() + resources.index_memory()]))
+            figures = resources.app_memory() + resources.index_memory()
+            print(format_rows([{"figure": f, "value": v} for f, v in figures]))
         if args.parse:
             print("Answers on the embedded model (MAD, 3 agents x 3 rounds, seed 0; target <= 5 % with the guard):")
             print(format_rows([{"figure": f, "value": v} for f, v in resources.parse_rates(args.limit)]))

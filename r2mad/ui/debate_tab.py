@@ -56,7 +56,8 @@ def build(services: Services) -> DebateTab:
                                       interactive=config.app.allow_custom_endpoint)
                 model = gr.Textbox("", label="model", placeholder="leave empty to ask /v1/models",
                                    interactive=config.app.allow_custom_endpoint)
-            method_choices = [(METHOD_LABELS.get(m, m), m) for m in (*names("debate"), *names("baseline"), *names("ablation"))]
+            method_choices = [(METHOD_LABELS[m], m) for family in ("debate", "baseline", "ablation")
+                              for m in names(family)]
             methods = gr.Dropdown(method_choices, value=[config.app.default_method], multiselect=True,
                                   max_choices=MAX_COLUMNS, allow_custom_value=True, label="Method(s)",
                                   elem_id="methods",
