@@ -70,3 +70,20 @@ def test_a_cold_bank_index_keeps_the_app_responsive_and_other_debates_running(ap
     assert cold_out[7]["r2mad"]["status"] == "done"
     assert cold_out[7]["r2mad"]["rounds"][1]["turns"][0]["details"]["retrieved"]  # the bank was used
     assert len(latencies) > 10 and max(latencies) < 0.5, max(latencies)
+
+
+def test_stop_while_the_bank_warms_up_runs_nothing_and_the_warm_up_goes_on(app):
+    demo, url = app
+    client = Client(url, verbose=False)
+    job = client.submit(methods=["r2mad"], bank="memory/demo-mcq", **ASK)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any("warming up" in out[0] for out in job.outputs()):
+        time.sleep(0.1)
+    client.predict(api_name="/stop")
+    out = job.result(timeout=60)
+    assert out[0] == "Stopped before the debate started; nothing was run."
+    services = demo.r2mad_services
+    deadline = time.monotonic() + 300
+    while services.warming and time.monotonic() < deadline:  # the index is still built, for the next visitor
+        time.sleep(0.5)
+    assert services.bank("memory/demo-mcq").manifest["counts"]["cases"] > 0 and not services.warming
