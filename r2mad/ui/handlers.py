@@ -7,12 +7,13 @@ import html
 import json
 import logging
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import gradio as gr
 
 from r2mad.backends.base import BackendError
-from r2mad.config import ConfigError
+from r2mad.config import ConfigError, DebateSettings
 from r2mad.methods import METHODS, needs_bank
 from r2mad.tasks import task_from_input
 from r2mad.types import Transcript, to_dict
@@ -75,9 +76,41 @@ def view(transcripts: dict[str, Transcript], *, final: bool) -> tuple:
             state)
 
 
+VIEW_OUTPUTS = 12  # what view() returns, in DebateTab.outputs order
+
+
 def idle(message: str) -> tuple:
     """Only the status line changes."""
-    return (message, *(gr.skip() for _ in range(11)))
+    return (message, *(gr.skip() for _ in range(VIEW_OUTPUTS - 1)))
+
+
+@dataclass(frozen=True)
+class DebateRequest:
+    """What a visitor asked the Debate tab for, as typed (checked by `prepare`)."""
+    backbone: str
+    token: str | None
+    base_url: str
+    model: str
+    methods: tuple[str, ...]
+    bank: str
+    agents: float
+    rounds: float
+    k: float
+    gamma: float
+    temperature: float
+    max_tokens: float
+    seed: float | None
+    answer_guard: str
+    question: str
+    options: tuple[str, ...]  # A..J, empty ones ignored
+    gold: str
+
+    def settings(self, base: DebateSettings) -> DebateSettings:
+        return base.replace(agents=int(self.agents), rounds=int(self.rounds), k=int(self.k),
+                            gamma=float(self.gamma), temperature=float(self.temperature),
+                            max_tokens=int(self.max_tokens),
+                            seed=None if self.seed in (None, "") else int(self.seed),
+                            answer_guard=self.answer_guard or "auto")
 
 
 class DebateHandlers:
@@ -94,21 +127,17 @@ class DebateHandlers:
         """The page was closed: stop its debate instead of letting it run on."""
         self.services.request_stop(getattr(request, "session_hash", None) or "anonymous")
 
-    async def _prepare(self, backbone, token, base_url, model, methods, bank, agents, rounds, k, gamma,
-                       temperature, max_tokens, seed, answer_guard, question, options, gold):
+    async def _prepare(self, req: DebateRequest):
         """Settings, task and backend for a run; raises a USER_ERRORS exception to refuse."""
         services = self.services
-        unknown = [m for m in methods if m.removesuffix("+advice") not in METHODS]
+        unknown = [m for m in req.methods if m.removesuffix("+advice") not in METHODS]
         if unknown:
             raise ConfigError(f"Unknown method '{unknown[0]}'; choose methods from the list.")
-        settings = services.config.settings.replace(
-            agents=int(agents), rounds=int(rounds), k=int(k), gamma=float(gamma),
-            temperature=float(temperature), max_tokens=int(max_tokens),
-            seed=None if seed in (None, "") else int(seed), answer_guard=answer_guard or "auto")
-        chosen = {letter: text for letter, text in zip("ABCDEFGHIJ", options) if (text or "").strip()}
-        task = task_from_input(question, chosen or None, gold, max_chars=settings.max_question_chars)
+        settings = req.settings(services.config.settings)
+        chosen = {letter: text for letter, text in zip("ABCDEFGHIJ", req.options) if (text or "").strip()}
+        task = task_from_input(req.question, chosen or None, req.gold, max_chars=settings.max_question_chars)
         backend, backbone_name = await asyncio.to_thread(
-            services.backend, backbone, token=token, base_url=base_url, model=model)
+            services.backend, req.backbone, token=req.token, base_url=req.base_url, model=req.model)
         return task, settings, backend, backbone_name
 
     async def _open_bank(self, bank: str, task_kind: str, stop: asyncio.Event):
@@ -126,13 +155,22 @@ class DebateHandlers:
         yield opening.result()
 
     async def run_debate(self, backbone, token, base_url, model, methods, bank, agents, rounds, k, gamma,
-                         temperature, max_tokens, seed, answer_guard, question, option_a, option_b, option_c, option_d,
-                         option_e, option_f, option_g, option_h, option_i, option_j, gold,
+                         temperature, max_tokens, seed, answer_guard, question, option_a, option_b, option_c,
+                         option_d, option_e, option_f, option_g, option_h, option_i, option_j, gold,
                          request: gr.Request):
-        """Run one debate (one method) or a side-by-side comparison (2–4 methods), streaming."""
-        services, token = self.services, (token or "").strip() or None
-        methods = [m for m in (methods or []) if m]
-        if not (question or "").strip():
+        """Run one debate (one method) or a side-by-side comparison (2–4 methods), streaming. The
+        parameters are the Debate tab's inputs by name (they name the API's parameters too)."""
+        req = DebateRequest(backbone, (token or "").strip() or None, base_url, model,
+                            tuple(m for m in (methods or []) if m), bank, agents, rounds, k, gamma, temperature,
+                            max_tokens, seed, answer_guard, question,
+                            (option_a, option_b, option_c, option_d, option_e, option_f, option_g, option_h,
+                             option_i, option_j), gold)
+        async for update in self._run(req, getattr(request, "session_hash", None) or "anonymous"):
+            yield update
+
+    async def _run(self, req: DebateRequest, session: str):
+        services, token, methods, bank = self.services, req.token, req.methods, req.bank
+        if not (req.question or "").strip():
             warn("The question is empty; type a question before starting a debate.")
             yield idle("Type a question first; nothing was run.")
             return
@@ -140,7 +178,6 @@ class DebateHandlers:
             warn(f"Choose between 1 and {MAX_COLUMNS} methods; {len(methods)} are selected.")
             yield idle("Choose 1 to 4 methods; nothing was run.")
             return
-        session = getattr(request, "session_hash", None) or "anonymous"
         stop_signal = services.begin(session)
         if stop_signal is None:
             warn("A debate is already running in this browser tab; stop it or wait until it ends.")
@@ -149,11 +186,7 @@ class DebateHandlers:
         store = live = None
         try:
             try:
-                options = [option_a, option_b, option_c, option_d, option_e, option_f, option_g,
-                           option_h, option_i, option_j]
-                task, settings, backend, backbone_name = await self._prepare(
-                    backbone, token, base_url, model, methods, bank, agents, rounds, k, gamma,
-                    temperature, max_tokens, seed, answer_guard, question, options, gold)
+                task, settings, backend, backbone_name = await self._prepare(req)
             except USER_ERRORS as exc:
                 warn(str(exc), token)
                 text = html.escape(str(exc).replace(token or chr(0), "[redacted]"), quote=False)
@@ -170,7 +203,7 @@ class DebateHandlers:
                 yield idle("Stopped before the debate started; nothing was run.")
                 return
             store = services.store_for(token)
-            live = LiveRun(task, methods, backbone_name, settings, bank or None, store)
+            live = LiveRun(task, list(methods), backbone_name, settings, bank or None, store)
             yield view(live.transcripts(), final=False)
             async for transcripts in stream(live, backend, bank=bank_obj, bank_notices=tuple(notices),
                                             stop=stop_signal):
