@@ -13,7 +13,6 @@ from r2mad.cli_common import add_settings_flags, print_transcript, settings_from
 from r2mad.config import ConfigError, load_config
 from r2mad.evaluation import cli as evaluate
 from r2mad.memory import build
-from r2mad.memory.summaries import SUMMARIES
 from r2mad.methods import METHODS
 from r2mad.runs import cli as runs_cli
 from r2mad.types import Transcript
@@ -34,6 +33,7 @@ async def _debate(args, config) -> Transcript:
     import os
 
     import r2mad
+    from r2mad.memory.summaries import SummaryCache
     from r2mad.runner import backend_for, open_bank, run_debate
     from r2mad.runs.store import RunStore
     from r2mad.tasks import task_from_input
@@ -52,7 +52,8 @@ async def _debate(args, config) -> Transcript:
                              code_version=r2mad.__version__, source="cli")
     try:
         return await run_debate(task, method, backend, settings, backbone=args.backbone, bank=bank,
-                                notices=tuple(notices), record=store.recorder(run_id))
+                                notices=tuple(notices), record=store.recorder(run_id),
+                                summaries=SummaryCache(config.app.summaries_file))
     finally:
         if bank is not None:
             bank.close()
@@ -94,7 +95,6 @@ def main(argv: list[str] | None = None) -> int:
         config = load_config(args.config_dir) if args.config_dir else load_config()
         if getattr(args, "backbone", "unset") is None:
             args.backbone = config.default_backbone
-        SUMMARIES.keep_in(config.app.summaries_file)
         return args.func(args, config)
     except (ConfigError, BackendError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

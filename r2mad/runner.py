@@ -52,14 +52,14 @@ def check_bank(bank, path, task_kind: str | None):
 async def run_debate(task: Task, method: str, backend: ChatBackend, settings: DebateSettings, *,
                      backbone: str = "", bank=None, emit: EventSink | None = None,
                      round0: Round | None = None, notices: tuple[str, ...] = (),
-                     record: Callable[[Transcript], None] | None = None) -> Transcript:
+                     record: Callable[[Transcript], None] | None = None, summaries=None) -> Transcript:
     """One debate. `bank` and its `notices` reach only methods that use a bank. `record` receives the
     loop's own transcript whenever it changes (status running, the round in progress included), at the
     end, and on cancellation (status cancelled): the run store and the app's live view plug in here;
     `emit` is for streaming live text."""
     if not needs_bank(method):
         bank, notices = None, ()
-    strategy = make_method(method, settings, bank=bank)
+    strategy = make_method(method, settings, bank=bank, summaries=summaries)
     if needs_bank(method) and bank is None and not notices:
         notices = ("Memory off: no memory bank was given; this runs without retrieved cases.",)
     debate: Debate
@@ -102,7 +102,7 @@ async def run_side_by_side(task: Task, methods: list[str], backend: ChatBackend,
                            bank_notices: tuple[str, ...] = (),
                            emit_for: Callable[[str], EventSink] | None = None,
                            record_for: Callable[[str], Callable[[Transcript], None] | None] | None = None,
-                           share_round0: bool = True) -> dict[str, Transcript]:
+                           share_round0: bool = True, summaries=None) -> dict[str, Transcript]:
     """Run several methods on one question; debate methods share one round 0 and then fork.
     `record_for(method)` is that method's `record` (see run_debate); "round0" names the shared round 0."""
     if not 1 <= len(methods) <= 8 or len(set(methods)) != len(methods):
@@ -116,7 +116,7 @@ async def run_side_by_side(task: Task, methods: list[str], backend: ChatBackend,
                                       record=record_for("round0"))
     jobs = [run_debate(task, m, backend, settings, backbone=backbone, emit=emit_for(m),
                        bank=bank, notices=bank_notices, round0=round0 if is_debate(m) else None,
-                       record=record_for(m))
+                       record=record_for(m), summaries=summaries)
             for m in methods]
     results = await asyncio.gather(*jobs)
     return dict(zip(methods, results))

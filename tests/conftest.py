@@ -5,7 +5,6 @@ import pytest
 import yaml
 
 from r2mad.fakeserver import FakeServer, ok
-from r2mad.memory.summaries import SUMMARIES
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -16,8 +15,6 @@ def _isolated_data_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("R2MAD_DATA_DIR", str(tmp_path / "var"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
-    yield
-    SUMMARIES.keep_in(None)  # the app and the CLI point the summary cache at this test's data dir
 
 
 def answer(body):

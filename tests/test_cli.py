@@ -55,11 +55,10 @@ def test_detail_lines_spell_out_retrieval_confidence_and_masks():
 
 
 def test_cli_keeps_round_summaries_in_the_data_dir(config_dir, server, tmp_path, monkeypatch):
-    from r2mad.memory.summaries import SUMMARIES
+    from r2mad.memory.summaries import SummaryCache
 
+    made, original = [], SummaryCache.__init__
+    monkeypatch.setattr(SummaryCache, "__init__", lambda self, file=None: made.append(file) or original(self, file))
     monkeypatch.setenv("R2MAD_DATA_DIR", str(tmp_path / "data"))
-    try:
-        assert cli(config_dir, "--method", "cot", "--question", "What is 2+2?") == 0
-        assert SUMMARIES._file == tmp_path / "data" / "summaries.json"
-    finally:
-        SUMMARIES.keep_in(None)
+    assert cli(config_dir, "--method", "cot", "--question", "What is 2+2?") == 0
+    assert made == [tmp_path / "data" / "summaries.json"]  # handed to the debate, no process-wide cache

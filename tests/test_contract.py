@@ -20,7 +20,6 @@ from r2mad.cli import main  # noqa: E402
 from r2mad.config import load_config  # noqa: E402
 from r2mad.evaluation.evaluate import ROWS, read_rows  # noqa: E402
 from r2mad.fakeserver import FakeServer, completion_body  # noqa: E402
-from r2mad.memory.summaries import SUMMARIES  # noqa: E402
 from r2mad.methods import METHODS, is_debate  # noqa: E402
 from r2mad.runs.store import RunStore  # noqa: E402
 from r2mad.types import Case, Transcript, from_dict, to_dict  # noqa: E402
@@ -174,7 +173,6 @@ def test_advice_keeps_every_hook_of_the_method_it_joins(world, tmp_path, monkeyp
     counts = {}
     for method in ("r2mad", "r2mad+advice"):
         monkeypatch.setenv("R2MAD_DATA_DIR", str(tmp_path / method))  # both start with no summary cached
-        SUMMARIES.clear()
         out = tmp_path / f"{method}.json"
         assert main(["--config-dir", str(world.configs), "debate", "--backbone", "fake", "--method", method,
                      "--question", QUESTION, *(x for k, v in OPTIONS.items() for x in ("--option", f"{k}={v}")),

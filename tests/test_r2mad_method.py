@@ -9,7 +9,7 @@ from r2mad.debate import Debate
 from r2mad.memory.bank import MemoryBank
 from r2mad.memory.build import build, cases_from_transcript
 from r2mad.memory.embedder import HashEmbedder
-from r2mad.memory.summaries import SUMMARIES, SummaryCache
+from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import make_method
 from r2mad.prompts.common import PERSONAS
 from r2mad.prompts.r2mad import stance_pattern
@@ -29,11 +29,6 @@ def reply(messages):
     agent = SYSTEMS.index(persona_of(messages))
     debate_round = sum(m.role == "assistant" for m in messages)
     return f"My reasoning. (({['B', 'A', 'C' if debate_round == 0 else 'B'][agent]}))"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_summary_cache():
-    SUMMARIES.clear()
 
 
 @pytest.fixture
@@ -73,10 +68,11 @@ def test_failed_debate_is_never_written_to_the_bank(bank):
     assert stats["failed"] == 1 and not bank.has_question("q7")
 
 
-def run_r2mad(method, bank, backend=None, **settings):
+def run_r2mad(method, bank, backend=None, summaries=None, **settings):
     backend = backend or ScriptedBackend(reply)
     events = []
-    strategy = make_method(method, DebateSettings(seed=2, early_stop=False, **settings), bank=bank)
+    strategy = make_method(method, DebateSettings(seed=2, early_stop=False, **settings), bank=bank,
+                           summaries=summaries)
     t = asyncio.run(Debate(backend, strategy, emit=events.append).run(TASKS[1]))
     prompts = [last_user(c.messages) for c in backend.calls if "Positions of the agents" not in last_user(c.messages)]
     return t, events, prompts[3:]  # the debate-round prompts
@@ -120,13 +116,13 @@ def test_policies_pick_differently(bank):
 
 def test_summary_prompt_is_abstract_and_cached(bank):
     assert stance_pattern(["B", "A", None], ["C", "A", "A"]) == [("P1", "P3"), ("P2", "P2"), ("no clear answer", "P2")]
-    SUMMARIES.clear()  # building the bank already met this pattern
+    cache = SummaryCache()
     backend = ScriptedBackend(reply)
-    run_r2mad("r2mad", bank, backend)
+    run_r2mad("r2mad", bank, backend, cache)
     summaries = [c for c in backend.calls if "Positions of the agents" in last_user(c.messages)]
     assert summaries and all("Jupiter" not in last_user(c.messages) for c in summaries)
     again = ScriptedBackend(reply)
-    t, _, _ = run_r2mad("r2mad", bank, again)
+    t, _, _ = run_r2mad("r2mad", bank, again, cache)
     assert not any("Positions of the agents" in last_user(c.messages) for c in again.calls)
     assert t.rounds[1].details["summary_cached"] is True
 
@@ -158,37 +154,27 @@ def summary_calls(backend) -> int:
 
 def test_summaries_kept_in_a_file_serve_the_next_process_and_only_the_same_model(bank, tmp_path):
     file = tmp_path / "var" / "summaries.json"
-    SUMMARIES.clear()
-    SUMMARIES.keep_in(file)
-    try:
-        first = ScriptedBackend(reply)
-        run_r2mad("r2mad", bank, first)
-        assert summary_calls(first) == 2 and file.is_file()
-        SUMMARIES.clear()  # a new process: nothing in memory, the file is read again
-        SUMMARIES.keep_in(file)
-        later = ScriptedBackend(reply)
-        t, _, _ = run_r2mad("r2mad", bank, later)
-        assert summary_calls(later) == 0 and t.rounds[1].details["summary_cached"] is True
-        other_model = ScriptedBackend(reply)
-        other_model.model = "another-model"  # same backbone name, another model: its own summaries
-        run_r2mad("r2mad", bank, other_model)
-        assert summary_calls(other_model) == 2
-    finally:
-        SUMMARIES.keep_in(None)
-        SUMMARIES.clear()
+    first = ScriptedBackend(reply)
+    run_r2mad("r2mad", bank, first, SummaryCache(file))
+    assert summary_calls(first) == 2 and file.is_file()
+    later_process = SummaryCache(file)  # nothing in memory: the file is read again
+    later = ScriptedBackend(reply)
+    t, _, _ = run_r2mad("r2mad", bank, later, later_process)
+    assert summary_calls(later) == 0 and t.rounds[1].details["summary_cached"] is True
+    other_model = ScriptedBackend(reply)
+    other_model.model = "another-model"  # same backbone name, another model: its own summaries
+    run_r2mad("r2mad", bank, other_model, later_process)
+    assert summary_calls(other_model) == 2
 
 
 def test_summary_file_survives_damage_and_merges_writers(tmp_path):
     file = tmp_path / "summaries.json"
     file.write_text("{not json", encoding="utf-8")
-    one, two = SummaryCache(), SummaryCache()
-    one.keep_in(file)
-    two.keep_in(file)
+    one, two = SummaryCache(file), SummaryCache(file)
     assert one.get(("b", "m", "p1")) is None  # a damaged file reads as empty
     one.put(("b", "m", "p1"), "h1")
     two.put(("b", "m", "p2"), "h2")  # another process writing later keeps what the first wrote
-    fresh = SummaryCache()
-    fresh.keep_in(file)
+    fresh = SummaryCache(file)
     assert fresh.get(("b", "m", "p1")) == "h1" and fresh.get(("b", "m", "p2")) == "h2"
     assert not list(tmp_path.glob("*.part"))
 
@@ -196,8 +182,7 @@ def test_summary_file_survives_damage_and_merges_writers(tmp_path):
 def test_unwritable_summary_file_keeps_the_cache_in_memory(tmp_path):
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the data dir should be", encoding="utf-8")
-    cache = SummaryCache()
-    cache.keep_in(blocker / "summaries.json")
+    cache = SummaryCache(blocker / "summaries.json")
     cache.put(("b", "m", "p"), "h")  # no exception: the debate must go on
     assert cache.get(("b", "m", "p")) == "h"
 
@@ -216,9 +201,9 @@ def test_likely_outcomes_are_every_split_then_keep_or_adopt():
 
 
 def test_prefetched_summaries_are_asked_while_agents_answer_and_counted(bank):
-    SUMMARIES.clear()
+    cache = SummaryCache()
     backend = ScriptedBackend(reply, delay_s=0.1)
-    t, _, _ = run_r2mad("r2mad", bank, backend, prefetch_summaries=True)
+    t, _, _ = run_r2mad("r2mad", bank, backend, cache, prefetch_summaries=True)
     asked = [c for c in backend.calls if "Positions of the agents" in last_user(c.messages)]
     # round 0 may end in any of the 5 splits of 3 agents; round 1 in any of 3^3 keep-or-adopt outcomes
     assert len(asked) == 5 + 27
@@ -231,12 +216,11 @@ def test_prefetched_summaries_are_asked_while_agents_answer_and_counted(bank):
     assert t.usage(("summary",)).calls == 32  # every speculative call is counted
     assert {c.label for rnd in t.rounds for c in rnd.aux if c.kind == "summary"} == {"prefetched"}
     again = ScriptedBackend(reply, delay_s=0.1)
-    run_r2mad("r2mad", bank, again, prefetch_summaries=True)
+    run_r2mad("r2mad", bank, again, cache, prefetch_summaries=True)
     assert summary_calls(again) == 0  # every pattern is now known
 
 
 def test_prefetch_is_dropped_when_round0_is_unanimous_and_the_debate_stops(bank):
-    SUMMARIES.clear()
     backend = ScriptedBackend(lambda m: "Sure. ((B))", delay_s=0.05)
     strategy = make_method("r2mad", DebateSettings(seed=2, prefetch_summaries=True), bank=bank)
     t = asyncio.run(Debate(backend, strategy).run(TASKS[1]))
@@ -246,7 +230,6 @@ def test_prefetch_is_dropped_when_round0_is_unanimous_and_the_debate_stops(bank)
 
 
 def test_without_early_stop_a_unanimous_round_keeps_its_prefetched_summary(bank):
-    SUMMARIES.clear()
     backend = ScriptedBackend(lambda m: "Sure. ((B))", delay_s=0.02)
     t, _, _ = run_r2mad("r2mad", bank, backend, prefetch_summaries=True)  # early_stop=False
     assert [rnd.details["summary_prefetched"] for rnd in t.rounds[1:]] == [True, True]

@@ -113,10 +113,8 @@ def test_streamed_answer_from_llama_cpp_server_matches_the_whole_one(llama_serve
 
 
 def test_prefetched_summaries_from_the_llama_cpp_server(llama_server):
-    from r2mad.memory.summaries import SUMMARIES
     from r2mad.methods.r2mad import R2MAD
 
-    SUMMARIES.clear()
     backend = OpenAICompatBackend(base_url=llama_server, model=None, api_key=None, timeout_s=60)
     # one agent: SmolLM2 rarely gives two parseable answers, and an unparsed one is not a likely split
     settings = SMALL.replace(agents=1, rounds=2, seed=9, use_memory=False, prefetch_summaries=True)

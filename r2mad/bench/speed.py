@@ -10,7 +10,7 @@ from pathlib import Path
 
 from r2mad.config import ROOT, DebateSettings
 from r2mad.debate import Debate
-from r2mad.memory.summaries import SUMMARIES
+from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import make_method
 from r2mad.prompts.common import PERSONAS
 from r2mad.types import Completion, Event, Task
@@ -72,7 +72,7 @@ def reply_for(body: dict):
     return ok(f"{REASONING}So I choose (({answers[round_index]})).")
 
 
-async def _timed_debate(backend, method: str, settings: DebateSettings, bank=None):
+async def _timed_debate(backend, method: str, settings: DebateSettings, bank=None, summaries=None):
     marks: dict[tuple[str, int], float] = {}
 
     def emit(event: Event) -> None:
@@ -80,7 +80,7 @@ async def _timed_debate(backend, method: str, settings: DebateSettings, bank=Non
             marks[(event.kind, event.round)] = time.monotonic()
 
     started = time.monotonic()
-    t = await Debate(backend, make_method(method, settings, bank=bank), emit=emit).run(TASK)
+    t = await Debate(backend, make_method(method, settings, bank=bank, summaries=summaries), emit=emit).run(TASK)
     ratios = [(marks[("round_end", r.index)] - marks[("round_start", r.index)])
               / max(turn.seconds for turn in r.turns) for r in t.rounds if ("round_start", r.index) in marks]
     return time.monotonic() - started, ratios
@@ -116,13 +116,14 @@ async def debate_figures(base_url: str, per_token_url: str, repeats: int = 3) ->
     rows = []
     walls = {"mad": [], "r2mad": []}
     ratios, serial_ratios = [], []
+    summaries = SummaryCache()  # "first debate" figures start cold
     with tempfile.TemporaryDirectory(prefix="r2mad-bench-") as tmp:
         bank = _bank(Path(tmp))
         for _ in range(repeats):
             wall, r = await _timed_debate(Counting(backend), "mad", settings)
             walls["mad"].append(wall)
             ratios += r
-            walls["r2mad"].append((await _timed_debate(Counting(backend), "r2mad", settings, bank))[0])
+            walls["r2mad"].append((await _timed_debate(Counting(backend), "r2mad", settings, bank, summaries))[0])
             serial_ratios += (await _timed_debate(Counting(backend, serial=True), "mad", settings))[1]
         rows.append({"figure": "round wall / slowest call (concurrent agents)", "value": _med(ratios),
                      "target": "<= 1.1"})
@@ -134,9 +135,10 @@ async def debate_figures(base_url: str, per_token_url: str, repeats: int = 3) ->
         if len(walls["r2mad"]) > 1:
             rows.append({"figure": "R²-MAD wall / MAD wall, later debates (stance patterns seen before)",
                          "value": round(statistics.median(walls["r2mad"][1:]) / mad, 3), "target": "<= 1.2"})
-        SUMMARIES.clear()  # cold again, now asking the likely patterns' summaries while agents answer
+        summaries = SummaryCache()  # cold again, now asking the likely patterns' summaries while agents answer
         counting = Counting(backend)
-        first = (await _timed_debate(counting, "r2mad", settings.replace(prefetch_summaries=True), bank))[0]
+        first = (await _timed_debate(counting, "r2mad", settings.replace(prefetch_summaries=True), bank,
+                                     summaries))[0]
         asked = counting.calls - settings.agents * settings.rounds
         rows.append({"figure": f"  first debate with prefetch_summaries ({asked} summary calls instead of "
                                f"{settings.rounds - 1})",
@@ -144,11 +146,11 @@ async def debate_figures(base_url: str, per_token_url: str, repeats: int = 3) ->
         # A real server takes time per generated token: a short summary costs less than an agent's answer.
         per_token = _backend(per_token_url, "bench-per-token")  # its own summary cache: starts cold
         mad = (await _timed_debate(per_token, "mad", settings))[0]
-        first = (await _timed_debate(per_token, "r2mad", settings, bank))[0]
-        later = (await _timed_debate(per_token, "r2mad", settings, bank))[0]
+        first = (await _timed_debate(per_token, "r2mad", settings, bank, summaries))[0]
+        later = (await _timed_debate(per_token, "r2mad", settings, bank, summaries))[0]
         rows.append({"figure": "  same, latency per generated token: first debate / later debates",
                      "value": f"{first / mad:.3f} / {later / mad:.3f}", "target": ""})
-        shared, separate, round0 = await _side_by_side(TASK, backend, settings, bank)
+        shared, separate, round0 = await _side_by_side(TASK, backend, settings, bank, summaries)
         methods = len(COMPARED)
         rows.append({"figure": f"side-by-side tokens / separate runs ({', '.join(COMPARED)})",
                      "value": round(shared.tokens / separate.tokens, 3), "target": "<= 0.85"})
@@ -161,7 +163,8 @@ async def debate_figures(base_url: str, per_token_url: str, repeats: int = 3) ->
                      "value": round(shared.calls / separate.calls, 3), "target": ""})
         # With early stop (as in evaluation), a question all agents answer alike ends after round 0 in
         # every method, so all but one round 0 is saved; a benchmark mixes both kinds of question.
-        easy_shared, easy_separate, _ = await _side_by_side(EASY, backend, settings.replace(early_stop=True), bank)
+        easy_shared, easy_separate, _ = await _side_by_side(EASY, backend, settings.replace(early_stop=True), bank,
+                                                            summaries)
         rows.append({"figure": "  same, early stop on, a question all agents answer alike in round 0",
                      "value": round(easy_shared.tokens / easy_separate.tokens, 3), "target": ""})
         hard_excess = max(0.0, shared.tokens - 0.85 * separate.tokens)
@@ -172,15 +175,15 @@ async def debate_figures(base_url: str, per_token_url: str, repeats: int = 3) ->
     return rows
 
 
-async def _side_by_side(task: Task, backend, settings: DebateSettings, bank):
+async def _side_by_side(task: Task, backend, settings: DebateSettings, bank, summaries):
     """(shared counter, separate counter, round-0 tokens of the separate runs) for the compared methods."""
     from r2mad.runner import run_debate, run_side_by_side
 
     shared, separate = Counting(backend), Counting(backend)
-    await run_side_by_side(task, COMPARED, shared, settings, bank=bank)
+    await run_side_by_side(task, COMPARED, shared, settings, bank=bank, summaries=summaries)
     round0 = 0
     for method in COMPARED:
-        t = await run_debate(task, method, separate, settings, bank=bank)
+        t = await run_debate(task, method, separate, settings, bank=bank, summaries=summaries)
         round0 += sum(turn.tokens_in + turn.tokens_out for turn in t.rounds[0].turns)
     return shared, separate, round0
 
@@ -222,9 +225,6 @@ def cmd_bench(args, config) -> int:
             print("Answers on the embedded model (MAD, 3 agents x 3 rounds, seed 0; target <= 5 % with the guard):")
             print(format_rows([{"figure": f, "value": v} for f, v in resources.parse_rates(args.limit)]))
         return 0
-
-    SUMMARIES.keep_in(None)  # "first debate" figures start cold
-    SUMMARIES.clear()
 
     def responder(body):
         behaviour = reply_for(body)

@@ -11,6 +11,7 @@ from r2mad.config import ConfigError
 from r2mad.evaluation.datasets import load_split
 from r2mad.evaluation.evaluate import ROWS, RUN, EvalRun, parse_methods, run_eval
 from r2mad.evaluation.report import write_report, write_table1
+from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import METHODS, is_debate, needs_bank
 
 
@@ -80,6 +81,7 @@ def cmd_eval(args, config) -> int:
             print(f"warning: {text}", file=sys.stderr)
     try:
         asyncio.run(run_eval(run, backend, out, bank=bank, bank_notices=tuple(notices),
+                             summaries=SummaryCache(config.app.summaries_file),
                              concurrency=args.concurrency, progress=not args.no_progress,
                              retry_failed=args.retry_failed))
     except KeyboardInterrupt:

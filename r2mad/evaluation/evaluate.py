@@ -156,9 +156,11 @@ def make_row(index: int, task: Task, method: str, run: EvalRun, t: Transcript, s
 # --- running --------------------------------------------------------------------------------------
 
 async def run_eval(run: EvalRun, backend, out: str | Path, *, bank=None, bank_notices: tuple[str, ...] = (),
-                   concurrency: int = 32, progress: bool = False, retry_failed: bool = False) -> Path:
+                   concurrency: int = 32, progress: bool = False, retry_failed: bool = False,
+                   summaries=None) -> Path:
     """Run every (question, method) not yet in `out`/rows.jsonl and append a row as each finishes.
-    Returns the rows file. An exception stops the run; the rows written so far stay valid."""
+    Returns the rows file. An exception stops the run; the rows written so far stay valid. `summaries`:
+    R²-MAD's summary cache, shared by the run's debates."""
     if concurrency < 1:
         raise ConfigError(f"--concurrency must be 1 or more, not {concurrency}.")
     ids = run.split.ids
@@ -188,7 +190,7 @@ async def run_eval(run: EvalRun, backend, out: str | Path, *, bank=None, bank_no
             async with asyncio.TaskGroup() as group:
                 for index, task, methods in todo:
                     group.create_task(_run_question(index, task, methods, run, backend, bank,
-                                                    bank_notices, gate, write))
+                                                    bank_notices, gate, write, summaries))
         except BaseExceptionGroup as group_error:
             raise _first(group_error) from None
         finally:
@@ -203,7 +205,7 @@ def _first(error: BaseException) -> BaseException:
     return error
 
 
-async def _run_question(index, task, methods, run, backend, bank, bank_notices, gate, write) -> None:
+async def _run_question(index, task, methods, run, backend, bank, bank_notices, gate, write, summaries) -> None:
     async with gate:
         round0, round0_s = None, 0.0
         # Share one round 0 whenever the run has several debate methods, even if only some are left
@@ -215,7 +217,8 @@ async def _run_question(index, task, methods, run, backend, bank, bank_notices, 
 
         async def one(method: str) -> None:
             t = await run_debate(task, method, backend, run.settings, backbone=run.backbone,
-                                 bank=bank, notices=bank_notices, round0=round0 if is_debate(method) else None)
+                                 bank=bank, notices=bank_notices, round0=round0 if is_debate(method) else None,
+                                 summaries=summaries)
             seconds = t.seconds + (round0_s if is_debate(method) and round0 is not None else 0.0)
             write(make_row(index, task, method, run, t, seconds))
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from r2mad.answers import is_correct, strip_think
 from r2mad.debate import Debate
+from r2mad.memory.summaries import SummaryCache
 from r2mad.methods.r2mad import R2MAD
 from r2mad.prompts.common import format_task
 from r2mad.types import Case, Transcript
@@ -44,8 +45,10 @@ def complete(t: Transcript) -> bool:
 
 
 async def build(tasks, bank, backend, settings, *, backbone: str = "", concurrency: int = 1,
-                progress=None) -> dict:
-    """Debate every task not yet in the bank and add its cases; returns a summary."""
+                progress=None, summaries=None) -> dict:
+    """Debate every task not yet in the bank and add its cases; returns a summary. `summaries`: R²-MAD's
+    summary cache, shared by the debates."""
+    summaries = summaries if summaries is not None else SummaryCache()
     settings = settings.replace(early_stop=False, use_memory=False)
     todo = [task for task in tasks if not bank.has_question(task.id)]
     gate = asyncio.Semaphore(concurrency)
@@ -54,7 +57,8 @@ async def build(tasks, bank, backend, settings, *, backbone: str = "", concurren
 
     async def one(task):
         async with gate:
-            debate = Debate(backend, R2MAD(settings, None, summarize=True), backbone=backbone)
+            debate = Debate(backend, R2MAD(settings, None, summarize=True, summaries=summaries),
+                            backbone=backbone)
             transcript = await debate.run(task)
         if complete(transcript):
             bank.add(cases_from_transcript(transcript))
@@ -110,7 +114,8 @@ def cmd_build(args: argparse.Namespace, config) -> int:
     bar = tqdm(total=len(split.tasks), initial=sum(bank.has_question(t.id) for t in split.tasks),
                desc="debates", unit="q", file=sys.stderr)
     stats = asyncio.run(build(split.tasks, bank, backend, settings, backbone=args.backbone,
-                              concurrency=args.concurrency, progress=lambda t: bar.update(1)))
+                              concurrency=args.concurrency, progress=lambda t: bar.update(1),
+                              summaries=SummaryCache(config.app.summaries_file)))
     bar.close()
     cases = bank.cases()
     per_agent = {}

@@ -1,6 +1,6 @@
 """R²-MAD's round summaries h, remembered per (backbone, model, summary prompt). The prompt holds only
-the abstract stance pattern, so repeated patterns need no model call; the app and the CLI point the
-cache at a file in the data dir so that later processes start warm."""
+the abstract stance pattern, so repeated patterns need no model call; the app and the CLI hand R²-MAD a
+cache kept in a file of the data dir, so that later processes start warm."""
 from __future__ import annotations
 
 import json
@@ -10,17 +10,16 @@ from pathlib import Path
 
 
 class SummaryCache:
-    """In memory, and in a JSON file once `keep_in` names one."""
+    """In memory, and in a JSON file when one is named (read at once, rewritten on every put)."""
 
-    def __init__(self):
-        self._items: dict[tuple[str, str, str], str] = {}
-        self._file: Path | None = None
+    def __init__(self, file: Path | str | None = None):
+        self._file = None if file is None else Path(file)
         self._lock = threading.Lock()
+        self._items: dict[tuple[str, str, str], str] = self._read()
 
-    def keep_in(self, file: Path | None) -> None:
-        with self._lock:
-            self._file = None if file is None else Path(file)
-            self._items.update(self._read())
+    @property
+    def file(self) -> Path | None:
+        return self._file
 
     def get(self, key: tuple[str, str, str]) -> str | None:
         return self._items.get(key)
@@ -53,5 +52,3 @@ class SummaryCache:
         return {tuple(r[:3]): r[3] for r in rows if isinstance(r, list) and len(r) == 4
                 and all(isinstance(x, str) for x in r)}
 
-
-SUMMARIES = SummaryCache()

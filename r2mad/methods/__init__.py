@@ -19,45 +19,45 @@ class MethodSpec:
     family: str  # "debate" | "baseline" | "ablation" (of R²-MAD)
     label: str  # as in the papers' tables
     title: str  # one line for people choosing a method
-    build: Callable[[DebateSettings, Any], Method]  # (settings, bank) -> strategy
+    build: Callable[..., Method]  # (settings, bank, summaries) -> strategy
     paper: str = ""
     needs_bank: bool = False
     tables: tuple[str, ...] = ()  # report tables with a row for it: "main", "components", "policies"
     changes: Mapping[str, Any] = field(default_factory=dict)  # settings an ablation fixes
 
 
-def _mad(settings, bank):
+def _mad(settings, bank, summaries):
     from r2mad.methods.mad import MAD
     return MAD(settings)
 
 
 def _madm2(objective: bool):
-    def build(settings, bank):
+    def build(settings, bank, summaries):
         from r2mad.methods.madm2 import MADM2
         return MADM2(settings, objective=objective)
     return build
 
 
 def _r2mad(name: str):
-    def build(settings, bank):
+    def build(settings, bank, summaries):
         from r2mad.methods.r2mad import R2MAD
-        method = R2MAD(settings, bank)
+        method = R2MAD(settings, bank, summaries=summaries)
         method.name = name
         return method
     return build
 
 
-def _cot(settings, bank):
+def _cot(settings, bank, summaries):
     from r2mad.methods.single import CoT
     return CoT(settings)
 
 
-def _sc(settings, bank):
+def _sc(settings, bank, summaries):
     from r2mad.methods.single import SelfConsistency
     return SelfConsistency(settings)
 
 
-def _icl_cot(settings, bank):
+def _icl_cot(settings, bank, summaries):
     from r2mad.methods.single import ICLCoT
     return ICLCoT(settings, bank)
 
@@ -118,16 +118,17 @@ def is_debate(name: str) -> bool:
     return name.removesuffix("+advice") not in REGISTRY or spec_of(name).family != "baseline"
 
 
-def make_method(name: str, settings: DebateSettings, *, bank=None) -> Method:
+def make_method(name: str, settings: DebateSettings, *, bank=None, summaries=None) -> Method:
     """Build a strategy by name. A `+advice` suffix (or settings.advice) adds TrueMAD's one-to-one peer
-    advice to a debate method as a plug-in of the loop; `truemad` is MAD with advice."""
+    advice to a debate method as a plug-in of the loop; `truemad` is MAD with advice. `summaries` is
+    the cache of R²-MAD's round summaries to share across debates (none: this debate's own)."""
     spec = spec_of(name)
     advice = name.endswith("+advice") or settings.advice or spec.name == "truemad"
     if advice and spec.family == "baseline":
         raise ConfigError(f"Advice needs several agents; '{spec.name}' is a single-agent baseline.")
     if spec.changes:
         settings = settings.replace(**spec.changes)
-    method = spec.build(settings, bank)
+    method = spec.build(settings, bank, summaries)
     if advice:
         from r2mad.methods.truemad import Advice
 

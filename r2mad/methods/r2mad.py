@@ -11,7 +11,7 @@ from r2mad.answers import is_unanimous, strip_think
 from r2mad.debate import Method, RoundContext
 from r2mad.memory.confidence import annotate, confidence_label
 from r2mad.memory.retrieval import render_state
-from r2mad.memory.summaries import SUMMARIES
+from r2mad.memory.summaries import SummaryCache
 from r2mad.prompts import r2mad as prompts
 from r2mad.prompts.common import format_task
 
@@ -38,8 +38,10 @@ def likely_outcomes(before: list[str | None] | None, n_agents: int) -> list[list
 class R2MAD(Method):
     name = "r2mad"
 
-    def __init__(self, settings, bank=None, *, summarize: bool | None = None):
+    def __init__(self, settings, bank=None, *, summarize: bool | None = None,
+                 summaries: SummaryCache | None = None):
         super().__init__(settings)
+        self.summaries = summaries if summaries is not None else SummaryCache()  # given: shared across debates
         self.bank = bank if settings.use_memory else None
         # memory building needs h in every state even though nothing is retrieved yet
         self.summarize = self.bank is not None if summarize is None else summarize
@@ -64,7 +66,7 @@ class R2MAD(Method):
                 continue  # a unanimous round ends the debate: no next round needs its summary
             messages = self._summary_messages(now, before)
             prompt = messages[-1].content
-            if SUMMARIES.get(self._summary_key(ctx, messages)) is None and prompt not in self.prefetching:
+            if self.summaries.get(self._summary_key(ctx, messages)) is None and prompt not in self.prefetching:
                 self.prefetching[prompt] = asyncio.ensure_future(self._prefetch(self.prefetch_ctx, messages))
 
     def on_turn(self, turn) -> None:
@@ -93,7 +95,7 @@ class R2MAD(Method):
             ctx.aux.extend(self.prefetch_ctx.aux)
             self.prefetching = {}
         key = self._summary_key(ctx, messages)  # after the calls: a model read from /v1/models is known now
-        summary = SUMMARIES.get(key)
+        summary = self.summaries.get(key)
         ctx.details["summary_cached"] = summary is not None
         encode = None if self.bank is None else self.bank.embedder.encode
         responses = {a: (await future)[0] for a, future in encoding.items()}
@@ -154,16 +156,15 @@ class R2MAD(Method):
         ctx.aux.extend(dataclasses.replace(c, round=round_index) for c in self.prefetch_ctx.aux)
         self.prefetching = {}
 
-    @classmethod
-    async def _prefetch(cls, ctx: RoundContext, messages) -> None:
+    async def _prefetch(self, ctx: RoundContext, messages) -> None:
         call = await ctx.aux_call("summary", messages, max_tokens=96, labeler=lambda text: "prefetched")
         if not call.error and call.text.strip():
-            SUMMARIES.put(cls._summary_key(ctx, messages), call.text.strip())
+            self.summaries.put(self._summary_key(ctx, messages), call.text.strip())
 
     @staticmethod
     def _summary_messages(now: list[str | None], before: list[str | None] | None):
         """h^(t-1) is asked of the model on the abstract stance pattern only, so equal patterns give equal
-        prompts, and SUMMARIES answers repeats without a call."""
+        prompts, and the summary cache answers repeats without a call."""
         return prompts.summary_messages(prompts.stance_pattern(now, before))
 
     @staticmethod
@@ -171,15 +172,14 @@ class R2MAD(Method):
         model = str(getattr(ctx.backend, "model", "") or "")  # a custom endpoint is named "custom" whatever it serves
         return ctx.backend.name, model, messages[-1].content
 
-    @staticmethod
-    async def _summary_call(ctx: RoundContext, key, messages) -> str:
+    async def _summary_call(self, ctx: RoundContext, key, messages) -> str:
         call = await ctx.aux_call("summary", messages, max_tokens=96)
         if call.error:
             ctx.notice(f"Round {ctx.index}: the debate-state summary failed ({call.error}); "
                        "retrieval uses an empty summary.")
         summary = call.text.strip()
         if summary:
-            SUMMARIES.put(key, summary)
+            self.summaries.put(key, summary)
         return summary
 
     def peers(self, ctx: RoundContext, agent: int) -> list[tuple[str, str]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import os
 
+from r2mad.memory.summaries import SummaryCache
 from r2mad.runs.io import (
     export_annotations_csv,
     export_jsonl,
@@ -51,7 +52,8 @@ def cmd_rerun(args, config) -> int:
     try:
         transcript = asyncio.run(run_debate(task, old.method, backend_for(config, old.backbone), settings,
                                             backbone=old.backbone, bank=bank, notices=tuple(notices),
-                                            record=store.recorder(run_id)))
+                                            record=store.recorder(run_id),
+                                            summaries=SummaryCache(config.app.summaries_file)))
     finally:
         if bank is not None:
             bank.close()

@@ -206,7 +206,7 @@ class DebateHandlers:
             live = LiveRun(task, list(methods), backbone_name, settings, bank or None, store)
             yield view(live.transcripts(), final=False)
             async for transcripts in stream(live, backend, bank=bank_obj, bank_notices=tuple(notices),
-                                            stop=stop_signal):
+                                            stop=stop_signal, summaries=services.summaries):
                 done = all(t.status != "running" for t in transcripts.values())
                 yield view(transcripts, final=done)
             for m, t in live.results.items():

@@ -110,7 +110,7 @@ class LiveRun:
 
 
 async def stream(live: LiveRun, backend: Any, *, bank: Any = None, bank_notices: tuple[str, ...] = (),
-                 stop: asyncio.Event | None = None) -> AsyncIterator[dict[str, Transcript]]:
+                 stop: asyncio.Event | None = None, summaries: Any = None) -> AsyncIterator[dict[str, Transcript]]:
     """Yield the partial transcripts after every event, then the finished ones. Setting `stop` (or
     cancelling the consumer) cancels the debate and saves it as "cancelled" with the rounds it has;
     after `stop` the cancelled transcripts are yielded last. An exception saves it as "failed"."""
@@ -124,11 +124,11 @@ async def stream(live: LiveRun, backend: Any, *, bank: Any = None, bank_notices:
         [m] = live.methods
         job = asyncio.create_task(run_debate(live.task, m, backend, live.settings, backbone=live.backbone,
                                              bank=bank, emit=emit_for(m), notices=bank_notices,
-                                             record=live.record_for(m)))
+                                             record=live.record_for(m), summaries=summaries))
     else:
         job = asyncio.create_task(run_side_by_side(
             live.task, live.methods, backend, live.settings, backbone=live.backbone, bank=bank,
-            bank_notices=bank_notices, emit_for=emit_for, record_for=live.record_for))
+            bank_notices=bank_notices, emit_for=emit_for, record_for=live.record_for, summaries=summaries))
     stopper = asyncio.ensure_future(stop.wait())
     shown_at = 0.0
     try:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from r2mad.config import ROOT, Backbone, Config, ConfigError
-from r2mad.memory.summaries import SUMMARIES
+from r2mad.memory.summaries import SummaryCache
 from r2mad.runner import check_bank
 from r2mad.runs.store import RunStore
 
@@ -20,7 +20,7 @@ class Services:
         self.env_secrets = [s for s in secrets if s]
         self.store_path = config.app.runs_db
         self.store = RunStore(self.store_path, secrets=lambda: self.env_secrets)
-        SUMMARIES.keep_in(config.app.summaries_file)
+        self.summaries = SummaryCache(config.app.summaries_file)  # R²-MAD's round summaries, shared
         self._lock = threading.Lock()  # held only for dictionary updates, never across slow work
         self._banks: dict[Path, Any] = {}
         self._opening: dict[Path, threading.Lock] = {}  # one opener per bank; other banks are not held up
