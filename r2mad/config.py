@@ -118,6 +118,15 @@ class AppConfig:
         return Path(self.data_dir) / "index"
 
 
+def load_mapping(path: Path) -> dict:
+    """A YAML file whose top level must be a mapping of keys (an empty file reads as {})."""
+    data = load_yaml(path)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level is a {type(data).__name__}, not a mapping of keys; write "
+                          "it as `key: value` lines (see the shipped file for the layout).")
+    return data
+
+
 def load_yaml(path: Path) -> Any:
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -193,21 +202,25 @@ class Config:
 def load_config(config_dir: Path | str = CONFIG_DIR, env: dict[str, str] | None = None) -> Config:
     env = os.environ if env is None else env
     config_dir = Path(config_dir)
-    methods = load_yaml(config_dir / "methods.yaml")
+    methods = load_mapping(config_dir / "methods.yaml")
     settings = validate(DebateSettings, methods.get("defaults", {}), f"{config_dir / 'methods.yaml'}: defaults")
     if settings.conf_low > settings.conf_high:
         raise ConfigError(f"{config_dir / 'methods.yaml'}: conf_low must not exceed conf_high.")
-    raw = load_yaml(config_dir / "backbones.yaml")
+    raw = load_mapping(config_dir / "backbones.yaml")
     path = config_dir / "backbones.yaml"
     entries = raw.get("backbones") or {}
     if not isinstance(entries, dict) or not entries:
         raise ConfigError(f"{path}: 'backbones' must map names to backbone settings.")
+    for name, spec in entries.items():
+        if spec is not None and not isinstance(spec, dict):
+            raise ConfigError(f"{path}: backbone '{name}' is given as {spec!r}; give it settings as indented "
+                              "`key: value` lines (kind, base_url, model, ...).")
     backbones = {name: validate(Backbone, {**(spec or {}), "name": name}, f"{path}: {name}")
                  for name, spec in entries.items()}
     default = raw.get("default", next(iter(backbones)))
     if default not in backbones:
         raise ConfigError(f"{path}: default '{default}' is not one of the backbones listed there.")
-    app_raw = load_yaml(config_dir / "app.yaml")
+    app_raw = load_mapping(config_dir / "app.yaml")
     app = validate(AppConfig, app_raw, str(config_dir / "app.yaml"))
     on_space = bool(env.get("SPACE_ID"))
     if on_space:

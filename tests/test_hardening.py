@@ -78,6 +78,18 @@ def test_malformed_yaml_names_file_and_line(config_dir):
         load_config(config_dir)
 
 
+@pytest.mark.parametrize("file, text, message", [
+    ("backbones.yaml", "default: x\nbackbones:\n  x: just-a-string\n", "backbone 'x' is given as 'just-a-string'"),
+    ("methods.yaml", "- agents: 3\n", "the top level is a list, not a mapping"),
+    ("app.yaml", "- port: 1\n", "the top level is a list, not a mapping"),
+])
+def test_config_files_of_the_wrong_shape_are_one_sentence(config_dir, file, text, message):
+    (config_dir / file).write_text(text)
+    with pytest.raises(ConfigError, match=re.escape(message)) as info:
+        load_config(config_dir)
+    assert file in str(info.value) and "\n" not in str(info.value)
+
+
 @pytest.mark.parametrize("line, message", [
     ("agents: 0", "agents: 0 is out of range; allowed 1 to 16"),
     ("rounds: 100", "rounds: 100 is out of range; allowed 1 to 10"),

@@ -217,6 +217,16 @@ def test_content_null_is_retried_then_reported():
     assert err.transient and "content null" in str(err)
 
 
+def test_an_empty_finished_answer_is_retried_then_an_abstention_never_an_answer():
+    with FakeServer(responder=lambda body: ok("")) as srv:
+        srv.script([ok("   "), ok("there it is")])
+        [c] = chat(backend(srv))
+        assert c.text == "there it is" and srv.hits == 2
+        err, _ = failure(backend(srv, max_retries=1))
+        assert srv.hits == 4
+    assert err.transient and "\n" not in str(err)
+
+
 def test_content_null_at_the_length_limit_is_an_empty_answer_not_a_retry():
     with FakeServer() as srv:
         srv.script([content_null(finish_reason="length")])

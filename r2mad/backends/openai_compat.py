@@ -236,9 +236,11 @@ class OpenAICompatBackend:
 
 
 def _usable(choice: Any) -> bool:
-    """A choice with text, or an empty one that honestly ran out of tokens (retrying would not help)."""
+    """A choice with text, or an empty one that honestly ran out of tokens (retrying would not help);
+    an empty answer that claims to have finished is a failed attempt, never an answer."""
     message = getattr(choice, "message", None)
-    return message is not None and (message.content is not None or getattr(choice, "finish_reason", None) == "length")
+    return message is not None and (bool((message.content or "").strip())
+                                    or getattr(choice, "finish_reason", None) == "length")
 
 
 def _token_logprobs(choice: Any) -> tuple[float, ...] | None:
