@@ -40,8 +40,8 @@ def test_a_crash_of_the_model_fails_one_debate_and_the_next_one_works():
 
 
 def test_a_hung_model_process_is_replaced_after_the_stall_limit():
+    asyncio.run(EmbeddedBackend().chat(STORY, max_tokens=4, seed=1))  # started and warm (shared process)
     backend = EmbeddedBackend(stall_s=2)
-    asyncio.run(backend.chat(STORY, max_tokens=4, seed=1))  # started and warm
     stopped = backend.process()
     os.kill(stopped.proc.pid, signal.SIGSTOP)
     with pytest.raises(BackendError, match="stopped responding for 2 s"):

@@ -9,8 +9,8 @@ from typing import Any, Callable, Mapping
 from r2mad.config import ConfigError, DebateSettings
 from r2mad.debate import Method
 
-DU, TIAN, BAO, JIN = ("Du et al. 2024", "Tian et al. 2026", "Bao et al. 2026 (our re-implementation)",
-                      "Jin et al. 2026, arXiv 2609.03619")
+DU, TIAN, BAO, JIN = ("Du et al. 2024", "Tian et al. 2026", "Bao et al. 2026; our re-implementation",
+                      "Jin et al. 2026")
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,7 @@ class MethodSpec:
     name: str
     family: str  # "debate" | "baseline" | "ablation" (of R²-MAD)
     label: str  # as in the papers' tables
-    title: str  # one line for people choosing a method
+    title: str  # what the app's method list says
     build: Callable[..., Method]  # (settings, bank, summaries) -> strategy
     paper: str = ""
     needs_bank: bool = False
@@ -68,22 +68,17 @@ def _ablation(name: str, label: str, changes: dict, table: str) -> MethodSpec:
 
 
 REGISTRY: dict[str, MethodSpec] = {spec.name: spec for spec in (
-    MethodSpec("cot", "baseline", "CoT", "CoT: one agent reasons step by step", _cot,
+    MethodSpec("cot", "baseline", "CoT", "CoT (one agent)", _cot, tables=("main",)),
+    MethodSpec("sc", "baseline", "Self-Consistency", "Self-Consistency (9 samples)", _sc, tables=("main",)),
+    MethodSpec("icl-cot", "baseline", "ICL-CoT", "ICL-CoT (one agent + cases from the bank)", _icl_cot,
+               needs_bank=True, tables=("main",)),
+    MethodSpec("mad", "debate", "MAD", "MAD", _mad, DU, tables=("main",)),
+    MethodSpec("madm2-subjective", "debate", "MAD-M² (S)", "MAD-M², subjective masks", _madm2(False), TIAN,
                tables=("main",)),
-    MethodSpec("sc", "baseline", "Self-Consistency", "Self-Consistency: 9 samples of one agent, "
-               "majority vote", _sc, tables=("main",)),
-    MethodSpec("icl-cot", "baseline", "ICL-CoT", "ICL-CoT: one agent with cases from the bank as "
-               "examples", _icl_cot, needs_bank=True, tables=("main",)),
-    MethodSpec("mad", "debate", "MAD", "MAD: agents read each other's answers and revise", _mad, DU,
-               tables=("main",)),
-    MethodSpec("madm2-subjective", "debate", "MAD-M² (S)", "MAD-M², subjective masks: a judge labels "
-               "each answer before it is shown", _madm2(False), TIAN, tables=("main",)),
-    MethodSpec("madm2-objective", "debate", "MAD-M² (O)", "MAD-M², objective masks: only the most "
-               "confident answers (lowest perplexity) are shown", _madm2(True), TIAN, tables=("main",)),
-    MethodSpec("truemad", "debate", "TrueMAD", "TrueMAD: one-to-one advice between agents before they "
-               "revise", _mad, BAO, tables=("main",)),
-    MethodSpec("r2mad", "debate", "R²-MAD", "R²-MAD: retrieved cases of past debates and peer "
-               "confidence", _r2mad("r2mad"), JIN, True, ("main", "components", "policies")),
+    MethodSpec("madm2-objective", "debate", "MAD-M² (O)", "MAD-M², objective masks by perplexity", _madm2(True),
+               TIAN, tables=("main",)),
+    MethodSpec("truemad", "debate", "TrueMAD", "TrueMAD", _mad, BAO, tables=("main",)),
+    MethodSpec("r2mad", "debate", "R²-MAD", "R²-MAD", _r2mad("r2mad"), JIN, True, ("main", "components", "policies")),
     _ablation("r2mad-no-confidence", "w/o Confidence", {"use_confidence": False}, "components"),
     _ablation("r2mad-no-memory", "w/o Memory", {"use_memory": False}, "components"),
     _ablation("r2mad-random", "Random", {"policy": "random"}, "policies"),

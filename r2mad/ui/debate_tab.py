@@ -16,7 +16,7 @@ from r2mad.ui.tables import SUMMARY_HEADERS
 
 LETTERS = "ABCDEFGHIJ"
 MAX_COLUMNS = 4
-METHOD_LABELS = {name: f"{spec.title} ({spec.paper})" if spec.paper else spec.title
+METHOD_LABELS = {name: f"{spec.title} ({spec.paper})" if spec.paper and spec.family != "ablation" else spec.title
                  for name, spec in REGISTRY.items()}
 
 
