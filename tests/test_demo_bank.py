@@ -35,6 +35,8 @@ def test_demo_bank_is_whole_and_auditable(name, questions, index_root):
         cases = bank.cases()
         assert len(cases) == questions * 2 * 3 and {c.round for c in cases} == {1, 2}
         assert 0 < sum(c.reward for c in cases) < len(cases)  # both positive and negative experience
+        unparsed = sum(c.answers[c.agent] is None for c in cases) / len(cases)
+        assert unparsed <= 0.05  # built with the answer guard: the cases hold answers, not UNPARSED
     finally:
         bank.close()
 
