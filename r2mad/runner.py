@@ -64,7 +64,8 @@ async def run_debate(task: Task, method: str, backend: ChatBackend, settings: De
         notices = ("Memory off: no memory bank was given; this runs without retrieved cases.",)
     debate: Debate
 
-    debate = Debate(backend, strategy, backbone=backbone, emit=_recording(lambda: debate, record, emit))
+    debate = Debate(backend, strategy, backbone=backbone)
+    debate.emit = _recording(debate, record, emit)
     try:
         transcript = await debate.run(task, round0=round0 if is_debate(method) else None, notices=notices)
     except asyncio.CancelledError:
@@ -76,11 +77,11 @@ async def run_debate(task: Task, method: str, backend: ChatBackend, settings: De
     return transcript
 
 
-def _recording(debate: Callable[[], Debate], record, emit) -> EventSink:
+def _recording(debate: Debate, record, emit) -> EventSink:
     """An event sink that hands `record` the loop's transcript after every step, then streams the event."""
     def on_event(event: Event) -> None:
         if record and event.kind != "delta":
-            record(debate().transcript("running"))
+            record(debate.transcript("running"))
         if emit:
             emit(event)
     return on_event
@@ -92,7 +93,8 @@ async def compute_round0(task: Task, backend: ChatBackend, settings: DebateSetti
     """Round 0 is the same for every debate method: each agent answers alone."""
     method = make_method("mad", settings.replace(rounds=1, advice=False))
     method.wants_logprobs = True  # objective MAD-M² scores round 0 by its logprobs (when the backend has them)
-    debate = Debate(backend, method, emit=_recording(lambda: debate, record, emit))
+    debate = Debate(backend, method)
+    debate.emit = _recording(debate, record, emit)
     transcript = await debate.run(task)
     return transcript.rounds[0]
 

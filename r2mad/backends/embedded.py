@@ -138,7 +138,7 @@ class EmbeddedBackend:
             request = {"messages": [{"role": m.role, "content": m.content} for m in messages],
                        "temperature": temperature, "top_p": top_p, "max_tokens": max_tokens,
                        "seed": (seed + i) if seed is not None else time.time_ns() % 2**31,
-                       "logprobs": logprobs, "grammar": shape.grammar if shape else None, "live": notify is not None}
+                       "logprobs": logprobs, "grammar": shape.grammar if shape else None}
             try:
                 out.append(await asyncio.to_thread(self._generate, request, cancelled, notify))
             except asyncio.CancelledError:  # the model stops at its next token; the thread then returns

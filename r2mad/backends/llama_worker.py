@@ -4,9 +4,10 @@ llama.cpp ends this process only. Started by r2mad.backends.embedded; not for di
 
 Protocol (one JSON object a line):
   in:  {"id": n, "messages": [...], "temperature": ..., "top_p": ..., "max_tokens": ..., "seed": ...,
-        "logprobs": bool, "grammar": GBNF or null, "live": bool}   |   {"cancel": n}
+        "logprobs": bool, "grammar": GBNF or null}   |   {"cancel": n}
   out: {"ready": model file name} once loaded, or {"fatal": sentence} and exit;
-       {"id": n, "text": text so far} while live; then {"id": n, "done": completion} or {"id": n, "error": sentence}
+       {"id": n, "text": text so far} while generating (live text, and the parent's sign of life);
+       then {"id": n, "done": completion} or {"id": n, "error": sentence}
 """
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def _watch(llm, cancelled: threading.Event, on_text, want_logprobs: bool, every_
         else:
             if previous[0] is not None:
                 logprobs.append(float(previous[0][tokens[-1]]))
-            if on_text is not None and time.monotonic() - last[0] >= every_s:
+            if time.monotonic() - last[0] >= every_s:
                 last[0] = time.monotonic()
                 on_text(llm.detokenize(list(tokens[prompt_len[0]:])).decode("utf-8", errors="ignore"))
         if want_logprobs:
@@ -99,7 +100,7 @@ class Worker:
         from llama_cpp import LogitsProcessorList
 
         rid = req["id"]
-        on_text = (lambda text: self.send({"id": rid, "text": text})) if req.get("live") else None
+        on_text = lambda text: self.send({"id": rid, "text": text})
         processor, logprobs, last_row = _watch(self.llm, self.cancelled, on_text, bool(req.get("logprobs")))
         started = time.monotonic()
         result = self.llm.create_chat_completion(
