@@ -25,8 +25,45 @@ def _limits(lo: float | None = None, hi: float | None = None, choices: tuple = (
 
 
 @dataclass(frozen=True)
+class R2madSettings:
+    """R²-MAD (Jin et al. 2026): retrieval, its policy and the peers' confidence tags."""
+    k: int = field(default=1, metadata=_limits(1, 32))  # cases per agent and round
+    gamma: float = field(default=0.9, metadata=_limits(0.0, 1.0))  # lambda_t = 1 - gamma * Cons(Z^(t-1))
+    policy: str = field(default="state-aware", metadata=_limits(choices=(
+        "state-aware", "random", "similarity", "positive", "diversity",
+        "fixed-0.25", "fixed-0.5", "fixed-0.75")))
+    use_memory: bool = True
+    use_confidence: bool = True
+    conf_high: float = field(default=0.55, metadata=_limits(0.0, 1.0))
+    conf_low: float = field(default=0.45, metadata=_limits(0.0, 1.0))
+    prefetch_summaries: bool = False  # ask h for likely stance patterns while agents answer (extra calls)
+
+
+@dataclass(frozen=True)
+class Madm2Settings:
+    """MAD-M² (Tian et al. 2026): which responses the judge masks."""
+    strict: bool = False  # subjective masking also masks NOT SURE
+    per_agent_judge: bool = False
+    fallback_subjective: bool = True  # objective masking without logprobs falls back to subjective
+
+
+@dataclass(frozen=True)
+class TrueMadSettings:
+    """TrueMAD (Bao et al. 2026): one-to-one peer advice, as a plug-in of any debate method."""
+    advice: bool = False
+    pairing: str = field(default="all", metadata=_limits(choices=("all", "ring")))
+
+
+SECTIONS = {"r2mad": R2madSettings, "madm2": Madm2Settings, "truemad": TrueMadSettings}
+# a method's own setting by its plain name (`k`, `strict`) -> its section: flags, forms and runs saved
+# before the sections existed name them flat
+SECTION_OF = {f.name: section for section, cls in SECTIONS.items() for f in dataclasses.fields(cls)}
+
+
+@dataclass(frozen=True)
 class DebateSettings:
-    """Everything that shapes one debate. `rounds` counts round 0: 3 = round 0 + 2 debate rounds."""
+    """Everything that shapes one debate: the loop's own settings, then one section per method family.
+    `rounds` counts round 0: 3 = round 0 + 2 debate rounds."""
     agents: int = field(default=3, metadata=_limits(1, 16))
     rounds: int = field(default=3, metadata=_limits(1, 10))
     early_stop: bool = True
@@ -37,30 +74,50 @@ class DebateSettings:
     max_question_chars: int = field(default=4000, metadata=_limits(1, 100000))
     deadline_s: float = field(default=900.0, metadata=_limits(1, 86400))
     samples: int = field(default=9, metadata=_limits(1, 64))  # Self-Consistency paths
-    # R²-MAD
-    k: int = field(default=1, metadata=_limits(1, 32))
-    gamma: float = field(default=0.9, metadata=_limits(0.0, 1.0))
-    policy: str = field(default="state-aware", metadata=_limits(choices=(
-        "state-aware", "random", "similarity", "positive", "diversity",
-        "fixed-0.25", "fixed-0.5", "fixed-0.75")))
-    use_memory: bool = True
-    use_confidence: bool = True
-    conf_high: float = field(default=0.55, metadata=_limits(0.0, 1.0))
-    conf_low: float = field(default=0.45, metadata=_limits(0.0, 1.0))
-    prefetch_summaries: bool = False  # ask h for likely stance patterns while agents answer (extra calls)
-    # MAD-M²
-    strict: bool = False
-    per_agent_judge: bool = False
-    fallback_subjective: bool = True
-    # TrueMAD
-    advice: bool = False
-    pairing: str = field(default="all", metadata=_limits(choices=("all", "ring")))
     # answer guard: after free reasoning with no answer in the task's format, one short constrained call
     # asks for the answer alone. "auto" = the backbone's own default (on for the embedded model)
     answer_guard: str = field(default="auto", metadata=_limits(choices=("auto", "on", "off")))
+    r2mad: R2madSettings = field(default_factory=R2madSettings)
+    madm2: Madm2Settings = field(default_factory=Madm2Settings)
+    truemad: TrueMadSettings = field(default_factory=TrueMadSettings)
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "settings") -> DebateSettings:
+        """From a mapping with sections (`r2mad: {k: 2}`) or, as saved runs may hold, flat names (`k: 2`)."""
+        if not isinstance(data, dict):
+            raise ConfigError(f"{where}: expected a mapping of keys to values, got {type(data).__name__}.")
+        nested = {key: value for key, value in data.items() if key not in SECTION_OF}
+        for key, value in data.items():
+            if key in SECTION_OF:
+                section = nested.get(SECTION_OF[key])
+                nested[SECTION_OF[key]] = {**(section if isinstance(section, dict) else {}), key: value}
+        settings = validate(cls, nested, where)
+        if settings.r2mad.conf_low > settings.r2mad.conf_high:
+            raise ConfigError(f"{where}: r2mad.conf_low must not exceed r2mad.conf_high.")
+        return settings
 
     def replace(self, **changes: Any) -> DebateSettings:
-        return validate(DebateSettings, {**dataclasses.asdict(self), **changes}, "settings")
+        """A copy with some settings changed; a method's settings may be named plainly (`k=2`)."""
+        return DebateSettings.from_dict(_merge(dataclasses.asdict(self), _nest(changes)))
+
+    def value(self, name: str) -> Any:
+        """One setting by its plain name, whichever section holds it."""
+        return getattr(getattr(self, SECTION_OF[name]), name) if name in SECTION_OF else getattr(self, name)
+
+
+def _nest(changes: dict[str, Any]) -> dict[str, Any]:
+    nested: dict[str, Any] = {}
+    for key, value in changes.items():
+        if key in SECTION_OF:
+            nested.setdefault(SECTION_OF[key], {})[key] = value
+        else:
+            nested[key] = value
+    return nested
+
+
+def _merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    return {**base, **{key: _merge(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict)
+                       else value for key, value in changes.items()}}
 
 
 def cache_dir() -> Path:
@@ -167,6 +224,8 @@ def _check(where: str, hint: Any, value: Any, limits: Any) -> Any:
         if not isinstance(value, (list, tuple)):
             raise ConfigError(f"{where}: expected a list.")
         return tuple(str(v) for v in value)
+    if dataclasses.is_dataclass(base):
+        return value if isinstance(value, base) else validate(base, value, where)
     if base is bool and not isinstance(value, bool):
         raise ConfigError(f"{where}: expected true or false, got {value!r}.")
     if base is int and (isinstance(value, bool) or not isinstance(value, int)):
@@ -203,9 +262,7 @@ def load_config(config_dir: Path | str = CONFIG_DIR, env: dict[str, str] | None 
     env = os.environ if env is None else env
     config_dir = Path(config_dir)
     methods = load_mapping(config_dir / "methods.yaml")
-    settings = validate(DebateSettings, methods.get("defaults", {}), f"{config_dir / 'methods.yaml'}: defaults")
-    if settings.conf_low > settings.conf_high:
-        raise ConfigError(f"{config_dir / 'methods.yaml'}: conf_low must not exceed conf_high.")
+    settings = DebateSettings.from_dict(methods.get("defaults", {}), f"{config_dir / 'methods.yaml'}: defaults")
     raw = load_mapping(config_dir / "backbones.yaml")
     path = config_dir / "backbones.yaml"
     entries = raw.get("backbones") or {}

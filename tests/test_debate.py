@@ -1,5 +1,6 @@
 """The debate loop's logic with a scripted backend: rounds, early stop, peers, concurrency, JSON."""
 import asyncio
+import dataclasses
 
 import pytest
 
@@ -20,7 +21,8 @@ def agent_of(messages) -> int:
 
 
 def run(method, backend, task=MCQ, **settings):
-    s = DebateSettings(**{"seed": 1, **settings})
+    # the constructor, not replace(): a test may use a deadline below the validated range
+    s = dataclasses.replace(DebateSettings(), **{"seed": 1, **settings})
     return asyncio.run(Debate(backend, make_method(method, s)).run(task))
 
 

@@ -1,6 +1,7 @@
 """Bad input, secrets and faults end to end through the CLI against the scripted OpenAI-compatible
 server: each case gets one clear sentence, loses nothing, and never leaks a token."""
 import asyncio
+import dataclasses
 import re
 import time
 from pathlib import Path
@@ -95,13 +96,31 @@ def test_config_files_of_the_wrong_shape_are_one_sentence(config_dir, file, text
     ("rounds: 100", "rounds: 100 is out of range; allowed 1 to 10"),
     ("temperature: hot", "temperature: expected a number"),
     ("agentz: 3", "unknown key 'agentz'"),
-    ("policy: psychic", "choose one of state-aware"),
+    ("policy: psychic", "defaults.r2mad.policy: 'psychic' is not allowed; choose one of state-aware"),
+    ("r2mad:\n    k: 0", "defaults.r2mad.k: 0 is out of range; allowed 1 to 32"),
+    ("madm2: strict", "defaults.madm2: expected a mapping of keys to values, got str"),
+    ("truemad:\n    pairs: all", "defaults.truemad: unknown key 'pairs'; allowed keys: advice, pairing"),
+    ("r2mad:\n    conf_low: 0.9", "r2mad.conf_low must not exceed r2mad.conf_high"),
 ])
 def test_bad_settings_name_file_key_and_range(config_dir, line, message):
     (config_dir / "methods.yaml").write_text(f"defaults:\n  {line}\n")
     with pytest.raises(ConfigError, match=re.escape(message)) as info:
         load_config(config_dir)
     assert "methods.yaml" in str(info.value)
+
+
+def test_each_method_family_has_its_own_settings_section_and_plain_names_still_work():
+    from r2mad.config import DebateSettings
+
+    s = DebateSettings.from_dict({"agents": 4, "k": 2, "madm2": {"strict": True}})
+    assert (s.agents, s.r2mad.k, s.r2mad.policy, s.madm2.strict, s.truemad.advice) == (4, 2, "state-aware", True, False)
+    changed = s.replace(policy="random", advice=True, madm2={"per_agent_judge": True})
+    assert (changed.r2mad.k, changed.r2mad.policy, changed.truemad.advice) == (2, "random", True)
+    assert (changed.madm2.strict, changed.madm2.per_agent_judge) == (True, True)
+    assert changed.value("pairing") == "all" and changed.value("agents") == 4
+    # a run saved before the sections existed (flat) and one saved now (nested) read back the same
+    flat = {"agents": 4, "k": 2, "strict": True}
+    assert DebateSettings.from_dict(flat) == DebateSettings.from_dict(dataclasses.asdict(s)) == s
 
 
 def test_injection_in_a_retrieved_case_stays_in_the_data_block(tmp_path):

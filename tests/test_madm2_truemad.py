@@ -30,7 +30,7 @@ def agent_of(messages):
 
 def debate(method, reply, **settings):
     backend = ScriptedBackend(reply)
-    s = DebateSettings(seed=1, rounds=2, early_stop=False, **settings)
+    s = DebateSettings().replace(seed=1, rounds=2, early_stop=False, **settings)
     return asyncio.run(Debate(backend, make_method(method, s)).run(TASK)), backend
 
 

@@ -71,7 +71,7 @@ def test_failed_debate_is_never_written_to_the_bank(bank):
 def run_r2mad(method, bank, backend=None, summaries=None, **settings):
     backend = backend or ScriptedBackend(reply)
     events = []
-    strategy = make_method(method, DebateSettings(seed=2, early_stop=False, **settings), bank=bank,
+    strategy = make_method(method, DebateSettings().replace(seed=2, early_stop=False, **settings), bank=bank,
                            summaries=summaries)
     t = asyncio.run(Debate(backend, strategy, emit=events.append).run(TASKS[1]))
     prompts = [last_user(c.messages) for c in backend.calls if "Positions of the agents" not in last_user(c.messages)]
@@ -129,7 +129,7 @@ def test_summary_prompt_is_abstract_and_cached(bank):
 
 def test_memory_cases_from_transcript_match_build(bank):
     backend = ScriptedBackend(reply)
-    strategy = make_method("r2mad", DebateSettings(seed=1, early_stop=False, use_memory=False))
+    strategy = make_method("r2mad", DebateSettings().replace(seed=1, early_stop=False, use_memory=False))
     strategy.summarize = True
     t = asyncio.run(Debate(backend, strategy).run(TASKS[0]))
     built = {c.id: c for c in bank.cases()}
@@ -138,7 +138,7 @@ def test_memory_cases_from_transcript_match_build(bank):
 
 def test_icl_cot_shows_the_most_similar_bank_cases_as_examples(bank):
     backend = ScriptedBackend(lambda m: "((B))")
-    strategy = make_method("icl-cot", DebateSettings(seed=1, k=2), bank=bank)
+    strategy = make_method("icl-cot", DebateSettings().replace(seed=1, k=2), bank=bank)
     t = asyncio.run(Debate(backend, strategy).run(TASKS[2]))
     [call] = backend.calls
     prompt = last_user(call.messages)
@@ -222,7 +222,7 @@ def test_prefetched_summaries_are_asked_while_agents_answer_and_counted(bank):
 
 def test_prefetch_is_dropped_when_round0_is_unanimous_and_the_debate_stops(bank):
     backend = ScriptedBackend(lambda m: "Sure. ((B))", delay_s=0.05)
-    strategy = make_method("r2mad", DebateSettings(seed=2, prefetch_summaries=True), bank=bank)
+    strategy = make_method("r2mad", DebateSettings().replace(seed=2, prefetch_summaries=True), bank=bank)
     t = asyncio.run(Debate(backend, strategy).run(TASKS[1]))
     assert len(t.rounds) == 1 and strategy.prefetching == {}
     assert summary_calls(backend) == 4  # the unanimous split is never asked: it would end the debate

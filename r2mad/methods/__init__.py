@@ -24,6 +24,7 @@ class MethodSpec:
     needs_bank: bool = False
     tables: tuple[str, ...] = ()  # report tables with a row for it: "main", "components", "policies"
     changes: Mapping[str, Any] = field(default_factory=dict)  # settings an ablation fixes
+    section: str | None = None  # its own settings dataclass: DebateSettings.<section> (config.SECTIONS)
 
 
 def _mad(settings, bank, summaries):
@@ -64,21 +65,22 @@ def _icl_cot(settings, bank, summaries):
 
 def _ablation(name: str, label: str, changes: dict, table: str) -> MethodSpec:
     return MethodSpec(name, "ablation", label, f"R²-MAD ablation: {label}", _r2mad(name), JIN, True, (table,),
-                      changes)
+                      changes, "r2mad")
 
 
 REGISTRY: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("cot", "baseline", "CoT", "CoT (one agent)", _cot, tables=("main",)),
     MethodSpec("sc", "baseline", "Self-Consistency", "Self-Consistency (9 samples)", _sc, tables=("main",)),
     MethodSpec("icl-cot", "baseline", "ICL-CoT", "ICL-CoT (one agent + cases from the bank)", _icl_cot,
-               needs_bank=True, tables=("main",)),
+               needs_bank=True, tables=("main",), section="r2mad"),
     MethodSpec("mad", "debate", "MAD", "MAD", _mad, DU, tables=("main",)),
     MethodSpec("madm2-subjective", "debate", "MAD-M² (S)", "MAD-M², subjective masks", _madm2(False), TIAN,
-               tables=("main",)),
+               tables=("main",), section="madm2"),
     MethodSpec("madm2-objective", "debate", "MAD-M² (O)", "MAD-M², objective masks by perplexity", _madm2(True),
-               TIAN, tables=("main",)),
-    MethodSpec("truemad", "debate", "TrueMAD", "TrueMAD", _mad, BAO, tables=("main",)),
-    MethodSpec("r2mad", "debate", "R²-MAD", "R²-MAD", _r2mad("r2mad"), JIN, True, ("main", "components", "policies")),
+               TIAN, tables=("main",), section="madm2"),
+    MethodSpec("truemad", "debate", "TrueMAD", "TrueMAD", _mad, BAO, tables=("main",), section="truemad"),
+    MethodSpec("r2mad", "debate", "R²-MAD", "R²-MAD", _r2mad("r2mad"), JIN, True, ("main", "components", "policies"),
+               section="r2mad"),
     _ablation("r2mad-no-confidence", "w/o Confidence", {"use_confidence": False}, "components"),
     _ablation("r2mad-no-memory", "w/o Memory", {"use_memory": False}, "components"),
     _ablation("r2mad-random", "Random", {"policy": "random"}, "policies"),
@@ -118,7 +120,7 @@ def make_method(name: str, settings: DebateSettings, *, bank=None, summaries=Non
     advice to a debate method as a plug-in of the loop; `truemad` is MAD with advice. `summaries` is
     the cache of R²-MAD's round summaries to share across debates (none: this debate's own)."""
     spec = spec_of(name)
-    advice = name.endswith("+advice") or settings.advice or spec.name == "truemad"
+    advice = name.endswith("+advice") or settings.truemad.advice or spec.name == "truemad"
     if advice and spec.family == "baseline":
         raise ConfigError(f"Advice needs several agents; '{spec.name}' is a single-agent baseline.")
     if spec.changes:

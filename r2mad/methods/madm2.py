@@ -50,7 +50,7 @@ class MADM2(Method):
     def prepare(self, backend) -> list[str]:
         if not self.objective or backend.supports_logprobs:
             return []
-        if not self.settings.fallback_subjective:
+        if not self.settings.madm2.fallback_subjective:
             raise ConfigError(f"Backbone '{backend.name}' gives no token logprobs, which objective masking "
                               "needs; choose madm2-subjective or allow the fallback.")
         self.objective, self.wants_logprobs = False, False
@@ -62,7 +62,7 @@ class MADM2(Method):
         if not self.objective:
             return await self._judge(ctx, turns)
         scored = {t.agent: t.mean_logprob for t in turns if t.mean_logprob is not None}
-        if len(scored) < len(turns) and self.settings.fallback_subjective:
+        if len(scored) < len(turns) and self.settings.madm2.fallback_subjective:
             ctx.notice(f"Round {ctx.index}: logprobs missing for some responses; masking this round "
                        "subjectively instead.")
             return await self._judge(ctx, turns)
@@ -75,7 +75,7 @@ class MADM2(Method):
 
     async def _judge(self, ctx: RoundContext, turns) -> None:
         """One judgment per response, shared by all agents (same base model), or one per viewer."""
-        per_agent = self.settings.per_agent_judge
+        per_agent = self.settings.madm2.per_agent_judge
         jobs = [(v, t) for v in ([a.index for a in ctx.agents] if per_agent else [None])
                 for t in turns if v != t.agent]
         calls = await asyncio.gather(*(ctx.aux_call("judge", prompts.judge_messages(ctx.task, t.text),
@@ -86,10 +86,10 @@ class MADM2(Method):
         for (viewer, turn), call in zip(jobs, calls):
             label = call.label or "NOT SURE"  # a failed judgment counts as NOT SURE, recorded
             verdicts.setdefault(str(viewer if per_agent else "all"), {})[turn.agent] = {
-                "label": label, "keep": subjective_keep(label, self.settings.strict),
+                "label": label, "keep": subjective_keep(label, self.settings.madm2.strict),
                 "judgment": call.text, "error": call.error}
         ctx.details["masks"] = verdicts
-        ctx.emit("mask", rule="subjective", strict=self.settings.strict, masks=verdicts)
+        ctx.emit("mask", rule="subjective", strict=self.settings.madm2.strict, masks=verdicts)
         self.keep = {a.index: {j: v["keep"] for j, v in verdicts.get(str(a.index) if per_agent else "all",
                                                                       {}).items()}
                      for a in ctx.agents}

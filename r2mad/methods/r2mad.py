@@ -42,7 +42,7 @@ class R2MAD(Method):
                  summaries: SummaryCache | None = None):
         super().__init__(settings)
         self.summaries = summaries if summaries is not None else SummaryCache()  # given: shared across debates
-        self.bank = bank if settings.use_memory else None
+        self.bank = bank if settings.r2mad.use_memory else None
         # memory building needs h in every state even though nothing is retrieved yet
         self.summarize = self.bank is not None if summarize is None else summarize
         self.retrieved: dict[int, object] = {}
@@ -57,7 +57,7 @@ class R2MAD(Method):
         to end in while its agents answer, so the next round finds h ready instead of waiting for a call.
         Every call is counted in the transcript; the cache keeps the answers for later debates."""
         self.round_ctx = ctx
-        if not (self.summarize and self.settings.prefetch_summaries and ctx.index + 1 < self.n_rounds()):
+        if not (self.summarize and self.settings.r2mad.prefetch_summaries and ctx.index + 1 < self.n_rounds()):
             return
         before = [t.answer.value for t in ctx.previous.turns] if ctx.index > 0 else None
         self.prefetch_ctx = dataclasses.replace(ctx, index=ctx.index + 1, aux=[])  # the round that uses them
@@ -116,11 +116,12 @@ class R2MAD(Method):
         vectors = await asyncio.to_thread(encode, states + [a.text for a in missing])
         state_vectors = vectors[:len(states)]
         responses.update(zip([a.index for a in missing], vectors[len(states):]))
+        own = self.settings.r2mad
         for agent in ctx.agents:
             peers = {p.index: responses[p.index] for p in self.visible_peers(ctx, agent.index)}
             seed = None if self.settings.seed is None else self.settings.seed + 7919 * ctx.index + agent.index
             found = self.bank.retrieve_vectors(agent.index, state_vectors[agent.index], peers, consensus,
-                                               self.settings.k, self.settings.policy, self.settings.gamma, seed)
+                                               own.k, own.policy, own.gamma, seed)
             self.retrieved[agent.index] = found
             record = self._record(found, summary, consensus)
             ctx.agent_details[agent.index] = record
@@ -184,16 +185,16 @@ class R2MAD(Method):
 
     def peers(self, ctx: RoundContext, agent: int) -> list[tuple[str, str]]:
         found = self.retrieved.get(agent)
-        if found is None or not self.settings.use_confidence:
+        if found is None or not self.settings.r2mad.use_confidence:
             return super().peers(ctx, agent)
         return [(p.label, annotate(p.text, self._label(found.confidence.get(p.index, (None, None))[0])))
                 for p in self.visible_peers(ctx, agent)]
 
     def _label(self, c: float | None) -> str | None:
-        return confidence_label(c, self.settings.conf_high, self.settings.conf_low)
+        return confidence_label(c, self.settings.r2mad.conf_high, self.settings.r2mad.conf_low)
 
     def debate_message(self, ctx: RoundContext, agent: int) -> str:
         found = self.retrieved.get(agent)
         cases = list(found.cases) if found is not None else []
-        confidence = found is not None and self.settings.use_confidence
+        confidence = found is not None and self.settings.r2mad.use_confidence
         return prompts.debate_prompt(ctx.task, cases, self.peers(ctx, agent), confidence)

@@ -45,6 +45,6 @@ class ICLCoT(CoT):
     def opening(self, task: Task, agent: int, system: str) -> list[Message]:
         if self.bank is not None:  # agent 0's cases, ranked by similarity to the task itself
             query = self.bank.embedder.encode([common.format_task(task)])[0]
-            self.examples = [c.case for c in self.bank.candidates(0, query, self.settings.k)]
+            self.examples = [c.case for c in self.bank.candidates(0, query, self.settings.r2mad.k)]
         prompt = single.icl_prompt(task, self.examples) if self.examples else common.task_prompt(task)
         return [Message("system", system), Message("user", prompt)]

@@ -33,7 +33,7 @@ class Advice(Plugin):
 
     async def before_round(self, ctx: RoundContext) -> None:
         live = {a.index: a for a in ctx.agents if a.answer.how != "abstained"}
-        pairs = [(s, g) for s, g in advice_pairs(len(ctx.agents), ctx.settings.pairing)
+        pairs = [(s, g) for s, g in advice_pairs(len(ctx.agents), ctx.settings.truemad.pairing)
                  if s in live and g in live]
         calls = await asyncio.gather(*(self._advise(ctx, live[s], live[g]) for s, g in pairs))
         self.received = {a.index: [] for a in ctx.agents}

@@ -39,5 +39,7 @@ only: it is not shown, logged or saved with the runs.
 
 
 def about_text() -> str:
-    rows = [f"| `{name}` | {spec.title} | {spec.paper} |" for name, spec in REGISTRY.items()]
-    return ABOUT + "\n### Every method here\n| name | what it does | paper |\n| --- | --- | --- |\n" + "\n".join(rows)
+    rows = [f"| `{name}` | {spec.title} | {spec.paper} | {f'`{spec.section}:`' if spec.section else '—'} |"
+            for name, spec in REGISTRY.items()]
+    return (ABOUT + "\n### Every method here\n| name | what it does | paper | its settings in methods.yaml |\n"
+            "| --- | --- | --- | --- |\n" + "\n".join(rows))

@@ -70,8 +70,8 @@ def build(services: Services) -> DebateTab:
                 agents = gr.Slider(1, 8, value=s.agents, step=1, label="Agents", elem_id="agents")
                 rounds = gr.Slider(1, 6, value=s.rounds, step=1, label="Rounds in all (incl. round 0)",
                                    elem_id="rounds")
-                k = gr.Slider(1, 8, value=s.k, step=1, label="K (retrieved cases per agent and round)")
-                gamma = gr.Slider(0.0, 1.0, value=s.gamma, step=0.05, label="γ (λ = 1 − γ·consensus)")
+                k = gr.Slider(1, 8, value=s.r2mad.k, step=1, label="K (retrieved cases per agent and round)")
+                gamma = gr.Slider(0.0, 1.0, value=s.r2mad.gamma, step=0.05, label="γ (λ = 1 − γ·consensus)")
                 temperature = gr.Slider(0.0, 2.0, value=s.temperature, step=0.05, label="Temperature")
                 max_tokens = gr.Slider(16, 4096, value=s.max_tokens, step=16, label="Max tokens per answer",
                                        elem_id="max-tokens")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from r2mad.config import SECTION_OF
 from r2mad.methods import METHODS
 from r2mad.runs.store import STATUSES
 from r2mad.ui.handlers import warn
@@ -17,6 +18,12 @@ from r2mad.ui.tables import (
 )
 
 ANY = "any"
+
+
+def _saved(settings: dict, name: str, default):
+    """A setting of a saved run, by its plain name: top level, in its method's section, or the default."""
+    section = settings.get(SECTION_OF.get(name, ""))
+    return settings.get(name, section.get(name, default) if isinstance(section, dict) else default)
 FLAGS = ("shared misconception", "correct→wrong flip", "parse failures")
 LETTERS = "ABCDEFGHIJ"
 
@@ -84,7 +91,7 @@ class InspectHandlers:
         banks = self.services.bank_choices()
         values = [record.backbone if record.backbone in config.backbones else gr.skip(), [record.method],
                   record.bank if record.bank in banks else "",
-                  *(settings.get(k, getattr(config.settings, k)) for k in
+                  *(_saved(settings, k, config.settings.value(k)) for k in
                     ("agents", "rounds", "k", "gamma", "temperature", "max_tokens", "seed", "answer_guard")),
                   task.question, *(options.get(letter, "") for letter in LETTERS), task.gold or ""]
         return (*values, gr.Tabs(selected="debate"))
