@@ -2,16 +2,8 @@
 `python app.py` serves on 127.0.0.1:7860 unless GRADIO_SERVER_NAME / GRADIO_SERVER_PORT say otherwise."""
 from __future__ import annotations
 
-import os
-
-from r2mad.config import load_config
+from r2mad.config import env_secrets, load_config
 from r2mad.ui import build_app
-
-
-def env_secrets(config) -> list[str]:
-    """API keys present in the environment, so the run store can scrub them from anything it keeps."""
-    names = {b.api_key_env for b in config.backbones.values() if b.api_key_env} | {"HF_TOKEN"}
-    return [os.environ[n] for n in sorted(names) if os.environ.get(n)]
 
 
 def serve(config, *, port: int | None = None, block: bool = True, warm: bool = True):

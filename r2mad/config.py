@@ -159,6 +159,17 @@ class AppConfig:
     embedder: str = "all-MiniLM-L6-v2"
     default_bank: str | None = "memory/demo-mcq"
     default_method: str = "mad"
+    # A public Space: each visitor reads only their own runs ("auto": when SPACE_ID is set)
+    private_runs: str = field(default="auto", metadata=_limits(choices=("auto", "on", "off")))
+    # Who may annotate and browse every run when runs are private: Hugging Face usernames or org names
+    # (the Space variable R2MAD_ANNOTATORS, comma-separated, replaces this list)
+    annotators: tuple[str, ...] = ()
+    # Debates of visitors who neither signed in nor pasted a token may spend the owner's HF_TOKEN
+    visitors_use_owner_token: bool = False
+    # Without persistent storage (/data), push runs and annotations to this private dataset repo
+    # (R2MAD_PERSIST_REPO) every `persist_every_min` minutes, and read them back at start
+    persist_repo: str | None = None
+    persist_every_min: float = field(default=10.0, metadata=_limits(1, 1440))
 
     @property
     def runs_db(self) -> Path:
@@ -251,6 +262,15 @@ class Config:
     default_backbone: str
     app: AppConfig
     on_space: bool
+    config_dir: Path = CONFIG_DIR
+
+    @property
+    def private_runs(self) -> bool:
+        return self.app.private_runs == "on" or (self.app.private_runs == "auto" and self.on_space)
+
+    @property
+    def taxonomy_file(self) -> Path:
+        return self.config_dir / "annotation.yaml"
 
     def backbone(self, name: str) -> Backbone:
         if name not in self.backbones:
@@ -282,13 +302,28 @@ def load_config(config_dir: Path | str = CONFIG_DIR, env: dict[str, str] | None 
     on_space = bool(env.get("SPACE_ID"))
     if on_space:
         app = dataclasses.replace(app, allow_custom_endpoint=False)
+    persistent = Path(env.get("R2MAD_PERSISTENT_ROOT", "/data"))  # a Space's persistent storage
     if env.get("R2MAD_DATA_DIR"):
         app = dataclasses.replace(app, data_dir=env["R2MAD_DATA_DIR"])
+    elif on_space and persistent.is_dir() and os.access(persistent, os.W_OK):
+        app = dataclasses.replace(app, data_dir=str(persistent / "r2mad"))
+    if env.get("R2MAD_ANNOTATORS") is not None:
+        names = tuple(n.strip() for n in env["R2MAD_ANNOTATORS"].split(",") if n.strip())
+        app = dataclasses.replace(app, annotators=names)
+    if env.get("R2MAD_PERSIST_REPO"):
+        app = dataclasses.replace(app, persist_repo=env["R2MAD_PERSIST_REPO"])
     if env.get("GRADIO_SERVER_NAME"):
         app = dataclasses.replace(app, host=env["GRADIO_SERVER_NAME"])
     if env.get("GRADIO_SERVER_PORT"):
         app = dataclasses.replace(app, port=int(env["GRADIO_SERVER_PORT"]))
-    return Config(settings, backbones, default, app, on_space)
+    return Config(settings, backbones, default, app, on_space, config_dir)
+
+
+def env_secrets(config: Config, env: dict[str, str] | None = None) -> list[str]:
+    """The API keys present in the environment, so that nothing we keep or print holds them."""
+    env = os.environ if env is None else env
+    names = {b.api_key_env for b in config.backbones.values() if b.api_key_env} | {"HF_TOKEN"}
+    return [env[n] for n in sorted(names) if env.get(n)]
 
 
 def api_key_for(backbone: Backbone, env: dict[str, str] | None = None, pasted: str | None = None) -> str | None:

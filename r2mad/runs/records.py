@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from r2mad.config import CONFIG_DIR
+from r2mad.config import CONFIG_DIR, ConfigError, load_mapping
 from r2mad.types import Task, Transcript
 
 STATUSES = ("running", "done", "failed", "cancelled")
@@ -17,6 +17,9 @@ DEFAULT_TAXONOMY = CONFIG_DIR / "annotation.yaml"
 # "token" but not token counts/tokenizers (max_tokens stays: reruns need it).
 _SECRET_KEY = re.compile(r"token(?!s|iz)|api[_-]?key|secret|password|passwd|authorization", re.I)
 _MIN_SECRET_LEN = 8  # shorter "secrets" would redact ordinary words
+# Hugging Face tokens are recognisable even when nobody configured them (a visitor's, one echoed back)
+_HF_TOKEN = re.compile(r"\bhf_[A-Za-z0-9]{20,}\b")
+NOTE_LIMIT = 4096  # bytes of an annotation note
 
 # MIGRATIONS[i] takes a database from user_version i to i + 1; append, never edit a shipped step.
 MIGRATIONS: list[tuple[str, ...]] = [(
@@ -41,6 +44,10 @@ MIGRATIONS: list[tuple[str, ...]] = [(
         seq INTEGER NOT NULL, edited_at REAL NOT NULL, labels TEXT NOT NULL, note TEXT NOT NULL,
         PRIMARY KEY (annotation_id, seq))""",
 )]
+MIGRATIONS.append((  # 2: who may read a run (a Space's visitor or login; NULL: everyone, as before)
+    "ALTER TABLE runs ADD COLUMN owner TEXT",
+    "CREATE INDEX runs_owner ON runs (owner, created_at)",
+))
 BOOL_COLUMNS = ("correct", "shared_misconception", "flip")
 SUMMARY_COLUMNS = ("id", "created_at", "updated_at", "status", "status_note", "source", "method",
                     "backbone", "bank", "question", "gold", "final_answer", "correct", "tokens",
@@ -103,29 +110,32 @@ class RunRecord(RunSummary):
     transcript: Transcript | None = None
     pid: int | None = None
     hostname: str | None = None
+    owner: str | None = None
     annotations: tuple[Annotation, ...] = ()
 
 
 def load_taxonomy(path: str | Path = DEFAULT_TAXONOMY) -> dict[str, str]:
-    """Failure labels as {id: one-line description}, in file order."""
-    import yaml
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    """Failure labels as {id: one-line description}, in file order. A bad file raises ConfigError."""
+    data = load_mapping(Path(path))
+    labels = data.get("labels") or []
+    if not isinstance(labels, list):
+        raise ConfigError(f"{path}: 'labels' must be a list of `- id: ...` / `description: ...` entries.")
     taxonomy: dict[str, str] = {}
-    for item in data.get("labels") or []:
+    for item in labels:
         if not isinstance(item, dict) or not item.get("id") or not item.get("description"):
-            raise ValueError(f"{path}: every label needs an 'id' and a 'description'; "
-                             f"fix {item!r}.")
+            raise ConfigError(f"{path}: every label needs an 'id' and a 'description'; "
+                              f"fix {item!r}.")
         if item["id"] in taxonomy:
-            raise ValueError(f"{path}: label id {item['id']!r} appears twice; keep one.")
+            raise ConfigError(f"{path}: label id {item['id']!r} appears twice; keep one.")
         taxonomy[str(item["id"])] = str(item["description"])
     if not taxonomy:
-        raise ValueError(f"{path} defines no labels; add a 'labels:' list of id/description pairs.")
+        raise ConfigError(f"{path} defines no labels; add a 'labels:' list of id/description pairs.")
     return taxonomy
 
 
 def scrub(value: Any, secrets: Iterable[str] = (), *, keys: bool = True) -> Any:
-    """Copy of `value` with secret-named keys (when `keys`) and every occurrence of a known secret
-    string replaced by "[redacted]"; tuples become lists, as in JSON."""
+    """Copy of `value` with secret-named keys (when `keys`), every occurrence of a known secret string
+    and anything shaped like a Hugging Face token replaced by "[redacted]"; tuples become lists."""
     secrets = [s for s in secrets if isinstance(s, str) and len(s) >= _MIN_SECRET_LEN]
     def walk(v: Any) -> Any:
         if isinstance(v, dict):
@@ -136,6 +146,7 @@ def scrub(value: Any, secrets: Iterable[str] = (), *, keys: bool = True) -> Any:
         if isinstance(v, str):
             for s in secrets:
                 v = v.replace(s, REDACTED)
+            v = _HF_TOKEN.sub(REDACTED, v)
         return v
     return walk(value)
 

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from r2mad.runs.records import (
     BOOL_COLUMNS,
     MIGRATIONS,
+    NOTE_LIMIT,
     STATUSES,
     SUMMARY_COLUMNS,
     Annotation,
@@ -31,8 +32,8 @@ from r2mad.runs.records import (
 )
 from r2mad.types import Task, Transcript, from_dict, to_dict
 
-__all__ = ["STATUSES", "Annotation", "AnnotationEdit", "RunRecord", "RunStore", "RunSummary", "load_taxonomy",
-           "scrub"]
+__all__ = ["STATUSES", "Annotation", "AnnotationEdit", "RunRecord", "RunStore", "RunSummary", "StoreBusy",
+           "load_taxonomy", "scrub"]
 
 
 def _pid_alive(pid: int) -> bool:
@@ -47,32 +48,63 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+class StoreBusy(RuntimeError):
+    """The database stayed locked by another program longer than the store waits."""
+
+
 class RunStore:
     """SQLite run store shared by the app and the CLI. WAL mode and one transaction per write, so
-    several threads and processes can write at once; one connection per thread."""
+    several threads and processes can write at once; one connection per thread.
+
+    Faults lose nothing: a damaged file is moved aside and a fresh store started (`notices` says so);
+    a debate whose saves meet a lock held too long keeps its transcript and writes it to a recovery
+    file, which the next opening of the store imports."""
 
     def __init__(self, path: str | Path, *, secrets: Callable[[], Iterable[str]] | None = None,
-                 taxonomy: dict[str, str] | None = None, stale_after_s: float = 3600.0):
+                 taxonomy: dict[str, str] | str | Path | None = None, stale_after_s: float = 3600.0,
+                 lock_wait_s: float = 30.0):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.recovery_dir = self.path.parent / "recovery"
         self._secrets = secrets or (lambda: ())
         self._taxonomy = taxonomy
+        self.lock_wait_s = lock_wait_s
+        self.notices: list[str] = []  # one sentence per fault met (damaged file, deferred saves)
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
+        try:
+            self._open()
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError):
+                raise
+            self._move_aside(exc)
+            self._open()
+        self.mark_interrupted(stale_after_s)
+        self._recover()
+
+    def _open(self) -> None:
         self._conn().execute("PRAGMA journal_mode = WAL")
         self._migrate()
-        self.mark_interrupted(stale_after_s)
+
+    def _move_aside(self, exc: Exception) -> None:
+        self.close()
+        aside = self.path.with_name(f"{self.path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+        for suffix in ("", "-wal", "-shm"):
+            if Path(f"{self.path}{suffix}").exists():
+                os.replace(f"{self.path}{suffix}", f"{aside}{suffix}")
+        self.notices.append(f"The run store {self.path} was damaged ({exc}); it was moved to {aside.name} "
+                            "and a fresh store started.")
 
     # --- connections and transactions ---------------------------------------------------------
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None,
+            conn = sqlite3.connect(self.path, timeout=self.lock_wait_s, isolation_level=None,
                                    check_same_thread=False)
             conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA busy_timeout = 30000")
+            conn.execute(f"PRAGMA busy_timeout = {int(self.lock_wait_s * 1000)}")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
             self._local.conn = conn
@@ -83,7 +115,13 @@ class RunStore:
     @contextmanager
     def transaction(self, write: bool = True) -> Iterator[sqlite3.Connection]:
         conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        try:
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            raise StoreBusy(f"The run store {self.path} stayed locked by another program for "
+                            f"{self.lock_wait_s:.0f} s; close that program and try again.") from None
         try:
             yield conn
         except BaseException:
@@ -117,12 +155,21 @@ class RunStore:
 
     @property
     def taxonomy(self) -> dict[str, str]:
-        if self._taxonomy is None:
-            self._taxonomy = load_taxonomy()
+        if not isinstance(self._taxonomy, dict):
+            self._taxonomy = load_taxonomy(*([self._taxonomy] if self._taxonomy else []))
         return self._taxonomy
 
     def scrub(self, value: Any, *, keys: bool = True) -> Any:
         return scrub(value, self._secrets(), keys=keys)
+
+    def take_notices(self) -> list[str]:
+        """The fault notices not reported yet (each is reported once)."""
+        taken, self.notices[:] = list(self.notices), []
+        return taken
+
+    def scrub_transcript(self, t: Transcript) -> Transcript:
+        """The transcript as it may be shown, printed or downloaded: no key, no token."""
+        return Transcript.from_json(self.clean_transcript(to_dict(t), t.status))
 
     def clean_transcript(self, data: dict[str, Any], status: str) -> str:
         data = self.scrub(dict(data, status=status), keys=False)
@@ -133,32 +180,64 @@ class RunStore:
 
     def start_run(self, *, method: str, backbone: str, bank: str | None, task: Task,
                   settings: dict[str, Any], seed: int | None, code_version: str,
-                  source: str = "cli") -> str:
-        """Record a new run as "running" and return its id."""
+                  source: str = "cli", owner: str | None = None) -> str:
+        """Record a new run as "running" and return its id. `owner`: who may read it on a public
+        Space (see ui/visitors.py); None for runs everyone with access to the store may read."""
         run_id, now = uuid.uuid4().hex, time.time()
         task_data = self.scrub(to_dict(task), keys=False)
         with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO runs (id, created_at, updated_at, status, source, method, backbone, "
-                "bank, seed, code_version, settings, task, task_id, question, gold, pid, hostname) "
-                "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "bank, seed, code_version, settings, task, task_id, question, gold, pid, hostname, owner) "
+                "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (run_id, now, now, source, method, backbone, bank, seed, code_version,
                  dumps(self.scrub(settings)), dumps(task_data), task_data["id"],
-                 task_data["question"], task_data["gold"], os.getpid(), socket.gethostname()))
+                 task_data["question"], task_data["gold"], os.getpid(), socket.gethostname(), owner))
         return run_id
 
     def recorder(self, run_id: str) -> Callable[[Transcript], None]:
         """A debate's `record` hook (see runner.run_debate) for this run: saved each time a round
-        finishes, and whole (a stopped round included, for its cost) when the debate ends."""
+        finishes, and whole (a stopped round included, for its cost) when the debate ends. A save
+        that meets a lock is retried at the next round; if the debate ends still locked out, its
+        transcript goes to a recovery file (and `notices` says so) instead of being lost."""
         saved = [0]
 
         def record(t: Transcript) -> None:
-            if t.status != "running":
-                self.save_transcript(run_id, t, t.status)
-            elif len(t.finished().rounds) != saved[0]:
+            if t.status == "running" and len(t.finished().rounds) == saved[0]:
+                return
+            final = t.status != "running"
+            try:
+                self.save_transcript(run_id, t if final else t.finished(), t.status)
                 saved[0] = len(t.finished().rounds)
-                self.save_transcript(run_id, t.finished(), "running")
+            except StoreBusy as exc:
+                if final:
+                    self._write_recovery(run_id, t)
+                    self.notices.append(f"{exc} This run ({run_id[:8]}) was kept in "
+                                        f"{self.recovery_dir.name}/ and is saved when the store next opens.")
         return record
+
+    def _write_recovery(self, run_id: str, t: Transcript) -> None:
+        self.recovery_dir.mkdir(parents=True, exist_ok=True)
+        path = self.recovery_dir / f"{run_id}.json"
+        path.with_suffix(".tmp").write_text(dumps({"run_id": run_id, "status": t.status,
+                                                   "transcript": json.loads(self.clean_transcript(
+                                                       to_dict(t), t.status))}), encoding="utf-8")
+        os.replace(path.with_suffix(".tmp"), path)
+
+    def _recover(self) -> None:
+        """Save the transcripts that debates could not save while the store was locked."""
+        for path in sorted(self.recovery_dir.glob("*.json")) if self.recovery_dir.is_dir() else ():
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                transcript = Transcript.from_json(dumps(data["transcript"]))
+                self.save_transcript(data["run_id"], transcript, data["status"])
+            except StoreBusy:
+                return  # still locked: the files wait for the next opening
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                self.notices.append(f"The recovery file {path} could not be imported ({exc}); it is left "
+                                    "there for a look.")
+                continue
+            path.unlink()
 
     def save_transcript(self, run_id: str, transcript: Transcript, status: str) -> None:
         """Store the (possibly partial) transcript and its outcome columns; call every round."""
@@ -232,12 +311,12 @@ class RunStore:
                   bank: str | None = None, correct: bool | None = None,
                   shared_misconception: bool | None = None, flip: bool | None = None,
                   parse_failures: bool | int | None = None, status: str | None = None,
-                  limit: int = 200, offset: int = 0) -> list[RunSummary]:
+                  owner: str | None = None, limit: int = 200, offset: int = 0) -> list[RunSummary]:
         """Newest first. None means "any"; parse_failures=True/False means some/none, an int n
-        means at least n."""
+        means at least n; `owner` keeps one visitor's runs."""
         where, params = _where(method=method, backbone=backbone, bank=bank, status=status,
                                correct=correct, shared_misconception=shared_misconception,
-                               flip=flip, parse_failures=parse_failures)
+                               flip=flip, parse_failures=parse_failures, owner=owner)
         sql = (f"SELECT {', '.join(SUMMARY_COLUMNS)}, (SELECT COUNT(*) FROM annotations a "
                f"WHERE a.run_id = runs.id) AS annotation_count FROM runs {where} "
                "ORDER BY created_at DESC, id LIMIT ? OFFSET ?")
@@ -258,6 +337,10 @@ class RunStore:
         """Save one annotator's labels and note for a run (an edit if they annotated it before);
         return the annotation id."""
         annotator, labels = annotator.strip(), list(dict.fromkeys(labels))
+        if len(note.encode("utf-8")) > NOTE_LIMIT or len(annotator) > 100:
+            what = "The note" if len(annotator) <= 100 else "The annotator name"
+            raise ValueError(f"{what} is too long (notes up to {NOTE_LIMIT // 1024} KB, names up to 100 "
+                             "characters); shorten it and save again.")
         unknown = [label for label in labels if label not in self.taxonomy]
         if unknown or not labels:
             problem = f"Unknown label(s) {', '.join(map(repr, unknown))}" if unknown else "No label"
@@ -303,10 +386,10 @@ class RunStore:
 def _where(*, method: str | None = None, backbone: str | None = None, bank: str | None = None,
            status: str | None = None, correct: bool | None = None,
            shared_misconception: bool | None = None, flip: bool | None = None,
-           parse_failures: bool | int | None = None) -> tuple[str, list[Any]]:
+           parse_failures: bool | int | None = None, owner: str | None = None) -> tuple[str, list[Any]]:
     clauses, params = [], []
     for col, value in (("method", method), ("backbone", backbone), ("bank", bank),
-                       ("status", status), ("correct", correct),
+                       ("status", status), ("correct", correct), ("owner", owner),
                        ("shared_misconception", shared_misconception), ("flip", flip)):
         if value is not None:
             clauses.append(f"{col} = ?")

@@ -42,7 +42,8 @@ def example_rows() -> list[list[str]]:
     return rows
 
 
-def build(services: Services) -> DebateTab:
+def build(services: Services, visitor_id) -> DebateTab:
+    """`visitor_id`: the gr.BrowserState with the id this browser keeps (the key of its runs)."""
     config, s = services.config, services.config.settings
     with gr.Row():
         with gr.Column(scale=1, min_width=320):
@@ -108,7 +109,7 @@ def build(services: Services) -> DebateTab:
     state = gr.State({})
 
     inputs = [backbone, token, base_url, model, methods, bank, agents, rounds, k, gamma, temperature,
-              max_tokens, seed, answer_guard, question, *options, gold]
+              max_tokens, seed, answer_guard, question, *options, gold, visitor_id]
     outputs = [status, single_box, single_chat, compare_row, *columns, summary, transcript_json, download, state]
     fill = [backbone, methods, bank, agents, rounds, k, gamma, temperature, max_tokens, seed, answer_guard,
             question, *options, gold]

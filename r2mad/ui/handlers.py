@@ -21,6 +21,7 @@ from r2mad.ui.live import LiveRun, stream
 from r2mad.ui.render import chat_messages, final_markdown
 from r2mad.ui.services import Services
 from r2mad.ui.tables import summary_rows
+from r2mad.ui.visitors import Visitor, identify
 
 log = logging.getLogger("r2mad.ui")
 MAX_COLUMNS = 4
@@ -127,7 +128,7 @@ class DebateHandlers:
         """The page was closed: stop its debate instead of letting it run on."""
         self.services.request_stop(getattr(request, "session_hash", None) or "anonymous")
 
-    async def _prepare(self, req: DebateRequest):
+    async def _prepare(self, req: DebateRequest, login_token: str | None):
         """Settings, task and backend for a run; raises a USER_ERRORS exception to refuse."""
         services = self.services
         unknown = [m for m in req.methods if m.removesuffix("+advice") not in METHODS]
@@ -137,7 +138,8 @@ class DebateHandlers:
         chosen = {letter: text for letter, text in zip("ABCDEFGHIJ", req.options) if (text or "").strip()}
         task = task_from_input(req.question, chosen or None, req.gold, max_chars=settings.max_question_chars)
         backend, backbone_name = await asyncio.to_thread(
-            services.backend, req.backbone, token=req.token, base_url=req.base_url, model=req.model)
+            services.backend, req.backbone, token=req.token, base_url=req.base_url, model=req.model,
+            login_token=login_token)
         return task, settings, backend, backbone_name
 
     async def _open_bank(self, bank: str, task_kind: str, stop: asyncio.Event):
@@ -157,19 +159,25 @@ class DebateHandlers:
     async def run_debate(self, backbone, token, base_url, model, methods, bank, agents, rounds, k, gamma,
                          temperature, max_tokens, seed, answer_guard, question, option_a, option_b, option_c,
                          option_d, option_e, option_f, option_g, option_h, option_i, option_j, gold,
-                         request: gr.Request):
+                         visitor_id=None, request: gr.Request = None, profile: gr.OAuthProfile | None = None,
+                         oauth_token: gr.OAuthToken | None = None):
         """Run one debate (one method) or a side-by-side comparison (2–4 methods), streaming. The
-        parameters are the Debate tab's inputs by name (they name the API's parameters too)."""
+        parameters are the Debate tab's inputs by name (they name the API's parameters too);
+        `visitor_id` is the id the visitor's browser keeps (their runs are kept under it)."""
         req = DebateRequest(backbone, (token or "").strip() or None, base_url, model,
                             tuple(m for m in (methods or []) if m), bank, agents, rounds, k, gamma, temperature,
                             max_tokens, seed, answer_guard, question,
                             (option_a, option_b, option_c, option_d, option_e, option_f, option_g, option_h,
                              option_i, option_j), gold)
-        async for update in self._run(req, getattr(request, "session_hash", None) or "anonymous"):
+        session = getattr(request, "session_hash", None) or "anonymous"
+        visitor = identify(self.services.config, browser_id=visitor_id, session=session, profile=profile,
+                           token=oauth_token)
+        async for update in self._run(req, session, visitor, getattr(oauth_token, "token", None)):
             yield update
 
-    async def _run(self, req: DebateRequest, session: str):
-        services, token, methods, bank = self.services, req.token, req.methods, req.bank
+    async def _run(self, req: DebateRequest, session: str, visitor: Visitor, login_token: str | None = None):
+        services, methods, bank = self.services, req.methods, req.bank
+        token = req.token or login_token  # whichever reaches the endpoint is scrubbed from what is kept
         if not (req.question or "").strip():
             warn("The question is empty; type a question before starting a debate.")
             yield idle("Type a question first; nothing was run.")
@@ -186,7 +194,7 @@ class DebateHandlers:
         store = live = None
         try:
             try:
-                task, settings, backend, backbone_name = await self._prepare(req)
+                task, settings, backend, backbone_name = await self._prepare(req, login_token)
             except USER_ERRORS as exc:
                 warn(str(exc), token)
                 text = html.escape(str(exc).replace(token or chr(0), "[redacted]"), quote=False)
@@ -202,13 +210,16 @@ class DebateHandlers:
             if stop_signal.is_set():
                 yield idle("Stopped before the debate started; nothing was run.")
                 return
-            store = services.store_for(token)
-            live = LiveRun(task, list(methods), backbone_name, settings, bank or None, store)
+            store = services.store_for(req.token, login_token)
+            live = LiveRun(task, list(methods), backbone_name, settings, bank or None, store, owner=visitor.owner)
             yield view(live.transcripts(), final=False)
             async for transcripts in stream(live, backend, bank=bank_obj, bank_notices=tuple(notices),
                                             stop=stop_signal, summaries=services.summaries):
                 done = all(t.status != "running" for t in transcripts.values())
-                yield view(transcripts, final=done)
+                # what the page shows and downloads holds no key, even one an endpoint echoed back
+                yield view({m: store.scrub_transcript(t) for m, t in transcripts.items()}, final=done)
+            for notice in store.take_notices():
+                warn(notice)
             for m, t in live.results.items():
                 errors = [turn.error for r in t.rounds for turn in r.turns if turn.error]
                 if t.status == "failed":

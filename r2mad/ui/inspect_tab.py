@@ -16,6 +16,7 @@ from r2mad.ui.tables import (
     run_header_markdown,
     run_rows,
 )
+from r2mad.ui.visitors import Visitor, identify
 
 ANY = "any"
 
@@ -32,10 +33,18 @@ class InspectHandlers:
     def __init__(self, services: Services):
         self.services = services
 
-    def list_runs(self, method: str, backbone: str, bank: str, outcome: str, flags: list[str], status: str):
-        """Runs matching the filters, newest first (any = no filter)."""
+    def visitor(self, visitor_id, request, profile, oauth_token) -> Visitor:
+        return identify(self.services.config, browser_id=visitor_id, profile=profile, token=oauth_token,
+                        session=getattr(request, "session_hash", None))
+
+    def list_runs(self, method: str, backbone: str, bank: str, outcome: str, flags: list[str], status: str,
+                  visitor_id: str | None = None, request: gr.Request = None,
+                  profile: gr.OAuthProfile | None = None, oauth_token: gr.OAuthToken | None = None):
+        """Runs matching the filters, newest first (any = no filter): this visitor's own runs on a
+        public Space, every run for its annotators and on a local install."""
         flags = flags or []
         runs = self.services.store.list_runs(
+            owner=self.visitor(visitor_id, request, profile, oauth_token).list_filter,
             method=None if method in (ANY, "", None) else method,
             backbone=None if backbone in (ANY, "", None) else backbone,
             bank=None if bank in (ANY, "", None) else bank,
@@ -46,18 +55,23 @@ class InspectHandlers:
             status=None if status in (ANY, "", None) else status)
         return run_rows(runs)
 
-    def _record(self, run_id: str):
+    def _record(self, run_id: str, visitor: Visitor):
+        """A saved run this visitor may read (another visitor's run reads as no run at all)."""
         run_id = (run_id or "").strip()
         if not run_id:
             raise gr.Error("No run chosen; click a row of the list or paste a run id.")
         try:
-            return self.services.store.get_run(run_id)
+            record = self.services.store.get_run(run_id)
         except KeyError:
-            raise gr.Error("No saved run has that id; refresh the list and pick one of its rows.") from None
+            record = None
+        if record is None or not visitor.can_read(record.owner):
+            raise gr.Error("No saved run of yours has that id; refresh the list and pick one of its rows.")
+        return record
 
-    def open_run(self, run_id: str):
+    def open_run(self, run_id: str, visitor_id: str | None = None, request: gr.Request = None,
+                 profile: gr.OAuthProfile | None = None, oauth_token: gr.OAuthToken | None = None):
         """Header, chat, final line and annotations of one saved run."""
-        record = self._record(run_id)
+        record = self._record(run_id, self.visitor(visitor_id, request, profile, oauth_token))
         taxonomy = self.services.store.taxonomy
         if record.transcript is None:
             return (run_header_markdown(record), [], "*This run stopped before round 0 finished.*",
@@ -65,25 +79,35 @@ class InspectHandlers:
         return (run_header_markdown(record), chat_messages(record.transcript),
                 final_markdown(record.transcript), annotations_markdown(record.annotations, taxonomy))
 
-    def select(self, evt: gr.SelectData):
+    def select(self, visitor_id: str | None, evt: gr.SelectData, request: gr.Request,
+               profile: gr.OAuthProfile | None = None, oauth_token: gr.OAuthToken | None = None):
         """Clicking a row of the list opens that run."""
         row = evt.row_value if getattr(evt, "row_value", None) else None
         run_id = str(row[0]) if row else ""
-        return (run_id, *self.open_run(run_id))
+        return (run_id, *self.open_run(run_id, visitor_id, request, profile, oauth_token))
 
-    def annotate(self, run_id: str, labels: list[str], note: str, annotator: str):
-        """Save (or edit) this annotator's labels and note for the run; returns the annotations."""
-        record = self._record(run_id)
+    def annotate(self, run_id: str, labels: list[str], note: str, annotator: str,
+                 visitor_id: str | None = None, request: gr.Request = None,
+                 profile: gr.OAuthProfile | None = None, oauth_token: gr.OAuthToken | None = None):
+        """Save (or edit) this annotator's labels and note for the run; returns the annotations. On a
+        public Space only the allow-listed annotators label, as their login (the typed name is ignored)."""
+        visitor = self.visitor(visitor_id, request, profile, oauth_token)
+        if not visitor.annotator:
+            raise gr.Error("Labelling runs is for this Space's annotators; sign in with Hugging Face as one "
+                           "(the owner lists them in R2MAD_ANNOTATORS).")
+        record = self._record(run_id, visitor)
+        name = visitor.username if visitor.owner is not None else annotator
         try:
-            self.services.store.annotate(record.id, annotator=annotator or "", labels=labels or [], note=note or "")
+            self.services.store.annotate(record.id, annotator=name or "", labels=labels or [], note=note or "")
         except ValueError as exc:
             warn(str(exc))
         fresh = self.services.store.get_run(record.id)
         return annotations_markdown(fresh.annotations, self.services.store.taxonomy)
 
-    def rerun(self, run_id: str):
+    def rerun(self, run_id: str, visitor_id: str | None = None, request: gr.Request = None,
+              profile: gr.OAuthProfile | None = None, oauth_token: gr.OAuthToken | None = None):
         """Values for the Debate tab's controls from a saved run, and switch to that tab."""
-        record = self._record(run_id)
+        record = self._record(run_id, self.visitor(visitor_id, request, profile, oauth_token))
         config, settings, task = self.services.config, record.settings, record.task
         if record.backbone not in config.backbones:
             warn(f"Backbone {record.backbone} is not configured here; keeping the selected backbone.")
@@ -97,7 +121,7 @@ class InspectHandlers:
         return (*values, gr.Tabs(selected="debate"))
 
 
-def build(services: Services, debate, tabs, tab: gr.Tab) -> None:
+def build(services: Services, debate, tabs, tab: gr.Tab, visitor_id) -> None:
     h = InspectHandlers(services)
     config, store = services.config, services.store
     with gr.Row():
@@ -123,16 +147,16 @@ def build(services: Services, debate, tabs, tab: gr.Tab) -> None:
     labels = gr.CheckboxGroup([(f"{key} — {text}", key) for key, text in store.taxonomy.items()],
                               label="Failure labels")
     note = gr.Textbox(lines=2, label="Note")
-    annotator = gr.Textbox(label="Your name")
+    annotator = gr.Textbox(label="Your name", visible=not config.private_runs)  # else: the login's name
     save = gr.Button("Save annotation", variant="primary")
 
-    filters = [method, backbone, bank, outcome, flags, status]
+    filters = [method, backbone, bank, outcome, flags, status, visitor_id]
     refresh.click(h.list_runs, filters, runs, api_name="list_runs")
-    gr.on([tab.select, *(f.change for f in filters)], h.list_runs, filters, runs, api_visibility="private",
+    gr.on([tab.select, *(f.change for f in filters[:-1])], h.list_runs, filters, runs, api_visibility="private",
           show_progress="hidden")  # the list is current whenever the tab is opened or a filter changes
-    open_button.click(h.open_run, [run_id], [header, chat, final, existing], api_name="open_run")
-    runs.select(h.select, None, [run_id, header, chat, final, existing], api_visibility="private")
-    save.click(h.annotate, [run_id, labels, note, annotator], [existing], api_name="annotate")
-    rerun_button.click(h.rerun, [run_id], [*debate.fill, tabs], api_name="rerun").success(
+    open_button.click(h.open_run, [run_id, visitor_id], [header, chat, final, existing], api_name="open_run")
+    runs.select(h.select, [visitor_id], [run_id, header, chat, final, existing], api_visibility="private")
+    save.click(h.annotate, [run_id, labels, note, annotator, visitor_id], [existing], api_name="annotate")
+    rerun_button.click(h.rerun, [run_id, visitor_id], [*debate.fill, tabs], api_name="rerun").success(
         debate.run_fn, debate.inputs, debate.outputs, api_visibility="private", concurrency_id="debate",
         show_progress="hidden")

@@ -37,6 +37,7 @@ class LiveRun:
     started_at: float = field(default_factory=time.time)
     typing: dict[str, dict[tuple[int, int], str]] = field(default_factory=dict)  # text of unfinished turns
     recorders: dict[str, Callable[[Transcript], None]] = field(default_factory=dict)
+    owner: str | None = None  # the visitor who may read these runs on a public Space (ui/visitors.py)
 
     def __post_init__(self):
         settings = dataclasses.asdict(self.settings)
@@ -45,7 +46,7 @@ class LiveRun:
             self.run_ids[m] = self.store.start_run(
                 method=m, backbone=self.backbone, bank=self.bank if needs_bank(m) else None,
                 task=self.task, settings=dict(settings), seed=self.settings.seed,
-                code_version=r2mad.__version__, source="app")
+                code_version=r2mad.__version__, source="app", owner=self.owner)
             self.recorders[m] = self.store.recorder(self.run_ids[m])
 
     def transcript(self, method: str) -> Transcript:

@@ -4,6 +4,9 @@ Nothing here is per visitor except what is keyed by the visitor's own session id
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
+import secrets as random_secrets
 import threading
 from pathlib import Path
 from typing import Any, Iterable
@@ -13,13 +16,18 @@ from r2mad.memory.summaries import SummaryCache
 from r2mad.runner import check_bank
 from r2mad.runs.store import RunStore
 
+log = logging.getLogger("r2mad.ui")
+HF_KEY_ENV = "HF_TOKEN"  # backbones keyed by it run on HF Inference Providers: a login's token fits them
+
 
 class Services:
     def __init__(self, config: Config, *, secrets: Iterable[str] = ()):
         self.config = config
         self.env_secrets = [s for s in secrets if s]
         self.store_path = config.app.runs_db
-        self.store = RunStore(self.store_path, secrets=lambda: self.env_secrets)
+        self.store = RunStore(self.store_path, secrets=lambda: self.env_secrets, taxonomy=config.taxonomy_file)
+        for notice in self.store.take_notices():
+            log.warning(notice)
         self.summaries = SummaryCache(config.app.summaries_file)  # R²-MAD's round summaries, shared
         self._lock = threading.Lock()  # held only for dictionary updates, never across slow work
         self._banks: dict[Path, Any] = {}
@@ -107,15 +115,31 @@ class Services:
 
     # --- backends -------------------------------------------------------------------------------
 
+    def browser_secret(self) -> str:
+        """The key the visitor ids kept in browsers are sealed with; kept in the data folder, so the
+        ids still open after a restart."""
+        path = Path(self.config.app.data_dir) / "browser-secret"
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(random_secrets.token_hex(32))
+        return path.read_text().strip()
+
     def backend(self, backbone: str, *, token: str | None = None, base_url: str | None = None,
-                model: str | None = None) -> tuple[Any, str]:
-        """(backend, backbone name to record). Backends for configured backbones without a pasted
-        token are shared; a pasted token or a custom endpoint gets its own, never cached."""
+                model: str | None = None, login_token: str | None = None) -> tuple[Any, str]:
+        """(backend, backbone name to record). A pasted token comes first, then a signed-in visitor's
+        own token (for backbones on HF Inference Providers only: it goes nowhere else), then the
+        environment's key, which on a Space serves visitors only when the config says so. Backends
+        for configured backbones with the environment's key are shared; the others are never cached."""
         from r2mad.backends import make_backend
         from r2mad.config import api_key_for
         from r2mad.runner import backend_for
 
         token = (token or "").strip() or None
+        spec = self.config.backbone(backbone) if not (base_url and base_url.strip()) else None
+        if token is None and spec is not None and spec.api_key_env == HF_KEY_ENV:
+            token = (login_token or "").strip() or None
         if base_url and base_url.strip():
             if not self.config.app.allow_custom_endpoint:
                 raise ConfigError("Custom endpoints are switched off here; choose one of the listed backbones.")
@@ -128,17 +152,22 @@ class Services:
             return make_backend(spec, api_key=api_key_for(spec, {}, token)), f"custom:{spec.model or url}"
         if token:
             return backend_for(self.config, backbone, pasted_token=token), backbone
+        if self.config.on_space and not self.config.app.visitors_use_owner_token and spec.api_key_required:
+            raise ConfigError(f"Backbone '{backbone}' runs on your own account here: sign in with Hugging "
+                              "Face (top of the page) or paste a token.")
         with self._lock:
             if backbone not in self._backends:
-                self._backends[backbone] = backend_for(self.config, backbone)
+                env = {} if self.config.on_space and not self.config.app.visitors_use_owner_token else None
+                self._backends[backbone] = backend_for(self.config, backbone, env=env)
             return self._backends[backbone], backbone
 
-    def store_for(self, token: str | None) -> RunStore:
-        """The shared store, or (when a token was pasted) a store that also scrubs that token."""
-        token = (token or "").strip()
-        if not token:
+    def store_for(self, *tokens: str | None) -> RunStore:
+        """The shared store, or (with a visitor's token) a store that also scrubs that token."""
+        tokens = tuple(t.strip() for t in tokens if t and t.strip())
+        if not tokens:
             return self.store
-        return RunStore(self.store_path, secrets=lambda: [token, *self.env_secrets])
+        return RunStore(self.store_path, secrets=lambda: [*tokens, *self.env_secrets],
+                        taxonomy=self.store.taxonomy)
 
     # --- one debate per browser session ---------------------------------------------------------
 
