@@ -9,12 +9,13 @@ from pathlib import Path
 
 from r2mad.backends.base import BackendError
 from r2mad.bench import speed as bench
-from r2mad.cli_common import add_settings_flags, print_transcript, settings_from
+from r2mad.cli_common import add_settings_flags, open_store, print_transcript, report_notices, settings_from
 from r2mad.config import ConfigError, load_config
 from r2mad.evaluation import cli as evaluate
 from r2mad.memory import build
 from r2mad.methods import METHODS
 from r2mad.runs import cli as runs_cli
+from r2mad.runs.store import StoreBusy
 from r2mad.types import Transcript
 
 
@@ -28,14 +29,12 @@ def parse_options(items: list[str]) -> dict[str, str] | None:
     return options or None
 
 
-async def _debate(args, config) -> Transcript:
+async def _debate(args, config, store) -> Transcript:
     import dataclasses
-    import os
 
     import r2mad
     from r2mad.memory.summaries import SummaryCache
     from r2mad.runner import backend_for, open_bank, run_debate
-    from r2mad.runs.store import RunStore
     from r2mad.tasks import task_from_input
 
     settings = settings_from(args, config)
@@ -44,9 +43,6 @@ async def _debate(args, config) -> Transcript:
     backend = backend_for(config, args.backbone)
     bank, notices = open_bank(args.bank, config, task_kind=task.kind)
     method = args.method + ("+advice" if args.advice and args.method != "truemad" else "")
-    key_env = config.backbone(args.backbone).api_key_env
-    store = RunStore(config.app.runs_db,
-                     secrets=lambda: [os.environ[key_env]] if key_env and os.environ.get(key_env) else [])
     run_id = store.start_run(method=method, backbone=args.backbone, bank=args.bank, task=task,
                              settings=dataclasses.asdict(settings), seed=settings.seed,
                              code_version=r2mad.__version__, source="cli")
@@ -60,7 +56,9 @@ async def _debate(args, config) -> Transcript:
 
 
 def cmd_debate(args, config) -> int:
-    transcript = asyncio.run(_debate(args, config))
+    store = open_store(config)
+    transcript = store.scrub_transcript(asyncio.run(_debate(args, config, store)))  # printed: no keys
+    report_notices(store)
     print_transcript(transcript, show_text=args.show_text)
     if args.json:
         Path(args.json).write_text(transcript.to_json(indent=1), encoding="utf-8")
@@ -96,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "backbone", "unset") is None:
             args.backbone = config.default_backbone
         return args.func(args, config)
-    except (ConfigError, BackendError, ValueError) as exc:
+    except (ConfigError, BackendError, ValueError, StoreBusy) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

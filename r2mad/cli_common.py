@@ -38,6 +38,24 @@ def settings_from(args, config):
     return config.settings.replace(**changes)
 
 
+def open_store(config):
+    """The configured run store for a command: it scrubs the environment's keys and any HF token from
+    all it keeps, reads the config folder's label taxonomy, and faults it met are said on stderr."""
+    from r2mad.config import env_secrets
+    from r2mad.runs.store import RunStore
+
+    keys = env_secrets(config)
+    store = RunStore(config.app.runs_db, secrets=lambda: keys, taxonomy=config.taxonomy_file,
+                     lock_wait_s=config.app.store_lock_wait_s)
+    report_notices(store)
+    return store
+
+
+def report_notices(store) -> None:
+    for notice in store.take_notices():
+        print(f"note: {notice}", file=sys.stderr)
+
+
 def print_transcript(t: Transcript, out=None, show_text: bool = False) -> None:
     w = (out or sys.stdout).write
     w(f"Method {t.method} on {t.backbone} — {t.task.kind} question\n")

@@ -170,6 +170,7 @@ class AppConfig:
     # (R2MAD_PERSIST_REPO) every `persist_every_min` minutes, and read them back at start
     persist_repo: str | None = None
     persist_every_min: float = field(default=10.0, metadata=_limits(1, 1440))
+    store_lock_wait_s: float = field(default=30.0, metadata=_limits(0.1, 3600))  # then: one sentence, no loss
 
     @property
     def runs_db(self) -> Path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import os
 
+from r2mad.cli_common import open_store as _store
 from r2mad.memory.summaries import SummaryCache
 from r2mad.runs.io import (
     export_annotations_csv,
@@ -11,11 +12,6 @@ from r2mad.runs.io import (
     import_jsonl,
     push_to_hub,
 )
-from r2mad.runs.store import RunStore
-
-
-def _store(config):
-    return RunStore(config.app.runs_db)
 
 
 def cmd_export(args, config) -> int:
@@ -39,7 +35,7 @@ def cmd_import(args, config) -> int:
 def cmd_rerun(args, config) -> int:
     """Start the same question, method, backbone, bank and settings again as a new run."""
     import r2mad
-    from r2mad.cli_common import print_transcript
+    from r2mad.cli_common import print_transcript, report_notices
     from r2mad.runner import backend_for, open_bank, run_debate
 
     store = _store(config)
@@ -57,7 +53,8 @@ def cmd_rerun(args, config) -> int:
     finally:
         if bank is not None:
             bank.close()
-    print_transcript(transcript)
+    report_notices(store)
+    print_transcript(store.scrub_transcript(transcript))
     print(f"Saved as run {run_id}")
     return 0 if transcript.status == "done" else 1
 

@@ -25,7 +25,8 @@ class Services:
         self.config = config
         self.env_secrets = [s for s in secrets if s]
         self.store_path = config.app.runs_db
-        self.store = RunStore(self.store_path, secrets=lambda: self.env_secrets, taxonomy=config.taxonomy_file)
+        self.store = RunStore(self.store_path, secrets=lambda: self.env_secrets, taxonomy=config.taxonomy_file,
+                              lock_wait_s=config.app.store_lock_wait_s)
         for notice in self.store.take_notices():
             log.warning(notice)
         self.summaries = SummaryCache(config.app.summaries_file)  # R²-MAD's round summaries, shared
@@ -167,7 +168,7 @@ class Services:
         if not tokens:
             return self.store
         return RunStore(self.store_path, secrets=lambda: [*tokens, *self.env_secrets],
-                        taxonomy=self.store.taxonomy)
+                        taxonomy=self.store.taxonomy, lock_wait_s=self.store.lock_wait_s)
 
     # --- one debate per browser session ---------------------------------------------------------
 
