@@ -13,8 +13,9 @@ def serve(config, *, port: int | None = None, block: bool = True, warm: bool = T
     if warm:
         demo.r2mad_services.warm(config.app.default_bank)
     demo.queue(default_concurrency_limit=config.app.concurrency_limit, max_size=config.app.max_queue)
-    # No allowed_paths: memory/ and configs/ are never served as files.
-    demo.launch(server_name=config.app.host, server_port=port or config.app.port,
+    # No allowed_paths: memory/ and configs/ are never served as files. No run history: Gradio would
+    # keep every call's inputs (a pasted token among them) in the visitor's browser storage.
+    demo.launch(server_name=config.app.host, server_port=port or config.app.port, run_history=False,
                 show_error=not config.on_space, prevent_thread_lock=not block, quiet=not block)
     return demo
 

@@ -1,0 +1,95 @@
+"""A token pasted in the page lives only in that page: after a debate with it and a reload, it is in no
+localStorage, sessionStorage or IndexedDB entry of the browser, and Gradio's run history is off."""
+from __future__ import annotations
+
+import os
+import socket
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+CHROMIUM = Path("/usr/bin/chromium")
+if not CHROMIUM.exists():
+    pytest.skip("Debian chromium is not installed (/usr/bin/chromium); install it with "
+                "`apt-get install -y chromium` to run the browser tests.", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api")
+
+from app import serve  # noqa: E402
+from r2mad.config import load_config  # noqa: E402
+from r2mad.fakeserver import FakeServer, ok  # noqa: E402
+
+pytestmark = pytest.mark.slow  # a real browser
+
+ROOT = Path(__file__).resolve().parent.parent
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+SENTINEL = "hf_SentinelPastedToken4242424242abcd"
+SHOTS = ROOT / "screenshots"
+
+STORAGE_DUMP = """async () => {
+  const parts = [JSON.stringify(Object.entries(localStorage)), JSON.stringify(Object.entries(sessionStorage))];
+  for (const info of await indexedDB.databases()) {
+    const db = await new Promise((ok, fail) => { const r = indexedDB.open(info.name);
+                                                  r.onsuccess = () => ok(r.result); r.onerror = fail; });
+    for (const name of db.objectStoreNames) {
+      const all = await new Promise((ok, fail) => { const r = db.transaction(name).objectStore(name).getAll();
+                                                     r.onsuccess = () => ok(r.result); r.onerror = fail; });
+      parts.push(info.name + "/" + name + ":" + JSON.stringify(all));
+    }
+    db.close();
+  }
+  return parts.join("\\n");
+}"""
+
+
+@pytest.fixture(scope="module")
+def space(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("secrets")
+    with FakeServer(models=["m"], responder=lambda body: ok("It is ((4)).")) as srv:
+        configs = tmp / "configs"
+        configs.mkdir()
+        for name in ("methods.yaml", "annotation.yaml", "app.yaml"):
+            (configs / name).write_text((ROOT / "configs" / name).read_text())
+        (configs / "backbones.yaml").write_text(yaml.safe_dump({"backbones": {
+            "fake": {"label": "Test server", "base_url": srv.base_url, "model": "m", "timeout_s": 10}}}))
+        config = load_config(configs, env={**os.environ, "SPACE_ID": "someone/r2mad-studio",
+                                           "R2MAD_DATA_DIR": str(tmp / "var")})
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        demo = serve(config, port=port, block=False, warm=False)
+        yield f"http://127.0.0.1:{port}/", srv
+        demo.close()
+
+
+def test_a_pasted_token_is_used_and_then_found_in_no_browser_storage(space):
+    url, srv = space
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.goto(url)
+        page.wait_for_selector("#question textarea", timeout=60_000)
+        token = page.get_by_label("Hugging Face token", exact=False)
+        if not token.is_visible():
+            page.get_by_text("Advanced", exact=False).first.click()
+        token.fill(SENTINEL)
+        page.locator("#question textarea").fill("What is 2+2?")
+        page.click("#run")
+        page.locator("#final").get_by_text("Final answer", exact=False).first.wait_for(timeout=60_000)
+        assert {r.headers.get("authorization") for r in srv.requests} == {f"Bearer {SENTINEL}"}  # it was used
+        page.reload()
+        page.wait_for_selector("#question textarea", timeout=60_000)
+        SHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(SHOTS / "token-after-reload.png"))
+        stored = page.evaluate(STORAGE_DUMP)
+        browser.close()
+    assert "r2mad-visitor" in stored  # the storage dump did read this app's entries...
+    assert SENTINEL not in stored  # ...and the token is in none of them
+    try:
+        with urllib.request.urlopen(url + "gradio_api/runs") as page:
+            assert SENTINEL not in page.read().decode()
+    except urllib.error.HTTPError as exc:
+        assert exc.code == 404  # run history is off
