@@ -2,6 +2,8 @@
 `python app.py` serves on 127.0.0.1:7860 unless GRADIO_SERVER_NAME / GRADIO_SERVER_PORT say otherwise."""
 from __future__ import annotations
 
+import os
+
 from r2mad.config import env_secrets, load_config
 from r2mad.ui import build_app
 
@@ -12,6 +14,10 @@ def serve(config, *, port: int | None = None, block: bool = True, warm: bool = T
     demo = build_app(config, secrets=env_secrets(config))
     if warm:
         demo.r2mad_services.warm(config.app.default_bank)
+    if config.app.persist_repo:  # no persistent disk: runs live in a private dataset repo as well
+        from r2mad.runs.backup import start_backup
+        demo.r2mad_backup = start_backup(demo.r2mad_services.store, config.app.persist_repo,
+                                         every_min=config.app.persist_every_min, token=os.environ.get("HF_TOKEN"))
     demo.queue(default_concurrency_limit=config.app.concurrency_limit, max_size=config.app.max_queue)
     # No allowed_paths: memory/ and configs/ are never served as files. No run history: Gradio would
     # keep every call's inputs (a pasted token among them) in the visitor's browser storage.
