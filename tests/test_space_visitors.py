@@ -42,7 +42,7 @@ def space_config(tmp: Path, base_url: str, **app_changes):
     app_cfg = yaml.safe_load((ROOT / "configs" / "app.yaml").read_text())
     (configs / "app.yaml").write_text(yaml.safe_dump({**app_cfg, "default_bank": None, **app_changes}))
     return load_config(configs, env={**os.environ, "SPACE_ID": "someone/r2mad-studio", "HF_TOKEN": OWNER_TOKEN,
-                                     "R2MAD_DATA_DIR": str(tmp / "var"), "R2MAD_ANNOTATORS": "ann, some-org"})
+                                     "R2MAD_DATA_DIR": str(tmp / "var"), "R2MAD_ANNOTATORS": "ann, ann2, some-org"})
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +107,11 @@ def test_allow_listed_annotator_reads_every_run_and_labels_as_their_login(space)
     h.annotate(run.id, ["other"], "looks wrong", "someone-else", None, request(), profile("ann"))
     saved = services.store.get_run(run.id).annotations
     assert [(x.annotator, x.note) for x in saved] == [("ann", "looks wrong")]  # the login, not the typed name
+    # a second annotator adds their own labels; the first one's stay theirs
+    h.annotate(run.id, ["wrong_confidence"], "mine", "ann", None, request(), profile("ann2"))
+    h.annotate(run.id, ["other"], "edited", "ann", None, request(), profile("ann"))
+    saved = {x.annotator: (x.labels, x.note) for x in services.store.get_run(run.id).annotations}
+    assert saved == {"ann": (("other",), "edited"), "ann2": (("wrong_confidence",), "mine")}
     with pytest.raises(gr.Error, match="annotators"):
         h.annotate(run.id, ["other"], "", "ann", None, request(), profile("not-listed"))
     # an org on the list makes its members annotators (orgs as the Hub reports them for the login's token)

@@ -3,16 +3,12 @@ retrieved cases, peer confidence), MAD-M²'s masks and TrueMAD's advice. A panel
 data is absent, so each lights up only for the method that produced it. Pure; no Gradio."""
 from __future__ import annotations
 
-import html
 from typing import Any, Mapping
 
 from r2mad.types import Round
+from r2mad.ui.text import esc as _esc
 
 TRUEMAD_NOTE = "*TrueMAD here is our re-implementation of Bao et al. (2026); no official code exists.*"
-
-
-def _esc(text: Any) -> str:
-    return html.escape("" if text is None else str(text), quote=False).replace("![", "!\\[")
 
 
 def _clip(text: Any, limit: int) -> str:

@@ -3,7 +3,6 @@ messages grouped per round, the consensus per round, notices and the final verdi
 model or visitor text is HTML-escaped here. No Gradio import, no I/O."""
 from __future__ import annotations
 
-import html
 from typing import Any, Iterable
 
 from r2mad.types import (
@@ -15,6 +14,7 @@ from r2mad.types import (
     Transcript,
 )
 from r2mad.ui import panels
+from r2mad.ui.text import esc
 
 HOW_LABELS = {
     "boxed": "read from \\boxed{}",
@@ -28,11 +28,6 @@ HOW_LABELS = {
 }
 STATUS_LABELS = {"running": "running…", "done": "finished", "failed": "failed",
                  "cancelled": "stopped (cancelled)"}
-
-
-def esc(text: Any) -> str:
-    """Text shown as text: `<`, `>` and `&` escaped, and markdown images defused (no remote loads)."""
-    return html.escape("" if text is None else str(text), quote=False).replace("![", "!\\[")
 
 
 def clip(text: str, limit: int) -> str:

@@ -1,5 +1,6 @@
-"""A token pasted in the page lives only in that page: after a debate with it and a reload, it is in no
-localStorage, sessionStorage or IndexedDB entry of the browser, and Gradio's run history is off."""
+"""The public Space in a real browser: a token pasted in the page lives only in that page (after a debate
+with it and a reload it is in no localStorage, sessionStorage or IndexedDB entry, and Gradio's run
+history is off), and links in visitors' questions and models' answers render inert."""
 from __future__ import annotations
 
 import os
@@ -28,6 +29,7 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
         "--disable-sync", "--no-first-run"]
 SENTINEL = "hf_SentinelPastedToken4242424242abcd"
 SHOTS = ROOT / "screenshots"
+LINKS = "https://evil.example/a [click me](https://evil.example/b) www.evil.example/c ![x](https://evil.example/d.png)"
 
 STORAGE_DUMP = """async () => {
   const parts = [JSON.stringify(Object.entries(localStorage)), JSON.stringify(Object.entries(sessionStorage))];
@@ -48,7 +50,7 @@ STORAGE_DUMP = """async () => {
 @pytest.fixture(scope="module")
 def space(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("secrets")
-    with FakeServer(models=["m"], responder=lambda body: ok("It is ((4)).")) as srv:
+    with FakeServer(models=["m"], responder=lambda body: ok(f"It is ((4)). Details: {LINKS}")) as srv:
         configs = tmp / "configs"
         configs.mkdir()
         for name in ("methods.yaml", "annotation.yaml", "app.yaml"):
@@ -93,3 +95,24 @@ def test_a_pasted_token_is_used_and_then_found_in_no_browser_storage(space):
             assert SENTINEL not in page.read().decode()
     except urllib.error.HTTPError as exc:
         assert exc.code == 404  # run history is off
+
+
+def test_links_in_questions_and_answers_render_as_inert_text(space):
+    url, _ = space
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.goto(url)
+        page.wait_for_selector("#question textarea", timeout=60_000)
+        page.locator("#question textarea").fill(f"What is 2+2? See {LINKS}")
+        page.click("#run")
+        page.locator("#final").get_by_text("Final answer", exact=False).first.wait_for(timeout=60_000)
+        chat = page.locator("#chat-single")
+        chat.get_by_text("evil.example/b", exact=False).first.wait_for(timeout=10_000)  # the text is shown...
+        SHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(SHOTS / "inert-links.png"), full_page=True)
+        hrefs = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
+        images = page.eval_on_selector_all("img[src]", "els => els.map(e => e.src)")
+        browser.close()
+    assert not [h for h in hrefs if "evil" in h]  # ...and nothing of it is a link
+    assert not [src for src in images if "evil" in src]
