@@ -211,7 +211,10 @@ def test_model_and_question_text_is_escaped_never_html():
     assert "&lt;script&gt;alert(1)&lt;/script&gt; What is 1+1?" in msgs[0]["content"]
     assert '&lt;img src=x onerror="window.__pwned=1"&gt; so \\boxed{2} &amp; done' in text
     assert "Agent 1 · &lt;i&gt;P&lt;/i&gt; — answer &lt;b&gt;2&lt;/b&gt; (read from \\boxed{})" in text
-    assert esc("![x](http://tracker/p.png)") == "!\\[x](http://tracker/p.png)"  # no remote image load
+    # no remote image load, no link: both read as they were typed
+    assert esc("![x](http://tracker/p.png)") == "!&#91;x&#93;(http&#58;//tracker/p.png)"
+    assert esc("[go](https://a.example) www.b.example \\[x\\]") == \
+        "&#91;go&#93;(https&#58;//a.example) www&#46;b.example \\[x\\]"  # LaTeX brackets untouched
 
 
 def test_panels_escape_retrieved_cases_and_advice():
