@@ -67,52 +67,52 @@ def space(tmp_path_factory):
         demo.close()
 
 
-def test_a_pasted_token_is_used_and_then_found_in_no_browser_storage(space):
-    url, srv = space
+@pytest.fixture
+def page(space):
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         page = browser.new_page(viewport={"width": 1440, "height": 900})
-        page.goto(url)
+        page.goto(space[0])
         page.wait_for_selector("#question textarea", timeout=60_000)
-        token = page.get_by_label("Hugging Face token", exact=False)
-        if not token.is_visible():
-            page.get_by_text("Advanced", exact=False).first.click()
-        token.fill(SENTINEL)
-        page.locator("#question textarea").fill("What is 2+2?")
-        page.click("#run")
-        page.locator("#final").get_by_text("Final answer", exact=False).first.wait_for(timeout=60_000)
-        assert {r.headers.get("authorization") for r in srv.requests} == {f"Bearer {SENTINEL}"}  # it was used
-        page.reload()
-        page.wait_for_selector("#question textarea", timeout=60_000)
-        SHOTS.mkdir(exist_ok=True)
-        page.screenshot(path=str(SHOTS / "token-after-reload.png"))
-        stored = page.evaluate(STORAGE_DUMP)
+        yield page
         browser.close()
+
+
+def ask(page, question: str) -> None:
+    page.locator("#question textarea").fill(question)
+    page.click("#run")
+    page.locator("#final").get_by_text("Final answer", exact=False).first.wait_for(timeout=60_000)
+
+
+def test_a_pasted_token_is_used_and_then_found_in_no_browser_storage(space, page):
+    url, srv = space
+    token = page.get_by_label("Hugging Face token", exact=False)
+    if not token.is_visible():
+        page.get_by_text("Advanced", exact=False).first.click()
+    token.fill(SENTINEL)
+    ask(page, "What is 2+2?")
+    assert {r.headers.get("authorization") for r in srv.requests} == {f"Bearer {SENTINEL}"}  # it was used
+    page.reload()
+    page.wait_for_selector("#question textarea", timeout=60_000)
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SHOTS / "token-after-reload.png"))
+    stored = page.evaluate(STORAGE_DUMP)
     assert "r2mad-visitor" in stored  # the storage dump did read this app's entries...
     assert SENTINEL not in stored  # ...and the token is in none of them
     try:
-        with urllib.request.urlopen(url + "gradio_api/runs") as page:
-            assert SENTINEL not in page.read().decode()
+        with urllib.request.urlopen(url + "gradio_api/runs") as history:
+            assert SENTINEL not in history.read().decode()
     except urllib.error.HTTPError as exc:
         assert exc.code == 404  # run history is off
 
 
-def test_links_in_questions_and_answers_render_as_inert_text(space):
-    url, _ = space
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        page = browser.new_page(viewport={"width": 1440, "height": 900})
-        page.goto(url)
-        page.wait_for_selector("#question textarea", timeout=60_000)
-        page.locator("#question textarea").fill(f"What is 2+2? See {LINKS}")
-        page.click("#run")
-        page.locator("#final").get_by_text("Final answer", exact=False).first.wait_for(timeout=60_000)
-        chat = page.locator("#chat-single")
-        chat.get_by_text("evil.example/b", exact=False).first.wait_for(timeout=10_000)  # the text is shown...
-        SHOTS.mkdir(exist_ok=True)
-        page.screenshot(path=str(SHOTS / "inert-links.png"), full_page=True)
-        hrefs = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
-        images = page.eval_on_selector_all("img[src]", "els => els.map(e => e.src)")
-        browser.close()
+def test_links_in_questions_and_answers_render_as_inert_text(page):
+    ask(page, f"What is 2+2? See {LINKS}")
+    chat = page.locator("#chat-single")
+    chat.get_by_text("evil.example/b", exact=False).first.wait_for(timeout=10_000)  # the text is shown...
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SHOTS / "inert-links.png"), full_page=True)
+    hrefs = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
+    images = page.eval_on_selector_all("img[src]", "els => els.map(e => e.src)")
     assert not [h for h in hrefs if "evil" in h]  # ...and nothing of it is a link
     assert not [src for src in images if "evil" in src]
