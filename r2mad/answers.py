@@ -1,15 +1,12 @@
-"""Answer extraction, math equivalence, consensus and plurality voting: pure functions on strings and
-Answers. Not for prompting, scoring runs or I/O (see prompts/, metrics.py, runs.py)."""
+"""Answer extraction, agreement, consensus and plurality voting: pure functions on strings and
+Answers. Math equivalence lives in mathcheck.py. Not for prompting, scoring runs or I/O."""
 from __future__ import annotations
 
-import functools
-import math
 import re
-import string
 import unicodedata
-from fractions import Fraction
 from typing import Sequence
 
+from r2mad.mathcheck import balanced, math_equivalent
 from r2mad.types import UNPARSED, Answer, Task
 
 # --- reasoning blocks ---------------------------------------------------------------------------
@@ -28,26 +25,12 @@ def strip_think(text: str) -> str:
 # --- math ---------------------------------------------------------------------------------------
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{|\\boxed +([^\s{$][^\s$]*)")
-_ANSWER_PHRASE = re.compile(r"\banswer\s*(?:is\b\s*:?|:)\s*", re.I)
-_INLINE_MATH = re.compile(r"\$+([^$]+)\$+|\\\((.+?)\\\)|\\\[(.+?)\\\]")
+# "**Answer:** 10": the markdown bold around the phrase is not part of the answer
+_ANSWER_PHRASE = re.compile(r"\banswer\s*\**\s*(?:is\b\s*:?|:)\s*\**\s*", re.I)
+# $…$ whose content may hold an escaped dollar: "$\$36$" is \$36
+_INLINE_MATH = re.compile(r"(?<!\\)\$+((?:[^$\\]|\\.)+)\$+|\\\((.+?)\\\)|\\\[(.+?)\\\]")
 _MATHY_WORD = re.compile(r"[\w\\{}()\[\]^_/.*+\-=,|√π∞]+")
 _MATHY_MARK = re.compile(r"[\d\\√π∞+\-*/^=]")
-
-
-def _balanced(text: str, start: int) -> str | None:
-    """Content from `start` up to the brace closing an already-open `{`; None if it never closes."""
-    depth, i = 1, start
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\":
-            i += 2  # escaped character such as \{ or \}
-            continue
-        depth += ch == "{"
-        depth -= ch == "}"
-        if depth == 0:
-            return text[start:i]
-        i += 1
-    return None
 
 
 def _leading_expression(rest: str) -> str | None:
@@ -71,7 +54,7 @@ def extract_math(text: str) -> Answer:
     """The last non-empty \\boxed{…} (or \\fbox{…}); else the last "the answer is <expr>"."""
     boxes = []
     for m in _BOX.finditer(text):
-        content = m.group(1) if m.group(1) is not None else _balanced(text, m.end())
+        content = m.group(1) if m.group(1) is not None else balanced(text, m.end())
         if content and content.strip().rstrip(".,"):
             boxes.append(content.strip() if m.group(1) is None else content.rstrip(".,"))
     if boxes:
@@ -113,13 +96,14 @@ _OPTION_LINE = re.compile(r"^\(?([A-Za-z])[).:]\s*(.+?)\s*[.!]?$")
 
 def extract_option_line(text: str, options: Sequence[tuple[str, str]]) -> Answer:
     """A last line that cites one option whole, label and text, e.g. "(C) Purple" — an option
-    citation, not prose, so it counts; the text must match that option's own text, and a reply that
-    recites several options (a copied list) commits to none."""
+    citation, not prose, so it counts; the text must match that option's own text, and a reply whose
+    lines label two or more options (a recited list, even with the texts reworded) commits to none."""
     lines = [line.strip() for line in unicodedata.normalize("NFKC", text).replace("*", "").splitlines()
              if line.strip()]
-    cited = {_cited_option(line, options) for line in lines} - {None}
+    labels = {label.upper() for label, _ in options}
+    labelled = {m.group(1).upper() for line in lines if (m := _OPTION_LINE.match(line))} & labels
     last = _cited_option(lines[-1], options) if lines else None
-    return Answer(last, "option_line") if last and len(cited) == 1 else UNPARSED
+    return Answer(last, "option_line") if last and len(labelled) == 1 else UNPARSED
 
 
 def _cited_option(line: str, options: Sequence[tuple[str, str]]) -> str | None:
@@ -138,153 +122,6 @@ def extract_answer(text: str, task: Task) -> Answer:
     letters = "".join(letter for letter, _ in task.options) or "ABCDEFGHIJ"
     found = extract_choice(text, letters)
     return found if found.parsed else extract_option_line(text, task.options)
-
-
-# --- math normalisation and equivalence ---------------------------------------------------------
-
-_UNITS = r"cm|mm|km|kg|units?|degrees?|inches|feet|meters|dollars|cents|seconds|minutes|hours|days"
-
-
-def normalize_math(s: str) -> str:
-    """A canonical spelling of a math answer: no $, sizing, spacing, units, degrees or percent;
-    \\dfrac -> \\frac, \\frac12 -> \\frac{1}{2}, "x = 5" -> "5", "1,000" -> "1000"."""
-    s = s.strip().replace("\\$", "").replace("$", "")
-    s = re.sub(r"^\\[\[(]|\\[\])]$", "", s.strip())
-    s = re.sub(r"\\(?:left|right|displaystyle)\b", "", s)
-    s = re.sub(r"\\[!,;: ]", "", s).replace("{,}", ",")
-    s = re.sub(r"(\d)\s*\\(?:text|mbox|mathrm)\{\s*[A-Za-z ]*\}(?:\^\{?\d\}?)?", r"\1", s)  # 5\text{ cm}
-    s = re.sub(rf"^(-?[\d.,]+)\s*(?:{_UNITS})(?:\^?\d)?$", r"\1", s.strip())
-    s = re.sub(r"\\(?:text|textbf|mbox|mathrm|mathbf)\{([^{}]*)\}", r"\1", s)
-    s = re.sub(r"\^\s*\{?\\circ\}?|°|\\%|%", "", s)
-    s = re.sub(r"\\[dt]frac", r"\\frac", s)
-    s = re.sub(r"\\(frac|sqrt)\s*(\d)", r"\\\1{\2}", s)  # \frac12 -> \frac{1}2
-    s = re.sub(r"(\\frac\{[^{}]*\})\s*(\d)", r"\1{\2}", s)  # \frac{1}2 -> \frac{1}{2}
-    s = re.sub(r"\s+", "", s)
-    if s.count("=") == 1:
-        s = re.sub(r"^\\?[A-Za-z]+(?:_\{?\w+\}?)?=", "", s)  # x=5 -> 5
-    s = s.rstrip(".")
-    if re.fullmatch(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?", s):
-        s = s.replace(",", "")
-    return s
-
-
-_NUM = r"-?(?:\d+\.?\d*|\.\d+)"
-
-
-def _to_number(s: str) -> float | None:
-    """Value of an int, decimal, a/b or \\frac{a}{b} with numeric a and b; None otherwise."""
-    m = re.fullmatch(rf"(-?)\\frac\{{({_NUM})\}}\{{({_NUM})\}}", s)
-    if m:
-        value = Fraction(m[2]) / Fraction(m[3])
-        return float(-value if m[1] else value)
-    m = re.fullmatch(rf"({_NUM})/({_NUM})", s)
-    if m:
-        return float(Fraction(m[1]) / Fraction(m[2]))
-    return float(Fraction(s)) if re.fullmatch(_NUM, s) else None
-
-
-def _group(s: str, i: int) -> tuple[str, int]:
-    """The argument of a LaTeX command at s[i]: a {braced} group or a single character."""
-    if s[i] == "{":
-        content = _balanced(s, i + 1)
-        if content is None:
-            raise ValueError("unbalanced braces")
-        return content, i + len(content) + 2
-    return s[i], i + 1
-
-
-def _latex_to_text(s: str) -> str:
-    """A small LaTeX subset (\\frac, \\sqrt, \\cdot, \\pi, …) as sympy-parsable text."""
-    out, i = [], 0
-    while i < len(s):
-        if s.startswith("\\frac", i):
-            num, i = _group(s, i + 5)
-            den, i = _group(s, i)
-            out.append(f"(({_latex_to_text(num)})/({_latex_to_text(den)}))")
-        elif s.startswith("\\sqrt", i):
-            i, root = i + 5, "2"
-            if s.startswith("[", i):
-                root, i = s[i + 1:s.index("]", i)], s.index("]", i) + 1
-            body, i = _group(s, i)
-            body = _latex_to_text(body)
-            out.append(f"sqrt({body})" if root == "2" else f"(({body})**(1/({_latex_to_text(root)})))")
-        else:
-            out.append(s[i])
-            i += 1
-    text = "".join(out)
-    for latex, plain in (("\\cdot", "*"), ("\\times", "*"), ("\\div", "/"), ("\\infty", "oo"),
-                         ("\\ln", "log")):
-        text = text.replace(latex, plain)
-    text = re.sub(r"\\(pi|log|sin|cos|tan|exp)(?![A-Za-z])", r"\1", text)
-    return text.replace("{", "(").replace("}", ")")
-
-
-_FUNCTIONS = ("sqrt", "pi", "log", "sin", "cos", "tan", "exp", "oo")
-
-
-def _to_sympy(s: str):
-    """A sympy expression for a normalised answer, or None when it is not a tame formula. Only
-    single letters and a few function names reach parse_expr, so no Python name can be evaluated."""
-    import sympy
-    from sympy.parsing.sympy_parser import (
-        convert_xor,
-        implicit_multiplication_application,
-        parse_expr,
-        standard_transformations,
-    )
-    text = _latex_to_text(s)
-    if len(text) > 200 or not re.fullmatch(r"[0-9A-Za-z+\-*/^().\s]*", text) or re.search(r"\.(?!\d)", text):
-        return None
-    if any(len(name) > 1 and name not in _FUNCTIONS for name in re.findall(r"[A-Za-z]+", text)):
-        return None
-    names = {c: sympy.Symbol(c) for c in string.ascii_letters}
-    names |= {"e": sympy.E, "i": sympy.I, "oo": sympy.oo, "pi": sympy.pi, "sqrt": sympy.sqrt,
-              "log": sympy.log, "sin": sympy.sin, "cos": sympy.cos, "tan": sympy.tan, "exp": sympy.exp}
-    transforms = standard_transformations + (implicit_multiplication_application, convert_xor)
-    raw = parse_expr(text, local_dict=names, transformations=transforms, evaluate=False)
-    for node in sympy.preorder_traversal(raw):  # refuse towers like 9^(9^9) before evaluating
-        if isinstance(node, sympy.Pow):
-            inner = [p for p in sympy.preorder_traversal(node.exp) if isinstance(p, sympy.Pow) and p.exp != -1]
-            if inner or (node.exp.is_number and abs(complex(node.exp.evalf())) > 1000):
-                return None
-    return parse_expr(text, local_dict=names, transformations=transforms)
-
-
-def _sympy_equal(a: str, b: str) -> bool:
-    """Symbolically equal: a-b is zero outright or at three fixed points (bounded time, unlike
-    simplify, and no signal-based timeout, which fails outside the main thread)."""
-    import sympy
-    ea, eb = _to_sympy(a), _to_sympy(b)
-    if ea is None or eb is None:
-        return False
-    diff = ea - eb
-    if diff == 0:
-        return True
-    symbols = sorted(diff.free_symbols, key=str)
-    for trial in range(3):
-        point = {sym: 0.31 + 0.73 * k + 1.17 * trial for k, sym in enumerate(symbols)}
-        gap, scale = complex(sympy.N(diff.subs(point))), complex(sympy.N(ea.subs(point)))
-        if not (math.isfinite(abs(gap)) and abs(gap) <= 1e-9 * max(1.0, abs(scale))):
-            return False
-    return True
-
-
-@functools.lru_cache(maxsize=4096)
-def math_equivalent(a: str, b: str) -> bool:
-    """Same spelling after normalize_math, same number (relative tolerance 1e-6), or same sympy
-    expression. Never raises: anything unparsable is simply not equivalent."""
-    try:
-        na, nb = normalize_math(a), normalize_math(b)
-        if not na or not nb:
-            return False
-        if na == nb:
-            return True
-        x, y = _to_number(na), _to_number(nb)
-        if x is not None and y is not None:
-            return math.isclose(x, y, rel_tol=1e-6, abs_tol=1e-12)
-        return _sympy_equal(na, nb)
-    except Exception:  # sympy and Fraction raise many kinds; a failed parse is "not equal"
-        return False
 
 
 # --- agreement ----------------------------------------------------------------------------------

@@ -8,12 +8,11 @@ from r2mad.answers import (
     extract_math,
     is_correct,
     is_unanimous,
-    math_equivalent,
-    normalize_math,
     plurality_vote,
     same_answer,
     strip_think,
 )
+from r2mad.mathcheck import math_equivalent, normalize_math
 from r2mad.types import UNPARSED, Answer, Task
 
 TEN = "ABCDEFGHIJ"
@@ -192,6 +191,9 @@ OPTS = (("A", "Green"), ("B", "Brown"), ("C", "Purple"), ("D", "Grey"))
     ("A) Toronto.", None),  # label with another text: not an option citation
     ("(E) Grey", None),  # a letter that is not an option
     ("Options:\nA) Green\nB) Brown\nC) Purple\nD) Grey", None),  # a recited list commits to nothing
+    # the options recited with their texts reworded, the last one verbatim: still a recited list
+    ("(A) Green is a calm colour\n(B) Brown, like wood\n(C) Purple maybe\n(D) Grey", None),
+    ("A: it could be green\nD) Grey", None),
     ("I think (B) Brown is wrong", None),  # prose
 ])
 def test_option_line_citation(text, expected):

@@ -84,8 +84,8 @@ def _mmlu_pro(category: str) -> Converter:
 def _truthfulqa(rows: list[dict], seed: int, origin: str) -> list[tuple[Task, str | None]]:
     out = []
     for row in rows:
-        question, targets = str(row["question"]), row["mc1_targets"]
-        choices, labels = list(targets["choices"]), list(targets["labels"])
+        question = str(row["question"])
+        choices, labels = _mc1_choices(row["mc1_targets"], origin, question)
         if not 4 <= len(choices) <= 9:
             continue  # the paper keeps 4- to 9-choice questions
         if len(labels) != len(choices) or list(labels).count(1) != 1:
@@ -101,6 +101,18 @@ def _truthfulqa(rows: list[dict], seed: int, origin: str) -> list[tuple[Task, st
         raise DataError(f"{origin} has no questions with 4 to 9 mc1 choices; pass the TruthfulQA "
                         "multiple_choice validation file (truthfulqa/truthful_qa).")
     return out
+
+
+def _mc1_choices(targets: Any, origin: str, question: str) -> tuple[list[str], list[int]]:
+    """(choices, labels) of an mc1_targets field in either layout: the hub's {"choices": [...],
+    "labels": [...]} or the original mc_task.json's {choice text: 1 or 0}."""
+    if isinstance(targets, dict) and set(targets) == {"choices", "labels"}:
+        return list(targets["choices"]), list(targets["labels"])
+    if isinstance(targets, dict) and targets and all(v in (0, 1) for v in targets.values()):
+        return [str(c) for c in targets], [int(v) for v in targets.values()]
+    raise DataError(f"{origin}: question {question[:60]!r} has mc1_targets that are neither "
+                    '{"choices": [...], "labels": [...]} (the hub\'s multiple_choice file) nor {choice text: '
+                    "1 or 0} (the original mc_task.json); pass one of those files unchanged.")
 
 
 def _demo(kind: TaskKind, source: str) -> Converter:
