@@ -8,8 +8,9 @@ from pathlib import Path
 
 from r2mad.cli_common import add_settings_flags, settings_from
 from r2mad.config import ConfigError
-from r2mad.evaluation.datasets import load_split
+from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED, load_split
 from r2mad.evaluation.evaluate import ROWS, RUN, EvalRun, parse_methods, run_eval
+from r2mad.evaluation.leakage import check_no_leakage
 from r2mad.evaluation.report import write_report, write_table1
 from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import METHODS, is_debate, needs_bank
@@ -23,7 +24,8 @@ def register(sub) -> None:
     e.add_argument("--split", default="test", help="train, test or all (default test)")
     e.add_argument("--data", default=None, help="local data file (jsonl, json or parquet) in the hub schema")
     e.add_argument("--limit", type=int, default=None, help="only the first N questions of the split")
-    e.add_argument("--split-seed", type=int, default=0, help="seed of the 3:1 train/test split (default 0)")
+    e.add_argument("--split-seed", type=int, default=DEFAULT_SPLIT_SEED,
+                   help=f"seed of the 3:1 train/test split (default {DEFAULT_SPLIT_SEED}; build-memory's default too)")
     e.add_argument("--methods", default="cot,mad", help=f"comma-separated, from: {', '.join(METHODS)}")
     e.add_argument("--backbone", default=None)
     e.add_argument("--bank", default=None, help="memory bank folder for r2mad, its ablations and icl-cot")
@@ -68,17 +70,23 @@ def cmd_eval(args, config) -> int:
     if args.advice:  # TrueMAD's advice on every debate method; baselines stay as they are
         methods = tuple(dict.fromkeys(m if not is_debate(m) or m == "truemad" or m.endswith("+advice")
                                       else m + "+advice" for m in methods))
-    split = load_split(args.task, args.split, data_file=args.data, seed=args.split_seed, limit=args.limit)
+    whole = load_split(args.task, args.split, data_file=args.data, seed=args.split_seed)
+    split = whole.head(args.limit)
     run = EvalRun(split, methods, args.backbone, settings, not args.independent_round0,
                   str(args.data) if args.data else None, args.limit)
-    backend = backend_for(config, args.backbone)
     bank, notices = None, []
     if any(map(needs_bank, methods)):
         kind = split.tasks[0].kind if split.tasks else None
         bank, notices = open_bank(args.bank, config, task_kind=kind)
-        for text in notices or ([] if bank else ["Memory off: no --bank given; r2mad and icl-cot run "
-                                                 "without retrieved cases."]):
+        try:  # a bank that holds a test question is refused before any model starts
+            leaks = check_no_leakage(bank, whole) if bank is not None else []
+        except ConfigError:
+            bank.close()
+            raise
+        for text in [*notices, *leaks] or ([] if bank else ["Memory off: no --bank given; r2mad and icl-cot "
+                                                            "run without retrieved cases."]):
             print(f"warning: {text}", file=sys.stderr)
+    backend = backend_for(config, args.backbone)
     try:
         asyncio.run(run_eval(run, backend, out, bank=bank, bank_notices=tuple(notices),
                              summaries=SummaryCache(config.app.summaries_file),

@@ -15,6 +15,7 @@ from r2mad.types import Task, TaskKind
 
 DEMO_DIR = ROOT / "data" / "demo"
 SPLITS = ("train", "test", "all")
+DEFAULT_SPLIT_SEED = 0  # of the seeded 3:1 split, for eval and build-memory alike
 HUB_TIMEOUT_S = 10.0  # seconds to wait for the hub before giving up
 # rows, seed, file name -> [(task, its fixed split, or None for the seeded 3:1 split)]
 Converter = Callable[[list[dict], int, str], list[tuple[Task, str | None]]]
@@ -31,6 +32,14 @@ class Split:
     tasks: tuple[Task, ...]
     seed: int
     ids: tuple[str, ...]  # ids of the tasks, in order, for recording in results
+
+    def head(self, limit: int | None) -> Split:
+        """The first `limit` tasks (all of them for None)."""
+        if limit is None:
+            return self
+        if limit < 0:
+            raise ValueError(f"limit must be 0 or more, not {limit}.")
+        return Split(self.name, self.dataset, self.tasks[:limit], self.seed, self.ids[:limit])
 
 
 @dataclass(frozen=True)
@@ -162,8 +171,8 @@ def dataset_spec(name: str) -> DatasetSpec:
 
 # --- loading ------------------------------------------------------------------------------------
 
-def load_split(dataset: str, split: str, *, data_file: str | Path | None = None, seed: int = 0,
-               limit: int | None = None) -> Split:
+def load_split(dataset: str, split: str, *, data_file: str | Path | None = None,
+               seed: int = DEFAULT_SPLIT_SEED, limit: int | None = None) -> Split:
     """Tasks of one split. MATH500: test = level 5; demo: the rows' own split field; the others: a
     seeded 3:1 train:test split, kept in shuffled order so `limit` takes a random sample."""
     spec = dataset_spec(dataset)
@@ -184,11 +193,7 @@ def load_split(dataset: str, split: str, *, data_file: str | Path | None = None,
     else:
         train, test = seeded_split([task for task, _ in pairs], seed)
         tasks = test if split == "test" else train
-    if limit is not None:
-        if limit < 0:
-            raise ValueError(f"limit must be 0 or more, not {limit}.")
-        tasks = tasks[:limit]
-    return Split(split, spec.name, tuple(tasks), seed, tuple(t.id for t in tasks))
+    return Split(split, spec.name, tuple(tasks), seed, tuple(t.id for t in tasks)).head(limit)
 
 
 def seeded_split(items: Sequence[Any], seed: int) -> tuple[list[Any], list[Any]]:

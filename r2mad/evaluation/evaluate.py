@@ -15,6 +15,7 @@ from pathlib import Path
 from r2mad import __version__
 from r2mad.config import ConfigError, DebateSettings
 from r2mad.evaluation.datasets import Split
+from r2mad.evaluation.leakage import check_no_leakage
 from r2mad.evaluation.metrics import AUXILIARY_KINDS
 from r2mad.methods import METHODS, is_debate, make_method
 from r2mad.runner import compute_round0, run_debate
@@ -167,6 +168,8 @@ async def run_eval(run: EvalRun, backend, out: str | Path, *, bank=None, bank_no
     dup = next((i for i, n in Counter(ids).items() if n > 1), None)
     if dup is not None:
         raise ConfigError(f"The split has two questions with the id {dup!r}; give every row its own id.")
+    if bank is not None:
+        check_no_leakage(bank, run.split)  # refuses a bank holding a test question, before any call
     out = Path(out)
     prepare_folder(out, run)
     rows_path = out / ROWS

@@ -83,8 +83,10 @@ class MemoryBank:
     @classmethod
     def create(cls, path: Path | str, *, task_kind: str, split: str, backbone: str, embedder: Embedder,
                code_version: str, index_root: Path | str, url: str | None = None,
-               api_key: str | None = None, store: str = "edge") -> MemoryBank:
-        """Start an empty bank folder (manifest + empty cases.jsonl) and open it."""
+               api_key: str | None = None, store: str = "edge", dataset: str | None = None,
+               split_seed: int | None = None) -> MemoryBank:
+        """Start an empty bank folder (manifest + empty cases.jsonl) and open it. `dataset` and
+        `split_seed` record where its questions come from, so `eval` can refuse to test on them."""
         path = Path(path)
         if (path / MANIFEST).exists():
             raise BankError(f"A memory bank already exists at {path}; open it to add cases or choose "
@@ -94,6 +96,8 @@ class MemoryBank:
                     "embedder": {"id": embedder.id, "dim": embedder.dim},
                     "counts": {"questions": 0, "cases": 0, "cases_per_agent": {}, "positive_share": 0.0},
                     "created_at": now(), "code_version": code_version}
+        if dataset is not None:
+            manifest |= {"dataset": dataset, "split_seed": split_seed, "question_ids": []}
         (path / CASES).touch()
         write_manifest(path, manifest)
         return cls.open(path, embedder, index_root=index_root, url=url, api_key=api_key, store=store)
@@ -207,6 +211,7 @@ class MemoryBank:
             "questions": len(self._questions), "cases": total,
             "cases_per_agent": {int(a): n for a, n in sorted(self._per_agent.items())},
             "positive_share": round(self._positive / total, 4) if total else 0.0}
+        self.manifest["question_ids"] = sorted(self._questions)
         self.manifest["updated_at"] = now()
         write_manifest(self.path, self.manifest)
 
@@ -237,6 +242,12 @@ class MemoryBank:
 
     def has_question(self, question_id: str) -> bool:
         return question_id in self._questions
+
+    @property
+    def question_ids(self) -> frozenset[str]:
+        """Every question the bank's cases come from (quarantined ones included)."""
+        with self._lock:
+            return frozenset(self._questions)
 
     def _shown(self, case: Case) -> Case:
         quarantined = case.id in self._quarantined

@@ -80,8 +80,12 @@ def register(sub) -> None:
                    "engineering (or mcq / math for files in the demo schema)")
     p.add_argument("--data", default=None, help="a local data file in the dataset's schema")
     p.add_argument("--split", default="train")
+    p.add_argument("--split-seed", type=int, default=None,
+                   help="seed of the 3:1 train/test split; use eval's --split-seed (both default to 0)")
     p.add_argument("--limit", type=int, default=None)
-    p.add_argument("--backbone", default=None)
+    p.add_argument("--memory-backbone", "--backbone", dest="backbone", default=None, metavar="NAME",
+                   help="the one model that writes every debater's turns in the bank's debates, whatever "
+                   "the debaters of a later eval are (as the authors built theirs); default: the default backbone")
     p.add_argument("--out", required=True, help="bank folder, e.g. memory/my-bank")
     p.add_argument("--concurrency", type=int, default=1)
     from r2mad.cli_common import add_settings_flags
@@ -94,22 +98,28 @@ def cmd_build(args: argparse.Namespace, config) -> int:
 
     import r2mad
     from r2mad.cli_common import settings_from
-    from r2mad.evaluation.datasets import load_split
+    from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED, load_split
     from r2mad.memory.bank import MemoryBank
     from r2mad.memory.embedder import load_embedder
+    from r2mad.memory.files import check_same_source
     from r2mad.runner import backend_for
 
     dataset = {"mcq": "demo-mcq", "math": "demo-math"}.get(args.task, args.task)
-    split = load_split(dataset, args.split, data_file=args.data, limit=args.limit)
+    seed = DEFAULT_SPLIT_SEED if args.split_seed is None else args.split_seed
+    split = load_split(dataset, args.split, data_file=args.data, seed=seed, limit=args.limit)
     settings = settings_from(args, config)
     embedder = load_embedder(config.app.embedder)
     out, index_root = Path(args.out), config.app.index_root
     kind = split.tasks[0].kind if split.tasks else "mcq"
+    source = {"dataset": split.dataset, "split": f"{split.dataset}:{args.split}", "split_seed": seed,
+              "backbone": args.backbone}
     if (out / "manifest.yaml").exists():
+        check_same_source(out, source)  # one bank, one split and one model
         bank = MemoryBank.open(out, embedder, index_root=index_root, expected_task=kind)
     else:
-        bank = MemoryBank.create(out, task_kind=kind, split=f"{dataset}:{args.split}", backbone=args.backbone,
-                                 embedder=embedder, code_version=r2mad.__version__, index_root=index_root)
+        bank = MemoryBank.create(out, task_kind=kind, split=source["split"], backbone=args.backbone,
+                                 embedder=embedder, code_version=r2mad.__version__, index_root=index_root,
+                                 dataset=split.dataset, split_seed=seed)
     backend = backend_for(config, args.backbone)
     bar = tqdm(total=len(split.tasks), initial=sum(bank.has_question(t.id) for t in split.tasks),
                desc="debates", unit="q", file=sys.stderr)

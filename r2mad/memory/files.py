@@ -114,6 +114,18 @@ def read_manifest(path: Path) -> dict:
     return manifest
 
 
+def check_same_source(path: Path, source: dict) -> None:
+    """Refuse to add to a bank debates from another dataset, split, split seed or model. A key the
+    manifest lacks (a bank built before it was recorded) is unknown and not compared."""
+    manifest = read_manifest(path)
+    for key, value in source.items():
+        if key in manifest and manifest[key] != value:
+            flag = {"dataset": "--task", "split": "--split", "split_seed": "--split-seed",
+                    "backbone": "--memory-backbone"}.get(key, key)
+            raise BankError(f"Bank {path} was built with {key} {manifest[key]!r}, not {value!r}; pass "
+                            f"{flag} {manifest[key]} to add to it, or choose another --out folder.")
+
+
 def write_manifest(path: Path, manifest: dict) -> None:
     write_atomic(path / MANIFEST, yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True))
 
