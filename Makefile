@@ -39,8 +39,8 @@ lint: $(STAMP)
 
 # Rebuild the shipped demo memory banks with the embedded model (slow: about an hour on 2 cores).
 bank: $(STAMP)
-	$(PY) -m r2mad build-memory --task demo-mcq --split train --backbone smollm2-135m --out memory/demo-mcq
-	$(PY) -m r2mad build-memory --task demo-math --split train --backbone smollm2-135m --out memory/demo-math
+	$(PY) -m r2mad build-memory --task demo-mcq --split train --memory-backbone smollm2-135m --out memory/demo-mcq
+	$(PY) -m r2mad build-memory --task demo-math --split train --memory-backbone smollm2-135m --out memory/demo-math
 
 clean:
 	rm -rf $(VENV) var .pytest_cache

@@ -22,6 +22,8 @@ def check_no_leakage(bank, split: Split) -> list[str]:
         if "split_seed" in manifest and manifest["split_seed"] != split.seed:
             fix = (f"build the bank with `build-memory --split-seed {split.seed}` or run eval with "
                    f"`--split-seed {manifest['split_seed']}`")
+        elif split.name != "test":
+            fix = "evaluate on `--split test`, which a bank built from the train split does not hold"
         else:
             fix = f"build the bank from the train split with `build-memory --split-seed {split.seed}`"
         raise ConfigError(f"Bank {bank.path} (built from {built}) holds {len(shared)} of the {len(split.ids)} "
