@@ -83,6 +83,11 @@ def test_power_towers_are_refused_before_any_evaluation():
     assert tame(sympy.Pow(sympy.Integer(2), sympy.sqrt(2), evaluate=False))
     assert verified_equal("1", "9^{9^{9}}") is None  # left to the bounded fallback, which says no
     assert math_equivalent(r"10^{10^{10}}+1", "1") is False
+    # a sum with symbols raised high: math-verify's simplify would expand it (15 s here for the 100th
+    # power), so the bounded fallback (values at three points) judges it
+    assert verified_equal("x^2+1", "(x+1)^{100}") is None and verified_equal("x^2+1", "(x+1)^{12}") is False
+    assert math_equivalent("(x+1)^{100}", "(1+x)^{100}") is True
+    assert math_equivalent("(x+1)^{100}", "(x+2)^{100}") is False
 
 
 def test_math_verify_runs_in_worker_threads_without_signal_timeouts():
