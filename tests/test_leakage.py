@@ -98,6 +98,9 @@ def test_build_then_eval_with_another_split_seed_is_refused_and_with_the_same_on
     assert evaluate(config_dir, data, tmp_path / "bank", tmp_path / "r0", 0) == 0
     rows = [json.loads(line) for line in (tmp_path / "r0" / "rows.jsonl").read_text().splitlines()]
     assert len(rows) == 3 and len(server.requests) > calls
+    recorded = json.loads((tmp_path / "r0" / "run.json").read_text())["bank"]
+    assert recorded == {"path": str(tmp_path / "bank"), "dataset": "mmlu-pro-economics",
+                        "split": "mmlu-pro-economics:train", "split_seed": 0, "backbone": "fake", "questions": 9}
 
 
 @dataclass

@@ -10,7 +10,7 @@ from r2mad.cli_common import add_settings_flags, settings_from
 from r2mad.config import ConfigError
 from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED, load_split
 from r2mad.evaluation.evaluate import ROWS, RUN, EvalRun, parse_methods, run_eval
-from r2mad.evaluation.leakage import check_no_leakage
+from r2mad.evaluation.leakage import bank_record, check_no_leakage
 from r2mad.evaluation.report import write_report, write_table1
 from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import METHODS, is_debate, needs_bank
@@ -72,8 +72,6 @@ def cmd_eval(args, config) -> int:
                                       else m + "+advice" for m in methods))
     whole = load_split(args.task, args.split, data_file=args.data, seed=args.split_seed)
     split = whole.head(args.limit)
-    run = EvalRun(split, methods, args.backbone, settings, not args.independent_round0,
-                  str(args.data) if args.data else None, args.limit)
     bank, notices = None, []
     if any(map(needs_bank, methods)):
         kind = split.tasks[0].kind if split.tasks else None
@@ -86,6 +84,8 @@ def cmd_eval(args, config) -> int:
         for text in [*notices, *leaks] or ([] if bank else ["Memory off: no --bank given; r2mad and icl-cot "
                                                             "run without retrieved cases."]):
             print(f"warning: {text}", file=sys.stderr)
+    run = EvalRun(split, methods, args.backbone, settings, not args.independent_round0,
+                  str(args.data) if args.data else None, args.limit, bank_record(bank) if bank is not None else None)
     backend = backend_for(config, args.backbone)
     try:
         asyncio.run(run_eval(run, backend, out, bank=bank, bank_notices=tuple(notices),

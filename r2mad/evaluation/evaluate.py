@@ -36,13 +36,14 @@ class EvalRun:
     share_round0: bool = True
     data_file: str | None = None
     limit: int | None = None
+    bank: dict | None = None  # where the bank's cases come from (leakage.bank_record), for the record
 
     def config(self) -> dict:
         return {"dataset": self.split.dataset, "split": self.split.name, "split_seed": self.split.seed,
                 "limit": self.limit, "data_file": self.data_file, "question_ids": list(self.split.ids),
                 "methods": list(self.methods), "backbone": self.backbone,
                 "seed": self.settings.seed, "settings": dataclasses.asdict(self.settings),
-                "share_round0": self.share_round0, "code_version": __version__}
+                "share_round0": self.share_round0, "bank": self.bank, "code_version": __version__}
 
 
 def parse_methods(text: str, settings: DebateSettings) -> tuple[str, ...]:

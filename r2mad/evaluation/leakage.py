@@ -33,3 +33,11 @@ def check_no_leakage(bank, split: Split) -> list[str]:
         return [f"Bank {bank.path} does not record its dataset and split seed (built before banks did); "
                 "the question ids of its cases were checked instead, and none is a question of this eval."]
     return []
+
+
+def bank_record(bank) -> dict:
+    """What run.json records about the bank an eval used; None for what its manifest does not say."""
+    manifest = bank.manifest
+    return {"path": str(bank.path), "dataset": manifest.get("dataset"), "split": manifest.get("split"),
+            "split_seed": manifest.get("split_seed"), "backbone": manifest.get("backbone"),
+            "questions": len(held_questions(bank))}
