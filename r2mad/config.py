@@ -36,7 +36,18 @@ class R2madSettings:
     use_confidence: bool = True
     conf_high: float = field(default=0.55, metadata=_limits(0.0, 1.0))
     conf_low: float = field(default=0.45, metadata=_limits(0.0, 1.0))
-    prefetch_summaries: bool = False  # ask h for likely stance patterns while agents answer (extra calls)
+    prefetch_summaries: bool = False  # summary "pattern" only: ask h for likely patterns while agents answer
+    # Where the paper text and the authors' code differ, the default is the authors' code; the other
+    # choice is the paper text's reading (README, "Faithful to the papers").
+    # Eq. 11 over the 3K candidates, peer j's response at the case's previous round, weighted by the
+    # owner's correctness (authors), or over the K picked cases with peer j's own response and correctness
+    confidence_terms: str = field(default="authors", metadata=_limits(choices=("authors", "paper")))
+    # MMR reward r(e): the case agent's correctness at the case's round (authors) or at the debate's end
+    reward: str = field(default="round", metadata=_limits(choices=("round", "final")))
+    # h: read from the round's responses, answers and stance changes (faithful, one uncached call a round)
+    # or from the abstract stance pattern alone, cached across debates (pattern: a speed variant, a departure)
+    summary: str = field(default="faithful", metadata=_limits(choices=("faithful", "pattern")))
+    case_tokens: int = field(default=1024, metadata=_limits(64, 32768))  # a memory case's response, at most
 
 
 @dataclass(frozen=True)
@@ -45,6 +56,9 @@ class Madm2Settings:
     strict: bool = False  # subjective masking also masks NOT SURE
     per_agent_judge: bool = False
     fallback_subjective: bool = True  # objective masking without logprobs falls back to subjective
+    # each round a fresh prompt holding the kept responses, the agent's own included (authors' code), or
+    # the agent's own chat history plus its kept peers (the paper text's reading)
+    context: str = field(default="fresh", metadata=_limits(choices=("fresh", "history")))
 
 
 @dataclass(frozen=True)
@@ -77,6 +91,9 @@ class DebateSettings:
     # answer guard: after free reasoning with no answer in the task's format, one short constrained call
     # asks for the answer alone. "auto" = the backbone's own default (on for the embedded model)
     answer_guard: str = field(default="auto", metadata=_limits(choices=("auto", "on", "off")))
+    # "demo": short prompts and decoding for small models; "paper": the papers' decoding (PAPER_PROFILE),
+    # the task-specific personas with the answer format in the system prompt
+    profile: str = field(default="demo", metadata=_limits(choices=("demo", "paper")))
     r2mad: R2madSettings = field(default_factory=R2madSettings)
     madm2: Madm2Settings = field(default_factory=Madm2Settings)
     truemad: TrueMadSettings = field(default_factory=TrueMadSettings)
@@ -103,6 +120,16 @@ class DebateSettings:
     def value(self, name: str) -> Any:
         """One setting by its plain name, whichever section holds it."""
         return getattr(getattr(self, SECTION_OF[name]), name) if name in SECTION_OF else getattr(self, name)
+
+
+PAPER_PROFILE = {"profile": "paper", "temperature": 1.0, "top_p": 1.0, "max_tokens": 6144}
+
+
+def with_profile(settings: DebateSettings, profile: str) -> DebateSettings:
+    """The settings under a profile: "paper" sets the papers' decoding; "demo" leaves them as they are."""
+    if profile not in ("demo", "paper"):
+        raise ConfigError(f"Unknown profile {profile!r}; choose demo or paper.")
+    return settings.replace(**PAPER_PROFILE) if profile == "paper" else settings.replace(profile="demo")
 
 
 def _nest(changes: dict[str, Any]) -> dict[str, Any]:

@@ -72,6 +72,7 @@ class Task:
     gold: str | None = None
     id: str = ""
     source: str = ""  # e.g. "demo-mcq", "math500"
+    solution: str = ""  # a worked reference solution, where the data set has one (MATH)
 
 
 @dataclass(frozen=True)
@@ -193,6 +194,7 @@ class Case:
     reward: float  # r_i: 1 if agent i's final answer was correct, else 0
     stance_changed: bool = False  # a(z_i^(t)) != a(z_i^(t-1))
     quarantined: bool = False
+    solution: str = ""  # the task's worked reference solution, where the data set has one (older banks: none)
 
     @property
     def own_correct(self) -> bool:

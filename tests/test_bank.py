@@ -82,8 +82,9 @@ bank.close()
 def test_confidence_comes_from_the_picked_case(tmp_path):
     bank = new_bank(tmp_path)
     bank.add([case("q1", correct=(True, True, False), responses=("a zero", "a one", "a two"))])
-    found = bank.retrieve(0, "anything", {1: "a one", 2: "a two"}, consensus=1 / 3, k=1)
-    # Peer responses equal the stored ones (sim 1): peer 1 was right (c = 1), peer 2 wrong (c = 0).
+    found = bank.retrieve(0, "anything", {1: "a one", 2: "a two"}, consensus=1 / 3, k=1, confidence_terms="paper")
+    # Eq. 11 as the paper writes it. Peer responses equal the stored ones (sim 1): peer 1 was right
+    # (c = 1), peer 2 wrong (c = 0).
     assert found.confidence[1] == (pytest.approx(1.0), "high")
     assert found.confidence[2] == (pytest.approx(0.0), "low")
     assert found.lam == pytest.approx(0.7) and found.seconds > 0
@@ -94,7 +95,7 @@ def test_low_consensus_skips_a_closer_negative_case(tmp_path):
     bank = new_bank(tmp_path)
     state = render_state("add two and two", "I said 4", "two of three agree", 2 / 3)
     bank.add([case("same", reward=0.0, text="add two and two"), case("near", reward=1.0, text="add two and three")])
-    aware = bank.retrieve(0, state, {}, consensus=1 / 3, k=1)
+    aware = bank.retrieve(0, state, {}, consensus=1 / 3, k=1, reward="final")  # the reward at the end
     assert [c for c, *_ in aware.candidates] == ["same-a0-r1", "near-a0-r1"]
     assert aware.picked[0][0] == "near-a0-r1"
     assert bank.retrieve(0, state, {}, 1 / 3, k=1, policy="similarity").picked[0][0] == "same-a0-r1"
@@ -274,7 +275,7 @@ def test_real_minilm_bank_finds_the_semantically_close_case(tmp_path):
               case("geo", text="Which river flows through the capital of Egypt?"),
               case("prob", text="Two dice are rolled; what is the chance both show six?")])
     state = render_state("Find the derivative of g(x) = 5x^3 - x.", "I said 4", "two of three agree", 2 / 3)
-    found = bank.retrieve(0, state, {1: "ans 5", 2: "ans 4"}, consensus=1 / 3, k=1)
+    found = bank.retrieve(0, state, {1: "ans 5", 2: "ans 4"}, consensus=1 / 3, k=1, confidence_terms="paper")
     assert found.picked[0][0] == "calc-a0-r1"
     assert found.confidence[1][0] == pytest.approx(0.0) and found.confidence[2][0] == pytest.approx(1.0)
     bank.close()

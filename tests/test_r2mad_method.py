@@ -99,8 +99,10 @@ def test_ablation_switches_change_the_prompts(bank):
     t, events, no_mem = run_r2mad("r2mad-no-memory", bank)
     assert any("<confidence>" in p for p in full) and not any("<confidence>" in p for p in no_conf)
     assert all("<memory case 1>" in p for p in no_conf)
-    assert not any("<memory case" in p or "<confidence>" in p for p in no_mem)
-    assert not any(e.kind in ("retrieval", "summary") for e in events)
+    # w/o Memory (paper and authors' code alike): no case in any prompt, the confidence tags stay
+    assert not any("<memory case" in p for p in no_mem) and any("<confidence>" in p for p in no_mem)
+    assert all(turn.details["retrieved"] == [] and set(turn.details["confidence"]) == {"0", "1", "2"} - {str(i)}
+               for i, turn in enumerate(t.rounds[1].turns))
 
 
 def test_policies_pick_differently(bank):
@@ -118,11 +120,11 @@ def test_summary_prompt_is_abstract_and_cached(bank):
     assert stance_pattern(["B", "A", None], ["C", "A", "A"]) == [("P1", "P3"), ("P2", "P2"), ("no clear answer", "P2")]
     cache = SummaryCache()
     backend = ScriptedBackend(reply)
-    run_r2mad("r2mad", bank, backend, cache)
+    run_r2mad("r2mad", bank, backend, cache, summary="pattern")
     summaries = [c for c in backend.calls if "Positions of the agents" in last_user(c.messages)]
     assert summaries and all("Jupiter" not in last_user(c.messages) for c in summaries)
     again = ScriptedBackend(reply)
-    t, _, _ = run_r2mad("r2mad", bank, again, cache)
+    t, _, _ = run_r2mad("r2mad", bank, again, cache, summary="pattern")
     assert not any("Positions of the agents" in last_user(c.messages) for c in again.calls)
     assert t.rounds[1].details["summary_cached"] is True
 
@@ -155,15 +157,15 @@ def summary_calls(backend) -> int:
 def test_summaries_kept_in_a_file_serve_the_next_process_and_only_the_same_model(bank, tmp_path):
     file = tmp_path / "var" / "summaries.json"
     first = ScriptedBackend(reply)
-    run_r2mad("r2mad", bank, first, SummaryCache(file))
+    run_r2mad("r2mad", bank, first, SummaryCache(file), summary="pattern")
     assert summary_calls(first) == 2 and file.is_file()
     later_process = SummaryCache(file)  # nothing in memory: the file is read again
     later = ScriptedBackend(reply)
-    t, _, _ = run_r2mad("r2mad", bank, later, later_process)
+    t, _, _ = run_r2mad("r2mad", bank, later, later_process, summary="pattern")
     assert summary_calls(later) == 0 and t.rounds[1].details["summary_cached"] is True
     other_model = ScriptedBackend(reply)
     other_model.model = "another-model"  # same backbone name, another model: its own summaries
-    run_r2mad("r2mad", bank, other_model, later_process)
+    run_r2mad("r2mad", bank, other_model, later_process, summary="pattern")
     assert summary_calls(other_model) == 2
 
 
@@ -203,7 +205,7 @@ def test_likely_outcomes_are_every_split_then_keep_or_adopt():
 def test_prefetched_summaries_are_asked_while_agents_answer_and_counted(bank):
     cache = SummaryCache()
     backend = ScriptedBackend(reply, delay_s=0.1)
-    t, _, _ = run_r2mad("r2mad", bank, backend, cache, prefetch_summaries=True)
+    t, _, _ = run_r2mad("r2mad", bank, backend, cache, prefetch_summaries=True, summary="pattern")
     asked = [c for c in backend.calls if "Positions of the agents" in last_user(c.messages)]
     # round 0 may end in any of the 5 splits of 3 agents; round 1 in any of 3^3 keep-or-adopt outcomes
     assert len(asked) == 5 + 27
@@ -216,13 +218,13 @@ def test_prefetched_summaries_are_asked_while_agents_answer_and_counted(bank):
     assert t.usage(("summary",)).calls == 32  # every speculative call is counted
     assert {c.label for rnd in t.rounds for c in rnd.aux if c.kind == "summary"} == {"prefetched"}
     again = ScriptedBackend(reply, delay_s=0.1)
-    run_r2mad("r2mad", bank, again, cache, prefetch_summaries=True)
+    run_r2mad("r2mad", bank, again, cache, prefetch_summaries=True, summary="pattern")
     assert summary_calls(again) == 0  # every pattern is now known
 
 
 def test_prefetch_is_dropped_when_round0_is_unanimous_and_the_debate_stops(bank):
     backend = ScriptedBackend(lambda m: "Sure. ((B))", delay_s=0.05)
-    strategy = make_method("r2mad", DebateSettings().replace(seed=2, prefetch_summaries=True), bank=bank)
+    strategy = make_method("r2mad", DebateSettings().replace(seed=2, prefetch_summaries=True, summary="pattern"), bank=bank)
     t = asyncio.run(Debate(backend, strategy).run(TASKS[1]))
     assert len(t.rounds) == 1 and strategy.prefetching == {}
     assert summary_calls(backend) == 4  # the unanimous split is never asked: it would end the debate
@@ -231,6 +233,6 @@ def test_prefetch_is_dropped_when_round0_is_unanimous_and_the_debate_stops(bank)
 
 def test_without_early_stop_a_unanimous_round_keeps_its_prefetched_summary(bank):
     backend = ScriptedBackend(lambda m: "Sure. ((B))", delay_s=0.02)
-    t, _, _ = run_r2mad("r2mad", bank, backend, prefetch_summaries=True)  # early_stop=False
+    t, _, _ = run_r2mad("r2mad", bank, backend, prefetch_summaries=True, summary="pattern")  # early_stop=False
     assert [rnd.details["summary_prefetched"] for rnd in t.rounds[1:]] == [True, True]
     assert summary_calls(backend) == 5 + 1  # every split after round 0; then only "all keep B"

@@ -78,14 +78,14 @@ def test_ties_go_to_the_lower_index():
     ("fixed-0.75", 2, [1, 2], [0.6, 0.21]),
     # similarity: c0 (1.0), then c1 and c3 tie at .8 -> c1
     ("similarity", 2, [0, 1], [1.0, 0.8]),
-    # positive: positives by similarity c1 (.8), c2 (.6), then the rest: c0 (1.0)
-    ("positive", 3, [1, 2, 0], [0.8, 0.6, 1.0]),
-    # diversity: most similar c0 first (MMR score 0 at lambda 0); then -max sim: c1 -.8, c2 -.6,
-    # c3 -.8 -> c2; then max(sim to c0, c2): c1 .96, c3 .8 -> c3 (-.8)
-    ("diversity", 3, [0, 2, 3], [0.0, -0.6, -0.8]),
+    # positive: positives by similarity c1 (.8), c2 (.6), and no negative case to fill k = 3
+    ("positive", 3, [1, 2], [0.8, 0.6]),
+    # diversity: seed 1 draws the anchor c1 (score 0, drawn not ranked); then -max sim: c0 -.8,
+    # c2 -.96, c3 -.28 -> c3; then max(sim to c1, c3): c0 .8, c2 .96 -> c0 (-.8)
+    ("diversity", 3, [1, 3, 0], [0.0, -0.28, -0.8]),
 ])
 def test_each_policy_on_the_same_candidates(policy, k, expected_picks, expected_scores):
-    result = select_cases(policy, RELEVANCE, REWARDS, PAIRWISE, consensus=2 / 3, k=k)
+    result = select_cases(policy, RELEVANCE, REWARDS, PAIRWISE, consensus=2 / 3, k=k, rng=1)
     assert picks(result) == expected_picks
     assert scores(result) == pytest.approx(expected_scores)
 
@@ -95,6 +95,12 @@ def test_state_aware_at_two_thirds_consensus():
     result = select_cases("state-aware", RELEVANCE, REWARDS, PAIRWISE, consensus=2 / 3, k=2)
     assert picks(result) == [1, 3]
     assert scores(result) == pytest.approx([0.32, -0.168])
+
+
+def test_diversity_anchor_is_random_so_k1_is_not_similarity_only():
+    anchors = {picks(select_cases("diversity", RELEVANCE, REWARDS, PAIRWISE, 0.5, k=1, rng=seed))[0]
+               for seed in range(40)}
+    assert anchors == {0, 1, 2, 3}
 
 
 def test_random_policy_is_uniform_over_candidates_and_seedable():

@@ -60,7 +60,7 @@ def _math500(rows: list[dict], seed: int, origin: str) -> list[tuple[Task, str |
     out = []
     for row in rows:
         task = Task("math", str(row["problem"]), gold=str(row["answer"]), id=str(row["unique_id"]),
-                    source="math500")
+                    source="math500", solution=str(row.get("solution") or ""))
         out.append((task, "test" if _level(row["level"]) == 5 else "train"))
     return out
 

@@ -31,7 +31,7 @@ from r2mad.memory.files import (
     write_quarantine,
 )
 from r2mad.memory.index import BankIndex, point_id
-from r2mad.memory.retrieval import policy_lambda, select_cases
+from r2mad.memory.retrieval import WHOLE_BANK, policy_lambda, select_cases
 from r2mad.memory.stores import STORES, IndexStoreError
 from r2mad.types import Case, to_dict
 
@@ -74,6 +74,8 @@ class MemoryBank:
                                 store_kind=store)
         self._lock = threading.RLock()
         self._cases: dict[str, Case] = {}
+        self._slots: dict[tuple[str, int, int], Case] = {}  # (question id, agent, round) -> case
+        self._vectors: dict[str, np.ndarray] = {}  # embedded earlier responses, by text
         self._questions: set[str] = set()
         self._per_agent: Counter = Counter()
         self._positive = 0
@@ -149,6 +151,7 @@ class MemoryBank:
 
     def _remember(self, case: Case) -> None:
         self._cases[case.id] = case
+        self._slots[(case.question_id, case.agent, case.round)] = case
         self._questions.add(case.question_id)
         self._per_agent[case.agent] += 1
         self._positive += case.reward > 0
@@ -296,41 +299,77 @@ class MemoryBank:
         return np.asarray(vectors, dtype=np.float32)
 
     def retrieve(self, agent: int, state_text: str, peer_responses: dict[int, str], consensus: float,
-                 k: int = 1, policy: str = "state-aware", gamma: float = 0.9, rng=None) -> Retrieval:
-        """One agent-round: embed the state and the peers' responses (one encode call), take the top-3K
-        candidates, pick K by `policy`, and estimate each peer's confidence from the picked cases."""
+                 k: int = 1, policy: str = "state-aware", gamma: float = 0.9, rng=None, **terms) -> Retrieval:
+        """One agent-round: embed the state and the peers' responses (one encode call), then
+        `retrieve_vectors`."""
         started = time.perf_counter()
         peers = sorted(peer_responses)
         vectors = self.embedder.encode([state_text] + [peer_responses[j] for j in peers])
         found = self.retrieve_vectors(agent, vectors[0], dict(zip(peers, vectors[1:])), consensus, k,
-                                      policy, gamma, rng)
+                                      policy, gamma, rng, **terms)
         return dataclasses.replace(found, seconds=time.perf_counter() - started)
 
     def retrieve_vectors(self, agent: int, state_vector: np.ndarray, peer_vectors: dict[int, np.ndarray],
                          consensus: float, k: int = 1, policy: str = "state-aware", gamma: float = 0.9,
-                         rng=None) -> Retrieval:
-        """`retrieve` for vectors already encoded."""
+                         rng=None, *, reward: str = "round", confidence_terms: str = "authors") -> Retrieval:
+        """Take the top-3K candidates by state similarity and pick K by `policy` (random and positive-only
+        choose from the agent's whole bank); then estimate each peer's confidence (Eq. 11).
+        reward "round": r(e) is the case agent's correctness at the case's round; "final": at the end.
+        confidence_terms "authors": over the 3K candidates, peer j's response at the case's previous round,
+        weighted by the owner's correctness, no evidence = 0; "paper": over the K picked, peer j's response
+        and correctness at the case's round, no evidence = no label."""
         started = time.perf_counter()
         pool = self.candidates(agent, state_vector, 3 * k)
+        source = pool
+        if policy in WHOLE_BANK:
+            source = self.candidates(agent, state_vector, self._per_agent[agent])
         picks = []
-        if pool:
-            states = np.stack([c.state_vector for c in pool])
-            picks = select_cases(policy, [c.similarity for c in pool], [c.case.reward for c in pool],
+        if source:
+            states = np.stack([c.state_vector for c in source])
+            picks = select_cases(policy, [c.similarity for c in source], _rewards(source, reward),
                                  states @ states.T, consensus, k, gamma, rng)
-        chosen = [pool[i] for i, _ in picks]
-        confidence = {}
-        for peer, vector in peer_vectors.items():
-            usable = [c for c in chosen if peer < len(c.response_vectors)]
-            value = peer_confidence([float(c.response_vectors[peer] @ vector) for c in usable],
-                                    [c.case.correct[peer] for c in usable])
-            confidence[peer] = (value, confidence_label(value))
+        chosen = [source[i] for i, _ in picks]
+        confidence = {peer: self._confidence(peer, vector, pool if confidence_terms == "authors" else chosen,
+                                             confidence_terms) for peer, vector in peer_vectors.items()}
         return Retrieval(
             lam=policy_lambda(policy, consensus, gamma),
-            candidates=tuple((c.case.id, c.similarity, float(c.case.reward)) for c in pool),
-            picked=tuple((pool[i].case.id, pool[i].similarity, float(pool[i].case.reward), score)
-                         for i, score in picks),
+            candidates=tuple((c.case.id, c.similarity, r) for c, r in zip(pool, _rewards(pool, reward))),
+            picked=tuple((source[i].case.id, source[i].similarity, r, score)
+                         for (i, score), r in zip(picks, _rewards(chosen, reward))),
             cases=tuple(c.case for c in chosen), confidence=confidence,
             seconds=time.perf_counter() - started)
+
+    def _confidence(self, peer: int, vector: np.ndarray, cases: list[Candidate],
+                    terms: str) -> tuple[float | None, str | None]:
+        if terms == "paper":
+            usable = [c for c in cases if peer < len(c.response_vectors)]
+            value = peer_confidence([float(c.response_vectors[peer] @ vector) for c in usable],
+                                    [c.case.correct[peer] for c in usable])
+        else:
+            earlier = [(c, self._previous_response(c.case, peer)) for c in cases]
+            usable = [(c, text) for c, text in earlier if text is not None]
+            vectors = self._embedded([text for _, text in usable])
+            value = peer_confidence([float(v @ vector) for v in vectors],
+                                    [c.case.own_correct for c, _ in usable], no_evidence=0.0)
+        return value, confidence_label(value)
+
+    def _previous_response(self, case: Case, peer: int) -> str | None:
+        """Peer j's response at the case's previous round: what its own case of that round calls its
+        previous response (the bank holds every agent's cases of a debate)."""
+        with self._lock:
+            twin = self._slots.get((case.question_id, peer, case.round))
+        return None if twin is None else twin.previous_response
+
+    def _embedded(self, texts: list[str]) -> list[np.ndarray]:
+        """Embeddings of earlier responses, remembered by text (a pool repeats across rounds)."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        if missing:
+            self._vectors.update(zip(missing, self.embedder.encode(missing)))
+        return [self._vectors[t] for t in texts]
+
+
+def _rewards(candidates: Sequence[Candidate], reward: str) -> list[float]:
+    return [float(c.case.own_correct) if reward == "round" else float(c.case.reward) for c in candidates]
 
 
 def _haystack(case: Case) -> str:

@@ -34,7 +34,7 @@ def cases_from_transcript(t: Transcript) -> list[Case]:
                 question=format_task(t.task), previous_response=strip_think(before.turns[i].text),
                 summary=now.details.get("summary", ""), consensus=before.consensus, responses=responses,
                 answers=answers, gold=t.task.gold, correct=correct, reward=1.0 if final_ok[i] else 0.0,
-                stance_changed=turn.answer.value != before.turns[i].answer.value))
+                stance_changed=turn.answer.value != before.turns[i].answer.value, solution=t.task.solution))
     return cases
 
 

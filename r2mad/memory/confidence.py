@@ -12,10 +12,12 @@ LOW_NOTE = ("<confidence>Low: in similar past debate states, this agent's stance
             "or had little support.</confidence>")
 
 
-def peer_confidence(similarities: Sequence[float], correct: Sequence[bool]) -> float | None:
-    """c = sum_k sim_k * zeta_k / sum_k sim_k over the retrieved cases (Eq. 11).
+def peer_confidence(similarities: Sequence[float], correct: Sequence[bool],
+                    no_evidence: float | None = None) -> float | None:
+    """c = sum_k sim_k * zeta_k / sum_k sim_k over the cases given (Eq. 11).
 
-    None when there are no cases or no positive similarity (nothing to weigh)."""
+    `no_evidence` when there are no cases or no positive similarity (nothing to weigh): None (no label,
+    the paper text) or 0.0 (low, the authors' code)."""
     if len(similarities) != len(correct):
         raise ValueError(f"peer_confidence got {len(similarities)} similarities but "
                          f"{len(correct)} correctness flags; pass one of each per retrieved case.")
@@ -24,7 +26,7 @@ def peer_confidence(similarities: Sequence[float], correct: Sequence[bool]) -> f
     weights = [max(0.0, float(s)) for s in similarities]
     total = sum(weights)
     if total <= 0.0:
-        return None
+        return no_evidence
     return sum(w for w, ok in zip(weights, correct) if ok) / total
 
 

@@ -12,10 +12,11 @@ POLICIES = (
     "fixed-0.5",    # MMR with lambda fixed at 0.5
     "fixed-0.75",   # MMR with lambda fixed at 0.75
     "similarity",   # the k most similar cases, reward ignored
-    "positive",     # the most similar cases with reward > 0 first, then the rest by similarity
-    "diversity",    # MMR with lambda = 0: the most similar case first, then the least redundant ones
-    "random",       # k cases drawn uniformly from the candidates
+    "positive",     # the most similar cases with reward > 0 over the agent's whole bank (no fallback)
+    "diversity",    # a random anchor among the candidates, then the least redundant ones (max-min)
+    "random",       # k cases drawn uniformly from the agent's whole bank
 )
+WHOLE_BANK = ("positive", "random")  # policies the bank applies to all of an agent's cases, not the top-3K
 
 
 def consensus_lambda(consensus: float, gamma: float = 0.9) -> float:
@@ -78,10 +79,15 @@ def _top_by_relevance(relevance: np.ndarray, indices: np.ndarray) -> list[int]:
     return [int(indices[i]) for i in order]
 
 
+def _generator(rng: np.random.Generator | int | None) -> np.random.Generator:
+    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+
+
 def select_cases(policy: str, relevance: Sequence[float], rewards: Sequence[float],
                  pairwise: np.ndarray, consensus: float, k: int, gamma: float = 0.9,
                  rng: np.random.Generator | int | None = None) -> list[tuple[int, float]]:
     """Apply one retrieval policy to a candidate set; returns (candidate index, score) in pick order.
+    The caller passes the top-3K pool, or the agent's whole bank for the WHOLE_BANK policies.
 
     The score is the MMR score for the MMR policies and the similarity for the others."""
     relevance, rewards = np.asarray(relevance, float), np.asarray(rewards, float)
@@ -93,15 +99,13 @@ def select_cases(policy: str, relevance: Sequence[float], rewards: Sequence[floa
         return mmr_select(relevance, rewards, pairwise, policy_lambda(policy, consensus, gamma), k)
     if policy == "similarity":
         order = _top_by_relevance(relevance, np.arange(count))
-    elif policy == "positive":
-        good = _top_by_relevance(relevance, np.flatnonzero(rewards > 0))
-        order = good + _top_by_relevance(relevance, np.flatnonzero(rewards <= 0))
-    elif policy == "diversity":
-        first = _top_by_relevance(relevance, np.arange(count))[0]
-        return _greedy_mmr(relevance, pairwise, 0.0, k, [(first, 0.0)])
+    elif policy == "positive":  # no fallback: fewer than k positive cases give fewer cases
+        order = _top_by_relevance(relevance, np.flatnonzero(rewards > 0))
+    elif policy == "diversity":  # the anchor scores 0: it was drawn, not ranked
+        anchor = int(_generator(rng).integers(count))
+        return _greedy_mmr(relevance, pairwise, 0.0, k, [(anchor, 0.0)])
     elif policy == "random":
-        generator = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-        order = [int(i) for i in generator.choice(count, size=min(k, count), replace=False)]
+        order = [int(i) for i in _generator(rng).choice(count, size=min(k, count), replace=False)]
     else:
         raise ValueError(f"Unknown retrieval policy {policy!r}; choose one of {', '.join(POLICIES)}.")
     return [(i, float(relevance[i])) for i in order[:k]]

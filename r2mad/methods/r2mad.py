@@ -1,6 +1,7 @@
 """R²-MAD (Jin et al. 2026): before each debate round, summarise the previous round (h), build each
 agent's debate state <x, z_i, h, Cons>, retrieve cases from its memory with consensus-aware MMR, and
-annotate peers' answers with memory-derived confidence. Ablations switch parts off via settings."""
+annotate peers' answers with memory-derived confidence. Ablations switch parts off via settings.
+w/o Memory shows no cases but keeps the confidence tags (computed from the candidate pool)."""
 from __future__ import annotations
 
 import asyncio
@@ -15,6 +16,7 @@ from r2mad.memory.summaries import SummaryCache
 from r2mad.prompts import r2mad as prompts
 from r2mad.prompts.common import format_task
 
+SUMMARY_TOKENS = 150  # the faithful summary's budget: four sentences
 PREFETCH_LIMIT = 32  # at most this many speculative summary calls per round
 
 
@@ -42,7 +44,8 @@ class R2MAD(Method):
                  summaries: SummaryCache | None = None):
         super().__init__(settings)
         self.summaries = summaries if summaries is not None else SummaryCache()  # given: shared across debates
-        self.bank = bank if settings.r2mad.use_memory else None
+        own = settings.r2mad
+        self.bank = bank if own.use_memory or own.use_confidence else None
         # memory building needs h in every state even though nothing is retrieved yet
         self.summarize = self.bank is not None if summarize is None else summarize
         self.retrieved: dict[int, object] = {}
@@ -51,13 +54,16 @@ class R2MAD(Method):
         self.prefetching: dict[str, asyncio.Task] = {}  # summary prompt -> speculative call
         self.prefetch_ctx: RoundContext | None = None  # records the speculative calls
         self.round_ctx: RoundContext | None = None
+        self.last_summary = ""  # h^(t-2), read by the faithful summary of the next round
 
     def round_started(self, ctx: RoundContext) -> None:
         """With `prefetch_summaries`, ask for the summaries of the stance patterns this round is likely
         to end in while its agents answer, so the next round finds h ready instead of waiting for a call.
         Every call is counted in the transcript; the cache keeps the answers for later debates."""
         self.round_ctx = ctx
-        if not (self.summarize and self.settings.r2mad.prefetch_summaries and ctx.index + 1 < self.n_rounds()):
+        own = self.settings.r2mad
+        if not (self.summarize and own.summary == "pattern" and own.prefetch_summaries
+                and ctx.index + 1 < self.n_rounds()):
             return
         before = [t.answer.value for t in ctx.previous.turns] if ctx.index > 0 else None
         self.prefetch_ctx = dataclasses.replace(ctx, index=ctx.index + 1, aux=[])  # the round that uses them
@@ -86,6 +92,50 @@ class R2MAD(Method):
         encoding, self.encoding = self.encoding, {}
         if not self.summarize:
             return
+        if self.settings.r2mad.summary == "faithful":  # read from this debate's round: never cached
+            missing = [a for a in ctx.agents if a.index not in encoding]
+            call = asyncio.create_task(self._summary_call(ctx, None, self._faithful_messages(ctx)))
+            responses = {a: (await future)[0] for a, future in encoding.items()}
+            if self.bank is not None and missing:  # while the summary call is in flight
+                responses.update(zip([a.index for a in missing], await asyncio.to_thread(
+                    self.bank.embedder.encode, [a.text for a in missing])))
+            missing = []
+            summary = await call
+        else:
+            summary, responses, missing = await self._pattern_summary(ctx, encoding)
+        self.last_summary = summary
+        ctx.details["summary"] = summary
+        ctx.emit("summary", text=summary)
+        if self.bank is None:
+            return
+        encode = self.bank.embedder.encode
+        consensus, question = ctx.previous.consensus, format_task(ctx.task)
+        states = [render_state(question, a.text, summary, consensus) for a in ctx.agents]
+        vectors = await asyncio.to_thread(encode, states + [a.text for a in missing])
+        state_vectors = vectors[:len(states)]
+        responses.update(zip([a.index for a in missing], vectors[len(states):]))
+        own = self.settings.r2mad
+        for agent in ctx.agents:
+            peers = {p.index: responses[p.index] for p in self.visible_peers(ctx, agent.index)}
+            seed = None if self.settings.seed is None else self.settings.seed + 7919 * ctx.index + agent.index
+            found = self.bank.retrieve_vectors(agent.index, state_vectors[agent.index], peers, consensus,
+                                               own.k, own.policy, own.gamma, seed, reward=own.reward,
+                                               confidence_terms=own.confidence_terms)
+            self.retrieved[agent.index] = found
+            record = self._record(found, summary, consensus)
+            ctx.agent_details[agent.index] = record
+            ctx.emit("retrieval", agent=agent.index, **{k: record[k] for k in ("lambda", "candidates", "retrieved")})
+            ctx.emit("confidence", agent=agent.index, confidence=record["confidence"])
+
+    def _faithful_messages(self, ctx: RoundContext):
+        now, before = ctx.previous.turns, ctx.rounds[-2].turns if len(ctx.rounds) > 1 else None
+        agents = [prompts.AgentRound(a.label, a.text, turn.answer.value,
+                                     before[i].answer.value if before else None, first_round=before is None)
+                  for i, (a, turn) in enumerate(zip(ctx.agents, now))]
+        return prompts.faithful_summary_messages(ctx.task, self.last_summary, agents, ctx.previous.consensus)
+
+    async def _pattern_summary(self, ctx: RoundContext, encoding: dict):
+        """The speed variant: h from the abstract stance pattern, cached across debates (and prefetched)."""
         now = [t.answer.value for t in ctx.previous.turns]
         before = [t.answer.value for t in ctx.rounds[-2].turns] if len(ctx.rounds) > 1 else None
         messages = self._summary_messages(now, before)
@@ -107,26 +157,7 @@ class R2MAD(Method):
                                      await asyncio.to_thread(encode, [a.text for a in missing])))
                 missing = []
             summary = await call
-        ctx.details["summary"] = summary
-        ctx.emit("summary", text=summary)
-        if encode is None:
-            return
-        consensus, question = ctx.previous.consensus, format_task(ctx.task)
-        states = [render_state(question, a.text, summary, consensus) for a in ctx.agents]
-        vectors = await asyncio.to_thread(encode, states + [a.text for a in missing])
-        state_vectors = vectors[:len(states)]
-        responses.update(zip([a.index for a in missing], vectors[len(states):]))
-        own = self.settings.r2mad
-        for agent in ctx.agents:
-            peers = {p.index: responses[p.index] for p in self.visible_peers(ctx, agent.index)}
-            seed = None if self.settings.seed is None else self.settings.seed + 7919 * ctx.index + agent.index
-            found = self.bank.retrieve_vectors(agent.index, state_vectors[agent.index], peers, consensus,
-                                               own.k, own.policy, own.gamma, seed)
-            self.retrieved[agent.index] = found
-            record = self._record(found, summary, consensus)
-            ctx.agent_details[agent.index] = record
-            ctx.emit("retrieval", agent=agent.index, **{k: record[k] for k in ("lambda", "candidates", "retrieved")})
-            ctx.emit("confidence", agent=agent.index, confidence=record["confidence"])
+        return summary, responses, missing
 
     def _record(self, found, summary: str, consensus: float) -> dict:
         """What the transcript keeps of one agent's retrieval: the UI and the audit read it."""
@@ -134,11 +165,13 @@ class R2MAD(Method):
                 "lambda": None if found.lam is None else round(found.lam, 4),
                 "candidates": [{"case_id": c, "similarity": round(s, 4), "reward": r}
                                for c, s, r in found.candidates],
+                "memory_shown": self.settings.r2mad.use_memory,
                 "retrieved": [{"case_id": case.id, "question": case.question,
                                "response": case.responses[case.agent], "answer": case.answers[case.agent],
                                "correct": case.own_correct, "similarity": round(s, 4), "reward": r,
                                "mmr": None if m is None else round(m, 4)}
-                              for case, (_, s, r, m) in zip(found.cases, found.picked)],
+                              for case, (_, s, r, m) in zip(found.cases, found.picked)
+                              if self.settings.r2mad.use_memory],  # w/o Memory: no case is shown
                 "confidence": {str(j): {"c": None if c is None else round(c, 4), "label": self._label(c)}
                                for j, (c, _) in found.confidence.items()}}
 
@@ -174,12 +207,14 @@ class R2MAD(Method):
         return ctx.backend.name, model, messages[-1].content
 
     async def _summary_call(self, ctx: RoundContext, key, messages) -> str:
-        call = await ctx.aux_call("summary", messages, max_tokens=96)
+        """One summary call; `key` None: not cached (the faithful summary is this debate's own)."""
+        budget = SUMMARY_TOKENS if key is None else 96
+        call = await ctx.aux_call("summary", messages, max_tokens=min(budget, self.settings.max_tokens))
         if call.error:
             ctx.notice(f"Round {ctx.index}: the debate-state summary failed ({call.error}); "
                        "retrieval uses an empty summary.")
         summary = call.text.strip()
-        if summary:
+        if summary and key is not None:
             self.summaries.put(key, summary)
         return summary
 
@@ -194,7 +229,7 @@ class R2MAD(Method):
         return confidence_label(c, self.settings.r2mad.conf_high, self.settings.r2mad.conf_low)
 
     def debate_message(self, ctx: RoundContext, agent: int) -> str:
-        found = self.retrieved.get(agent)
-        cases = list(found.cases) if found is not None else []
-        confidence = found is not None and self.settings.r2mad.use_confidence
-        return prompts.debate_prompt(ctx.task, cases, self.peers(ctx, agent), confidence)
+        found, own = self.retrieved.get(agent), self.settings.r2mad
+        cases = list(found.cases) if found is not None and own.use_memory else []
+        confidence = found is not None and own.use_confidence
+        return prompts.debate_prompt(ctx.task, cases, self.peers(ctx, agent), confidence, own.case_tokens)

@@ -49,6 +49,19 @@ def clip(text: str, limit: int = 1500) -> str:
     return text if len(text) <= limit else "[…] " + text[-limit:]
 
 
+CHARS_PER_TOKEN = 4  # a rough count for budgets; no tokenizer is at hand for every backbone
+
+
+def clip_tokens(text: str, budget_tokens: int) -> str:
+    """Keep a text whole when it fits about `budget_tokens`; otherwise its start and its end (where the
+    answer sits), marked where the middle was cut."""
+    text, limit = text.strip(), budget_tokens * CHARS_PER_TOKEN
+    if len(text) <= limit:
+        return text
+    head = limit // 3
+    return f"{text[:head]} […] {text[-(limit - head):]}"
+
+
 def final_answer_request(task: Task) -> str:
     """The answer guard's follow-up: the answer alone, in the task's own form."""
     if task.kind == "math":

@@ -1,0 +1,120 @@
+"""R²-MAD retrieval as the authors' code runs it, on a fixed 6-case bank with hand-made embeddings:
+peer confidence over the candidate pool (3K) with the authors' terms, the MMR reward at the case's own
+round, and each retrieval policy; the paper text's readings behind their switches."""
+import numpy as np
+import pytest
+
+from r2mad.memory.bank import MemoryBank
+from r2mad.memory.embedder import Embedder
+from r2mad.types import Case
+
+# Every text is embedded as the vector of its first word found here (unknown texts: the 4th axis).
+TABLE = {
+    # agent 0's case states; the query state is (1, 0, 0, 0), so the similarity is the first entry
+    "s1": (1.0, 0, 0, 0), "s2": (0.96, 0, 0.28, 0), "s3": (0.8, 0.6, 0, 0),
+    "s4": (0.6, 0.8, 0, 0), "s5": (0.28, 0.96, 0, 0), "s6": (0, 0.6, 0.8, 0),
+    # responses
+    "pa": (1.0, 0, 0, 0), "pb": (0, 1.0, 0, 0), "pc": (0.6, 0.8, 0, 0),
+}
+QUERY = np.array([1.0, 0, 0, 0], dtype=np.float32)
+
+
+class TableEmbedder(Embedder):
+    id, dim = "table-4", 4
+
+    def encode(self, texts):
+        rows = []
+        for text in texts:
+            word = next((w for w in text.replace(":", " ").split() if w in TABLE), None)
+            rows.append(TABLE[word] if word else (0, 0, 0, 1.0))
+        return np.asarray(rows, dtype=np.float32)
+
+
+def case(q: int, agent: int, own_correct: bool, reward: float, previous: str = "pz") -> Case:
+    correct = tuple(own_correct if j == agent else False for j in range(3))
+    return Case(id=f"q{q}:a{agent}:r1", question_id=f"q{q}", task_kind="mcq", agent=agent, round=1,
+                question=f"s{q}", previous_response=previous, summary="", consensus=1 / 3,
+                responses=("pz", "pz", "pz"), answers=("A", "B", "C"), gold="A", correct=correct,
+                reward=reward)
+
+
+# agent 0's cases: (own correctness at the case's round, outcome reward at the debate's end)
+OWN = {1: (False, 1.0), 2: (True, 0.0), 3: (False, 0.0), 4: (True, 1.0), 5: (True, 1.0), 6: (False, 0.0)}
+# peers' responses one round before each of the pool's cases (their own cases' previous responses)
+PEER_BEFORE = {1: {1: "pa", 2: "pb"}, 2: {1: "pb", 2: "pb"}, 3: {1: "pc", 2: "pa"}}
+
+
+@pytest.fixture(scope="module")
+def bank(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("faithful")
+    bank = MemoryBank.create(tmp / "bank", task_kind="mcq", split="train", backbone="none",
+                             embedder=TableEmbedder(), code_version="test", index_root=tmp / "index")
+    cases = [case(q, 0, *OWN[q]) for q in OWN]
+    cases += [case(q, j, False, 0.0, previous=text) for q, peers in PEER_BEFORE.items() for j, text in peers.items()]
+    bank.add(cases)
+    yield bank
+    bank.close()
+
+
+def retrieve(bank, policy="state-aware", k=1, rng=0, peers=None, **terms):
+    vectors = {j: np.asarray(v, dtype=np.float32) for j, v in (peers or {}).items()}
+    return bank.retrieve_vectors(0, QUERY, vectors, 1 / 3, k, policy, 0.9, rng, **terms)
+
+
+def ids(found):
+    return [case_id.split(":")[0] for case_id, *_ in found.picked]
+
+
+def test_peer_confidence_over_the_pool_with_the_authors_terms(bank):
+    # pool (3K = 3): q1 (sim 1.0, owner wrong), q2 (.96, owner right), q3 (.8, owner wrong).
+    found = retrieve(bank, peers={1: TABLE["pc"], 2: TABLE["pb"], 3: (0, 0, 0, 0)})
+    assert [c.split(":")[0] for c, *_ in found.candidates] == ["q1", "q2", "q3"]
+    # peer 1 now "pc"; one round before the cases it said pa, pb, pc: sims .6, .8, 1.0
+    # c = (.6*0 + .8*1 + 1.0*0) / (.6 + .8 + 1.0) = 1/3 -> low
+    assert found.confidence[1] == (pytest.approx(1 / 3), "low")
+    # peer 2 now "pb"; before: pb, pb, pa -> sims 1, 1, 0: c = (0 + 1) / 2 = .5, the unlabelled band
+    assert found.confidence[2] == (pytest.approx(0.5), None)
+    # no similarity at all: c = 0, low
+    assert found.confidence[3] == (pytest.approx(0.0), "low")
+
+
+def test_paper_terms_weigh_only_the_picked_case_and_give_no_label_without_evidence(bank):
+    found = retrieve(bank, peers={1: TABLE["pc"], 3: (0, 0, 0, 0)}, confidence_terms="paper")
+    assert ids(found) == ["q2"]
+    # the picked case's stored response of peer 1 is "pz" (4th axis): sim 0 -> nothing to weigh
+    assert found.confidence[1] == (None, None) and found.confidence[3] == (None, None)
+
+
+def test_reward_is_the_cases_own_round_correctness(bank):
+    # q1's agent was wrong in its round and right at the end: reward 0 (authors), 1 (paper text)
+    authors = retrieve(bank)
+    assert authors.candidates[0][2] == 0.0 and ids(authors) == ["q2"]  # .7 * .96 * 1 = .672
+    assert authors.picked[0][3] == pytest.approx(0.672)
+    paper = retrieve(bank, reward="final")
+    assert paper.candidates[0][2] == 1.0 and ids(paper) == ["q1"] and paper.picked[0][3] == pytest.approx(0.7)
+
+
+@pytest.mark.parametrize("policy, k, rng, expected", [
+    ("similarity", 2, 0, ["q1", "q2"]),
+    # positive-only: correct cases of the whole bank by similarity (q4, q5 lie outside the pool)
+    ("positive", 3, 0, ["q2", "q4", "q5"]),
+    # diversity, K = 1: seed 0 draws the anchor q3 from the pool of 3 (similarity-only would give q1)
+    ("diversity", 1, 0, ["q3"]),
+    # K = 2: the pool of 6 is the whole bank; seed 0 draws q6; then -max sim to it: q1 0, q2 -.224,
+    # q3 -.36, q4 -.48, q5 -.576 -> q1
+    ("diversity", 2, 0, ["q6", "q1"]),
+    # random: seed 0 draws index 5 of the whole bank ordered by similarity: q6, not in the pool
+    ("random", 1, 0, ["q6"]),
+])
+def test_each_policy_on_the_six_case_bank(bank, policy, k, rng, expected):
+    assert ids(retrieve(bank, policy, k, rng)) == expected
+
+
+def test_positive_only_has_no_fallback_and_follows_the_reward_switch(bank):
+    assert ids(retrieve(bank, "positive", k=6)) == ["q2", "q4", "q5"]
+    assert ids(retrieve(bank, "positive", k=6, reward="final")) == ["q1", "q4", "q5"]
+
+
+def test_random_reaches_the_whole_bank(bank):
+    seen = {ids(retrieve(bank, "random", 1, seed))[0] for seed in range(60)}
+    assert seen == {f"q{q}" for q in range(1, 7)}
