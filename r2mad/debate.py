@@ -107,6 +107,10 @@ class Method:
     def debate_message(self, ctx: RoundContext, agent: int) -> str:
         return mad.debate_prompt(ctx.task, self.peers(ctx, agent))
 
+    def next_prompt(self, ctx: RoundContext, agent: Agent, message: str) -> list[Message]:
+        """The agent's whole prompt for round t > 0: its own history plus the debate message (MAD)."""
+        return [*agent.history, Message("user", message)]
+
 
 @dataclasses.dataclass
 class RoundContext:
@@ -250,7 +254,7 @@ class Debate:
                 message = self.method.debate_message(ctx, a.index)
                 for plugin in self.method.plugins:
                     message = plugin.extend_message(ctx, a.index, message)
-                a.history.append(Message("user", message))
+                a.history = self.method.next_prompt(ctx, a, message)
         self.method.round_started(ctx)
         turns = await asyncio.gather(*(self._call(a, t, ctx) for a in self.agents))
         self.notices.extend(ctx.notices)

@@ -29,8 +29,9 @@ def agent_of(messages):
 
 
 def debate(method, reply, **settings):
+    """MAD-M² here runs with context "history" (the paper text's reading) unless a test says otherwise."""
     backend = ScriptedBackend(reply)
-    s = DebateSettings().replace(seed=1, rounds=2, early_stop=False, **settings)
+    s = DebateSettings().replace(seed=1, rounds=2, early_stop=False, **{"context": "history", **settings})
     return asyncio.run(Debate(backend, make_method(method, s)).run(TASK)), backend
 
 
@@ -41,8 +42,15 @@ def round1_prompts(backend):
 
 # --- MAD-M² --------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, label", [("YES, correct.", "YES"), ("no - step 2 is wrong", "NO"),
-                                         ("Not  sure: maybe.", "NOT SURE"), ("It looks fine to me.", "NOT SURE")])
+@pytest.mark.parametrize("text, label", [
+    ("YES, correct.", "YES"), ("no - step 2 is wrong", "NO"), ("Not  sure: maybe.", "NOT SURE"),
+    ("It looks fine to me.", "NOT SURE"),
+    ("There is no error. YES", "YES"),  # the last verdict word, and capitals before prose
+    ("YES. There is no error.", "YES"),
+    ("Step 2 says NO carry is needed; that holds. <label>YES</label>", "YES"),  # the tag wins
+    ("<label>YES</label> on a first look, but the sum is off. <label>NO</label>", "NO"),  # the last tag
+    ("Hard to say. <label> not sure </label>", "NOT SURE"),
+])
 def test_judgment_labels(text, label):
     assert parse_judgment(text) == label
 
@@ -86,6 +94,48 @@ def test_strict_masks_not_sure_and_all_masked_agent_solves_alone():
     shown = round1_prompts(backend)
     assert all("Solve the question again" in shown[a] for a in range(3))
     assert all(t.rounds[1].turns[a].details["resolved_alone"] for a in range(3))
+
+
+def fresh_round1(backend):
+    """Each agent's whole prompt in round 1 (fresh context: persona + one user message)."""
+    agents = [c for c in backend.calls if agent_of(c.messages) is not None]
+    return {agent_of(c.messages): c.messages for c in agents[3:6]}
+
+
+def test_fresh_context_shows_each_agent_the_kept_responses_its_own_included():
+    # judged: A (agent 0) YES, B (agent 1) NO, C (agent 2) NOT SURE -> kept: agents 0 and 2
+    t, backend = debate("madm2-subjective", reply_with_judges(["YES", "NO", "Hmm, unclear"]), context="fresh")
+    shown = fresh_round1(backend)
+    assert all(len(m) == 2 and m[0].role == "system" for m in shown.values())  # no chat history
+    for agent in range(3):
+        text = shown[agent][1].content
+        assert "((A))" in text and "((C))" in text and "((B))" not in text
+        assert t.rounds[1].turns[agent].details["shown"] == [0, 2]
+    assert "Agent 1 (Generalist) (your own answer)" in shown[0][1].content
+    assert "Agent 3 (Skeptic) (your own answer)" in shown[2][1].content
+    assert "your own answer" not in shown[1][1].content  # agent 1's own answer was masked
+    assert [c.kind for c in t.rounds[1].aux] == ["judge"] * 3  # one judgment per response, shared
+
+
+def test_fresh_context_all_masked_gives_the_plain_single_agent_prompt():
+    t, backend = debate("madm2-subjective", reply_with_judges(["NO", "NO", "NO"]), context="fresh")
+    shown = fresh_round1(backend)
+    round0 = [c.messages for c in backend.calls if agent_of(c.messages) is not None][:3]
+    assert [shown[a] for a in range(3)] == [tuple(m) for m in round0]  # exactly the round-0 prompt, fresh
+    assert all(t.rounds[1].turns[a].details["resolved_alone"] for a in range(3))
+
+
+def test_fresh_context_per_agent_judges_every_response_including_its_own():
+    t, _ = debate("madm2-subjective", reply_with_judges(["YES", "YES", "YES"]), per_agent_judge=True,
+                  context="fresh")
+    assert len([c for c in t.rounds[1].aux if c.kind == "judge"]) == 9
+
+
+def test_fresh_objective_masks_an_agents_own_answer_too():
+    t, backend = debate("madm2-objective", lp_reply, context="fresh")  # only agent 0 above the median
+    shown = fresh_round1(backend)
+    assert all("((A))" in shown[a][1].content and "((B))" not in shown[a][1].content for a in range(3))
+    assert [t.rounds[1].turns[a].details["shown"] for a in range(3)] == [[0], [0], [0]]
 
 
 def test_per_agent_judging_makes_n_times_n_minus_1_calls():

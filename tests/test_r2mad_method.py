@@ -224,7 +224,8 @@ def test_prefetched_summaries_are_asked_while_agents_answer_and_counted(bank):
 
 def test_prefetch_is_dropped_when_round0_is_unanimous_and_the_debate_stops(bank):
     backend = ScriptedBackend(lambda m: "Sure. ((B))", delay_s=0.05)
-    strategy = make_method("r2mad", DebateSettings().replace(seed=2, prefetch_summaries=True, summary="pattern"), bank=bank)
+    settings = DebateSettings().replace(seed=2, prefetch_summaries=True, summary="pattern")
+    strategy = make_method("r2mad", settings, bank=bank)
     t = asyncio.run(Debate(backend, strategy).run(TASKS[1]))
     assert len(t.rounds) == 1 and strategy.prefetching == {}
     assert summary_calls(backend) == 4  # the unanimous split is never asked: it would end the debate

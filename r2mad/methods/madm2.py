@@ -1,6 +1,9 @@
 """MAD-M² (Tian et al. 2026): between rounds, evaluate each previous response and mask the unreliable
-ones before anyone sees them. Subjective: the model labels responses YES / NO / NOT SURE. Objective:
-keep the responses whose exp(mean token logprob) is strictly above the median (lowest perplexity)."""
+ones before anyone sees them. Subjective: the model evaluates each response and ends with a tagged
+YES / NO / NOT SURE. Objective: keep the responses whose exp(mean token logprob) is strictly above the
+median. As in the authors' code, each round every agent gets a fresh prompt with the kept responses,
+its own included; all masked -> the plain single-agent prompt (settings madm2.context = "history":
+the agent's own history plus its kept peers, the paper text's reading)."""
 from __future__ import annotations
 
 import asyncio
@@ -12,14 +15,19 @@ from r2mad.config import ConfigError
 from r2mad.debate import Agent, Method, RoundContext
 from r2mad.prompts import common, mad
 from r2mad.prompts import madm2 as prompts
+from r2mad.types import Message
 
-_LABEL = re.compile(r"\b(NOT\s+SURE|YES|NO)\b", re.IGNORECASE)
+_TAG = re.compile(r"<label>\s*(NOT\s+SURE|YES|NO)\s*</label>", re.IGNORECASE)
+_WORD = r"\b(NOT\s+SURE|YES|NO)\b"
 
 
 def parse_judgment(text: str) -> str:
-    """The first verdict word; a judgment without one counts as NOT SURE."""
-    m = _LABEL.search(text or "")
-    return re.sub(r"\s+", " ", m.group(1).upper()) if m else "NOT SURE"
+    """The verdict in the last <label> tag; untagged, the last verdict word in capitals, else the last in
+    any case ("There is no error. YES" reads YES); none at all counts as NOT SURE."""
+    text = text or ""
+    found = (_TAG.findall(text) or re.findall(_WORD, text)
+             or re.findall(_WORD, text, re.IGNORECASE))
+    return re.sub(r"\s+", " ", found[-1].upper()) if found else "NOT SURE"
 
 
 def subjective_keep(label: str, strict: bool) -> bool:
@@ -37,6 +45,9 @@ def objective_keep(mean_logprobs: dict[int, float]) -> dict[int, bool]:
     scores = {j: math.exp(lp) for j, lp in mean_logprobs.items()}
     median = statistics.median(scores.values())
     return {j: s > median for j, s in scores.items()}
+
+
+JUDGE_TOKENS = 384  # an evaluation, then the tagged verdict
 
 
 class MADM2(Method):
@@ -76,10 +87,12 @@ class MADM2(Method):
     async def _judge(self, ctx: RoundContext, turns) -> None:
         """One judgment per response, shared by all agents (same base model), or one per viewer."""
         per_agent = self.settings.madm2.per_agent_judge
+        fresh = self.settings.madm2.context == "fresh"  # an agent's own response is judged too
         jobs = [(v, t) for v in ([a.index for a in ctx.agents] if per_agent else [None])
-                for t in turns if v != t.agent]
+                for t in turns if fresh or v != t.agent]
+        budget = min(JUDGE_TOKENS, self.settings.max_tokens)
         calls = await asyncio.gather(*(ctx.aux_call("judge", prompts.judge_messages(ctx.task, t.text),
-                                                    source=v, target=t.agent, max_tokens=96,
+                                                    source=v, target=t.agent, max_tokens=budget,
                                                     labeler=parse_judgment)
                                        for v, t in jobs))
         verdicts: dict[str, dict[int, dict]] = {}
@@ -100,8 +113,23 @@ class MADM2(Method):
 
     def debate_message(self, ctx: RoundContext, agent: int) -> str:
         visible = sorted(j for j, ok in self.keep.get(agent, {}).items() if ok)
+        fresh = self.settings.madm2.context == "fresh"
+        if not fresh:
+            visible = [j for j in visible if j != agent]
         ctx.agent_details.setdefault(agent, {})["shown"] = visible
         if not visible:  # every response it would see was masked: solve again alone
             ctx.agent_details[agent]["resolved_alone"] = True
+            if fresh:
+                return common.task_prompt(ctx.task)  # the plain single-agent prompt, in a fresh context
             return f"{prompts.resolve_alone_prompt(ctx.task)}\n\n{common.format_instruction(ctx.task)}"
-        return mad.debate_prompt(ctx.task, self.peers(ctx, agent))
+        if not fresh:
+            return mad.debate_prompt(ctx.task, self.peers(ctx, agent))
+        live = {a.index: a for a in ctx.agents if a.answer.how != "abstained"}
+        shown = [(f"{live[j].label} (your own answer)" if j == agent else live[j].label, live[j].text)
+                 for j in visible if j in live]
+        return prompts.fresh_prompt(ctx.task, shown)
+
+    def next_prompt(self, ctx: RoundContext, agent: Agent, message: str) -> list[Message]:
+        if self.settings.madm2.context == "history":
+            return super().next_prompt(ctx, agent, message)
+        return [agent.history[0], Message("user", message)]  # its persona, then this round's prompt alone

@@ -1,17 +1,29 @@
-"""MAD-M² subjective masking: ask the model whether a previous response is correct."""
+"""MAD-M²: the judge that evaluates a previous response, and the agents' prompts after masking."""
 from __future__ import annotations
 
-from r2mad.prompts.common import clip, format_task
+from r2mad.prompts.common import clip, format_instruction, format_task
+from r2mad.prompts.mad import peer_block
 from r2mad.types import Message, Task
 
-JUDGE_SYSTEM = "You review answers to questions strictly and briefly."
+JUDGE_SYSTEM = "You review answers to questions strictly."
 
 
 def judge_messages(task: Task, response: str) -> list[Message]:
+    """The judge evaluates first and ends with its verdict in a tag (the last tag is the one read)."""
     return [Message("system", JUDGE_SYSTEM), Message("user", (
         f"Question:\n{format_task(task)}\n\nA proposed response:\n<response>\n{clip(response)}\n</response>\n\n"
-        "Is the reasoning and the final answer of this response correct? Start your reply with exactly "
-        "one verdict word: YES, NO, or NOT SURE. Then give one short sentence of reason."))]
+        "Evaluate this response: check its reasoning step by step and its final answer. Then end your reply "
+        "with one verdict word in tags: <label>YES</label> if the response is correct, <label>NO</label> "
+        "if it is wrong, or <label>NOT SURE</label> if you cannot tell."))]
+
+
+def fresh_prompt(task: Task, shown: list[tuple[str, str]]) -> str:
+    """A round's whole prompt (no chat history): the question and the responses that passed review,
+    the agent's own among them when it passed."""
+    return (f"{format_task(task)}\n\nThese answers from the previous round passed review:\n\n"
+            f"{peer_block(shown)}\n\nUse them as extra information: check each against your own reasoning, "
+            "keep what holds up and drop what does not, then give your answer to the question.\n\n"
+            f"{format_instruction(task)}")
 
 
 def resolve_alone_prompt(task: Task) -> str:
