@@ -11,10 +11,16 @@ SETTING_FLAGS = {  # flag -> DebateSettings field
     "agents": int, "rounds": int, "temperature": float, "top_p": float, "max_tokens": int, "seed": int,
     "k": int, "gamma": float, "policy": str, "samples": int, "pairing": str, "deadline_s": float,
     "answer_guard": str,
+    # where the paper text and the authors' code differ (the default is the authors' code)
+    "summary": str, "confidence_terms": str, "reward": str, "context": str, "case_tokens": int,
 }
 
 
 def add_settings_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--profile", choices=("demo", "paper"), default=None,
+                   help="paper: the papers' decoding (temperature 1.0, top_p 1.0, up to 6144 output tokens), "
+                        "task personas with the answer format in the system prompt; demo (default): fast "
+                        "settings for small models. Flags given beside it win.")
     for name, kind in SETTING_FLAGS.items():
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None)
     p.add_argument("--no-early-stop", action="store_true", help="run every round even when all agree")
@@ -35,7 +41,11 @@ def settings_from(args, config):
         changes["use_confidence"] = False
     if args.prefetch_summaries:
         changes["prefetch_summaries"] = True
-    return config.settings.replace(**changes)
+    settings = config.settings
+    if getattr(args, "profile", None):
+        from r2mad.config import with_profile
+        settings = with_profile(settings, args.profile)
+    return settings.replace(**changes)
 
 
 def open_store(config):

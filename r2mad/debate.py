@@ -76,12 +76,17 @@ class Method:
     def n_rounds(self) -> int:
         return self.settings.rounds
 
+    solo = False  # a single-agent baseline: the first debater's persona, "solve step by step"
+
     def persona(self, task: Task, agent: int) -> tuple[str, str]:
-        return common.persona(task.kind, agent, self.n_agents())
+        """The task's persona; under the paper profile the answer format sits in the system prompt."""
+        name, system = common.persona(task.kind, agent, 1 if self.solo else self.n_agents(), task.source)
+        return name, common.paper_system(system, task) if self.settings.profile == "paper" else system
 
     def opening(self, task: Task, agent: int, system: str) -> list[Message]:
-        """Round 0: the agent answers alone."""
-        return [Message("system", system), Message("user", common.task_prompt(task))]
+        """Round 0: the agent answers alone (paper profile: the format is in the system prompt already)."""
+        user = common.format_task(task) if self.settings.profile == "paper" else common.task_prompt(task)
+        return [Message("system", system), Message("user", user)]
 
     async def before_round(self, ctx: RoundContext) -> None:
         """Work between rounds t-1 and t (summaries, retrieval, masks, advice)."""
@@ -102,7 +107,29 @@ class Method:
 
     def peers(self, ctx: RoundContext, agent: int) -> list[tuple[str, str]]:
         """(label, text) pairs shown to the agent."""
-        return [(p.label, p.text) for p in self.visible_peers(ctx, agent)]
+        return self.fit(ctx, agent, [(p.label, p.text) for p in self.visible_peers(ctx, agent)])
+
+    prompt_reserve = 512  # tokens kept free for the instructions around the peers' responses
+
+    def fit(self, ctx: RoundContext, agent: int, peers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Peers' responses whole, unless the prompt would overflow the backend's context window (known
+        for the embedded model): then each is clipped to an equal share, its end kept, and it is recorded."""
+        window = getattr(ctx.backend, "n_ctx", None)
+        if not window or not peers:
+            return peers
+        used = sum(len(m.content) for m in ctx.agents[agent].history)
+        room = (window - self.settings.max_tokens - self.prompt_reserve) * common.CHARS_PER_TOKEN - used
+        if sum(len(text) for _, text in peers) <= room:
+            return peers
+        share = max(400, room // len(peers))
+        clipped = [label for label, text in peers if len(text.strip()) > share]
+        if clipped:
+            ctx.agent_details.setdefault(agent, {})["clipped_peers"] = clipped
+            if not ctx.details.get("clipped_peers"):
+                ctx.details["clipped_peers"] = True
+                ctx.notice(f"Round {ctx.index}: peers' responses were clipped to about {share} characters "
+                           f"each to fit the context window of {window} tokens.")
+        return [(label, common.clip(text, share)) for label, text in peers]
 
     def debate_message(self, ctx: RoundContext, agent: int) -> str:
         return mad.debate_prompt(ctx.task, self.peers(ctx, agent))

@@ -237,3 +237,32 @@ def test_without_early_stop_a_unanimous_round_keeps_its_prefetched_summary(bank)
     t, _, _ = run_r2mad("r2mad", bank, backend, prefetch_summaries=True, summary="pattern")  # early_stop=False
     assert [rnd.details["summary_prefetched"] for rnd in t.rounds[1:]] == [True, True]
     assert summary_calls(backend) == 5 + 1  # every split after round 0; then only "all keep B"
+
+
+def test_faithful_summary_reads_the_round_and_is_asked_again_in_every_debate(bank):
+    from r2mad.prompts.r2mad import SUMMARY_SYSTEM
+
+    backend = ScriptedBackend(reply)
+    cache = SummaryCache()
+    t, _, _ = run_r2mad("r2mad", bank, backend, cache)
+    calls = [last_user(c.messages) for c in backend.calls if persona_of(c.messages) == SUMMARY_SYSTEM]
+    assert len(calls) == 2  # one a round, before rounds 1 and 2
+    first, second = calls
+    # h^(0): the question, no earlier summary, each agent's full response, answer, and consensus 1/3
+    assert "Question number 1: which planet is largest?" in first and "(B) Jupiter" in first
+    assert "Summary of the round before: none (this is the first round)" in first
+    assert "consensus ratio 0.33" in first
+    assert ("Agent 1 (Generalist): answer B (first round: no earlier answer) ---\nMy reasoning. ((B))"
+            in first)
+    assert "Agent 3 (Skeptic): answer C (first round: no earlier answer)" in first
+    # h^(1): the previous summary, each answer beside the one before, the stance changes, consensus 2/3
+    assert "Summary of the round before: Two positions remain; one agent moved." in second
+    assert "consensus ratio 0.67" in second
+    assert "Agent 1 (Generalist): answer B (earlier answer B; kept its stance)" in second
+    assert "Agent 2 (Fact-checker): answer A (earlier answer A; kept its stance)" in second
+    assert "Agent 3 (Skeptic): answer B (earlier answer C; changed its stance)" in second
+    assert t.rounds[1].details["summary"] == "Two positions remain; one agent moved."
+    assert "summary_cached" not in t.rounds[1].details
+    again = ScriptedBackend(reply)
+    run_r2mad("r2mad", bank, again, cache)  # the same debate again: never served from a cache
+    assert sum(persona_of(c.messages) == SUMMARY_SYSTEM for c in again.calls) == 2

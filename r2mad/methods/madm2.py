@@ -127,7 +127,7 @@ class MADM2(Method):
         live = {a.index: a for a in ctx.agents if a.answer.how != "abstained"}
         shown = [(f"{live[j].label} (your own answer)" if j == agent else live[j].label, live[j].text)
                  for j in visible if j in live]
-        return prompts.fresh_prompt(ctx.task, shown)
+        return prompts.fresh_prompt(ctx.task, self.fit(ctx, agent, shown))
 
     def next_prompt(self, ctx: RoundContext, agent: Agent, message: str) -> list[Message]:
         if self.settings.madm2.context == "history":

@@ -16,7 +16,7 @@ from r2mad.memory.summaries import SummaryCache
 from r2mad.prompts import r2mad as prompts
 from r2mad.prompts.common import format_task
 
-SUMMARY_TOKENS = 150  # the faithful summary's budget: four sentences
+SUMMARY_TOKENS = 128  # the faithful summary's budget: four sentences fit (the issue allows <= 150)
 PREFETCH_LIMIT = 32  # at most this many speculative summary calls per round
 
 
@@ -45,6 +45,7 @@ class R2MAD(Method):
         super().__init__(settings)
         self.summaries = summaries if summaries is not None else SummaryCache()  # given: shared across debates
         own = settings.r2mad
+        self.prompt_reserve = 512 + own.k * (own.case_tokens + 256)  # the memory cases sit in the prompt too
         self.bank = bank if own.use_memory or own.use_confidence else None
         # memory building needs h in every state even though nothing is retrieved yet
         self.summarize = self.bank is not None if summarize is None else summarize
@@ -222,8 +223,9 @@ class R2MAD(Method):
         found = self.retrieved.get(agent)
         if found is None or not self.settings.r2mad.use_confidence:
             return super().peers(ctx, agent)
-        return [(p.label, annotate(p.text, self._label(found.confidence.get(p.index, (None, None))[0])))
-                for p in self.visible_peers(ctx, agent)]
+        return self.fit(ctx, agent, [(p.label, annotate(p.text, self._label(found.confidence.get(p.index,
+                                                                                            (None, None))[0])))
+                                     for p in self.visible_peers(ctx, agent)])
 
     def _label(self, c: float | None) -> str | None:
         return confidence_label(c, self.settings.r2mad.conf_high, self.settings.r2mad.conf_low)

@@ -9,6 +9,7 @@ from r2mad.types import Message, Task
 
 class CoT(Method):
     name = "cot"
+    solo = True
 
     def n_agents(self) -> int:
         return 1
@@ -18,18 +19,16 @@ class CoT(Method):
 
 
 class SelfConsistency(Method):
-    """`samples` calls of the same neutral prompt with different seeds; the loop's plurality vote is
+    """`samples` calls of one prompt (the first debater's persona) with different seeds; the plurality vote is
     the majority vote (9 samples = the call budget of 3 agents x 3 rounds)."""
     name = "sc"
+    solo = True  # every sample gets the first debater's persona
 
     def n_agents(self) -> int:
         return self.settings.samples
 
     def n_rounds(self) -> int:
         return 1
-
-    def persona(self, task: Task, agent: int) -> tuple[str, str]:
-        return common.NEUTRAL
 
 
 class ICLCoT(CoT):

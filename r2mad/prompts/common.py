@@ -1,33 +1,30 @@
 """Personas, the task prompt and the answer-format instructions shared by every method."""
 from __future__ import annotations
 
+from r2mad.prompts.personas import GENERIC, personas_for
 from r2mad.tasks import format_task
 from r2mad.types import Task
 
-PERSONAS = {
-    "math": [
-        ("Careful solver", "You solve math problems slowly and check every step of arithmetic."),
-        ("Explainer", "You solve math problems by explaining the idea behind each step in plain words."),
-        ("Skeptic", "You solve math problems and look hard for mistakes, including your own."),
-    ],
-    "mcq": [
-        ("Generalist", "You answer questions with broad, well-established knowledge."),
-        ("Fact-checker", "You answer questions by weighing each option against facts you are sure of."),
-        ("Skeptic", "You answer questions and watch for popular beliefs that are actually false."),
-    ],
-}
-NEUTRAL = ("Assistant", "You are a helpful assistant who reasons step by step.")
+PERSONAS = GENERIC  # the generic personas per task kind (the demo's)
+STEP_BY_STEP = "Solve the problem step by step."
 
 
-def persona(kind: str, agent: int, n_agents: int) -> tuple[str, str]:
-    """(name, system prompt) for agent `agent`; a single agent gets the neutral persona."""
+def persona(kind: str, agent: int, n_agents: int, source: str = "") -> tuple[str, str]:
+    """(name, system prompt) for agent `agent`: the benchmark's personas where it has some. A single agent
+    (CoT, ICL-CoT, Self-Consistency) gets the first debater's persona plus "solve step by step"."""
+    names = personas_for(kind, source)
     if n_agents == 1:
-        return NEUTRAL
-    names = PERSONAS[kind]
+        name, text = names[0]
+        return name, f"{text} {STEP_BY_STEP}"
     name, text = names[agent % len(names)]
     if agent >= len(names):
         name = f"{name} {agent // len(names) + 1}"
     return name, text
+
+
+def paper_system(system: str, task: Task) -> str:
+    """The paper profile's system prompt: the persona, then the answer format (as the authors' code)."""
+    return f"{system}\n\n{format_instruction(task)}"
 
 
 def format_instruction(task: Task) -> str:

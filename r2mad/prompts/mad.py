@@ -1,13 +1,13 @@
 """MAD (Du et al. 2024): show each agent its peers' previous answers and ask for an update."""
 from __future__ import annotations
 
-from r2mad.prompts.common import clip, format_instruction
+from r2mad.prompts.common import format_instruction
 from r2mad.types import Task
 
 
 def peer_block(peers: list[tuple[str, str]]) -> str:
-    """peers: (label, response text) pairs, already annotated where the method annotates."""
-    return "\n\n".join(f"--- {label} ---\n{clip(text)}" for label, text in peers)
+    """peers: (label, response text) pairs, already annotated and fitted to the context window."""
+    return "\n\n".join(f"--- {label} ---\n{text.strip()}" for label, text in peers)
 
 
 def debate_prompt(task: Task, peers: list[tuple[str, str]]) -> str:

@@ -73,8 +73,12 @@ def build(services: Services, visitor_id) -> DebateTab:
                                    elem_id="rounds")
                 k = gr.Slider(1, 8, value=s.r2mad.k, step=1, label="K (retrieved cases per agent and round)")
                 gamma = gr.Slider(0.0, 1.0, value=s.r2mad.gamma, step=0.05, label="γ (λ = 1 − γ·consensus)")
+                run_profile = gr.Radio(["demo", "paper"], value=s.profile, label="Profile", elem_id="profile",
+                                   info="paper: the papers' decoding (temperature 1.0, top_p 1.0, up to 6,144 "
+                                        "tokens) and task personas with the format in the system prompt; slow "
+                                        "on the embedded model. demo: fast settings for small models.")
                 temperature = gr.Slider(0.0, 2.0, value=s.temperature, step=0.05, label="Temperature")
-                max_tokens = gr.Slider(16, 4096, value=s.max_tokens, step=16, label="Max tokens per answer",
+                max_tokens = gr.Slider(16, 8192, value=s.max_tokens, step=16, label="Max tokens per answer",
                                        elem_id="max-tokens")
                 seed = gr.Number(value=s.seed, precision=0, label="Seed (empty = random)")
                 answer_guard = gr.Radio(["auto", "on", "off"], value=s.answer_guard, label="Answer guard",
@@ -109,7 +113,7 @@ def build(services: Services, visitor_id) -> DebateTab:
     state = gr.State({})
 
     inputs = [backbone, token, base_url, model, methods, bank, agents, rounds, k, gamma, temperature,
-              max_tokens, seed, answer_guard, question, *options, gold, visitor_id]
+              max_tokens, seed, answer_guard, question, *options, gold, visitor_id, run_profile]
     outputs = [status, single_box, single_chat, compare_row, *columns, summary, transcript_json, download, state]
     fill = [backbone, methods, bank, agents, rounds, k, gamma, temperature, max_tokens, seed, answer_guard,
             question, *options, gold]
@@ -123,6 +127,8 @@ def build(services: Services, visitor_id) -> DebateTab:
     question.submit(run_fn, inputs, outputs, api_visibility="private", concurrency_id="debate",
                     show_progress="hidden")
     stop_button.click(debate.stop, None, None, api_name="stop", queue=False)
+    run_profile.change(debate.profile_values, [run_profile], [temperature, max_tokens], api_visibility="private",
+                   queue=False)
     methods.change(handlers.layout_for, [methods], [single_box, compare_row, *columns, summary],
                    api_visibility="private", queue=False)
     return DebateTab(inputs, outputs, fill, run_event, stop_button, run_fn, debate.unload, state)

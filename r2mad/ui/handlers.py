@@ -13,7 +13,7 @@ from pathlib import Path
 import gradio as gr
 
 from r2mad.backends.base import BackendError
-from r2mad.config import ConfigError, DebateSettings
+from r2mad.config import PAPER_PROFILE, ConfigError, DebateSettings, with_profile
 from r2mad.methods import METHODS, needs_bank
 from r2mad.tasks import task_from_input
 from r2mad.types import Transcript, to_dict
@@ -105,9 +105,13 @@ class DebateRequest:
     question: str
     options: tuple[str, ...]  # A..J, empty ones ignored
     gold: str
+    profile: str = "demo"  # "paper": the papers' personas and prompts (its decoding fills the sliders)
 
     def settings(self, base: DebateSettings) -> DebateSettings:
-        return base.replace(agents=int(self.agents), rounds=int(self.rounds), k=int(self.k),
+        if self.profile == "paper":
+            base = with_profile(base, "paper")
+        return base.replace(profile=self.profile or "demo", agents=int(self.agents), rounds=int(self.rounds),
+                            k=int(self.k),
                             gamma=float(self.gamma), temperature=float(self.temperature),
                             max_tokens=int(self.max_tokens),
                             seed=None if self.seed in (None, "") else int(self.seed),
@@ -117,6 +121,12 @@ class DebateRequest:
 class DebateHandlers:
     def __init__(self, services: Services):
         self.services = services
+
+    def profile_values(self, profile: str):
+        """The decoding sliders for a profile: the papers' (1.0, 6,144 tokens) or this app's defaults."""
+        s = self.services.config.settings
+        return (PAPER_PROFILE["temperature"], PAPER_PROFILE["max_tokens"]) if profile == "paper" else (
+            s.temperature, s.max_tokens)
 
     async def stop(self, request: gr.Request) -> None:
         """Stop the debate running in this browser session; it ends showing its partial transcript
@@ -159,8 +169,8 @@ class DebateHandlers:
     async def run_debate(self, backbone, token, base_url, model, methods, bank, agents, rounds, k, gamma,
                          temperature, max_tokens, seed, answer_guard, question, option_a, option_b, option_c,
                          option_d, option_e, option_f, option_g, option_h, option_i, option_j, gold,
-                         visitor_id=None, request: gr.Request = None, profile: gr.OAuthProfile | None = None,
-                         oauth_token: gr.OAuthToken | None = None):
+                         visitor_id=None, run_profile: str = "demo", request: gr.Request = None,
+                         profile: gr.OAuthProfile | None = None, oauth_token: gr.OAuthToken | None = None):
         """Run one debate (one method) or a side-by-side comparison (2–4 methods), streaming. The
         parameters are the Debate tab's inputs by name (they name the API's parameters too);
         `visitor_id` is the id the visitor's browser keeps (their runs are kept under it)."""
@@ -168,7 +178,7 @@ class DebateHandlers:
                             tuple(m for m in (methods or []) if m), bank, agents, rounds, k, gamma, temperature,
                             max_tokens, seed, answer_guard, question,
                             (option_a, option_b, option_c, option_d, option_e, option_f, option_g, option_h,
-                             option_i, option_j), gold)
+                             option_i, option_j), gold, run_profile or "demo")
         session = getattr(request, "session_hash", None) or "anonymous"
         visitor = identify(self.services.config, browser_id=visitor_id, session=session, profile=profile,
                            token=oauth_token)
