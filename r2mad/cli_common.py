@@ -28,7 +28,8 @@ def add_settings_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strict", action="store_true", help="MAD-M² subjective: also mask NOT SURE")
     p.add_argument("--no-confidence", action="store_true", help="R²-MAD without confidence annotations")
     p.add_argument("--prefetch-summaries", action="store_true",
-                   help="R²-MAD: ask round summaries for likely stance patterns while agents answer")
+                   help="R²-MAD: use the pattern-only summary (a speed variant, a departure) and ask it for "
+                        "likely stance patterns while agents answer")
 
 
 def settings_from(args, config):
@@ -39,8 +40,9 @@ def settings_from(args, config):
         changes["strict"] = True
     if args.no_confidence:
         changes["use_confidence"] = False
-    if args.prefetch_summaries:
+    if args.prefetch_summaries:  # only the pattern-only summary can be asked ahead
         changes["prefetch_summaries"] = True
+        changes.setdefault("summary", "pattern")
     settings = config.settings
     if getattr(args, "profile", None):
         from r2mad.config import with_profile

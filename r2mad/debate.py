@@ -113,23 +113,20 @@ class Method:
 
     def fit(self, ctx: RoundContext, agent: int, peers: list[tuple[str, str]]) -> list[tuple[str, str]]:
         """Peers' responses whole, unless the prompt would overflow the backend's context window (known
-        for the embedded model): then each is clipped to an equal share, its end kept, and it is recorded."""
+        for the embedded model): then clipped (common.fit_to_window), and that is recorded."""
         window = getattr(ctx.backend, "n_ctx", None)
-        if not window or not peers:
+        if not window:
             return peers
         used = sum(len(m.content) for m in ctx.agents[agent].history)
-        room = (window - self.settings.max_tokens - self.prompt_reserve) * common.CHARS_PER_TOKEN - used
-        if sum(len(text) for _, text in peers) <= room:
-            return peers
-        share = max(400, room // len(peers))
-        clipped = [label for label, text in peers if len(text.strip()) > share]
+        fitted, share, clipped = common.fit_to_window(peers, window - self.settings.max_tokens - self.prompt_reserve,
+                                                      used)
         if clipped:
             ctx.agent_details.setdefault(agent, {})["clipped_peers"] = clipped
             if not ctx.details.get("clipped_peers"):
                 ctx.details["clipped_peers"] = True
                 ctx.notice(f"Round {ctx.index}: peers' responses were clipped to about {share} characters "
                            f"each to fit the context window of {window} tokens.")
-        return [(label, common.clip(text, share)) for label, text in peers]
+        return fitted
 
     def debate_message(self, ctx: RoundContext, agent: int) -> str:
         return mad.debate_prompt(ctx.task, self.peers(ctx, agent))

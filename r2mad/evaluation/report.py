@@ -12,6 +12,7 @@ from typing import Sequence
 from r2mad.evaluation import metrics as m
 from r2mad.evaluation.evaluate import ROWS, RUN, read_rows
 from r2mad.methods import REGISTRY, is_debate
+from r2mad.methods.departures import departures
 from r2mad.types import Transcript, from_dict
 
 LABELS = {name: spec.label if spec.family != "ablation" else f"R²-MAD {spec.label}"
@@ -140,6 +141,7 @@ def render_report(res: Results) -> str:
            f"Dataset `{run['dataset']}`, split `{run['split']}` (split seed {run['split_seed']}, "
            f"{n_questions} questions); methods: {', '.join(methods)}; sampling seed {run['seed']}; "
            f"code version {run['code_version']}.",
+           f"Profile `{settings.get('profile', 'demo')}`: "
            f"{settings['agents']} agents, {settings['rounds']} rounds counting round 0, temperature "
            f"{settings['temperature']}, max tokens {settings['max_tokens']}, early stop "
            f"{'on' if settings['early_stop'] else 'off'}; round 0 "
@@ -161,6 +163,8 @@ def render_report(res: Results) -> str:
     out += _process_sections(res)
     out += ["", "## Plots", "", "![accuracy vs tokens](accuracy_vs_tokens.png)", "",
             "![consensus per round](consensus.png)"]
+    out += ["", "## Departures from the papers", "",
+            *(f"- {line}" for line in departures(settings, methods) or ["None."])]
     notes = _notes(res)
     if notes:
         out += ["", "## Notes", "", *notes]

@@ -329,6 +329,9 @@ class MemoryBank:
             picks = select_cases(policy, [c.similarity for c in source], _rewards(source, reward),
                                  states @ states.T, consensus, k, gamma, rng)
         chosen = [source[i] for i, _ in picks]
+        if confidence_terms == "authors":  # one encode call for every peer's earlier responses
+            self._embedded([t for peer in peer_vectors for c in pool
+                            if (t := self._previous_response(c.case, peer)) is not None])
         confidence = {peer: self._confidence(peer, vector, pool if confidence_terms == "authors" else chosen,
                                              confidence_terms) for peer, vector in peer_vectors.items()}
         return Retrieval(

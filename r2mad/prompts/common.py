@@ -59,6 +59,18 @@ def clip_tokens(text: str, budget_tokens: int) -> str:
     return f"{text[:head]} […] {text[-(limit - head):]}"
 
 
+def fit_to_window(peers: list[tuple[str, str]], room_tokens: int, used_chars: int,
+                  floor: int = 400) -> tuple[list[tuple[str, str]], int, list[str]]:
+    """(peers, share, labels clipped): whole when they fit the room left in the window (tokens, less the
+    characters already used); else each clipped to an equal share of characters (at least `floor`)."""
+    room = room_tokens * CHARS_PER_TOKEN - used_chars
+    if not peers or sum(len(text) for _, text in peers) <= room:
+        return peers, 0, []
+    share = max(floor, room // len(peers))
+    clipped = [label for label, text in peers if len(text.strip()) > share]
+    return [(label, clip(text, share)) for label, text in peers], share, clipped
+
+
 def final_answer_request(task: Task) -> str:
     """The answer guard's follow-up: the answer alone, in the task's own form."""
     if task.kind == "math":

@@ -1,0 +1,54 @@
+"""Where a run departs from the papers and the authors' code, in words: the README's method table and
+`eval`'s report list these. The defaults follow the authors' code; a switch set to the paper text's
+reading, a speed variant or the demo profile adds a line. No I/O; reads a settings mapping."""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+ALWAYS = {
+    "truemad": "TrueMAD is our re-implementation from the paper: no official code exists.",
+    "madm2-objective": "MAD-M² objective scores use the mean log-probability of the response's own tokens "
+                       "(the paper's wording); the authors' code takes the top-1 token's log-probability at "
+                       "each position.",
+    "r2mad": "R²-MAD: the round summary is not asked once more after the last round (the authors' code does; "
+             "nothing reads it); memory cases show each response within r2mad.case_tokens (about 4 characters "
+             "a token), the authors' code shows it whole; peers' responses are clipped only where the "
+             "backbone's context window is known (the embedded model), and each clip is recorded.",
+}
+POLICY_NOTE = ("With K = 1 every λ picks the same first case, so the fixed-λ rows differ from the "
+               "state-aware row only by sampling noise (as in the authors' scripts).")
+
+
+def departures(settings: Mapping[str, Any], methods: Sequence[str]) -> list[str]:
+    """One line per departure that applies to a run of `methods` with `settings` (DebateSettings as a dict)."""
+    bases = {m.removesuffix("+advice") for m in methods}
+    r2, m2 = settings.get("r2mad", {}), settings.get("madm2", {})
+    uses_r2 = any(b.startswith("r2mad") for b in bases)
+    out = []
+    if settings.get("profile", "demo") != "paper":
+        out.append(f"Demo profile: temperature {settings.get('temperature')}, top_p {settings.get('top_p')}, up to "
+                   f"{settings.get('max_tokens')} output tokens, generic personas; the papers used 1.0, 1.0 and "
+                   "6,144 with task personas (`--profile paper`).")
+    if settings.get("answer_guard") == "on":
+        out.append("The answer guard asked once more for an unparsed answer; the papers count it as unparsed.")
+    if uses_r2:
+        if r2.get("summary") == "pattern":
+            out.append("R²-MAD summary h from the abstract stance pattern alone, cached across debates "
+                       "(r2mad.summary=pattern, a speed variant); the authors' summary reads the round's "
+                       "responses.")
+        if r2.get("confidence_terms") == "paper":
+            out.append("Peer confidence over the K picked cases with the peer's own correctness "
+                       "(r2mad.confidence_terms=paper, the paper text's reading of Eq. 11).")
+        if r2.get("reward") == "final":
+            out.append("MMR reward = the case agent's correctness at the debate's end (r2mad.reward=final, "
+                       "the paper text's reading).")
+        if r2.get("k", 1) == 1 and bases & {"r2mad-fixed-0.25", "r2mad-fixed-0.5", "r2mad-fixed-0.75"}:
+            out.append(POLICY_NOTE)
+    if bases & {"madm2-subjective", "madm2-objective"} and m2.get("context") == "history":
+        out.append("MAD-M² agents keep their own history and see only kept peers (madm2.context=history, the "
+                   "paper text's reading); the authors' code gives a fresh prompt with every kept response.")
+    for name, text in ALWAYS.items():
+        if name in bases or (name == "r2mad" and uses_r2) or (name == "truemad" and any(
+                m.endswith("+advice") for m in methods)):
+            out.append(text)
+    return out
