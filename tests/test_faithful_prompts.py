@@ -143,3 +143,22 @@ def test_shipped_banks_read_without_the_new_case_field(bank):
     from r2mad.memory.files import read_cases
     found = read_cases(Path(bank) / "cases.jsonl", None)
     assert found.cases and all(c.solution == "" for c in found.cases)
+
+
+def test_the_apps_profile_choice_reaches_the_settings_and_the_sliders():
+    from r2mad.ui.handlers import DebateHandlers, DebateRequest
+
+    def request(profile, temperature, max_tokens):
+        return DebateRequest("smollm2-135m", None, "", "", ("mad",), "", 3, 3, 1, 0.9, temperature, max_tokens,
+                             0, "auto", "q", (), "", profile)
+
+    base = load_config().settings
+    paper = request("paper", 1.0, 6144).settings(base)
+    assert (paper.profile, paper.temperature, paper.top_p, paper.max_tokens) == ("paper", 1.0, 1.0, 6144)
+    assert request("demo", 0.7, 384).settings(base).profile == "demo"
+
+    class Services:
+        config = load_config()
+    handlers = DebateHandlers(Services())
+    assert handlers.profile_values("paper") == (1.0, 6144)
+    assert handlers.profile_values("demo") == (0.7, 384)
