@@ -31,7 +31,8 @@ MCQ = Task("mcq", "Which is right?", (("A", "this"), ("B", "that")), gold="A", i
 MATH = Task("math", "What is 3 + 4?", gold="7", id="m1", source="demo-math")
 TAXONOMY = ["majority_persuaded_correct_agent", "misleading_retrieved_case", "wrong_confidence",
             "mask_removed_correct_answer", "advice_misled", "parse_failure", "backend_error",
-            "shared_misconception_unrecovered", "other"]
+            "shared_misconception_unrecovered", "other", "oscillation", "stalled_split",
+            "answer_changed_no_new_argument"]
 
 
 def make_transcript(task: Task, answers: list[list[str | None]], final: str | None,

@@ -35,7 +35,7 @@ def export_jsonl(store: RunStore, path: str | Path, run_ids: Sequence[str] | Non
                 record[col] = None if record[col] is None else bool(record[col])
             record["annotations"] = [
                 {"annotator": a.annotator, "labels": list(a.labels), "note": a.note,
-                 "created_at": a.created_at, "updated_at": a.updated_at,
+                 "created_at": a.created_at, "updated_at": a.updated_at, "blame": a.blame,
                  "history": [{"seq": e.seq, "edited_at": e.edited_at, "labels": list(e.labels),
                               "note": e.note} for e in a.history]}
                 for a in store.annotations_of(conn, row["id"])]
@@ -91,10 +91,10 @@ def _import_one(store: RunStore, conn: sqlite3.Connection, record: dict[str, Any
         if have is not None:
             conn.execute("DELETE FROM annotations WHERE id = ?", (have["id"],))
         annotation_id = conn.execute(
-            "INSERT INTO annotations (run_id, annotator, labels, note, created_at, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)", (record["id"], a["annotator"], dumps(a["labels"]),
-                                          store.scrub(a["note"]), a["created_at"],
-                                          a["updated_at"])).lastrowid
+            "INSERT INTO annotations (run_id, annotator, labels, note, created_at, updated_at, blame) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)", (record["id"], a["annotator"], dumps(a["labels"]),
+                                             store.scrub(a["note"]), a["created_at"],
+                                             a["updated_at"], dumps(a.get("blame") or {}))).lastrowid
         conn.executemany("INSERT INTO annotation_edits VALUES (?, ?, ?, ?, ?)",
                          [(annotation_id, e["seq"], e["edited_at"], dumps(e["labels"]),
                            store.scrub(e["note"])) for e in a.get("history") or []])

@@ -48,6 +48,26 @@ MIGRATIONS.append((  # 2: who may read a run (a Space's visitor or login; NULL: 
     "ALTER TABLE runs ADD COLUMN owner TEXT",
     "CREATE INDEX runs_owner ON runs (owner, created_at)",
 ))
+MIGRATIONS.append((  # 3: the annotation workbench: blame per label, detector suggestions, final labels, queues
+    "ALTER TABLE annotations ADD COLUMN blame TEXT NOT NULL DEFAULT '{}'",
+    """CREATE TABLE suggestions (
+        id INTEGER PRIMARY KEY, run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        label TEXT NOT NULL, detector TEXT NOT NULL, round INTEGER, agents TEXT NOT NULL,
+        summary TEXT NOT NULL, evidence TEXT NOT NULL)""",
+    "CREATE INDEX suggestions_run ON suggestions (run_id)",
+    """CREATE TABLE detected (run_id TEXT PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+        version INTEGER NOT NULL, updated_at REAL NOT NULL)""",
+    """CREATE TABLE suggestion_reviews (
+        suggestion_id INTEGER NOT NULL REFERENCES suggestions (id) ON DELETE CASCADE,
+        annotator TEXT NOT NULL, verdict TEXT NOT NULL CHECK (verdict IN ('confirmed', 'rejected')),
+        reviewed_at REAL NOT NULL, PRIMARY KEY (suggestion_id, annotator))""",
+    """CREATE TABLE final_labels (
+        run_id TEXT PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE, labels TEXT NOT NULL,
+        blame TEXT NOT NULL DEFAULT '{}', adjudicator TEXT NOT NULL, decided_at REAL NOT NULL)""",
+    """CREATE TABLE queues (
+        name TEXT PRIMARY KEY, filters TEXT NOT NULL, annotators_per_run INTEGER NOT NULL DEFAULT 1,
+        blind INTEGER NOT NULL DEFAULT 0, created_at REAL NOT NULL)""",
+))
 BOOL_COLUMNS = ("correct", "shared_misconception", "flip")
 SUMMARY_COLUMNS = ("id", "created_at", "updated_at", "status", "status_note", "source", "method",
                     "backbone", "bank", "question", "gold", "final_answer", "correct", "tokens",
@@ -73,6 +93,7 @@ class Annotation:
     created_at: float
     updated_at: float
     history: tuple[AnnotationEdit, ...] = ()
+    blame: dict[str, dict[str, int]] = field(default_factory=dict)  # label -> {"round", "agent"}
 
 
 @dataclass(frozen=True)

@@ -333,9 +333,9 @@ class RunStore:
     # --- annotations --------------------------------------------------------------------------
 
     def annotate(self, run_id: str, *, annotator: str, labels: Sequence[str],
-                 note: str = "") -> int:
+                 note: str = "", blame: dict[str, dict[str, int]] | None = None) -> int:
         """Save one annotator's labels and note for a run (an edit if they annotated it before);
-        return the annotation id."""
+        `blame` maps a label to the turn it points at ({"round": r, "agent": a}); return the id."""
         annotator, labels = annotator.strip(), list(dict.fromkeys(labels))
         if len(note.encode("utf-8")) > NOTE_LIMIT or len(annotator) > 100:
             what = "The note" if len(annotator) <= 100 else "The annotator name"
@@ -348,22 +348,23 @@ class RunStore:
         if not annotator:
             raise ValueError("Annotator name is empty; enter your name before saving labels.")
         note, now, labels_text = self.scrub(note), time.time(), dumps(labels)
+        blame_text = dumps({k: v for k, v in (blame or {}).items() if k in labels})
         with self.transaction() as conn:
             if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
                 raise KeyError(f"No run {run_id!r} in {self.path}; check the id.")
-            old = conn.execute("SELECT id, labels, note, updated_at FROM annotations "
+            old = conn.execute("SELECT id, labels, note, blame, updated_at FROM annotations "
                                "WHERE run_id = ? AND annotator = ?", (run_id, annotator)).fetchone()
             if old is None:
                 return conn.execute("INSERT INTO annotations (run_id, annotator, labels, note, "
-                                    "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-                                    (run_id, annotator, labels_text, note, now, now)).lastrowid
-            if (old["labels"], old["note"]) != (labels_text, note):  # a repeated save is no edit
+                                    "created_at, updated_at, blame) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                    (run_id, annotator, labels_text, note, now, now, blame_text)).lastrowid
+            if (old["labels"], old["note"], old["blame"]) != (labels_text, note, blame_text):  # else no edit
                 seq = conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM annotation_edits "
                                    "WHERE annotation_id = ?", (old["id"],)).fetchone()[0]
                 conn.execute("INSERT INTO annotation_edits VALUES (?, ?, ?, ?, ?)",
                              (old["id"], seq, now, old["labels"], old["note"]))
-                conn.execute("UPDATE annotations SET labels = ?, note = ?, updated_at = ? "
-                             "WHERE id = ?", (labels_text, note, now, old["id"]))
+                conn.execute("UPDATE annotations SET labels = ?, note = ?, blame = ?, updated_at = ? "
+                             "WHERE id = ?", (labels_text, note, blame_text, now, old["id"]))
             return old["id"]
 
     def annotations_of(self, conn: sqlite3.Connection, run_id: str) -> Iterator[Annotation]:
@@ -375,7 +376,7 @@ class RunStore:
                              row["note"], row["created_at"], row["updated_at"],
                              tuple(AnnotationEdit(e["seq"], e["edited_at"],
                                                   tuple(json.loads(e["labels"])), e["note"])
-                                   for e in edits))
+                                   for e in edits), json.loads(row["blame"]))
 
     def count_runs(self, **filters: Any) -> int:
         where, params = _where(**filters)

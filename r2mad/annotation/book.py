@@ -1,0 +1,133 @@
+"""The label book over a RunStore: detector suggestions (stored per run, reviewed by people), human labels
+with blame and suggestion reviews, and adjudicated final labels. Not for queues (queues.py) or
+statistics (agreement.py)."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from r2mad.annotation.detectors import VERSION, detect
+from r2mad.runs.records import dumps
+from r2mad.runs.store import RunStore
+
+Blame = dict[str, dict[str, int]]  # label -> {"round": r, "agent": a} (0-based agent)
+
+
+@dataclass(frozen=True)
+class StoredSuggestion:
+    id: int
+    run_id: str
+    label: str
+    detector: str
+    round: int | None
+    agents: tuple[int, ...]
+    summary: str
+    evidence: dict[str, Any]
+    reviews: dict[str, str] = field(default_factory=dict)  # annotator -> confirmed | rejected
+
+
+@dataclass(frozen=True)
+class FinalLabels:
+    run_id: str
+    labels: tuple[str, ...]
+    blame: Blame
+    adjudicator: str
+    decided_at: float
+
+
+class LabelBook:
+    def __init__(self, store: RunStore):
+        self.store = store
+
+    # --- detector suggestions -----------------------------------------------------------------
+
+    def detect(self, run_ids: Sequence[str] | None = None) -> int:
+        """Run the detectors on every finished run (or those given) not yet checked by this detector
+        version or changed since; return how many runs were (re)checked."""
+        with self.store.transaction(write=False) as conn:
+            rows = conn.execute(
+                "SELECT r.id FROM runs r LEFT JOIN detected d ON d.run_id = r.id WHERE r.status != 'running' "
+                "AND r.transcript IS NOT NULL AND (d.run_id IS NULL OR d.version != ? OR d.updated_at < r.updated_at)",
+                (VERSION,)).fetchall()
+        todo = [r["id"] for r in rows if run_ids is None or r["id"] in set(run_ids)]
+        for run_id in todo:
+            record = self.store.get_run(run_id)
+            found = detect(record.transcript)
+            with self.store.transaction() as conn:
+                conn.execute("DELETE FROM suggestions WHERE run_id = ?", (run_id,))
+                conn.executemany(
+                    "INSERT INTO suggestions (run_id, label, detector, round, agents, summary, evidence) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [(run_id, s.label, s.detector, s.round, dumps(list(s.agents)), self.store.scrub(s.summary),
+                      dumps(self.store.scrub(s.evidence, keys=False))) for s in found])
+                conn.execute("INSERT OR REPLACE INTO detected VALUES (?, ?, ?)",
+                             (run_id, VERSION, record.updated_at))
+        return len(todo)
+
+    def suggestions(self, run_id: str | None = None) -> list[StoredSuggestion]:
+        """Suggestions of one run (or all), each with its reviews, in the order they were found."""
+        where, params = ("WHERE run_id = ?", (run_id,)) if run_id else ("", ())
+        with self.store.transaction(write=False) as conn:
+            rows = conn.execute(f"SELECT * FROM suggestions {where} ORDER BY id", params).fetchall()
+            reviews: dict[int, dict[str, str]] = {}
+            for r in conn.execute("SELECT suggestion_id, annotator, verdict FROM suggestion_reviews "
+                                  "ORDER BY annotator").fetchall():
+                reviews.setdefault(r["suggestion_id"], {})[r["annotator"]] = r["verdict"]
+        return [StoredSuggestion(r["id"], r["run_id"], r["label"], r["detector"], r["round"],
+                                 tuple(json.loads(r["agents"])), r["summary"], json.loads(r["evidence"]),
+                                 reviews.get(r["id"], {})) for r in rows]
+
+    # --- human labels -------------------------------------------------------------------------
+
+    def save_labels(self, run_id: str, annotator: str, labels: Sequence[str], note: str = "",
+                    blame: Blame | None = None) -> int:
+        """Save a person's labels (through the store's checks); every suggestion of the run counts as
+        confirmed by them when its label is among theirs, rejected otherwise. A confirmed suggestion
+        lends its round and first agent to a label the person gave no turn for."""
+        blame = dict(blame or {})
+        found = self.suggestions(run_id)
+        for s in found:
+            if s.label in labels and s.label not in blame and s.round is not None and s.agents:
+                blame[s.label] = {"round": s.round, "agent": s.agents[0]}
+        annotation_id = self.store.annotate(run_id, annotator=annotator, labels=labels, note=note, blame=blame)
+        now = time.time()
+        with self.store.transaction() as conn:
+            conn.executemany("INSERT OR REPLACE INTO suggestion_reviews VALUES (?, ?, ?, ?)",
+                             [(s.id, annotator.strip(), "confirmed" if s.label in labels else "rejected", now)
+                              for s in found])
+        return annotation_id
+
+    # --- adjudication -------------------------------------------------------------------------
+
+    def set_final(self, run_id: str, labels: Sequence[str], adjudicator: str, blame: Blame | None = None) -> None:
+        """Write the adjudicated label set of a run (replacing an earlier one)."""
+        labels = list(dict.fromkeys(labels))
+        unknown = [x for x in labels if x not in self.store.taxonomy]
+        if unknown:
+            raise ValueError(f"Unknown label(s) {', '.join(map(repr, unknown))}; choose from: "
+                             f"{', '.join(self.store.taxonomy)}.")
+        if not adjudicator.strip():
+            raise ValueError("Adjudicator name is empty; enter your name before writing final labels.")
+        with self.store.transaction() as conn:
+            if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+                raise KeyError(f"No run {run_id!r} in {self.store.path}; check the id.")
+            conn.execute("INSERT OR REPLACE INTO final_labels VALUES (?, ?, ?, ?, ?)",
+                         (run_id, dumps(labels), dumps({k: v for k, v in (blame or {}).items() if k in labels}),
+                          adjudicator.strip(), time.time()))
+
+    def finals(self) -> dict[str, FinalLabels]:
+        with self.store.transaction(write=False) as conn:
+            rows = conn.execute("SELECT * FROM final_labels ORDER BY run_id").fetchall()
+        return {r["run_id"]: FinalLabels(r["run_id"], tuple(json.loads(r["labels"])), json.loads(r["blame"]),
+                                         r["adjudicator"], r["decided_at"]) for r in rows}
+
+    def human_labels(self) -> dict[str, dict[str, tuple[str, ...]]]:
+        """run id -> annotator -> labels, for every annotated run."""
+        with self.store.transaction(write=False) as conn:
+            rows = conn.execute("SELECT run_id, annotator, labels FROM annotations ORDER BY run_id, annotator")
+            out: dict[str, dict[str, tuple[str, ...]]] = {}
+            for r in rows.fetchall():
+                out.setdefault(r["run_id"], {})[r["annotator"]] = tuple(json.loads(r["labels"]))
+        return out
