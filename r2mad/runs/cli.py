@@ -14,8 +14,17 @@ from r2mad.runs.io import (
 )
 
 
+def _is_jsonl(path: str | None) -> bool:
+    return bool(path) and str(path).endswith(".jsonl")
+
+
 def cmd_export(args, config) -> int:
     store = _store(config)
+    if not args.out and not args.hub:
+        print("Say where to export: --out runs.jsonl (a file), --out DIR (a Parquet dataset) or --hub user/name.")
+        return 2
+    if args.hub or not _is_jsonl(args.out):
+        return _export_dataset(store, args)
     count = export_jsonl(store, args.out, args.run or None)
     print(f"Exported {count} runs with their annotations to {args.out}")
     if args.csv:
@@ -26,9 +35,36 @@ def cmd_export(args, config) -> int:
     return 0
 
 
+def _export_dataset(store, args) -> int:
+    import tempfile
+
+    from r2mad.annotation.book import LabelBook
+    from r2mad.annotation.dataset import push_dataset, write_dataset
+    folder = args.out or tempfile.mkdtemp(prefix="r2mad-dataset-")
+    counts = write_dataset(LabelBook(store), folder, args.run or None)
+    print(f"Wrote {counts['runs']} runs and {counts['labels']} label rows (Parquet + dataset card) to {folder}")
+    if args.hub:
+        print(f"Pushed to {push_dataset(folder, args.hub, os.environ.get('HF_TOKEN'))}")
+    return 0
+
+
 def cmd_import(args, config) -> int:
-    count = import_jsonl(_store(config), args.file)
-    print(f"Imported {count} new or newer runs from {args.file}")
+    from pathlib import Path
+    store = _store(config)
+    if args.hub or (args.file and Path(args.file).is_dir()):
+        import tempfile
+
+        from r2mad.annotation.book import LabelBook
+        from r2mad.annotation.dataset import pull_dataset, read_dataset
+        folder = args.file or pull_dataset(args.hub, tempfile.mkdtemp(prefix="r2mad-dataset-"),
+                                           os.environ.get("HF_TOKEN"))
+        count = read_dataset(LabelBook(store), folder)
+    elif args.file:
+        count = import_jsonl(store, args.file)
+    else:
+        print("Say what to import: a runs.jsonl file, a dataset folder, or --hub user/name.")
+        return 2
+    print(f"Imported {count} new or newer runs from {args.file or args.hub}")
     return 0
 
 
@@ -60,15 +96,19 @@ def cmd_rerun(args, config) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("export", help="export saved runs and annotations as JSONL (and CSV)")
-    p.add_argument("--out", required=True)
+    p = sub.add_parser("export", help="export saved runs and annotations: JSONL (and CSV), or a Parquet "
+                       "dataset with a card (to a folder or the Hub)")
+    p.add_argument("--out", default=None, help="a .jsonl file, or a folder for the Parquet dataset")
+    p.add_argument("--hub", default=None, metavar="REPO_ID", help="push the Parquet dataset to this HF "
+                   "dataset repo (needs HF_TOKEN)")
     p.add_argument("--run", action="append", help="only this run id (repeat)")
     p.add_argument("--csv", default=None, help="also write the annotations as CSV here")
     p.add_argument("--push", default=None, metavar="REPO_ID", help="upload the export to this HF dataset repo "
                    "(needs HF_TOKEN)")
     p.set_defaults(func=cmd_export)
-    p = sub.add_parser("import", help="import runs from an export file")
-    p.add_argument("file")
+    p = sub.add_parser("import", help="import runs from an export file, a dataset folder or the Hub")
+    p.add_argument("file", nargs="?", default=None)
+    p.add_argument("--hub", default=None, metavar="REPO_ID", help="import the dataset in this HF repo")
     p.set_defaults(func=cmd_import)
     p = sub.add_parser("rerun", help="run a saved debate's configuration again")
     p.add_argument("run_id")

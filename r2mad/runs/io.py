@@ -21,7 +21,14 @@ _CSV_HEADER = ("run_id", "annotator", "labels", "note", "created_at", "updated_a
 def export_jsonl(store: RunStore, path: str | Path, run_ids: Sequence[str] | None = None) -> int:
     """Write one JSON object per run (oldest first): every column, the parsed transcript and the
     annotations with their edit history. Returns the number of runs written."""
-    lines = []
+    lines = [dumps(record) + "\n" for record in export_records(store, run_ids)]
+    _write_atomic(Path(path), "".join(lines))
+    return len(lines)
+
+
+def export_records(store: RunStore, run_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The runs as export_jsonl writes them, one dict per run, oldest first."""
+    records = []
     with store.transaction(write=False) as conn:
         rows = conn.execute("SELECT * FROM runs ORDER BY created_at, id").fetchall()
         wanted = None if run_ids is None else set(run_ids)
@@ -39,9 +46,8 @@ def export_jsonl(store: RunStore, path: str | Path, run_ids: Sequence[str] | Non
                  "history": [{"seq": e.seq, "edited_at": e.edited_at, "labels": list(e.labels),
                               "note": e.note} for e in a.history]}
                 for a in store.annotations_of(conn, row["id"])]
-            lines.append(dumps(record) + "\n")
-    _write_atomic(Path(path), "".join(lines))
-    return len(lines)
+            records.append(record)
+    return records
 
 
 def import_jsonl(store: RunStore, path: str | Path) -> int:
@@ -56,6 +62,11 @@ def import_jsonl(store: RunStore, path: str | Path) -> int:
             except json.JSONDecodeError as exc:
                 raise ValueError(f"Line {number} of {path} is not JSON ({exc.msg}); "
                                  "import only files written by export.") from None
+    return import_records(store, records, str(path))
+
+
+def import_records(store: RunStore, records: Sequence[dict[str, Any]], source: str) -> int:
+    """Insert exported run dicts (all or nothing); see import_jsonl."""
     changed = 0
     with store.transaction() as conn:
         columns = [r[1] for r in conn.execute("PRAGMA table_info(runs)").fetchall()]
@@ -63,7 +74,7 @@ def import_jsonl(store: RunStore, path: str | Path) -> int:
             try:
                 changed += _import_one(store, conn, record, columns)
             except (KeyError, TypeError, sqlite3.IntegrityError) as exc:
-                raise ValueError(f"Run {number} of {path} is not a valid export ({exc}); "
+                raise ValueError(f"Run {number} of {source} is not a valid export ({exc}); "
                                  "nothing was imported.") from None
     return changed
 

@@ -8,7 +8,7 @@ from typing import Iterable
 import gradio as gr
 
 from r2mad.config import Config, load_config
-from r2mad.ui import bank_tab, debate_tab, inspect_tab
+from r2mad.ui import annotate_tab, bank_tab, debate_tab, inspect_tab
 from r2mad.ui.about import about_text
 from r2mad.ui.services import Services
 from r2mad.ui.visitors import kept_notice, new_browser_id
@@ -34,6 +34,8 @@ def build_app(config: Config | None = None, *, secrets: Iterable[str] = (),
                 debate = debate_tab.build(services, visitor_id)
             with gr.Tab("Inspect runs", id="inspect") as inspect:
                 inspect_tab.build(services, debate, tabs, inspect, visitor_id)
+            with gr.Tab("Annotate", id="annotate") as annotate:
+                annotate_tab.build(services, demo, tabs, annotate)
             with gr.Tab("Memory bank", id="bank") as bank:
                 bank_tab.build(services, bank)
             with gr.Tab("About", id="about"):

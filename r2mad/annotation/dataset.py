@@ -1,0 +1,153 @@
+"""The annotation dataset: a folder with labels.parquet (one flat row per label, human, detector or
+final), runs.parquet (every run whole, for a lossless import) and a dataset card (README.md) listing
+the taxonomy and the agreement figures; writing, reading back and moving it to and from the Hub."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from r2mad.annotation import card
+from r2mad.annotation.book import LabelBook
+from r2mad.annotation.detectors import VERSION
+from r2mad.runs.io import export_records, import_records
+from r2mad.runs.records import REDACTED, dumps
+
+LABEL_COLUMNS = ("run", "method", "backbone", "question", "gold", "final", "correct", "label", "kind",
+                 "annotator", "round", "agent", "agents", "evidence", "summary", "note", "reviews", "created_at")
+_RUN_JSON = ("settings", "task", "transcript", "annotations")
+
+
+def _label_schema():
+    import pyarrow as pa
+    return pa.schema([("run", pa.string()), ("method", pa.string()), ("backbone", pa.string()),
+                      ("question", pa.string()), ("gold", pa.string()), ("final", pa.string()),
+                      ("correct", pa.bool_()), ("label", pa.string()), ("kind", pa.string()),
+                      ("annotator", pa.string()), ("round", pa.int64()), ("agent", pa.int64()),
+                      ("agents", pa.list_(pa.int64())), ("evidence", pa.string()), ("summary", pa.string()),
+                      ("note", pa.string()), ("reviews", pa.string()), ("created_at", pa.float64())])
+
+
+def label_rows(book: LabelBook, records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The flat schema: per run, each human label (with its blamed turn), each detector suggestion
+    (with evidence and reviews) and each adjudicated final label. Agents are 0-based, as in transcripts."""
+    finals, rows = book.finals(), []
+    by_run: dict[str, list] = {}
+    for s in book.suggestions():
+        by_run.setdefault(s.run_id, []).append(s)
+    for r in records:
+        base = {"run": r["id"], "method": r["method"], "backbone": r["backbone"], "question": r["question"],
+                "gold": r["gold"], "final": r["final_answer"], "correct": r["correct"]}
+        for a in r["annotations"]:
+            for label in a["labels"]:
+                turn = a["blame"].get(label) or {}
+                rows.append({**base, "label": label, "kind": "human", "annotator": a["annotator"],
+                             "round": turn.get("round"), "agent": turn.get("agent"),
+                             "agents": [] if turn.get("agent") is None else [turn["agent"]], "evidence": "{}",
+                             "summary": "", "note": a["note"], "reviews": "{}", "created_at": a["updated_at"]})
+        for s in by_run.get(r["id"], []):
+            rows.append({**base, "label": s.label, "kind": "detector", "annotator": s.detector, "round": s.round,
+                         "agent": s.agents[0] if s.agents else None, "agents": list(s.agents),
+                         "evidence": dumps(s.evidence), "summary": s.summary, "note": "",
+                         "reviews": dumps(s.reviews), "created_at": None})
+        final = finals.get(r["id"])
+        for label in final.labels if final else ():
+            turn = final.blame.get(label) or {}
+            rows.append({**base, "label": label, "kind": "final", "annotator": final.adjudicator,
+                         "round": turn.get("round"), "agent": turn.get("agent"),
+                         "agents": [] if turn.get("agent") is None else [turn["agent"]], "evidence": "{}",
+                         "summary": "", "note": "", "reviews": "{}", "created_at": final.decided_at})
+    return rows
+
+
+def write_dataset(book: LabelBook, folder: str | Path, run_ids: Sequence[str] | None = None) -> dict[str, int]:
+    """Write labels.parquet, runs.parquet and README.md into `folder`; returns row counts."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    book.detect(run_ids)
+    records = book.store.scrub(export_records(book.store, run_ids), keys=False)
+    labels = label_rows(book, records)
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(labels, schema=_label_schema()), folder / "labels.parquet")
+    runs = [{k: dumps(v) if k in _RUN_JSON else v for k, v in r.items()} for r in records]
+    pq.write_table(pa.Table.from_pylist(runs), folder / "runs.parquet")
+    (folder / "README.md").write_text(card.dataset_card(book, len(runs), labels), encoding="utf-8")
+    return {"runs": len(runs), "labels": len(labels)}
+
+
+def read_dataset(book: LabelBook, folder: str | Path) -> int:
+    """Import a dataset folder written by write_dataset: runs and human labels (newer copies win),
+    detector suggestions with their reviews, final labels. Returns runs added or changed."""
+    import pyarrow.parquet as pq
+    folder = Path(folder)
+    missing = [n for n in ("runs.parquet", "labels.parquet") if not (folder / n).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{folder} lacks {', '.join(missing)}; import a folder written by "
+                                "`python -m r2mad export --out DIR`.")
+    runs = pq.read_table(folder / "runs.parquet").to_pylist()
+    records = [{k: json.loads(v) if k in _RUN_JSON and v is not None else v for k, v in r.items()} for r in runs]
+    changed = import_records(book.store, records, str(folder / "runs.parquet"))
+    labels = pq.read_table(folder / "labels.parquet").to_pylist()
+    store, known = book.store, {r["id"]: r["updated_at"] for r in records}
+    with store.transaction() as conn:
+        for run_id in known:
+            conn.execute("DELETE FROM suggestions WHERE run_id = ?", (run_id,))
+            conn.execute("INSERT OR REPLACE INTO detected VALUES (?, ?, ?)", (run_id, VERSION, known[run_id]))
+        for row in labels:
+            if row["kind"] == "detector":
+                sid = conn.execute("INSERT INTO suggestions (run_id, label, detector, round, agents, summary, "
+                                   "evidence) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                   (row["run"], row["label"], row["annotator"], row["round"], dumps(row["agents"]),
+                                    row["summary"], row["evidence"])).lastrowid
+                conn.executemany("INSERT INTO suggestion_reviews VALUES (?, ?, ?, ?)",
+                                 [(sid, who, verdict, time.time())
+                                  for who, verdict in json.loads(row["reviews"]).items()])
+    finals: dict[str, dict[str, Any]] = {}
+    for row in labels:
+        if row["kind"] == "final":
+            entry = finals.setdefault(row["run"], {"labels": [], "blame": {}, "by": row["annotator"],
+                                                   "at": row["created_at"]})
+            entry["labels"].append(row["label"])
+            if row["agent"] is not None:
+                entry["blame"][row["label"]] = {"round": row["round"], "agent": row["agent"]}
+    with store.transaction() as conn:
+        for run_id, f in finals.items():
+            old = conn.execute("SELECT decided_at FROM final_labels WHERE run_id = ?", (run_id,)).fetchone()
+            if old is None or f["at"] > old[0]:
+                conn.execute("INSERT OR REPLACE INTO final_labels VALUES (?, ?, ?, ?, ?)",
+                             (run_id, dumps(f["labels"]), dumps(f["blame"]), f["by"], f["at"]))
+    return changed
+
+
+def push_dataset(folder: str | Path, repo_id: str, token: str | None, api: Any = None) -> str:
+    """Upload a dataset folder to a Hugging Face dataset repo (created if missing); returns its URL."""
+    if not token:
+        raise ValueError("No Hugging Face token given; set HF_TOKEN (or log in) to push the dataset.")
+    if "/" not in repo_id:
+        raise ValueError(f"Dataset repo {repo_id!r} needs the form user/name; add the owner.")
+    if api is None:
+        from huggingface_hub import HfApi
+        api = HfApi(token=token)
+    try:
+        api.create_repo(repo_id, repo_type="dataset", exist_ok=True)
+        api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="dataset",
+                          commit_message="R²-MAD Studio annotations")
+    except Exception as exc:  # the library's message may echo request headers
+        raise RuntimeError(f"Pushing the dataset to {repo_id} failed: {str(exc).replace(token, REDACTED)}; "
+                           "check the repo id and that the token can write to it.") from None
+    return f"https://huggingface.co/datasets/{repo_id}"
+
+
+def pull_dataset(repo_id: str, folder: str | Path, token: str | None = None, api: Any = None) -> Path:
+    """Download a dataset repo's files into `folder` for read_dataset."""
+    if api is None:
+        from huggingface_hub import HfApi
+        api = HfApi(token=token)
+    try:
+        return Path(api.snapshot_download(repo_id=repo_id, repo_type="dataset", local_dir=str(folder)))
+    except Exception as exc:
+        message = str(exc).replace(token, REDACTED) if token else str(exc)
+        raise RuntimeError(f"Downloading dataset {repo_id} failed: {message}; check the repo id, the network "
+                           "and, for a private repo, HF_TOKEN.") from None

@@ -1,0 +1,110 @@
+"""Named annotation queues: an Inspect filter saved under a name, its runs ordered by most detector
+flags first, each run pending or done for a given annotator, N annotators per run, and blind overlap
+(others' labels hidden until you submit yours). Stored in the run store's `queues` table."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from r2mad.runs.records import STATUSES, RunSummary, dumps
+from r2mad.runs.store import RunStore
+
+FILTER_KEYS = ("method", "backbone", "bank", "status", "correct", "shared_misconception", "flip",
+               "parse_failures", "detector")
+
+
+@dataclass(frozen=True)
+class Queue:
+    name: str
+    filters: dict[str, Any] = field(default_factory=dict)
+    annotators_per_run: int = 1
+    blind: bool = False
+
+
+@dataclass(frozen=True)
+class QueueItem:
+    run: RunSummary
+    flags: int  # detector suggestions on the run
+    annotators: tuple[str, ...]
+    state: str  # done (you labelled it) | pending (needs you) | full (enough others labelled it)
+
+
+def save_queue(store: RunStore, queue: Queue) -> Queue:
+    """Create or replace a queue; a bad name, filter or count raises one sentence saying the fix."""
+    name = queue.name.strip()
+    if not name or len(name) > 80:
+        raise ValueError("A queue needs a name of 1 to 80 characters; type one.")
+    unknown = sorted(set(queue.filters) - set(FILTER_KEYS))
+    if unknown:
+        raise ValueError(f"Unknown queue filter(s) {', '.join(unknown)}; use {', '.join(FILTER_KEYS)}.")
+    if queue.filters.get("status") not in (None, *STATUSES):
+        raise ValueError(f"Queue status {queue.filters['status']!r} is unknown; use one of {', '.join(STATUSES)}.")
+    if not 1 <= int(queue.annotators_per_run) <= 20:
+        raise ValueError("Annotators per run must be between 1 and 20; pick a number in that range.")
+    filters = {k: v for k, v in queue.filters.items() if v not in (None, "")}
+    with store.transaction() as conn:
+        conn.execute("INSERT OR REPLACE INTO queues VALUES (?, ?, ?, ?, ?)",
+                     (name, dumps(filters), int(queue.annotators_per_run), int(bool(queue.blind)), time.time()))
+    return Queue(name, filters, int(queue.annotators_per_run), bool(queue.blind))
+
+
+def queues(store: RunStore) -> dict[str, Queue]:
+    with store.transaction(write=False) as conn:
+        rows = conn.execute("SELECT * FROM queues ORDER BY name").fetchall()
+    return {r["name"]: Queue(r["name"], json.loads(r["filters"]), r["annotators_per_run"], bool(r["blind"]))
+            for r in rows}
+
+
+def get_queue(store: RunStore, name: str) -> Queue:
+    found = queues(store).get((name or "").strip())
+    if found is None:
+        raise KeyError(f"No queue named {name!r}; pick one from the list or create it from a filter.")
+    return found
+
+
+def queue_items(store: RunStore, queue: Queue, annotator: str) -> list[QueueItem]:
+    """The queue's runs, most flags first (then oldest first), with their state for `annotator`."""
+    filters = {k: v for k, v in queue.filters.items() if k != "detector"}
+    runs = [r for r in store.list_runs(**filters, limit=100_000) if r.status != "running"]
+    with store.transaction(write=False) as conn:
+        flags = dict(conn.execute("SELECT run_id, COUNT(*) FROM suggestions GROUP BY run_id").fetchall())
+        flagged = {r[0] for r in conn.execute("SELECT DISTINCT run_id FROM suggestions WHERE label = ?",
+                                              (queue.filters.get("detector"),)).fetchall()}
+        people: dict[str, list[str]] = {}
+        for row in conn.execute("SELECT run_id, annotator FROM annotations ORDER BY annotator").fetchall():
+            people.setdefault(row[0], []).append(row[1])
+    if queue.filters.get("detector"):
+        runs = [r for r in runs if r.id in flagged]
+    runs.sort(key=lambda r: (-flags.get(r.id, 0), r.created_at, r.id))
+    items = []
+    for run in runs:
+        who = tuple(people.get(run.id, ()))
+        state = "done" if annotator in who else "full" if len(who) >= queue.annotators_per_run else "pending"
+        items.append(QueueItem(run, flags.get(run.id, 0), who, state))
+    return items
+
+
+def next_pending(items: list[QueueItem], after: str | None = None) -> str | None:
+    """The first pending run after run `after` in queue order (wrapping round), else None."""
+    ids = [i.run.id for i in items]
+    start = ids.index(after) + 1 if after in ids else 0
+    for item in items[start:] + items[:start]:
+        if item.state == "pending":
+            return item.run.id
+    return None
+
+
+def step(items: list[QueueItem], current: str | None, delta: int) -> str | None:
+    """The run `delta` places from `current` in queue order (clamped at both ends)."""
+    ids = [i.run.id for i in items]
+    if not ids:
+        return None
+    index = ids.index(current) + delta if current in ids else 0
+    return ids[max(0, min(len(ids) - 1, index))]
+
+
+def others_visible(queue: Queue | None, annotator: str, annotators: tuple[str, ...]) -> bool:
+    """Blind overlap: another person's labels show only once `annotator` has submitted theirs."""
+    return queue is None or not queue.blind or annotator in annotators

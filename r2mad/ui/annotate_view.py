@@ -1,0 +1,104 @@
+"""Pure renderers of the annotation workbench: queue progress and rows, detector suggestions with their
+evidence, other people's labels (or the blind notice), the turns a label can blame, the key help.
+No Gradio; every piece of stored or visitor text is escaped."""
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, Sequence
+
+from r2mad.ui.render import esc
+
+QUEUE_HEADERS = ["#", "Run id", "Question", "Flags", "You", "Annotators"]
+DISAGREEMENT_HEADERS = ["Run id", "Question", "Labels per annotator"]
+NO_TURN = "no particular turn"
+KEYS_HELP = ("**Keys** (outside text boxes): **1–9** toggle the first nine labels · **J** next run · "
+             "**K** previous run · **Ctrl+Enter** save and go to the next pending run · **?** show or hide "
+             "this help. Click an agent's message in the chat to blame that turn.")
+
+
+def label_choices(taxonomy: Mapping[str, str]) -> list[tuple[str, str]]:
+    """Checkbox labels numbered 1-9 for the keys (the rest unnumbered), with the description."""
+    return [(f"{i + 1 if i < 9 else '·'} {key} — {text}", key) for i, (key, text) in enumerate(taxonomy.items())]
+
+
+def turn_choices(transcript: Any) -> list[str]:
+    if transcript is None:
+        return [NO_TURN]
+    return [NO_TURN] + [turn_name(r.index, t.agent) for r in transcript.finished().rounds
+                        for t in sorted(r.turns, key=lambda x: x.agent)]
+
+
+def turn_name(round_index: int, agent: int) -> str:
+    return f"round {round_index} · agent {agent + 1}"
+
+
+def parse_turn(name: str | None) -> dict[str, int] | None:
+    """'round 1 · agent 2' -> {"round": 1, "agent": 1}; anything else -> None."""
+    parts = (name or "").replace("·", " ").split()
+    if len(parts) == 4 and parts[0] == "round" and parts[2] == "agent" and parts[1].isdigit() and parts[3].isdigit():
+        return {"round": int(parts[1]), "agent": int(parts[3]) - 1}
+    return None
+
+
+def queue_rows(items: Sequence[Any], current: str | None) -> list[list[Any]]:
+    you = {"done": "done", "pending": "pending", "full": "enough labels"}
+    return [[("▶ " if i.run.id == current else "") + str(n), i.run.id, _snippet(i.run.question), i.flags,
+             you[i.state], ", ".join(i.annotators) or "—"] for n, i in enumerate(items, 1)]
+
+
+def progress_markdown(queue: Any, items: Sequence[Any], current: str | None, annotator: str) -> str:
+    if queue is None:
+        return "*No queue chosen: pick one above, or create one from a filter.*"
+    ids = [i.run.id for i in items]
+    done = sum(i.state == "done" for i in items)
+    pending = sum(i.state == "pending" for i in items)
+    where = f"run {ids.index(current) + 1} of {len(ids)}" if current in ids else f"{len(ids)} runs"
+    mode = (f" · {queue.annotators_per_run} annotator(s) per run" + (" · **blind**" if queue.blind else ""))
+    tail = " · **all done for you**" if items and pending == 0 else ""
+    return (f"Queue **{esc(queue.name)}** · {where} · as **{esc(annotator)}**: {done} done, {pending} pending"
+            f"{mode}{tail}")
+
+
+def suggestions_markdown(suggestions: Sequence[Any], annotator: str, others_visible: bool = True) -> str:
+    """Each suggestion with its evidence and reviews; others' reviews hidden while theirs labels are."""
+    if not suggestions:
+        return "*No detector flagged this run.*"
+    lines = ["**Detector suggestions** (pre-ticked below; untick to reject):"]
+    for s in suggestions:
+        where = "" if s.round is None else f"round {s.round}, agent(s) {', '.join(str(a + 1) for a in s.agents)}: "
+        evidence = "; ".join(f"{esc(k)} = {esc(_short(v))}" for k, v in s.evidence.items())
+        reviews = ", ".join(f"{esc(who)} {verdict}" for who, verdict in s.reviews.items()
+                            if others_visible or who == annotator)
+        lines.append(f"- `{esc(s.label)}` — {where}{esc(s.summary)}  \n  *evidence:* {evidence or '—'}"
+                     + (f"  \n  *reviews:* {reviews}" if reviews else ""))
+    return "\n".join(lines)
+
+
+def others_markdown(annotations: Sequence[Any], annotator: str, visible: bool) -> str:
+    others = [a for a in annotations if a.annotator != annotator]
+    if not others:
+        return "*No one else has labelled this run.*"
+    if not visible:
+        return (f"*{len(others)} other annotator(s) labelled this run; their labels stay hidden until you "
+                "submit yours (blind queue).*")
+    lines = ["**Other annotators**"]
+    for a in others:
+        blame = "; ".join(f"{esc(k)} → {turn_name(v['round'], v['agent'])}" for k, v in a.blame.items())
+        lines.append(f"- **{esc(a.annotator)}**: {', '.join(esc(x) for x in a.labels)}"
+                     + (f" ({blame})" if blame else "") + (f" — {esc(a.note)}" if a.note else ""))
+    return "\n".join(lines)
+
+
+def disagreement_rows(rows: Sequence[tuple[str, dict[str, tuple[str, ...]]]], questions: Mapping[str, str]):
+    return [[run, _snippet(questions.get(run, "")),
+             " | ".join(f"{who}: {', '.join(labels)}" for who, labels in by.items())] for run, by in rows]
+
+
+def _snippet(text: str | None, limit: int = 70) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return _snippet(text, 160)

@@ -1,0 +1,211 @@
+"""The Annotate tab in a real headless Chromium: label five runs of a queue with the keyboard alone,
+reload and find labels and queue state kept; a blind queue hides the other annotator's labels until
+you submit; a ?run= link opens the run in a fresh browser, and a click on a message blames that turn.
+Screenshots go to screenshots/ (git-ignored)."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import socket
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+if not CHROMIUM.exists():
+    pytest.skip("Debian chromium is not installed (/usr/bin/chromium); install it with "
+                "`apt-get install -y chromium` to run the browser tests.", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api")
+
+from r2mad.annotation.book import LabelBook  # noqa: E402
+from r2mad.annotation.queues import Queue, queue_items, save_queue  # noqa: E402
+from r2mad.config import load_config  # noqa: E402
+from r2mad.types import Task  # noqa: E402
+from r2mad.ui import build_app  # noqa: E402
+from tests.test_runs import make_transcript, save_run  # noqa: E402
+
+pytestmark = pytest.mark.slow
+SHOTS = Path(__file__).resolve().parent.parent / "screenshots"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+PAYLOAD = '<img src=x onerror="window.__pwned=1">'
+
+
+def task(n: int) -> Task:
+    return Task("mcq", f"Question {n}: which holds? {PAYLOAD}", (("A", "this"), ("B", "that"), ("C", "other")),
+                gold="A", id=f"q{n}")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("annotate")
+    config = load_config(env={**os.environ, "R2MAD_DATA_DIR": str(tmp / "var")})
+    config = dataclasses.replace(config, app=dataclasses.replace(config.app, memory_dirs=(), default_bank=None))
+    demo = build_app(config)
+    store = demo.r2mad_services.store
+    # five wrong runs for the keyboard queue (their detector flags differ), two for the blind queue
+    grids = [[["A", "B", "B"], ["B", "B", "B"]],             # shared misconception, persuaded, same words
+             [["B", "C", "A"], ["B", "C", "A"], ["B", "C", "B"]],  # shared, stalled split, same words
+             [["B", None, "C"], ["B", "B", "C"]],            # shared, parse failure
+             [["B", "B", "A"], ["B", "B", "B"]],             # shared, persuaded, same words
+             [["C", "A", "C"], ["C", "C", "C"]]]             # shared, persuaded, same words
+    runs = [save_run(store, make_transcript(task(i), grid, "B" if i != 4 else "C", False, text=f"Run {i} says "))
+            for i, grid in enumerate(grids)]
+    blind = [save_run(store, make_transcript(task(10 + i), [["B", "B"]], "B", False, method="madm2-objective"))
+             for i in range(2)]
+    book = LabelBook(store)
+    book.detect()
+    save_queue(store, Queue("five", {"method": "mad", "correct": False}))
+    save_queue(store, Queue("blind", {"method": "madm2-objective"}, annotators_per_run=2, blind=True))
+    book.save_labels(blind[0], "ana", ["backend_error"], note="the call timed out")
+    demo.queue(default_concurrency_limit=4)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    demo.launch(prevent_thread_lock=True, server_port=port, quiet=True)
+    yield f"http://127.0.0.1:{port}/", book, runs, blind
+    demo.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+def fresh_page(browser, url):
+    context = browser.new_context(viewport={"width": 1400, "height": 1800})
+    page = context.new_page()
+    page.goto(url)
+    page.wait_for_selector("#ann-panel", state="attached", timeout=60_000)
+    return page
+
+
+def run_shown(page) -> str:
+    return page.locator("#ann-run input, #ann-run textarea").first.input_value()
+
+
+def ticked(page) -> list[str]:
+    boxes = page.locator("#ann-labels input[type=checkbox]")
+    return [str(i + 1) for i in range(boxes.count()) if boxes.nth(i).is_checked()]
+
+
+def wait_progress(page, pattern: str) -> None:
+    try:
+        page.locator("#ann-progress").filter(has_text=re.compile(pattern)).wait_for(timeout=30_000)
+    except sync_api.TimeoutError:
+        shot(page, "annotate-failure.png")
+        raise AssertionError(f"progress never matched {pattern!r}: {page.locator('#ann-progress').inner_text()!r}")
+
+
+def shot(page, name: str) -> None:
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SHOTS / name), full_page=True)
+
+
+def test_five_runs_labelled_with_keys_alone_survive_a_reload(served, browser):
+    url, book, runs, _ = served
+    page = fresh_page(browser, url + "?queue=five")
+    wait_progress(page, "Queue five · run 1 of 5")
+    page.fill("#ann-name input, #ann-name textarea", "ana")
+    page.keyboard.press("Enter")
+    wait_progress(page, "as ana: 0 done, 5 pending")
+    page.keyboard.press("Escape")  # leave the name box: from here on, keys only
+    order = [i.run.id for i in queue_items(book.store, _queue(book), "ana")]
+    assert order == [runs[0], runs[1], runs[3], runs[4], runs[2]]  # 3 flags each, oldest first, then 2
+    expected = {}
+    for n in range(5):
+        wait_progress(page, f"run {n + 1} of 5 · as ana: {n} done")
+        assert run_shown(page) == order[n]
+        pre = set(ticked(page))  # detector suggestions come pre-ticked
+        assert pre, "every run of this queue has a detector suggestion"
+        page.keyboard.press("9")  # 'other' on
+        page.keyboard.press(str(6 if n % 2 else 8))  # parse_failure or shared misconception toggled
+        page.wait_for_timeout(150)
+        expected[order[n]] = pre ^ {"9", str(6 if n % 2 else 8)}
+        assert set(ticked(page)) == expected[order[n]]
+        if n == 0:
+            page.keyboard.press("?")
+            assert not page.locator("#ann-help").is_visible()
+            page.keyboard.press("?")
+            assert page.locator("#ann-help").is_visible()
+            shot(page, "annotate-queue.png")
+        page.keyboard.press("Control+Enter")
+    wait_progress(page, "5 done, 0 pending")
+    taxonomy = list(book.store.taxonomy)
+    for run_id, keys in expected.items():
+        (ann,) = [a for a in book.store.get_run(run_id).annotations if a.annotator == "ana"]
+        assert set(ann.labels) == {taxonomy[int(k) - 1] for k in keys}
+    page.reload()
+    page.wait_for_selector("#ann-panel", state="attached", timeout=60_000)
+    wait_progress(page, "as ana: 5 done, 0 pending")
+    assert page.locator("#ann-name input, #ann-name textarea").first.input_value() == "ana"
+    assert page.locator("#ann-items").inner_text().count("done") == 5
+    first = run_shown(page)
+    page.keyboard.press("J")
+    page.wait_for_function("(id) => document.querySelector('#ann-run input, #ann-run textarea').value !== id",
+                           arg=first, timeout=20_000)
+    shown = run_shown(page)
+    assert shown == order[order.index(first) + 1]
+    page.wait_for_timeout(300)
+    assert set(ticked(page)) == expected[shown]  # your saved labels come back
+    assert page.locator("#ann-chat img[src='x']").count() == 0 and page.evaluate("window.__pwned") is None
+    shot(page, "annotate-after-reload.png")
+    page.context.close()
+
+
+def _queue(book):
+    from r2mad.annotation.queues import get_queue
+    return get_queue(book.store, "five")
+
+
+def test_blind_queue_hides_the_other_label_until_you_submit(served, browser):
+    url, book, _, blind = served
+    page = fresh_page(browser, url + "?queue=blind")
+    page.fill("#ann-name input, #ann-name textarea", "bo")
+    page.keyboard.press("Enter")
+    wait_progress(page, "as bo: 0 done, 2 pending")
+    page.keyboard.press("Escape")
+    assert run_shown(page) == blind[0]
+    others = page.locator("#ann-others")
+    others.filter(has_text="stay hidden until you submit").wait_for(timeout=10_000)
+    assert "backend_error" not in others.inner_text() and "timed out" not in others.inner_text()
+    assert "ana" not in page.locator("#ann-suggestions").inner_text()  # nor her review of a suggestion
+    shot(page, "annotate-blind-before.png")
+    page.keyboard.press("7")  # backend_error
+    page.keyboard.press("Control+Enter")
+    wait_progress(page, "as bo: 1 done, 1 pending")
+    assert run_shown(page) == blind[1]
+    page.keyboard.press("K")
+    wait_progress(page, "run 1 of 2")
+    others.filter(has_text="backend_error").wait_for(timeout=10_000)
+    assert "ana rejected" in page.locator("#ann-suggestions").inner_text()
+    assert "ana" in others.inner_text() and "the call timed out" in others.inner_text()
+    shot(page, "annotate-blind-after.png")
+    page.context.close()
+
+
+def test_deep_link_opens_the_run_and_a_click_blames_a_turn(served, browser):
+    url, book, runs, _ = served
+    page = fresh_page(browser, url + f"?run={runs[3]}")
+    page.locator("#ann-header").filter(has_text=f"Run {runs[3]}").wait_for(timeout=30_000)
+    assert run_shown(page) == runs[3]
+    assert page.get_by_role("tab", name="Annotate").get_attribute("aria-selected") == "true"
+    page.locator("#ann-chat").get_by_text("Run 3 says I think ((B))").nth(4).click()  # round 1's agent 3
+    page.locator("#ann-turn input").first.wait_for()
+    page.wait_for_function("() => document.querySelector('#ann-turn input').value === 'round 1 · agent 3'",
+                           timeout=10_000)
+    page.locator("#ann-labels input[type=checkbox]").nth(8).check()  # other
+    page.click("#ann-copy")
+    page.wait_for_function("(id) => document.querySelector('#ann-link input, #ann-link textarea').value"
+                           ".endsWith('?run=' + id)", arg=runs[3], timeout=10_000)
+    shot(page, "annotate-deep-link.png")
+    page.click("#ann-save")
+    page.wait_for_timeout(1500)
+    (ann,) = [a for a in book.store.get_run(runs[3]).annotations if a.annotator == "local"]
+    assert ann.blame["other"] == {"round": 1, "agent": 2}
+    assert ann.blame["majority_persuaded_correct_agent"]["round"] == 1  # the detector's turn
+    page.context.close()
