@@ -209,3 +209,41 @@ def test_deep_link_opens_the_run_and_a_click_blames_a_turn(served, browser):
     assert ann.blame["other"] == {"round": 1, "agent": 2}
     assert ann.blame["majority_persuaded_correct_agent"]["round"] == 1  # the detector's turn
     page.context.close()
+
+
+def test_create_a_queue_measure_agreement_adjudicate_and_export(served, browser):
+    import io
+    import zipfile
+    url, book, _, blind = served
+    book.save_labels(blind[1], "cy", ["other"])
+    book.save_labels(blind[1], "dee", ["advice_misled"])
+    page = fresh_page(browser, url + "?queue=blind")
+    wait_progress(page, "Queue blind")
+    page.get_by_text("New queue from a filter").click()
+    page.fill("#ann-q-name input, #ann-q-name textarea", "all wrong")
+    page.click("#ann-create")
+    wait_progress(page, "Queue all wrong · run 1 of 7")  # five mad runs and two madm2 runs, all wrong
+    page.get_by_text("Agreement and adjudication").click()
+    page.click("#ann-measure")
+    agreement = page.locator("#ann-agreement")
+    agreement.filter(has_text="Krippendorff").wait_for(timeout=30_000)
+    assert "advice_misled" in agreement.inner_text() and "precision" in agreement.inner_text()
+    row = page.locator("#ann-disagreements").get_by_text(blind[1], exact=True).filter(visible=True).first
+    row.wait_for(timeout=10_000)
+    assert "cy: other" in page.locator("#ann-disagreements").inner_text()
+    row.click()
+    page.wait_for_function("(id) => document.querySelector('#ann-run input, #ann-run textarea').value === id",
+                           arg=blind[1], timeout=20_000)
+    page.locator("#ann-final").get_by_label("advice_misled").check()
+    page.click("#ann-final-save")
+    page.locator("#ann-final-md").filter(has_text="Final labels by local: advice_misled").wait_for(timeout=10_000)
+    assert book.finals()[blind[1]].labels == ("advice_misled",)
+    shot(page, "annotate-agreement.png")
+    page.get_by_text("Export the labels as a dataset").click()
+    page.click("#ann-export")
+    link = page.locator("#ann-export-file a[href*='.zip']").first
+    link.wait_for(timeout=30_000)
+    data = page.request.get(link.get_attribute("href")).body()
+    names = zipfile.ZipFile(io.BytesIO(data)).namelist()
+    assert sorted(names) == ["README.md", "labels.parquet", "runs.parquet"]
+    page.context.close()
