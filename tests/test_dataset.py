@@ -137,3 +137,36 @@ def test_export_and_import_from_the_command_line(tmp_path, config_dir, capsys):
     assert "Imported 1 new or newer runs" in capsys.readouterr().out
     assert RunStore(config.app.runs_db).get_run(run).annotations[0].labels == ("other",)
     assert main(["--config-dir", str(config_dir), "export"]) == 2
+
+
+@pytest.mark.slow  # a local HTTP server
+def test_cli_pushes_to_and_imports_from_a_hub_over_http(tmp_path, config_dir, capsys, monkeypatch):
+    """The real huggingface_hub client against a local stand-in for the Hub's HTTP API."""
+    from r2mad.cli import main
+    from r2mad.config import load_config
+    from tests.hubstandin import HubStandIn
+    config = load_config(config_dir)
+    book = LabelBook(RunStore(config.app.runs_db))
+    run = save_run(book.store, make_transcript(MCQ, [["A", "B", "B"], ["B", "B", "B"]], "B", False))
+    book.save_labels(run, "ana", ["other"], note="hub trip")
+    book.set_final(run, ["other"], "ana")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("HF_TOKEN", SECRET)
+    with HubStandIn() as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        assert main(["--config-dir", str(config_dir), "export", "--hub", "me/debate-labels"]) == 0
+        assert f"Pushed to {hub.url}/datasets/me/debate-labels" in capsys.readouterr().out
+        assert sorted(hub.repos["me/debate-labels"]) == ["README.md", "labels.parquet", "runs.parquet"]
+        assert "| other |" in hub.repos["me/debate-labels"]["README.md"].decode()
+        writes = [(path.split("/")[-2], auth) for method, path, auth in hub.requests if method == "POST"]
+        assert writes == [("repos", f"Bearer {SECRET}"), ("api", f"Bearer {SECRET}"),  # create, validate-yaml
+                          ("preupload", f"Bearer {SECRET}"), ("commit", f"Bearer {SECRET}")]
+        before = snapshot(book)
+        book.store.close()
+        config.app.runs_db.unlink()
+        assert main(["--config-dir", str(config_dir), "import", "--hub", "me/debate-labels"]) == 0
+        assert "Imported 1 new or newer runs from me/debate-labels" in capsys.readouterr().out
+        assert snapshot(LabelBook(RunStore(config.app.runs_db))) == before
+        assert main(["--config-dir", str(config_dir), "import", "--hub", "me/nothing-here"]) == 1
+    err = capsys.readouterr().err
+    assert "Downloading dataset me/nothing-here failed" in err and len(err.strip().splitlines()) == 1

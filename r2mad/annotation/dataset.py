@@ -121,33 +121,44 @@ def read_dataset(book: LabelBook, folder: str | Path) -> int:
     return changed
 
 
-def push_dataset(folder: str | Path, repo_id: str, token: str | None, api: Any = None) -> str:
-    """Upload a dataset folder to a Hugging Face dataset repo (created if missing); returns its URL."""
+def _api(api: Any, token: str | None, endpoint: str | None) -> Any:
+    if api is not None:
+        return api
+    from huggingface_hub import HfApi
+    return HfApi(token=token, endpoint=endpoint or None)
+
+
+def push_dataset(folder: str | Path, repo_id: str, token: str | None, api: Any = None,
+                 endpoint: str | None = None) -> str:
+    """Upload a dataset folder to a Hugging Face dataset repo (created if missing); returns its URL.
+    `endpoint`: another Hub (HF_ENDPOINT), e.g. a mirror or a local stand-in."""
     if not token:
         raise ValueError("No Hugging Face token given; set HF_TOKEN (or log in) to push the dataset.")
     if "/" not in repo_id:
         raise ValueError(f"Dataset repo {repo_id!r} needs the form user/name; add the owner.")
-    if api is None:
-        from huggingface_hub import HfApi
-        api = HfApi(token=token)
+    api = _api(api, token, endpoint)
     try:
         api.create_repo(repo_id, repo_type="dataset", exist_ok=True)
         api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="dataset",
                           commit_message="R²-MAD Studio annotations")
     except Exception as exc:  # the library's message may echo request headers
-        raise RuntimeError(f"Pushing the dataset to {repo_id} failed: {str(exc).replace(token, REDACTED)}; "
+        raise RuntimeError(f"Pushing the dataset to {repo_id} failed ({_first_line(exc, token)}); "
                            "check the repo id and that the token can write to it.") from None
-    return f"https://huggingface.co/datasets/{repo_id}"
+    return f"{(endpoint or 'https://huggingface.co').rstrip('/')}/datasets/{repo_id}"
 
 
-def pull_dataset(repo_id: str, folder: str | Path, token: str | None = None, api: Any = None) -> Path:
+def pull_dataset(repo_id: str, folder: str | Path, token: str | None = None, api: Any = None,
+                 endpoint: str | None = None) -> Path:
     """Download a dataset repo's files into `folder` for read_dataset."""
-    if api is None:
-        from huggingface_hub import HfApi
-        api = HfApi(token=token)
+    api = _api(api, token, endpoint)
     try:
         return Path(api.snapshot_download(repo_id=repo_id, repo_type="dataset", local_dir=str(folder)))
     except Exception as exc:
-        message = str(exc).replace(token, REDACTED) if token else str(exc)
-        raise RuntimeError(f"Downloading dataset {repo_id} failed: {message}; check the repo id, the network "
-                           "and, for a private repo, HF_TOKEN.") from None
+        raise RuntimeError(f"Downloading dataset {repo_id} failed ({_first_line(exc, token)}); check the repo id, "
+                           "the network and, for a private repo, HF_TOKEN.") from None
+
+
+def _first_line(exc: Exception, token: str | None) -> str:
+    """The library's message cut to its first line, with the token (if echoed) redacted."""
+    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0].rstrip(".")
+    return text.replace(token, REDACTED) if token else text

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 
 from r2mad.cli_common import open_store as _store
 from r2mad.memory.summaries import SummaryCache
@@ -24,7 +25,11 @@ def cmd_export(args, config) -> int:
         print("Say where to export: --out runs.jsonl (a file), --out DIR (a Parquet dataset) or --hub user/name.")
         return 2
     if args.hub or not _is_jsonl(args.out):
-        return _export_dataset(store, args)
+        try:
+            return _export_dataset(store, args)
+        except (RuntimeError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     count = export_jsonl(store, args.out, args.run or None)
     print(f"Exported {count} runs with their annotations to {args.out}")
     if args.csv:
@@ -44,7 +49,8 @@ def _export_dataset(store, args) -> int:
     counts = write_dataset(LabelBook(store), folder, args.run or None)
     print(f"Wrote {counts['runs']} runs and {counts['labels']} label rows (Parquet + dataset card) to {folder}")
     if args.hub:
-        print(f"Pushed to {push_dataset(folder, args.hub, os.environ.get('HF_TOKEN'))}")
+        url = push_dataset(folder, args.hub, os.environ.get("HF_TOKEN"), endpoint=os.environ.get("HF_ENDPOINT"))
+        print(f"Pushed to {url}")
     return 0
 
 
@@ -56,9 +62,13 @@ def cmd_import(args, config) -> int:
 
         from r2mad.annotation.book import LabelBook
         from r2mad.annotation.dataset import pull_dataset, read_dataset
-        folder = args.file or pull_dataset(args.hub, tempfile.mkdtemp(prefix="r2mad-dataset-"),
-                                           os.environ.get("HF_TOKEN"))
-        count = read_dataset(LabelBook(store), folder)
+        try:
+            folder = args.file or pull_dataset(args.hub, tempfile.mkdtemp(prefix="r2mad-dataset-"),
+                                               os.environ.get("HF_TOKEN"), endpoint=os.environ.get("HF_ENDPOINT"))
+            count = read_dataset(LabelBook(store), folder)
+        except (RuntimeError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     elif args.file:
         count = import_jsonl(store, args.file)
     else:
