@@ -202,6 +202,15 @@ def test_deep_link_opens_the_run_and_a_click_blames_a_turn(served, browser):
     page.click("#ann-copy")
     page.wait_for_function("(id) => document.querySelector('#ann-link input, #ann-link textarea').value"
                            ".endsWith('?run=' + id)", arg=runs[3], timeout=10_000)
+    page.get_by_text("Compare with another run · who moved whom").click()
+    page.fill("#ann-other input, #ann-other textarea", runs[0])
+    page.click("#ann-compare")
+    page.locator("#ann-graphs svg").nth(1).wait_for(timeout=20_000)
+    # run 3: agent 3 took B from agents 1 and 2; run 0: agent 1 took B from agents 2 and 3
+    assert page.locator("#ann-graphs svg").nth(0).locator("line.move").count() == 2
+    assert page.locator("#ann-graphs svg").nth(1).locator('line[data-from="2"][data-to="1"]').count() == 1
+    table = page.locator("#ann-compared").inner_text()
+    assert "B B A" in table and "A B B" in table and "final" in table
     shot(page, "annotate-deep-link.png")
     page.click("#ann-save")
     page.wait_for_timeout(1500)

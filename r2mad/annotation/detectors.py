@@ -29,14 +29,14 @@ class Suggestion:
     evidence: dict[str, Any] = field(default_factory=dict)
 
 
-def _key(answer: Answer, kind: str) -> str | None:
+def answer_key(answer: Answer, kind: str) -> str | None:
     """A comparable form of a parsed answer; None for UNPARSED and abstentions."""
     if not answer.parsed or answer.how == "abstained":
         return None
     return normalize_math(answer.value) if kind == "math" else answer.value.strip().upper()
 
 
-def _turns(rnd: Round) -> dict[int, AgentTurn]:
+def turns_by_agent(rnd: Round) -> dict[int, AgentTurn]:
     return {turn.agent: turn for turn in rnd.turns}
 
 
@@ -51,8 +51,8 @@ def _span(text: str, limit: int = 240) -> str:
 
 def _partition(rnd: Round, kind: str) -> frozenset[frozenset[int]]:
     groups: dict[Any, set[int]] = {}
-    for agent, turn in _turns(rnd).items():
-        key = _key(turn.answer, kind)
+    for agent, turn in turns_by_agent(rnd).items():
+        key = answer_key(turn.answer, kind)
         groups.setdefault(key if key is not None else ("unparsed", agent), set()).add(agent)
     return frozenset(frozenset(g) for g in groups.values())
 
@@ -61,7 +61,7 @@ def shared_misconception(t: Transcript) -> list[Suggestion]:
     """Round 0: strictly more than half of the agents wrong, and the final answer wrong too."""
     if t.task.gold is None or not t.rounds or len(t.rounds[0].turns) < 2 or t.correct:
         return []
-    turns = _turns(t.rounds[0])
+    turns = turns_by_agent(t.rounds[0])
     wrong = tuple(a for a, turn in sorted(turns.items()) if not _right(t, turn))
     if 2 * len(wrong) <= len(turns):
         return []
@@ -75,14 +75,14 @@ def persuaded_by_wrong_majority(t: Transcript) -> list[Suggestion]:
     """An agent right at t-1 answers at t what a strict, wrong majority answered at t-1."""
     out, kind = [], t.task.kind
     for index in range(1, len(t.rounds)):
-        before, after = _turns(t.rounds[index - 1]), _turns(t.rounds[index])
-        keys = {a: _key(turn.answer, kind) for a, turn in before.items()}
+        before, after = turns_by_agent(t.rounds[index - 1]), turns_by_agent(t.rounds[index])
+        keys = {a: answer_key(turn.answer, kind) for a, turn in before.items()}
         for majority in set(k for k in keys.values() if k is not None):
             holders = tuple(a for a, k in sorted(keys.items()) if k == majority)
             if 2 * len(holders) <= len(before) or _right(t, before[holders[0]]):
                 continue
             for agent, turn in sorted(after.items()):
-                if _right(t, before.get(agent)) and _key(turn.answer, kind) == majority:
+                if _right(t, before.get(agent)) and answer_key(turn.answer, kind) == majority:
                     out.append(Suggestion(
                         "majority_persuaded_correct_agent", "persuaded_by_wrong_majority", index,
                         (agent, *holders), f"agent {agent + 1} left the right {before[agent].answer} "
@@ -96,7 +96,7 @@ def correct_minority_masked(t: Transcript) -> list[Suggestion]:
     """MAD-M²: the only right response of round t-1 was masked before round t."""
     out = []
     for index in range(1, len(t.rounds)):
-        before = _turns(t.rounds[index - 1])
+        before = turns_by_agent(t.rounds[index - 1])
         right = [a for a, turn in before.items() if _right(t, turn)]
         masks = t.rounds[index].details.get("masks") or {}
         if len(right) != 1 or not masks:
@@ -118,13 +118,13 @@ def negative_case_adopted(t: Transcript) -> list[Suggestion]:
     """R²-MAD: an agent was shown a case whose answer was wrong and switched to that answer, wrongly."""
     out, kind = [], t.task.kind
     for index in range(1, len(t.rounds)):
-        before, after = _turns(t.rounds[index - 1]), _turns(t.rounds[index])
+        before, after = turns_by_agent(t.rounds[index - 1]), turns_by_agent(t.rounds[index])
         for agent, turn in sorted(after.items()):
-            prev, new = before.get(agent), _key(turn.answer, kind)
-            if prev is None or new is None or new == _key(prev.answer, kind) or _right(t, turn):
+            prev, new = before.get(agent), answer_key(turn.answer, kind)
+            if prev is None or new is None or new == answer_key(prev.answer, kind) or _right(t, turn):
                 continue
             for case in turn.details.get("retrieved") or []:
-                case_key = None if case.get("answer") is None else _key(Answer(str(case["answer"]), "case"), kind)
+                case_key = None if case.get("answer") is None else answer_key(Answer(str(case["answer"]), "case"), kind)
                 if case.get("correct") is False and case_key == new:
                     out.append(Suggestion("misleading_retrieved_case", "negative_case_adopted", index, (agent,),
                                           f"agent {agent + 1} switched to {turn.answer}, the answer of wrong "
@@ -140,8 +140,8 @@ def correct_peer_low_confidence(t: Transcript) -> list[Suggestion]:
     """R²-MAD: a peer whose round t-1 answer was right was shown to an agent as low confidence."""
     out = []
     for index in range(1, len(t.rounds)):
-        before = _turns(t.rounds[index - 1])
-        for agent, turn in sorted(_turns(t.rounds[index]).items()):
+        before = turns_by_agent(t.rounds[index - 1])
+        for agent, turn in sorted(turns_by_agent(t.rounds[index]).items()):
             for peer, conf in sorted((turn.details.get("confidence") or {}).items()):
                 if (conf or {}).get("label") == "low" and _right(t, before.get(int(peer))):
                     out.append(Suggestion("wrong_confidence", "correct_peer_low_confidence", index,
@@ -155,7 +155,7 @@ def advice_flipped_correct(t: Transcript) -> list[Suggestion]:
     """TrueMAD: a rebuttal reached an agent that was right at t-1 and wrong at t."""
     out = []
     for index in range(1, len(t.rounds)):
-        before, after = _turns(t.rounds[index - 1]), _turns(t.rounds[index])
+        before, after = turns_by_agent(t.rounds[index - 1]), turns_by_agent(t.rounds[index])
         texts = {(c.source, c.target): c.text for c in t.rounds[index].aux if c.kind == "advice"}
         for item in t.rounds[index].details.get("advice") or []:
             source, target = item.get("source"), item.get("target")
@@ -173,9 +173,9 @@ def oscillation(t: Transcript) -> list[Suggestion]:
     """An agent's parsed answers over three consecutive rounds read A, B, A (A ≠ B)."""
     out, kind = [], t.task.kind
     for index in range(2, len(t.rounds)):
-        window = [_turns(t.rounds[i]) for i in (index - 2, index - 1, index)]
+        window = [turns_by_agent(t.rounds[i]) for i in (index - 2, index - 1, index)]
         for agent in sorted(window[2]):
-            keys = [_key(w[agent].answer, kind) if agent in w else None for w in window]
+            keys = [answer_key(w[agent].answer, kind) if agent in w else None for w in window]
             if None not in keys and keys[0] == keys[2] != keys[1]:
                 answers = [str(w[agent].answer) for w in window]
                 out.append(Suggestion("oscillation", "oscillation", index, (agent,),
@@ -193,7 +193,7 @@ def stalled_split(t: Transcript) -> list[Suggestion]:
         if stalled and not streak:
             groups = sorted(sorted(x + 1 for x in g) for g in b)
             out.append(Suggestion("stalled_split", "stalled_split", index,
-                                  tuple(sorted(_turns(t.rounds[index]))),
+                                  tuple(sorted(turns_by_agent(t.rounds[index]))),
                                   f"same split {groups} in rounds {index - 1} and {index}",
                                   {"rounds": [index - 1, index], "groups": groups}))
         streak = stalled
@@ -220,10 +220,10 @@ def answer_changed_no_new_argument(t: Transcript) -> list[Suggestion]:
     """An agent's answer changed while its reasoning's word set stayed ≥ SAME_REASONING similar."""
     out, kind = [], t.task.kind
     for index in range(1, len(t.rounds)):
-        before = _turns(t.rounds[index - 1])
-        for agent, turn in sorted(_turns(t.rounds[index]).items()):
+        before = turns_by_agent(t.rounds[index - 1])
+        for agent, turn in sorted(turns_by_agent(t.rounds[index]).items()):
             prev = before.get(agent)
-            old, new = (None, None) if prev is None else (_key(prev.answer, kind), _key(turn.answer, kind))
+            old, new = (None, None) if prev is None else (answer_key(prev.answer, kind), answer_key(turn.answer, kind))
             if old is None or new is None or old == new:
                 continue
             similarity = reasoning_similarity(prev.text, turn.text)

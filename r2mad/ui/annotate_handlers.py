@@ -13,6 +13,7 @@ from r2mad.annotation import agreement
 from r2mad.annotation.book import LabelBook
 from r2mad.annotation.card import agreement_markdown
 from r2mad.annotation.dataset import write_dataset
+from r2mad.annotation.influence import compare_rows, edge_counts
 from r2mad.annotation.queues import (
     Queue,
     get_queue,
@@ -26,6 +27,7 @@ from r2mad.annotation.queues import (
 from r2mad.ui.annotate_view import (
     NO_TURN,
     disagreement_rows,
+    influence_svg,
     others_markdown,
     parse_turn,
     progress_markdown,
@@ -200,6 +202,31 @@ class AnnotateHandlers:
         write_dataset(self.book, folder / "annotations")
         stamp = time.strftime("%Y%m%d-%H%M%S")
         return shutil.make_archive(str(folder / f"r2mad-annotations-{stamp}"), "zip", folder / "annotations")
+
+    def compare(self, run_id: str, other_id: str):
+        """Two runs round against round, and each one's influence graph (this run's alone when no other)."""
+        runs = []
+        for rid in ((run_id or "").strip(), (other_id or "").strip()):
+            if not rid:
+                continue
+            try:
+                record = self.store.get_run(rid)
+            except KeyError:
+                warn(f"No saved run has id {rid!r}; check it against the queue or the Inspect list.")
+                return gr.skip(), gr.skip()
+            if record.transcript is None:
+                warn(f"Run {rid} stopped before round 0, so there is nothing to compare; pick a finished run.")
+                return gr.skip(), gr.skip()
+            runs.append(record)
+        if not runs:
+            warn("No run is open; open one before comparing.")
+            return gr.skip(), gr.skip()
+        if len(runs) == 2 and runs[0].question != runs[1].question:
+            warn("The two runs ask different questions; the rounds are shown side by side all the same.")
+        graphs = "".join(influence_svg(edge_counts(r.transcript), len(r.transcript.rounds[0].turns)
+                                       if r.transcript.rounds else 0, f"{r.method} · {r.id[:8]}") for r in runs)
+        rows = compare_rows(runs[0].transcript, runs[1].transcript) if len(runs) == 2 else []
+        return rows, f'<div style="display:flex;gap:24px">{graphs}</div>'
 
     def deep_link(self, remembered, request: gr.Request):
         """On page load: the remembered name back in its box; `?run=<id>` opens that run and

@@ -8,7 +8,14 @@ import gradio as gr
 
 from r2mad.methods import METHODS
 from r2mad.ui.annotate_handlers import ANY, FLAGS, AnnotateHandlers
-from r2mad.ui.annotate_view import DISAGREEMENT_HEADERS, KEYS_HELP, NO_TURN, QUEUE_HEADERS, label_choices
+from r2mad.ui.annotate_view import (
+    COMPARE_HEADERS,
+    DISAGREEMENT_HEADERS,
+    KEYS_HELP,
+    NO_TURN,
+    QUEUE_HEADERS,
+    label_choices,
+)
 from r2mad.ui.services import Services
 
 KEYS_JS = """() => {
@@ -98,6 +105,14 @@ def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab) -> No
                                      elem_id="ann-final")
             final_save = gr.Button("Write final labels", elem_id="ann-final-save")
             final_md = gr.Markdown(elem_id="ann-final-md")
+        with gr.Accordion("Compare with another run · who moved whom", open=False):
+            with gr.Row():
+                other_id = gr.Textbox(label="Other run id (same question; blank = this run's graph only)",
+                                      scale=3, elem_id="ann-other")
+                compare = gr.Button("Compare", scale=1, elem_id="ann-compare")
+            compared = gr.Dataframe(headers=COMPARE_HEADERS, interactive=False, wrap=True,
+                                    label="Round against round", elem_id="ann-compared")
+            graphs = gr.HTML(elem_id="ann-graphs")
         with gr.Accordion("Export the labels as a dataset", open=False):
             gr.Markdown("A Parquet dataset (flat label rows, whole runs) with a card listing the taxonomy and "
                         "the agreement figures. `python -m r2mad export --hub user/name` pushes it to the Hub.")
@@ -122,5 +137,6 @@ def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab) -> No
     disagreements.select(h.select_row, [queue, annotator], shown, api_visibility="private")
     final_save.click(h.save_final, [run_id, final, turn, annotator], [final_md], api_visibility="private")
     export.click(h.export, None, [export_file], api_visibility="private")
+    compare.click(h.compare, [run_id, other_id], [compared, graphs], api_visibility="private")
     demo.load(h.deep_link, [annotator], [annotator, tabs, queue, *shown], js=RECALL_JS, api_visibility="private")
     demo.load(None, None, None, js=KEYS_JS)

@@ -102,3 +102,38 @@ def _snippet(text: str | None, limit: int = 70) -> str:
 def _short(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return _snippet(text, 160)
+
+
+COMPARE_HEADERS = ["Round", "This run: answers", "consensus", "Other run: answers", "consensus"]
+
+
+def influence_svg(edges: Mapping[tuple[int, int], int], agents: int, title: str) -> str:
+    """A small directed graph: agents on a circle, an arrow j → i labelled with how often i took j's
+    answer. Only numbers and fixed words go into the markup."""
+    import html
+    import math
+    title, size, r = html.escape(title, quote=True), 220, 78
+    pos = {a: (size / 2 + r * math.cos(2 * math.pi * a / max(agents, 1) - math.pi / 2),
+               size / 2 + r * math.sin(2 * math.pi * a / max(agents, 1) - math.pi / 2)) for a in range(agents)}
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{size}" height="{size + 20}" role="img" '
+             f'aria-label="{title}"><defs><marker id="arr" viewBox="0 0 10 10" refX="10" refY="5" '
+             'markerWidth="6" markerHeight="6" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z"/>'
+             '</marker></defs>']
+    for (src, dst), count in sorted(edges.items()):
+        if src not in pos or dst not in pos:
+            continue
+        (x1, y1), (x2, y2) = pos[src], pos[dst]
+        dx, dy = x2 - x1, y2 - y1
+        norm = math.hypot(dx, dy) or 1
+        ox, oy = -dy / norm * 6, dx / norm * 6  # offset so j→i and i→j do not overlap
+        sx, sy = x1 + dx / norm * 20 + ox, y1 + dy / norm * 20 + oy
+        ex, ey = x2 - dx / norm * 20 + ox, y2 - dy / norm * 20 + oy
+        parts.append(f'<line class="move" data-from="{src + 1}" data-to="{dst + 1}" x1="{sx:.1f}" '
+                     f'y1="{sy:.1f}" x2="{ex:.1f}" y2="{ey:.1f}" stroke="#e8590c" stroke-width="{1 + count}" '
+                     'marker-end="url(#arr)"/>')
+        parts.append(f'<text x="{(sx + ex) / 2 + ox:.1f}" y="{(sy + ey) / 2 + oy:.1f}" font-size="11">{count}</text>')
+    for a, (x, y) in pos.items():
+        parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="17" fill="#fff4e6" stroke="#555"/>'
+                     f'<text x="{x:.1f}" y="{y + 4:.1f}" font-size="12" text-anchor="middle">A{a + 1}</text>')
+    parts.append(f'<text x="4" y="{size + 14}" font-size="11">{title}</text></svg>')
+    return "".join(parts)
