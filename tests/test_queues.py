@@ -48,6 +48,12 @@ def test_detectors_run_once_per_saved_transcript_and_are_stored_with_evidence(bo
     book.store.save_transcript(ids["calm"], make_transcript(MCQ, [["A", None]], "A", True), "done")
     assert book.detect() == 1
     assert [s.label for s in book.suggestions(ids["calm"])] == ["parse_failure"]
+    # a review survives a recheck that finds the same suggestion again
+    book.save_labels(ids["messy"], "ana", ["parse_failure"])
+    book.store.set_status(ids["messy"], "done", "checked again")
+    assert book.detect() == 1
+    assert {s.label: s.reviews for s in book.suggestions(ids["messy"])} == {
+        "shared_misconception_unrecovered": {"ana": "rejected"}, "parse_failure": {"ana": "confirmed"}}
 
 
 def test_queue_order_states_and_save_and_next(book):

@@ -56,12 +56,22 @@ class LabelBook:
             record = self.store.get_run(run_id)
             found = detect(record.transcript)
             with self.store.transaction() as conn:
+                kept = {}  # people's reviews of a suggestion that is found again carry over
+                for r in conn.execute("SELECT s.label, s.detector, s.round, s.agents, v.annotator, v.verdict, "
+                                      "v.reviewed_at FROM suggestions s JOIN suggestion_reviews v ON "
+                                      "v.suggestion_id = s.id WHERE s.run_id = ?", (run_id,)).fetchall():
+                    kept.setdefault((r[0], r[1], r[2], r[3]), []).append((r[4], r[5], r[6]))
                 conn.execute("DELETE FROM suggestions WHERE run_id = ?", (run_id,))
-                conn.executemany(
-                    "INSERT INTO suggestions (run_id, label, detector, round, agents, summary, evidence) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [(run_id, s.label, s.detector, s.round, dumps(list(s.agents)), self.store.scrub(s.summary),
-                      dumps(self.store.scrub(s.evidence, keys=False))) for s in found])
+                for s in found:
+                    agents = dumps(list(s.agents))
+                    sid = conn.execute(
+                        "INSERT INTO suggestions (run_id, label, detector, round, agents, summary, evidence) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (run_id, s.label, s.detector, s.round, agents, self.store.scrub(s.summary),
+                         dumps(self.store.scrub(s.evidence, keys=False)))).lastrowid
+                    reviews = kept.get((s.label, s.detector, s.round, agents), [])
+                    conn.executemany("INSERT INTO suggestion_reviews VALUES (?, ?, ?, ?)",
+                                     [(sid, *review) for review in reviews])
                 conn.execute("INSERT OR REPLACE INTO detected VALUES (?, ?, ?)",
                              (run_id, VERSION, record.updated_at))
         return len(todo)
