@@ -43,6 +43,7 @@ from r2mad.ui.services import Services
 from r2mad.ui.tables import run_header_markdown
 
 ANY = "any"
+Req, Profile, Token = gr.Request, gr.OAuthProfile | None, gr.OAuthToken | None  # injected by Gradio
 FLAGS = ("shared misconception", "correct→wrong flip", "parse failures")
 
 
@@ -69,9 +70,24 @@ class AnnotateHandlers:
 
     # --- showing a run ------------------------------------------------------------------------
 
-    def show(self, queue_name: str | None, run_id: str | None, typed: str, request: gr.Request | None = None):
+    def _me(self, typed, visitor_id, request, profile, oauth_token) -> str:
+        """The annotator of this request (see identity.current_annotator); on a public Space only
+        its allow-listed annotators, signed in, may use the tab."""
+        name = current_annotator(self.services.config, request, typed, browser_id=visitor_id, profile=profile,
+                                 token=oauth_token)
+        if name is None:
+            raise gr.Error("The Annotate tab is for this Space's annotators; sign in with Hugging Face as one "
+                           "of them (the Space's owner lists them in R2MAD_ANNOTATORS).")
+        return name
+
+    def show(self, queue_name, run_id, typed, visitor_id,
+             request: Req = None, profile: Profile = None, oauth_token: Token = None):
+        """Open the run whose id is typed in the box."""
+        return self._show(queue_name, run_id, self._me(typed, visitor_id, request, profile, oauth_token))
+
+    def _show(self, queue_name: str | None, run_id: str | None, me: str):
         """Everything the workbench shows for one run of (optionally) a queue."""
-        me, queue = current_annotator(request, typed), self._queue(queue_name)
+        queue = self._queue(queue_name)
         self.book.detect()
         items = queue_items(self.store, queue, me) if queue else []
         run_id = (run_id or "").strip()
@@ -100,34 +116,44 @@ class AnnotateHandlers:
                 mine.note if mine else "", others_markdown(record.annotations, me, visible), progress,
                 queue_rows(items, run_id), list(final.labels) if final else [], _final_text(final))
 
-    def open_queue(self, queue_name: str | None, typed: str, request: gr.Request | None = None):
+    def open_queue(self, queue_name, typed, visitor_id,
+                   request: Req = None, profile: Profile = None, oauth_token: Token = None):
+        return self._open_queue(queue_name, self._me(typed, visitor_id, request, profile, oauth_token))
+
+    def _open_queue(self, queue_name: str | None, me: str):
         """A queue opens at its first run still pending for you (else its first run)."""
-        queue, me = self._queue(queue_name), current_annotator(request, typed)
+        queue = self._queue(queue_name)
         self.book.detect()
         items = queue_items(self.store, queue, me) if queue else []
         first = next_pending(items) or (items[0].run.id if items else "")
-        return self.show(queue_name, first, typed, request)
+        return self._show(queue_name, first, me)
 
-    def step_on(self, queue_name, run_id, typed, request: gr.Request | None = None):
-        return self._step(queue_name, run_id, typed, +1, request)
+    def step_on(self, queue_name, run_id, typed, visitor_id,
+                request: Req = None, profile: Profile = None, oauth_token: Token = None):
+        return self._step(queue_name, run_id, self._me(typed, visitor_id, request, profile, oauth_token), +1)
 
-    def step_back(self, queue_name, run_id, typed, request: gr.Request | None = None):
-        return self._step(queue_name, run_id, typed, -1, request)
+    def step_back(self, queue_name, run_id, typed, visitor_id,
+                  request: Req = None, profile: Profile = None, oauth_token: Token = None):
+        return self._step(queue_name, run_id, self._me(typed, visitor_id, request, profile, oauth_token), -1)
 
-    def _step(self, queue_name, run_id, typed, delta, request):
+    def _step(self, queue_name, run_id, me, delta):
         queue = self._queue(queue_name)
         if queue is None:
-            return self.show(queue_name, run_id, typed, request)
-        items = queue_items(self.store, queue, current_annotator(request, typed))
-        return self.show(queue_name, step(items, run_id, delta) or "", typed, request)
+            return self._show(queue_name, run_id, me)
+        items = queue_items(self.store, queue, me)
+        return self._show(queue_name, step(items, run_id, delta) or "", me)
 
-    def select_row(self, queue_name, typed, evt: gr.SelectData, request: gr.Request | None = None):
+    def select_row(self, queue_name, typed, visitor_id, evt: gr.SelectData,
+                   request: Req = None, profile: Profile = None, oauth_token: Token = None):
+        me = self._me(typed, visitor_id, request, profile, oauth_token)
         row = evt.row_value if getattr(evt, "row_value", None) else None
         run_id = str(row[1] if len(row or []) == len(QUEUE_ROW) else row[0]) if row else ""
-        return self.show(queue_name, run_id, typed, request)
+        return self._show(queue_name, run_id, me)
 
-    def pick_turn(self, run_id: str, evt: gr.SelectData):
+    def pick_turn(self, run_id, typed, visitor_id, evt: gr.SelectData,
+                  request: Req = None, profile: Profile = None, oauth_token: Token = None):
         """Clicking an agent's message in the chat picks that turn for blame."""
+        self._me(typed, visitor_id, request, profile, oauth_token)
         try:
             record = self.store.get_run((run_id or "").strip())
         except KeyError:
@@ -142,12 +168,13 @@ class AnnotateHandlers:
 
     # --- saving -------------------------------------------------------------------------------
 
-    def save_next(self, queue_name, run_id, labels, note, turn, typed, request: gr.Request | None = None):
+    def save_next(self, queue_name, run_id, labels, note, turn, typed, visitor_id,
+                  request: Req = None, profile: Profile = None, oauth_token: Token = None):
         """Save your labels for this run, then open the next run still pending for you."""
-        me, run_id = current_annotator(request, typed), (run_id or "").strip()
+        me, run_id = self._me(typed, visitor_id, request, profile, oauth_token), (run_id or "").strip()
         if not run_id:
             warn("No run is open; open a queue or paste a run id before saving.")
-            return self.show(queue_name, run_id, typed, request)
+            return self._show(queue_name, run_id, me)
         blame, detected = parse_turn(turn), {s.label for s in self.book.suggestions(run_id)}
         try:  # the picked turn goes to the labels no detector placed
             self.book.save_labels(run_id, me, labels or [], note or "",
@@ -157,13 +184,15 @@ class AnnotateHandlers:
             return gr.skip()  # keep what the annotator ticked and typed on screen
         queue = self._queue(queue_name)
         if queue is None:
-            return self.show(queue_name, run_id, typed, request)
+            return self._show(queue_name, run_id, me)
         following = next_pending(queue_items(self.store, queue, me), run_id)
         if following is None:
             gr.Info("That was the last run pending for you in this queue.")
-        return self.show(queue_name, following or run_id, typed, request)
+        return self._show(queue_name, following or run_id, me)
 
-    def create_queue(self, name, method, backbone, outcome, flags, detector, n, blind, typed):
+    def create_queue(self, name, method, backbone, outcome, flags, detector, n, blind, typed, visitor_id,
+                     request: Req = None, profile: Profile = None, oauth_token: Token = None):
+        self._me(typed, visitor_id, request, profile, oauth_token)
         flags = flags or []
         filters = {"method": None if method in (ANY, "", None) else method,
                    "backbone": None if backbone in (ANY, "", None) else backbone,
@@ -179,10 +208,11 @@ class AnnotateHandlers:
             return gr.skip()
         return gr.update(choices=self.queue_names(), value=queue.name)
 
-    def save_final(self, run_id, labels, turn, typed, request: gr.Request | None = None):
-        blame = parse_turn(turn)
+    def save_final(self, run_id, labels, turn, typed, visitor_id,
+                   request: Req = None, profile: Profile = None, oauth_token: Token = None):
+        blame, me = parse_turn(turn), self._me(typed, visitor_id, request, profile, oauth_token)
         try:
-            self.book.set_final((run_id or "").strip(), labels or [], current_annotator(request, typed),
+            self.book.set_final((run_id or "").strip(), labels or [], me,
                                 blame={label: blame for label in labels or []} if blame else None)
         except (ValueError, KeyError) as exc:
             warn(str(exc.args[0] if isinstance(exc, KeyError) else exc))
@@ -191,20 +221,24 @@ class AnnotateHandlers:
 
     # --- agreement and export -----------------------------------------------------------------
 
-    def measure(self):
+    def measure(self, typed, visitor_id, request: Req = None, profile: Profile = None, oauth_token: Token = None):
+        self._me(typed, visitor_id, request, profile, oauth_token)
         self.book.detect()
         humans = self.book.human_labels()
         questions = {r.id: r.question for r in self.store.list_runs(limit=100_000)}
         return agreement_markdown(self.book), disagreement_rows(agreement.disagreements(humans), questions)
 
-    def export(self):
+    def export(self, typed, visitor_id, request: Req = None, profile: Profile = None, oauth_token: Token = None):
+        self._me(typed, visitor_id, request, profile, oauth_token)
         folder = Path(tempfile.mkdtemp(prefix="r2mad-dataset-"))
         write_dataset(self.book, folder / "annotations")
         stamp = time.strftime("%Y%m%d-%H%M%S")
         return shutil.make_archive(str(folder / f"r2mad-annotations-{stamp}"), "zip", folder / "annotations")
 
-    def compare(self, run_id: str, other_id: str):
+    def compare(self, run_id, other_id, typed, visitor_id,
+                request: Req = None, profile: Profile = None, oauth_token: Token = None):
         """Two runs round against round, and each one's influence graph (this run's alone when no other)."""
+        self._me(typed, visitor_id, request, profile, oauth_token)
         runs = []
         for rid in ((run_id or "").strip(), (other_id or "").strip()):
             if not rid:
@@ -228,20 +262,27 @@ class AnnotateHandlers:
         rows = compare_rows(runs[0].transcript, runs[1].transcript) if len(runs) == 2 else []
         return rows, f'<div style="display:flex;gap:24px">{graphs}</div>'
 
-    def deep_link(self, remembered, request: gr.Request):
+    def deep_link(self, remembered, visitor_id,
+                  request: Req = None, profile: Profile = None, oauth_token: Token = None):
         """On page load: the remembered name back in its box; `?run=<id>` opens that run and
-        `?queue=<name>` that queue, in the Annotate tab."""
+        `?queue=<name>` that queue, in the Annotate tab (for whoever may annotate)."""
         typed = remembered or ""
         params = dict(request.query_params) if request is not None else {}
         run, queue = params.get("run", "").strip(), params.get("queue", "").strip()
+        me = current_annotator(self.services.config, request, typed, browser_id=visitor_id, profile=profile,
+                               token=oauth_token)
+        if me is None:
+            if run or queue:
+                warn("Links to runs and queues open for this Space's annotators; sign in with Hugging Face as one.")
+            return (typed, gr.skip(), gr.skip(), *[gr.skip()] * 12)
         if run:
-            return (typed, gr.Tabs(selected="annotate"), gr.skip(), *self.show(None, run, typed, request))
+            return (typed, gr.Tabs(selected="annotate"), gr.skip(), *self._show(None, run, me))
         if queue:
             if queue not in self.queue_names():
                 warn(f"No queue named {queue!r}; pick one from the list or create it from a filter.")
                 return (typed, gr.Tabs(selected="annotate"), gr.skip(), *[gr.skip()] * 12)
             return (typed, gr.Tabs(selected="annotate"), gr.update(choices=self.queue_names(), value=queue),
-                    *self.open_queue(queue, typed, request))
+                    *self._open_queue(queue, me))
         return (typed, gr.skip(), gr.update(choices=self.queue_names()), *[gr.skip()] * 12)
 
 

@@ -41,7 +41,8 @@ KEYS_JS = """() => {
   });
 }"""
 REMEMBER_JS = "(name) => { try { localStorage.setItem('r2mad-annotator', name || ''); } catch (e) {} return []; }"
-RECALL_JS = "(name) => { try { return [localStorage.getItem('r2mad-annotator') || '']; } catch (e) { return ['']; } }"
+RECALL_JS = ("(name, visitor) => { try { return [localStorage.getItem('r2mad-annotator') || '', visitor]; } "
+             "catch (e) { return ['', visitor]; } }")
 LINK_JS = """(run, queue) => {
   const base = location.origin + location.pathname;
   const link = run ? base + '?run=' + encodeURIComponent(run)
@@ -51,12 +52,13 @@ LINK_JS = """(run, queue) => {
 }"""
 
 
-def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab) -> None:
+def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, visitor_id: gr.BrowserState) -> None:
     h = AnnotateHandlers(services)
     config, taxonomy = services.config, services.store.taxonomy
     with gr.Column(elem_id="ann-panel"):
         with gr.Row():
-            annotator = gr.Textbox(label="Your name (blank = local)", scale=1, elem_id="ann-name")
+            annotator = gr.Textbox(label="Your name (blank = local)", scale=1, elem_id="ann-name",
+                                   visible=not config.private_runs)  # else: the annotator's login
             queue = gr.Dropdown(h.queue_names(), value=None, label="Queue", allow_custom_value=True, scale=2,
                                 elem_id="ann-queue")
         with gr.Accordion("New queue from a filter", open=False, elem_id="ann-new"):
@@ -120,23 +122,24 @@ def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab) -> No
             export_file = gr.File(label="Dataset", interactive=False, elem_id="ann-export-file")
 
     shown = [run_id, header, chat, suggestions, labels, turn, note, others, progress, items, final, final_md]
-    open_in = [queue, annotator]
+    who = [annotator, visitor_id]
+    open_in = [queue, *who]
     queue.change(h.open_queue, open_in, shown, api_visibility="private")
     annotator.submit(h.open_queue, open_in, shown, api_visibility="private")
     annotator.change(None, [annotator], None, js=REMEMBER_JS)
     q_create.click(h.create_queue, [q_name, q_method, q_backbone, q_outcome, q_flags, q_detector, q_n, q_blind,
-                                    annotator], [queue], api_visibility="private")
-    open_run.click(h.show, [queue, run_id, annotator], shown, api_visibility="private")
-    items.select(h.select_row, [queue, annotator], shown, api_visibility="private")
-    prev.click(h.step_back, [queue, run_id, annotator], shown, api_visibility="private")
-    nxt.click(h.step_on, [queue, run_id, annotator], shown, api_visibility="private")
-    save.click(h.save_next, [queue, run_id, labels, note, turn, annotator], shown, api_visibility="private")
-    chat.select(h.pick_turn, [run_id], [turn], api_visibility="private")
+                                    *who], [queue], api_visibility="private")
+    open_run.click(h.show, [queue, run_id, *who], shown, api_visibility="private")
+    items.select(h.select_row, [queue, *who], shown, api_visibility="private")
+    prev.click(h.step_back, [queue, run_id, *who], shown, api_visibility="private")
+    nxt.click(h.step_on, [queue, run_id, *who], shown, api_visibility="private")
+    save.click(h.save_next, [queue, run_id, labels, note, turn, *who], shown, api_visibility="private")
+    chat.select(h.pick_turn, [run_id, *who], [turn], api_visibility="private")
     copy.click(None, [run_id, queue], [link], js=LINK_JS)
-    measure.click(h.measure, None, [agreement, disagreements], api_visibility="private")
-    disagreements.select(h.select_row, [queue, annotator], shown, api_visibility="private")
-    final_save.click(h.save_final, [run_id, final, turn, annotator], [final_md], api_visibility="private")
-    export.click(h.export, None, [export_file], api_visibility="private")
-    compare.click(h.compare, [run_id, other_id], [compared, graphs], api_visibility="private")
-    demo.load(h.deep_link, [annotator], [annotator, tabs, queue, *shown], js=RECALL_JS, api_visibility="private")
+    measure.click(h.measure, who, [agreement, disagreements], api_visibility="private")
+    disagreements.select(h.select_row, [queue, *who], shown, api_visibility="private")
+    final_save.click(h.save_final, [run_id, final, turn, *who], [final_md], api_visibility="private")
+    export.click(h.export, who, [export_file], api_visibility="private")
+    compare.click(h.compare, [run_id, other_id, *who], [compared, graphs], api_visibility="private")
+    demo.load(h.deep_link, who, [annotator, tabs, queue, *shown], js=RECALL_JS, api_visibility="private")
     demo.load(None, None, None, js=KEYS_JS)

@@ -35,7 +35,7 @@ def build_app(config: Config | None = None, *, secrets: Iterable[str] = (),
             with gr.Tab("Inspect runs", id="inspect") as inspect:
                 inspect_tab.build(services, debate, tabs, inspect, visitor_id)
             with gr.Tab("Annotate", id="annotate") as annotate:
-                annotate_tab.build(services, demo, tabs, annotate)
+                annotate_tab.build(services, demo, tabs, annotate, visitor_id)
             with gr.Tab("Memory bank", id="bank") as bank:
                 bank_tab.build(services, bank)
             with gr.Tab("About", id="about"):

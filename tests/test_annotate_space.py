@@ -1,0 +1,51 @@
+"""On a public Space the Annotate tab is for the allow-listed annotators only, who label as their
+Hugging Face login; any other visitor gets one sentence and no run. Locally the typed name (or "local")."""
+from __future__ import annotations
+
+import dataclasses
+from types import SimpleNamespace
+
+import gradio as gr
+import pytest
+
+from r2mad.config import load_config
+from r2mad.ui.annotate_handlers import AnnotateHandlers
+from r2mad.ui.identity import current_annotator
+from r2mad.ui.services import Services
+from tests.test_runs import MCQ, make_transcript, save_run
+
+
+def configs(tmp_path):
+    local = load_config(env={"R2MAD_DATA_DIR": str(tmp_path / "var")})
+    space = dataclasses.replace(local, app=dataclasses.replace(local.app, private_runs="on", annotators=("ann",)))
+    return local, space
+
+
+def test_who_annotates_locally_and_on_a_space(tmp_path):
+    local, space = configs(tmp_path)
+    req = SimpleNamespace(session_hash="s1")
+    assert current_annotator(local, req, "  Ana  B ") == "Ana B"
+    assert current_annotator(local, req, "") == "local"
+    ann, stranger = SimpleNamespace(username="ann"), SimpleNamespace(username="bo")
+    assert current_annotator(space, req, "typed is ignored", profile=ann) == "ann"
+    assert current_annotator(space, req, "ann", profile=stranger) is None  # signed in, not on the list
+    assert current_annotator(space, req, "ann", browser_id="x" * 32) is None  # not signed in
+
+
+def test_only_annotators_open_runs_on_a_space(tmp_path):
+    _, space = configs(tmp_path)
+    services = Services(space)
+    run = save_run(services.store, make_transcript(MCQ, [["A", "B", "B"], ["B", "B", "B"]], "B", False))
+    h = AnnotateHandlers(services)
+    req = SimpleNamespace(session_hash="s1", query_params={"run": run})
+    with pytest.raises(gr.Error, match="sign in with Hugging Face"):
+        h.show(None, run, "ann", "x" * 32, req)
+    with pytest.raises(gr.Error, match="annotators"):
+        h.save_next(None, run, ["other"], "", "", "ann", "x" * 32, req, SimpleNamespace(username="bo"))
+    assert services.store.get_run(run).annotations == ()
+    skipped = h.deep_link("", "x" * 32, req)  # a link opens nothing for a stranger
+    assert all(isinstance(v, dict) and v.get("__type__") == "update" and len(v) == 1 for v in skipped[1:])
+    shown = h.show(None, run, "", "x" * 32, req, SimpleNamespace(username="ann"))
+    assert shown[0] == run and f"Run {run}" in shown[1]
+    h.save_next(None, run, ["other"], "", "", "typed", "x" * 32, req, SimpleNamespace(username="ann"))
+    assert [a.annotator for a in services.store.get_run(run).annotations] == ["ann"]
