@@ -190,12 +190,13 @@ class AnnotateHandlers:
             gr.Info("That was the last run pending for you in this queue.")
         return self._show(queue_name, following or run_id, me)
 
-    def create_queue(self, name, method, backbone, outcome, flags, detector, n, blind, typed, visitor_id,
+    def create_queue(self, name, method, backbone, bank, outcome, flags, detector, n, blind, typed, visitor_id,
                      request: Req = None, profile: Profile = None, oauth_token: Token = None):
         self._me(typed, visitor_id, request, profile, oauth_token)
         flags = flags or []
         filters = {"method": None if method in (ANY, "", None) else method,
                    "backbone": None if backbone in (ANY, "", None) else backbone,
+                   "bank": None if bank in (ANY, "", None) else bank,
                    "correct": {"correct": True, "wrong": False}.get(outcome),
                    "shared_misconception": True if FLAGS[0] in flags else None,
                    "flip": True if FLAGS[1] in flags else None,

@@ -67,6 +67,8 @@ def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, visit
                 q_method = gr.Dropdown([ANY, *METHODS], value=ANY, allow_custom_value=True, label="Method")
                 q_backbone = gr.Dropdown([ANY, *config.backbones], value=ANY, allow_custom_value=True,
                                          label="Backbone")
+                q_bank = gr.Dropdown([ANY, *services.bank_choices()], value=ANY, allow_custom_value=True,
+                                     label="Bank")
                 q_outcome = gr.Radio([ANY, "correct", "wrong"], value="wrong", label="Outcome")
             with gr.Row():
                 q_flags = gr.CheckboxGroup(list(FLAGS), label="Only runs with")
@@ -127,7 +129,7 @@ def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, visit
     queue.change(h.open_queue, open_in, shown, api_visibility="private")
     annotator.submit(h.open_queue, open_in, shown, api_visibility="private")
     annotator.change(None, [annotator], None, js=REMEMBER_JS)
-    q_create.click(h.create_queue, [q_name, q_method, q_backbone, q_outcome, q_flags, q_detector, q_n, q_blind,
+    q_create.click(h.create_queue, [q_name, q_method, q_backbone, q_bank, q_outcome, q_flags, q_detector, q_n, q_blind,
                                     *who], [queue], api_visibility="private")
     open_run.click(h.show, [queue, run_id, *who], shown, api_visibility="private")
     items.select(h.select_row, [queue, *who], shown, api_visibility="private")
