@@ -43,9 +43,32 @@ def test_only_annotators_open_runs_on_a_space(tmp_path):
     with pytest.raises(gr.Error, match="annotators"):
         h.save_next(None, run, ["other"], "", "", "ann", "x" * 32, req, SimpleNamespace(username="bo"))
     assert services.store.get_run(run).annotations == ()
-    skipped = h.deep_link("", "x" * 32, req)  # a link opens nothing for a stranger
+    with pytest.warns(UserWarning, match="Links to runs and queues open for this Space's annotators"):
+        skipped = h.deep_link("", "x" * 32, req)  # a link opens nothing for a stranger
     assert all(isinstance(v, dict) and v.get("__type__") == "update" and len(v) == 1 for v in skipped[1:])
     shown = h.show(None, run, "", "x" * 32, req, SimpleNamespace(username="ann"))
     assert shown[0] == run and f"Run {run}" in shown[1]
     h.save_next(None, run, ["other"], "", "", "typed", "x" * 32, req, SimpleNamespace(username="ann"))
     assert [a.annotator for a in services.store.get_run(run).annotations] == ["ann"]
+
+
+def test_bad_input_gets_one_sentence_and_keeps_the_screen(tmp_path):
+    local, _ = configs(tmp_path)
+    services = Services(local)
+    run = save_run(services.store, make_transcript(MCQ, [["A", "B", "B"], ["B", "B", "B"]], "B", False))
+    h = AnnotateHandlers(services)
+    req = SimpleNamespace(session_hash="s1", query_params={})
+    with pytest.warns(UserWarning, match="A queue needs a name of 1 to 80 characters; type one."):
+        assert h.create_queue("  ", "any", "any", "any", "wrong", [], "any", 1, False, "ana", "", req) == gr.skip()
+    with pytest.warns(UserWarning, match="No label; choose from"):
+        assert h.save_next(None, run, [], "a note", "", "ana", "", req) == gr.skip()  # ticks and note stay
+    assert services.store.get_run(run).annotations == ()
+    with pytest.warns(UserWarning, match="No saved run has that id"):
+        shown = h.show(None, "nope", "ana", "", req)
+    assert shown[1] == "*No such run.*"
+    with pytest.warns(UserWarning, match="No queue named 'ghost'"):
+        h.open_queue("ghost", "ana", "", req)
+    made = h.create_queue("wrong ones", "any", "any", "any", "wrong", [], "any", 2, True, "ana", "", req)
+    assert made["value"] == "wrong ones"
+    shown = h.open_queue("wrong ones", "ana", "", req)
+    assert shown[0] == run and "0 done, 1 pending · 2 annotator(s) per run · **blind**" in shown[8]
