@@ -72,3 +72,29 @@ def test_bad_input_gets_one_sentence_and_keeps_the_screen(tmp_path):
     assert made["value"] == "wrong ones"
     shown = h.open_queue("wrong ones", "ana", "", req)
     assert shown[0] == run and "0 done, 1 pending · 2 annotator(s) per run · **blind**" in shown[8]
+
+
+@pytest.mark.slow  # a local HTTP server
+def test_the_push_button_sends_the_dataset_with_the_pasted_token_or_the_login(tmp_path, monkeypatch):
+    from tests.hubstandin import HubStandIn
+    from tests.test_runs import SECRET
+    local, space = configs(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    req = SimpleNamespace(session_hash="s1", query_params={})
+    with HubStandIn() as hub:
+        h = AnnotateHandlers(Services(local))
+        h.hub_endpoint = hub.url
+        save_run(h.store, make_transcript(MCQ, [["A", "B", "B"], ["B", "B", "B"]], "B", False))
+        with pytest.warns(UserWarning, match="No token to push with"):
+            assert h.push("me/labels", "", "ana", "", req) == gr.skip()
+        assert h.push("me/labels", SECRET, "ana", "", req).startswith("Pushed 1 runs and 3 label rows to")
+        assert sorted(hub.repos["me/labels"]) == ["README.md", "labels.parquet", "runs.parquet"]
+        with pytest.warns(UserWarning, match="needs the form user/name") as caught:
+            h.push("labels", SECRET, "ana", "", req)
+        assert SECRET not in str(caught[0].message)
+        on_space = AnnotateHandlers(Services(dataclasses.replace(space, app=dataclasses.replace(
+            space.app, data_dir=str(tmp_path / "space")))))
+        on_space.hub_endpoint = hub.url
+        login = SimpleNamespace(token="hf_LOGINTOKEN1234567890abcd")
+        assert on_space.push("me/space-labels", "", "", "", req, SimpleNamespace(username="ann"), login)
+        assert [a for m, p, a in hub.requests if m == "POST" and "commit" in p][-1] == f"Bearer {login.token}"

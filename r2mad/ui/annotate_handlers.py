@@ -12,7 +12,7 @@ import gradio as gr
 from r2mad.annotation import agreement
 from r2mad.annotation.book import LabelBook
 from r2mad.annotation.card import agreement_markdown
-from r2mad.annotation.dataset import write_dataset
+from r2mad.annotation.dataset import push_dataset, write_dataset
 from r2mad.annotation.influence import compare_rows, edge_counts
 from r2mad.annotation.queues import (
     Queue,
@@ -51,6 +51,7 @@ class AnnotateHandlers:
     def __init__(self, services: Services):
         self.services = services
         self.book = LabelBook(services.store)
+        self.hub_endpoint: str | None = None  # None: huggingface_hub's own (HF_ENDPOINT or the Hub)
 
     @property
     def store(self):
@@ -235,6 +236,25 @@ class AnnotateHandlers:
         write_dataset(self.book, folder / "annotations")
         stamp = time.strftime("%Y%m%d-%H%M%S")
         return shutil.make_archive(str(folder / f"r2mad-annotations-{stamp}"), "zip", folder / "annotations")
+
+    def push(self, repo, pasted, typed, visitor_id, request: Req = None, profile: Profile = None,
+             oauth_token: Token = None):
+        """Push the dataset to a Hub dataset repo with the pasted token, else the annotator's login token."""
+        self._me(typed, visitor_id, request, profile, oauth_token)
+        token = (pasted or "").strip() or getattr(oauth_token, "token", None)
+        if not token:
+            warn("No token to push with; paste a Hugging Face token with write access (or sign in on the Space).")
+            return gr.skip()
+        folder = Path(tempfile.mkdtemp(prefix="r2mad-dataset-"))
+        try:
+            counts = write_dataset(self.book, folder)
+            url = push_dataset(folder, (repo or "").strip(), token, endpoint=self.hub_endpoint)
+        except (ValueError, RuntimeError) as exc:
+            warn(str(exc), secret=token)
+            return gr.skip()
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return f"Pushed {counts['runs']} runs and {counts['labels']} label rows to {esc(url)}"
 
     def compare(self, run_id, other_id, typed, visitor_id,
                 request: Req = None, profile: Profile = None, oauth_token: Token = None):

@@ -119,9 +119,16 @@ def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, visit
             graphs = gr.HTML(elem_id="ann-graphs")
         with gr.Accordion("Export the labels as a dataset", open=False):
             gr.Markdown("A Parquet dataset (flat label rows, whole runs) with a card listing the taxonomy and "
-                        "the agreement figures. `python -m r2mad export --hub user/name` pushes it to the Hub.")
+                        "the agreement figures (`python -m r2mad export --hub user/name` does the same).")
             export = gr.Button("Export dataset (zip)", elem_id="ann-export")
             export_file = gr.File(label="Dataset", interactive=False, elem_id="ann-export-file")
+            with gr.Row():
+                hub_repo = gr.Textbox(label="Hub dataset repo (user/name)", scale=2, elem_id="ann-hub-repo")
+                hub_token = gr.Textbox(type="password", scale=2, elem_id="ann-hub-token",
+                                       label="Token with write access (used once, never kept; signed-in "
+                                             "annotators on a Space may leave it empty)")
+                push = gr.Button("Push to the Hub", scale=1, elem_id="ann-push")
+            pushed = gr.Markdown(elem_id="ann-pushed")
 
     shown = [run_id, header, chat, suggestions, labels, turn, note, others, progress, items, final, final_md]
     who = [annotator, visitor_id]
@@ -142,6 +149,7 @@ def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, visit
     disagreements.select(h.select_row, [queue, *who], shown, api_visibility="private")
     final_save.click(h.save_final, [run_id, final, turn, *who], [final_md], api_visibility="private")
     export.click(h.export, who, [export_file], api_visibility="private")
+    push.click(h.push, [hub_repo, hub_token, *who], [pushed], api_visibility="private")
     compare.click(h.compare, [run_id, other_id, *who], [compared, graphs], api_visibility="private")
     demo.load(h.deep_link, who, [annotator, tabs, queue, *shown], js=RECALL_JS, api_visibility="private")
     demo.load(None, None, None, js=KEYS_JS)
