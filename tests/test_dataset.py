@@ -137,6 +137,8 @@ def test_export_and_import_from_the_command_line(tmp_path, config_dir, capsys):
     assert "Imported 1 new or newer runs" in capsys.readouterr().out
     assert RunStore(config.app.runs_db).get_run(run).annotations[0].labels == ("other",)
     assert main(["--config-dir", str(config_dir), "export"]) == 2
+    assert main(["--config-dir", str(config_dir), "import", str(tmp_path / "nowhere")]) == 2
+    assert "No export at" in capsys.readouterr().err
 
 
 @pytest.mark.slow  # a local HTTP server

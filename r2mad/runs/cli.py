@@ -22,7 +22,8 @@ def _is_jsonl(path: str | None) -> bool:
 def cmd_export(args, config) -> int:
     store = _store(config)
     if not args.out and not args.hub:
-        print("Say where to export: --out runs.jsonl (a file), --out DIR (a Parquet dataset) or --hub user/name.")
+        print("error: Say where to export: --out runs.jsonl (a file), --out DIR (a Parquet dataset) or --hub "
+              "user/name.", file=sys.stderr)
         return 2
     if args.hub or not _is_jsonl(args.out):
         try:
@@ -56,6 +57,10 @@ def _export_dataset(store, args) -> int:
 
 def cmd_import(args, config) -> int:
     from pathlib import Path
+    if args.file and not Path(args.file).exists():
+        print(f"error: No export at {args.file}; give a runs.jsonl file or a folder written by export --out.",
+              file=sys.stderr)
+        return 2
     store = _store(config)
     if args.hub or (args.file and Path(args.file).is_dir()):
         import tempfile
@@ -72,7 +77,7 @@ def cmd_import(args, config) -> int:
     elif args.file:
         count = import_jsonl(store, args.file)
     else:
-        print("Say what to import: a runs.jsonl file, a dataset folder, or --hub user/name.")
+        print("error: Say what to import: a runs.jsonl file, a dataset folder, or --hub user/name.", file=sys.stderr)
         return 2
     print(f"Imported {count} new or newer runs from {args.file or args.hub}")
     return 0
