@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from r2mad.answers import (
     consensus_ratio,
@@ -43,6 +43,7 @@ class Agent:
     history: list[Message]  # everything this agent has been shown and has said
     text: str = ""  # its latest response, <think> removed (what peers see)
     answer: Answer = ABSTAINED
+    hidden: bool = False  # its latest response is kept from its peers (a fork's mask)
 
     @property
     def label(self) -> str:
@@ -102,8 +103,8 @@ class Method:
         """Called as soon as one agent's answer arrives, while the others may still be generating."""
 
     def visible_peers(self, ctx: RoundContext, agent: int) -> list[Agent]:
-        """The peers whose previous response this agent sees; abstainers are left out."""
-        return [p for p in ctx.agents if p.index != agent and p.answer.how != "abstained"]
+        """The peers whose previous response this agent sees; abstainers and hidden ones are left out."""
+        return [p for p in ctx.agents if p.index != agent and p.answer.how != "abstained" and not p.hidden]
 
     def peers(self, ctx: RoundContext, agent: int) -> list[tuple[str, str]]:
         """(label, text) pairs shown to the agent."""
@@ -141,7 +142,7 @@ class RoundContext:
     """What a method's hooks see for round t and the helpers they use to record their work."""
     task: Task
     settings: DebateSettings
-    backend: ChatBackend
+    backend: ChatBackend  # summaries, judges, advice (agents may each have their own: Debate.agent_backends)
     index: int
     agents: list[Agent]
     rounds: list[Round]  # finished rounds
@@ -151,6 +152,7 @@ class RoundContext:
     details: dict[str, Any] = dataclasses.field(default_factory=dict)
     agent_details: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
     notices: list[str] = dataclasses.field(default_factory=list)
+    backbone: str = ""  # the name of `backend`, recorded on each auxiliary call
 
     @property
     def previous(self) -> Round:
@@ -175,10 +177,11 @@ class RoundContext:
                                           max_tokens=max_tokens or s.max_tokens,
                                           seed=_seed(s, self.index, slot))
         except BackendError as exc:
-            call = AuxCall(kind, self.index, "", source=source, target=target, error=str(exc))
+            call = AuxCall(kind, self.index, "", source=source, target=target, error=str(exc),
+                           backbone=self.backbone)
         else:
             call = AuxCall(kind, self.index, c.text, c.tokens_in, c.tokens_out, c.latency_s, source, target,
-                           labeler(c.text) if labeler else None)
+                           labeler(c.text) if labeler else None, backbone=self.backbone)
         self.aux.append(call)
         return call
 
@@ -188,9 +191,16 @@ def _seed(s: DebateSettings, round_index: int, agent: int) -> int | None:
 
 
 class Debate:
+    """`backend` (named `backbone`) answers for every agent and makes the auxiliary calls; `agent_backends`,
+    one (name, backend) per agent, gives each agent its own model (a mixed-model debate)."""
+
     def __init__(self, backend: ChatBackend, method: Method, *, backbone: str = "",
-                 emit: EventSink | None = None):
+                 emit: EventSink | None = None, agent_backends: Sequence[tuple[str, ChatBackend]] = ()):
         self.backend, self.method, self.backbone = backend, method, backbone
+        if agent_backends and len(agent_backends) != method.n_agents():
+            raise ValueError(f"{len(agent_backends)} agent backbones were given for {method.n_agents()} agents; "
+                             "give one per agent.")
+        self.agent_backends = list(agent_backends) or [(backbone, backend)] * method.n_agents()
         if method.settings.answer_guard == "auto":  # recorded as decided: the backbone's own default
             on = getattr(backend, "guard_by_default", False)
             method.settings = dataclasses.replace(method.settings, answer_guard="on" if on else "off")
@@ -200,10 +210,11 @@ class Debate:
         self.running: RoundContext | None = None  # the round in progress
         self.notices: list[str] = []
 
-    async def run(self, task: Task, *, round0: Round | None = None, notices: tuple[str, ...] = ()) -> Transcript:
+    async def run(self, task: Task, *, replay: Sequence[Round] = (), notices: tuple[str, ...] = ()) -> Transcript:
         """Run the whole debate. Never raises for a backend failure: the transcript says what happened.
-        `round0` reuses an already computed round 0 (side-by-side comparisons compute it once);
-        `notices` open the transcript (e.g. why memory is off)."""
+        `replay` holds recorded rounds 0..T-1 that are taken over as they are, without a model call (a
+        side-by-side comparison's shared round 0, a fork's rounds before the one it changes); the debate
+        goes on live from round T. `notices` open the transcript (e.g. why memory is off)."""
         self.started, self._t0 = time.time(), time.monotonic()
         self.task = task
         agents = []
@@ -211,13 +222,14 @@ class Debate:
             name, system = self.method.persona(task, i)
             agents.append(Agent(i, name, self.method.opening(task, i, system)))
         self.agents, status = agents, "done"
-        for text in (*notices, *self.method.prepare(self.backend)):
+        backends = list({id(b): b for b in [self.backend, *(b for _, b in self.agent_backends)]}.values())
+        for text in (*notices, *(n for b in backends for n in self.method.prepare(b))):
             self.notice(text, 0)
         try:
             async with asyncio.timeout(self.settings.deadline_s):
                 for t in range(self.method.n_rounds()):
-                    if t == 0 and round0 is not None:
-                        rnd = self._adopt(round0)
+                    if t < len(replay):
+                        rnd = self._adopt(replay[t])
                     else:
                         rnd = await self._round(t)
                     self.rounds.append(rnd)
@@ -267,7 +279,8 @@ class Debate:
         self.emit(Event("notice", t, None, {"text": text}))
 
     async def _round(self, t: int) -> Round:
-        ctx = RoundContext(self.task, self.settings, self.backend, t, self.agents, self.rounds, self.emit)
+        ctx = RoundContext(self.task, self.settings, self.backend, t, self.agents, self.rounds, self.emit,
+                           backbone=self.backbone)
         self.running = ctx
         self.emit(Event("round_start", t, None, {}))
         if t > 0:
@@ -285,7 +298,7 @@ class Debate:
         for a, turn in zip(self.agents, turns):
             if turn.error is None:
                 a.history.append(Message("assistant", turn.text))
-                a.text, a.answer = strip_think(turn.text), turn.answer
+                a.text, a.answer, a.hidden = strip_think(turn.text), turn.answer, False
             else:
                 if t > 0:
                     a.history.pop()  # the unanswered debate message is not kept
@@ -296,27 +309,28 @@ class Debate:
 
     async def _call(self, agent: Agent, t: int, ctx: RoundContext) -> AgentTurn:
         s, details = self.settings, ctx.agent_details.get(agent.index, {})
+        name, backend = self.agent_backends[agent.index]
         prompt = tuple(agent.history)
-        want_lp = self.method.wants_logprobs and self.backend.supports_logprobs
-        live = {"on_text": self._typing(t, agent.index)} if getattr(self.backend, "streams_text", False) else {}
+        want_lp = self.method.wants_logprobs and backend.supports_logprobs
+        live = {"on_text": self._typing(t, agent.index)} if getattr(backend, "streams_text", False) else {}
         started = time.monotonic()
         try:
-            [c] = await self.backend.chat(prompt, n=1, temperature=s.temperature, top_p=s.top_p,
+            [c] = await backend.chat(prompt, n=1, temperature=s.temperature, top_p=s.top_p,
                                           max_tokens=s.max_tokens, seed=_seed(s, t, agent.index),
                                           logprobs=want_lp, **live)
         except BackendError as exc:
             turn = AgentTurn(agent.index, t, agent.name, prompt, "", ABSTAINED, started_at=started,
-                             ended_at=time.monotonic(), error=str(exc), details=to_dict(details))
+                             ended_at=time.monotonic(), error=str(exc), details=to_dict(details), backbone=name)
         else:
             mean_lp = sum(c.logprobs) / len(c.logprobs) if c.logprobs else None
             answer = extract_answer(c.text, self.task)
             if not answer.parsed and s.answer_guard == "on":
-                answer, call = await guard_answer(self.backend, prompt, c.text, self.task, round_index=t,
+                answer, call = await guard_answer(backend, prompt, c.text, self.task, round_index=t,
                                                   agent=agent.index, seed=_seed(s, t, 50 + agent.index))
-                ctx.aux.append(call)
+                ctx.aux.append(dataclasses.replace(call, backbone=name))
             turn = AgentTurn(agent.index, t, agent.name, prompt, c.text, answer,
                              c.tokens_in, c.tokens_out, c.latency_s, started, time.monotonic(),
-                             mean_lp, details=to_dict(details))
+                             mean_lp, details=to_dict(details), backbone=name)
         ctx.arrived[agent.index] = turn
         self.method.on_turn(turn)
         self.emit(Event("turn", t, agent.index, to_dict(turn)))
@@ -334,14 +348,17 @@ class Debate:
                 self.emit(Event("delta", t, agent, {"text": text}))
         return on_text
 
-    def _adopt(self, round0: Round) -> Round:
-        """Take over a shared round 0: rebuild each agent's history from what it was shown and said."""
-        for a, turn in zip(self.agents, round0.turns):
+    def _adopt(self, rnd: Round) -> Round:
+        """Take over a recorded round: rebuild each agent's history from what it was shown and said (a
+        turn whose details say `hidden` is kept from the peers in the next round)."""
+        for a, turn in zip(self.agents, rnd.turns):
             a.history = list(turn.prompt)
             if turn.error is None:
                 a.history.append(Message("assistant", turn.text))
                 a.text, a.answer = strip_think(turn.text), turn.answer
-        rnd = dataclasses.replace(round0, details={**round0.details, "shared": True})
+            else:  # as in a live round: abstained, and the unanswered debate message is not kept
+                a.history, a.answer = a.history[:-1] if rnd.index > 0 else a.history, ABSTAINED
+            a.hidden = bool(turn.details.get("hidden"))
         for turn in rnd.turns:
-            self.emit(Event("turn", 0, turn.agent, to_dict(turn)))
+            self.emit(Event("turn", rnd.index, turn.agent, to_dict(turn)))
         return rnd

@@ -3,8 +3,9 @@ and side-by-side comparisons that compute round 0 once. Receives keys and paths;
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from r2mad.backends import make_backend
 from r2mad.backends.base import ChatBackend
@@ -18,6 +19,16 @@ def backend_for(config: Config, backbone: str, *, pasted_token: str | None = Non
                 env: dict | None = None) -> ChatBackend:
     spec = config.backbone(backbone)
     return make_backend(spec, api_key=api_key_for(spec, env, pasted_token))
+
+
+def agent_backends_for(config: Config, names: Sequence[str], n_agents: int, *,
+                       env: dict | None = None) -> list[tuple[str, ChatBackend]]:
+    """One (name, backend) per agent of a mixed-model debate, from backbone names in agent order."""
+    names = [n.strip() for n in names if n.strip()]
+    if len(names) != n_agents:
+        raise ConfigError(f"{len(names)} agent backbones were given for {n_agents} agents; give one per agent "
+                          "(e.g. --agent-backbones a,b,c for 3 agents) or change --agents.")
+    return [(name, backend_for(config, name, env=env)) for name in names]
 
 
 def open_bank(path: str | Path | None, config: Config, *, task_kind: str | None = None):
@@ -52,11 +63,14 @@ def check_bank(bank, path, task_kind: str | None):
 async def run_debate(task: Task, method: str, backend: ChatBackend, settings: DebateSettings, *,
                      backbone: str = "", bank=None, emit: EventSink | None = None,
                      round0: Round | None = None, notices: tuple[str, ...] = (),
-                     record: Callable[[Transcript], None] | None = None, summaries=None) -> Transcript:
+                     record: Callable[[Transcript], None] | None = None, summaries=None,
+                     replay: Sequence[Round] = (),
+                     agent_backends: Sequence[tuple[str, ChatBackend]] = ()) -> Transcript:
     """One debate. `bank` and its `notices` reach only methods that use a bank. `record` receives the
     loop's own transcript whenever it changes (status running, the round in progress included), at the
     end, and on cancellation (status cancelled): the run store and the app's live view plug in here;
-    `emit` is for streaming live text."""
+    `emit` is for streaming live text. `round0` is a shared round 0 (side by side); `replay` recorded
+    rounds taken over without model calls (a fork); `agent_backends` one (name, backend) per agent."""
     if not needs_bank(method):
         bank, notices = None, ()
     strategy = make_method(method, settings, bank=bank, summaries=summaries)
@@ -64,10 +78,12 @@ async def run_debate(task: Task, method: str, backend: ChatBackend, settings: De
         notices = ("Memory off: no memory bank was given; this runs without retrieved cases.",)
     debate: Debate
 
-    debate = Debate(backend, strategy, backbone=backbone)
+    if round0 is not None and is_debate(method):
+        replay = (dataclasses.replace(round0, details={**round0.details, "shared": True}),)
+    debate = Debate(backend, strategy, backbone=backbone, agent_backends=agent_backends)
     debate.emit = _recording(debate, record, emit)
     try:
-        transcript = await debate.run(task, round0=round0 if is_debate(method) else None, notices=notices)
+        transcript = await debate.run(task, replay=replay if is_debate(method) else (), notices=notices)
     except asyncio.CancelledError:
         if record:
             record(debate.transcript("cancelled"))

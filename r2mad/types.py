@@ -108,6 +108,7 @@ class AgentTurn:
     mean_logprob: float | None = None
     error: str | None = None  # set when the agent abstained because its call failed
     details: dict[str, Any] = field(default_factory=dict)  # method-specific: retrieval, confidence, mask, advice
+    backbone: str = ""  # the model that answered (mixed-model debates give agents different ones)
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,7 @@ class AuxCall:
     target: int | None = None  # agent it is about / addressed to
     label: str | None = None  # judge label or advice type
     error: str | None = None
+    backbone: str = ""  # the model that made the call
 
 
 @dataclass(frozen=True)
@@ -160,6 +162,20 @@ class Transcript:
                 if call.kind in kinds and call.error is None:
                     total += Usage(1, call.tokens_in, call.tokens_out, call.seconds)
         return total
+
+    def usage_by_model(self) -> dict[str, Usage]:
+        """Every call's usage (agents' and auxiliary) summed per backbone that made it."""
+        per: dict[str, Usage] = {}
+        for rnd in self.rounds:
+            for item in (*(t for t in rnd.turns if t.error is None), *(c for c in rnd.aux if c.error is None)):
+                name = item.backbone or self.backbone
+                per[name] = per.get(name, Usage()) + Usage(1, item.tokens_in, item.tokens_out, item.seconds)
+        return per
+
+    def agent_backbones(self) -> list[str]:
+        """The backbone of each agent, from its first recorded turn."""
+        first = {t.agent: t.backbone or self.backbone for rnd in reversed(self.rounds) for t in rnd.turns}
+        return [first[a] for a in sorted(first)]
 
     def finished(self) -> Transcript:
         """Without the round a stopped or timed-out debate never finished (kept for its cost)."""

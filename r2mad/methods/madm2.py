@@ -112,7 +112,8 @@ class MADM2(Method):
         return [p for p in super().visible_peers(ctx, agent) if shown.get(p.index, False)]
 
     def debate_message(self, ctx: RoundContext, agent: int) -> str:
-        visible = sorted(j for j, ok in self.keep.get(agent, {}).items() if ok)
+        visible = sorted(j for j, ok in self.keep.get(agent, {}).items()
+                         if ok and (j == agent or not ctx.agents[j].hidden))  # a fork's mask
         fresh = self.settings.madm2.context == "fresh"
         if not fresh:
             visible = [j for j in visible if j != agent]
