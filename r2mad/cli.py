@@ -9,13 +9,23 @@ from pathlib import Path
 
 from r2mad.backends.base import BackendError
 from r2mad.bench import speed as bench
-from r2mad.cli_common import add_settings_flags, open_store, print_transcript, report_notices, settings_from
+from r2mad.cli_common import (
+    add_backbone_flags,
+    add_settings_flags,
+    backbone_label,
+    backbone_plan,
+    open_store,
+    print_transcript,
+    report_notices,
+    settings_from,
+)
 from r2mad.config import ConfigError, load_config
 from r2mad.evaluation import cli as evaluate
 from r2mad.memory import build
 from r2mad.methods import METHODS
 from r2mad.runs import cli as runs_cli
 from r2mad.runs.store import StoreBusy
+from r2mad.steer import cli as steer_cli
 from r2mad.types import Transcript
 
 
@@ -34,22 +44,24 @@ async def _debate(args, config, store) -> Transcript:
 
     import r2mad
     from r2mad.memory.summaries import SummaryCache
-    from r2mad.runner import backend_for, open_bank, run_debate
+    from r2mad.runner import agent_backends_for, backend_for, open_bank, run_debate
     from r2mad.tasks import task_from_input
 
     settings = settings_from(args, config)
     task = task_from_input(args.question, parse_options(args.option), args.gold,
                            max_chars=settings.max_question_chars)
-    backend = backend_for(config, args.backbone)
+    aux, names = backbone_plan(args.agent_backbones, args.aux_backbone, args.backbone)
+    backend = backend_for(config, aux)
+    agents = agent_backends_for(config, names, settings.agents) if names else []
     bank, notices = open_bank(args.bank, config, task_kind=task.kind)
     method = args.method + ("+advice" if args.advice and args.method != "truemad" else "")
-    run_id = store.start_run(method=method, backbone=args.backbone, bank=args.bank, task=task,
+    run_id = store.start_run(method=method, backbone=backbone_label(aux, names), bank=args.bank, task=task,
                              settings=dataclasses.asdict(settings), seed=settings.seed,
                              code_version=r2mad.__version__, source="cli")
     try:
-        return await run_debate(task, method, backend, settings, backbone=args.backbone, bank=bank,
+        return await run_debate(task, method, backend, settings, backbone=aux, bank=bank,
                                 notices=tuple(notices), record=store.recorder(run_id),
-                                summaries=SummaryCache(config.app.summaries_file))
+                                summaries=SummaryCache(config.app.summaries_file), agent_backends=agents)
     finally:
         if bank is not None:
             bank.close()
@@ -81,8 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--json", default=None, help="write the transcript as JSON here")
     d.add_argument("--show-text", action="store_true", help="print every agent's full response")
     add_settings_flags(d)
+    add_backbone_flags(d)
     d.set_defaults(func=cmd_debate)
-    for module in (build, evaluate, bench, runs_cli):  # each adds its own subcommands
+    for module in (build, evaluate, bench, runs_cli, steer_cli):  # each adds its own subcommands
         module.register(sub)
     return parser
 

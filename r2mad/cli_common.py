@@ -73,8 +73,10 @@ def print_transcript(t: Transcript, out=None, show_text: bool = False) -> None:
     w(f"Method {t.method} on {t.backbone} — {t.task.kind} question\n")
     for note in t.notices:
         w(f"  note: {note}\n")
+    mixed = len({turn.backbone or t.backbone for rnd in t.rounds for turn in rnd.turns}) > 1
     for rnd in t.rounds:
-        shared = " (shared round 0)" if rnd.details.get("shared") else ""
+        shared = (" (shared round 0)" if rnd.details.get("shared") else
+                  " (replayed from the record)" if rnd.details.get("replayed") else "")
         w(f"\nRound {rnd.index}{shared} — consensus {rnd.consensus:.2f}\n")
         if rnd.details.get("summary"):
             w(f"  summary h: {rnd.details['summary']}\n")
@@ -82,7 +84,8 @@ def print_transcript(t: Transcript, out=None, show_text: bool = False) -> None:
             if turn.error:
                 w(f"  Agent {turn.agent + 1} ({turn.persona}): abstained — {turn.error}\n")
                 continue
-            w(f"  Agent {turn.agent + 1} ({turn.persona}): answer {turn.answer} [{turn.answer.how}] "
+            model = f" on {turn.backbone}" if mixed else ""
+            w(f"  Agent {turn.agent + 1} ({turn.persona}){model}: answer {turn.answer} [{turn.answer.how}] "
               f"· {turn.tokens_in}+{turn.tokens_out} tokens · {turn.seconds:.1f} s\n")
             for line in detail_lines(turn.details):
                 w(f"      {line}\n")
@@ -96,6 +99,10 @@ def print_transcript(t: Transcript, out=None, show_text: bool = False) -> None:
     verdict = "" if t.correct is None else (" — correct" if t.correct else f" — wrong (gold {t.task.gold})")
     w(f"\nFinal answer: {t.final}{verdict}  [{t.status}]\n")
     w(f"Usage: {u.calls} calls, {u.tokens_in} tokens in, {u.tokens_out} out, {t.seconds:.1f} s wall\n")
+    per_model = t.usage_by_model()
+    if len(per_model) > 1:
+        w("Usage by model: " + "; ".join(f"{name}: {m.calls} calls, {m.tokens_in} in, {m.tokens_out} out"
+                                         for name, m in per_model.items()) + "\n")
 
 
 def detail_lines(d: dict) -> list[str]:
@@ -115,6 +122,31 @@ def detail_lines(d: dict) -> list[str]:
     if "shown" in d:
         lines.append("shown after masking: " + (", ".join(f"agent {j + 1}" for j in d["shown"]) or "none")
                      + (" (solved again alone)" if d.get("resolved_alone") else ""))
+    steer = d.get("steer") or {}
+    if steer.get("mask"):
+        lines.append("fork: hidden from its peers in the next round")
+    for kind in ("edit", "answer"):
+        if kind in steer:
+            lines.append(f"fork: {'message edited' if kind == 'edit' else 'answer forced'} "
+                         f"(was {steer['original_answer']})")
     if d.get("advice_from"):
         lines.append("advice from: " + ", ".join(d["advice_from"]))
     return lines
+
+
+def add_backbone_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--agent-backbones", default=None, metavar="A,B,C",
+                   help="one backbone per agent, comma-separated (a mixed-model debate)")
+    p.add_argument("--aux-backbone", default=None,
+                   help="backbone of summaries, judges and advice (default: agent 1's)")
+
+
+def backbone_plan(agent_backbones: str | None, aux: str | None, default: str) -> tuple[str, list[str]]:
+    """(backbone of the auxiliary calls, one backbone per agent or [] when none was given)."""
+    names = [n.strip() for n in (agent_backbones or "").split(",") if n.strip()]
+    return aux or (names[0] if names else default), names
+
+
+def backbone_label(aux: str, names: list[str]) -> str:
+    """What the run store's backbone column says: the one backbone, or each agent's in order."""
+    return aux if all(n == aux for n in names) else ",".join(names)

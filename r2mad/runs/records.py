@@ -68,6 +68,16 @@ MIGRATIONS.append((  # 3: the annotation workbench: blame per label, detector su
         name TEXT PRIMARY KEY, filters TEXT NOT NULL, annotators_per_run INTEGER NOT NULL DEFAULT 1,
         blind INTEGER NOT NULL DEFAULT 0, created_at REAL NOT NULL)""",
 ))
+MIGRATIONS.append((  # 4: forks link to the run they replay (r2mad/steer); blame: counterfactual replays
+    "ALTER TABLE runs ADD COLUMN parent_id TEXT REFERENCES runs (id) ON DELETE SET NULL",
+    "ALTER TABLE runs ADD COLUMN fork TEXT",  # JSON: from_round, changes, method, backbone
+    "CREATE INDEX runs_parent ON runs (parent_id)",
+    """CREATE TABLE blame (
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE, round INTEGER NOT NULL,
+        agent INTEGER NOT NULL, neutraliser TEXT NOT NULL, fork_id TEXT REFERENCES runs (id) ON DELETE SET NULL,
+        final_answer TEXT, correct INTEGER, calls INTEGER NOT NULL, tokens INTEGER NOT NULL,
+        created_at REAL NOT NULL, PRIMARY KEY (run_id, round, agent, neutraliser))""",
+))
 BOOL_COLUMNS = ("correct", "shared_misconception", "flip")
 SUMMARY_COLUMNS = ("id", "created_at", "updated_at", "status", "status_note", "source", "method",
                     "backbone", "bank", "question", "gold", "final_answer", "correct", "tokens",

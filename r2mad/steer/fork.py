@@ -115,3 +115,19 @@ def live_usage(t: Transcript) -> Usage:
     """The calls and tokens a fork spent itself (its replayed rounds cost nothing)."""
     live = dataclasses.replace(t, rounds=tuple(r for r in t.rounds if not is_replayed(r)))
     return live.usage()
+
+
+def align(parent: Transcript, fork: Transcript) -> list[tuple[str, str, str]]:
+    """The two runs side by side, round by round: each agent's answer (* marks a changed turn)."""
+    def cell(rnd: Round | None) -> str:
+        if rnd is None:
+            return "-"
+        answers = " ".join(str(t.answer) + ("*" if t.details.get("steer") else "") for t in rnd.turns)
+        return answers + (" (replayed)" if rnd.details.get("replayed") else "")
+    a, b = parent.finished().rounds, fork.finished().rounds
+    rows = [("round", "parent", "fork")]
+    for i in range(max(len(a), len(b))):
+        rows.append((str(i), cell(a[i] if i < len(a) else None), cell(b[i] if i < len(b) else None)))
+    verdict = {True: "correct", False: "wrong", None: "no gold"}
+    rows.append(("final", f"{parent.final} ({verdict[parent.correct]})", f"{fork.final} ({verdict[fork.correct]})"))
+    return rows

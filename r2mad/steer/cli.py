@@ -1,0 +1,124 @@
+"""`fork` and `blame` subcommands: steer a saved run and save what comes of it, linked to the run."""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+from r2mad.cli_common import (
+    add_backbone_flags,
+    add_settings_flags,
+    backbone_label,
+    backbone_plan,
+    open_store,
+    print_transcript,
+    settings_from,
+)
+from r2mad.steer.fork import ForkSpec, align, live_usage, parse_changes
+
+
+class Steering:
+    """One saved parent run and what running forks of it needs: the store, backends, bank, settings."""
+
+    def __init__(self, args, config, run_id: str):
+        self.config, self.args = config, args
+        self.store = open_store(config)
+        try:
+            self.parent = self.store.get_run(run_id)
+        except KeyError as exc:
+            raise ValueError(exc.args[0]) from None
+        if self.parent.transcript is None or not self.parent.transcript.finished().rounds:
+            raise ValueError(f"Run {run_id} has no finished round to replay yet; choose a run with a transcript.")
+        parent_cfg = dataclasses.replace(config, settings=config.settings.replace(**self.parent.settings))
+        self.settings = settings_from(args, parent_cfg)
+
+    def plan(self, spec: ForkSpec) -> tuple[str, list[str]]:
+        """(auxiliary backbone, per-agent backbones or []) for a fork: flags first, else the parent's."""
+        t, args = self.parent.transcript, self.args
+        if getattr(args, "agent_backbones", None) or spec.backbone:
+            return backbone_plan(args.agent_backbones, args.aux_backbone, spec.backbone or "")
+        return backbone_plan(",".join(t.agent_backbones()), args.aux_backbone or t.backbone, t.backbone)
+
+    async def fork(self, spec: ForkSpec, source: str = "fork"):
+        """Run the fork, saved as a new run linked to the parent; returns (run id, transcript)."""
+        import r2mad
+        from r2mad.memory.summaries import SummaryCache
+        from r2mad.runner import agent_backends_for, backend_for, open_bank
+        from r2mad.steer.links import link_fork
+        from r2mad.steer.run import fork_debate
+
+        parent, cfg = self.parent, self.config
+        aux, names = self.plan(spec)
+        backend = backend_for(cfg, aux)
+        agents = agent_backends_for(cfg, names, self.settings.agents) if names else []
+        method = spec.method or parent.method
+        bank, notices = open_bank(parent.bank, cfg, task_kind=parent.task.kind)
+        run_id = self.store.start_run(method=method, backbone=backbone_label(aux, names), bank=parent.bank,
+                                      task=parent.task, settings=dataclasses.asdict(self.settings),
+                                      seed=self.settings.seed, code_version=r2mad.__version__, source=source)
+        link_fork(self.store, run_id, parent.id, spec)
+        try:
+            t = await fork_debate(parent.transcript, spec, backend, self.settings, backbone=aux, bank=bank,
+                                  bank_notices=tuple(notices), agent_backends=agents,
+                                  record=self.store.recorder(run_id),
+                                  summaries=SummaryCache(cfg.app.summaries_file))
+        except ValueError as exc:
+            self.store.set_status(run_id, "failed", str(exc))
+            raise
+        finally:
+            if bank is not None:
+                bank.close()
+        return run_id, t
+
+
+def cmd_fork(args, config) -> int:
+    steering = Steering(args, config, args.run_id)
+    spec = ForkSpec(args.from_round, parse_changes(args.edit, args.answer, args.mask), args.method, args.fork_backbone)
+    run_id, t = asyncio.run(steering.fork(spec))
+    print_transcript(t, show_text=args.show_text)
+    parent = steering.parent
+    print(f"\nFork {run_id} of run {parent.id} ({spec.describe()}); {live_usage(t).calls} model calls "
+          "made, none for the replayed rounds.")
+    for row in align(parent.transcript, t):
+        print("  ".join(f"{cell:<28}" for cell in row).rstrip())
+    return 0 if t.status == "done" else 1
+
+
+def cmd_blame(args, config) -> int:
+    from r2mad.steer.blame import blame
+    from r2mad.steer.links import save_blame
+
+    steering = Steering(args, config, args.run_id)
+    rows, skipped = asyncio.run(blame(steering.parent.transcript, steering.parent.id,
+                                      lambda spec: steering.fork(spec, source="blame"), args.budget))
+    save_blame(steering.store, rows)
+    for b in rows:
+        verdict = "turns it CORRECT" if b.correct else f"still wrong ({b.final_answer or 'UNPARSED'})"
+        print(f"round {b.round} agent {b.agent + 1} {b.neutraliser:<8} -> {verdict} · {b.calls} calls · "
+              f"fork {b.fork_id}")
+    culprits = [b for b in rows if b.correct]
+    spent = sum(b.calls for b in rows)
+    print(f"{len(culprits)} of {len(rows)} single-turn replays turn the answer correct; {spent} calls of a "
+          f"budget of {args.budget}; {len(skipped)} replays left out for the budget. Saved in the blame table.")
+    return 0
+
+
+def register(sub) -> None:
+    f = sub.add_parser("fork", help="replay a saved debate up to a round, change one thing, go on live")
+    f.add_argument("run_id")
+    f.add_argument("--from-round", type=int, required=True, metavar="T",
+                   help="rounds before T are replayed from the record; the changes apply to round T-1")
+    f.add_argument("--edit", action="append", metavar="AGENT=TEXT", help="replace an agent's message (repeat)")
+    f.add_argument("--answer", action="append", metavar="AGENT=X", help="force an agent's answer (repeat)")
+    f.add_argument("--mask", action="append", metavar="AGENT", help="hide an agent's response from its peers")
+    f.add_argument("--method", default=None, help="go on with another debate method")
+    f.add_argument("--backbone", dest="fork_backbone", default=None,
+                   help="go on with another backbone for every agent")
+    f.add_argument("--show-text", action="store_true", help="print every agent's full response")
+    add_settings_flags(f)
+    add_backbone_flags(f)
+    f.set_defaults(func=cmd_fork)
+    b = sub.add_parser("blame", help="find the single turn of a failed run whose removal fixes the answer")
+    b.add_argument("run_id")
+    b.add_argument("--budget", type=int, default=60, help="most model calls to spend on replays (default 60)")
+    add_settings_flags(b)
+    b.set_defaults(func=cmd_blame, agent_backbones=None, aux_backbone=None)

@@ -1,0 +1,141 @@
+"""`fork`, `blame` and mixed-model debates from the command line, against scripted OpenAI-compatible
+servers on loopback: saved runs, links to the parent, calls counted where the server received them."""
+import json
+import shutil
+
+import pytest
+import yaml
+
+from r2mad.cli import main
+from r2mad.config import load_config
+from r2mad.fakeserver import FakeServer, ok
+from r2mad.prompts.common import PERSONAS
+from r2mad.runs.store import RunStore
+from r2mad.steer.links import blame_of, fork_of, forks_of
+from tests.conftest import ROOT
+
+SYSTEMS = [text for _, text in PERSONAS["mcq"]]
+QUESTION = ["--question", "Largest planet?", "--option", "A=Mars", "--option", "B=Jupiter", "--gold", "B"]
+
+
+def herd(body):
+    """Agent 1 starts on A, the others on B; after round 0 every agent answers A if it is shown an A.
+    So agent 1's round-0 answer alone leads the debate to the wrong final answer A."""
+    messages = body["messages"]
+    system = messages[0]["content"]
+    if system not in SYSTEMS:  # a judge
+        return ok("YES, fine.")
+    agent = SYSTEMS.index(system)
+    if len(messages) == 2:
+        return ok("Mars. ((A))" if agent == 0 else "Jupiter. ((B))")
+    return ok("Going along. ((A))" if "((A))" in messages[-1]["content"] else "Jupiter. ((B))")
+
+
+def make_config(tmp_path, **servers):
+    folder = tmp_path / "configs"
+    shutil.copytree(ROOT / "configs", folder, dirs_exist_ok=True)
+    (folder / "backbones.yaml").write_text(yaml.safe_dump({"default": next(iter(servers)), "backbones": {
+        name: {"base_url": srv.base_url, "model": "fake-model", "timeout_s": 5, "max_retries": 0}
+        for name, srv in servers.items()}}))
+    return folder
+
+
+def run(folder, *args):
+    return main(["--config-dir", str(folder), *args])
+
+
+def store():
+    return RunStore(load_config().app.runs_db)
+
+
+@pytest.fixture
+def herd_server():
+    with FakeServer(responder=herd) as srv:
+        yield srv
+
+
+def test_fork_a_saved_run_from_the_command_line(tmp_path, herd_server, capsys):
+    folder = make_config(tmp_path, fake=herd_server)
+    assert run(folder, "debate", *QUESTION, "--no-early-stop") == 0
+    [parent] = store().list_runs()
+    assert parent.final_answer == "A" and parent.correct is False and herd_server.hits == 9
+    capsys.readouterr()
+    assert run(folder, "fork", parent.id, "--from-round", "1", "--answer", "1=B") == 0
+    out = capsys.readouterr().out
+    assert herd_server.hits == 9 + 6  # rounds 1 and 2 only: round 0 was replayed
+    assert "Round 0 (replayed from the record)" in out and "fork: answer forced (was A)" in out
+    assert "6 model calls made, none for the replayed rounds" in out
+    assert "B* B B (replayed)" in out and "B (correct)" in out  # the aligned view: parent A, fork B
+    fork_id = next(r.id for r in store().list_runs() if r.id != parent.id)
+    parent_id, spec = fork_of(store(), fork_id)
+    assert parent_id == parent.id and spec.from_round == 1 and spec.changes[0].value == "B"
+    assert forks_of(store(), parent.id) == [fork_id]
+    fork = store().get_run(fork_id)
+    assert fork.correct is True
+    assert fork.transcript.rounds[0].turns[0].details["steer"]["original_text"] == "Mars. ((A))"
+
+
+def test_fork_refuses_bad_input_in_one_sentence(tmp_path, herd_server, capsys):
+    folder = make_config(tmp_path, fake=herd_server)
+    assert run(folder, "debate", *QUESTION) == 0
+    [parent] = store().list_runs()
+    capsys.readouterr()
+    for args, problem in ((["--from-round", "7"], "choose --from-round between 1 and"),
+                          (["--from-round", "1", "--answer", "1=Q"], "not an option"),
+                          (["--from-round", "1", "--method", "nope"], "Unknown method 'nope'")):
+        hits = herd_server.hits
+        assert run(folder, "fork", parent.id, *args) == 2
+        err = capsys.readouterr().err
+        assert problem in err and err.count("\n") == 1 and herd_server.hits == hits
+    assert run(folder, "fork", "no-such-run", "--from-round", "1") == 2
+    assert "No run 'no-such-run'" in capsys.readouterr().err
+
+
+def test_blame_finds_the_turn_that_caused_the_failure(tmp_path, herd_server, capsys):
+    folder = make_config(tmp_path, fake=herd_server)
+    assert run(folder, "debate", *QUESTION, "--no-early-stop") == 0
+    [parent] = store().list_runs()
+    capsys.readouterr()
+    hits = herd_server.hits
+    assert run(folder, "blame", parent.id, "--budget", "40") == 0
+    out = capsys.readouterr().out
+    rows = blame_of(store(), parent.id)
+    assert [(b.round, b.agent, b.neutraliser) for b in rows if b.correct] == [(0, 0, "mask")]
+    assert "round 0 agent 1 mask     -> turns it CORRECT" in out
+    spent = sum(b.calls for b in rows)
+    assert spent == herd_server.hits - hits <= 40  # every call counted, within budget
+    assert all(fork_of(store(), b.fork_id)[0] == parent.id for b in rows)
+    hits = herd_server.hits
+    assert run(folder, "blame", parent.id, "--budget", "2") == 0  # too small for any replay with calls
+    assert herd_server.hits == hits and "left out for the budget" in capsys.readouterr().out
+
+
+def test_each_agent_calls_its_own_server_and_judges_go_to_the_aux_backbone(tmp_path, capsys):
+    with FakeServer(responder=herd) as left, FakeServer(responder=herd) as right:
+        folder = make_config(tmp_path, left=left, right=right)
+        out = tmp_path / "t.json"
+        assert run(folder, "debate", *QUESTION, "--no-early-stop", "--agent-backbones", "left,right,left",
+                   "--json", str(out)) == 0
+        assert (left.hits, right.hits) == (6, 3)
+        assert {r.body["messages"][0]["content"] for r in right.requests} == {SYSTEMS[1]}
+        assert {r.body["messages"][0]["content"] for r in left.requests} == {SYSTEMS[0], SYSTEMS[2]}
+        printed = capsys.readouterr().out
+        assert "Agent 2 (Fact-checker) on right: answer B" in printed
+        assert "Usage by model: left: 6 calls" in printed and "right: 3 calls" in printed
+        data = json.loads(out.read_text())
+        assert [[t["backbone"] for t in r["turns"]] for r in data["rounds"]] == [["left", "right", "left"]] * 3
+        [saved] = store().list_runs()
+        assert saved.backbone == "left,right,left"
+
+        left.hits = right.hits = 0
+        assert run(folder, "debate", *QUESTION, "--no-early-stop", "--method", "madm2-subjective",
+                   "--agent-backbones", "left,left,left", "--aux-backbone", "right") == 0
+        judges = [r for r in right.requests if r.body["messages"][0]["content"] not in SYSTEMS]
+        assert right.hits == len(judges) == 2 * 3 and left.hits == 9  # 3 judgments in each of 2 rounds
+
+
+def test_agent_backbones_must_match_the_agents(tmp_path, herd_server, capsys):
+    folder = make_config(tmp_path, fake=herd_server)
+    assert run(folder, "debate", *QUESTION, "--agent-backbones", "fake,fake") == 2
+    err = capsys.readouterr().err
+    assert "2 agent backbones were given for 3 agents" in err and herd_server.hits == 0
