@@ -6,6 +6,7 @@ import os
 
 from r2mad.config import env_secrets, load_config
 from r2mad.ui import build_app
+from r2mad.ui.api import mcp_available
 
 
 def serve(config, *, port: int | None = None, block: bool = True, warm: bool = True):
@@ -22,7 +23,8 @@ def serve(config, *, port: int | None = None, block: bool = True, warm: bool = T
     # No allowed_paths: memory/ and configs/ are never served as files. No run history: Gradio would
     # keep every call's inputs (a pasted token among them) in the visitor's browser storage.
     demo.launch(server_name=config.app.host, server_port=port or config.app.port, run_history=False,
-                show_error=not config.on_space, prevent_thread_lock=not block, quiet=not block)
+                show_error=not config.on_space, prevent_thread_lock=not block, quiet=not block,
+                mcp_server=mcp_available())  # the gr.api endpoints as MCP tools, where gradio[mcp] is installed
     return demo
 
 

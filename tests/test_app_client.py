@@ -13,11 +13,10 @@ import pytest
 pytest.importorskip("gradio")
 pytest.importorskip("gradio_client")
 
-from gradio_client import Client  # noqa: E402
-
 from r2mad.config import load_config  # noqa: E402
 from r2mad.types import AgentTurn, Answer, Case, Round, Task, Transcript  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
+from tests.ui_client import UIClient as Client  # noqa: E402  (the UI events are undocumented)
 
 pytestmark = pytest.mark.slow  # real model, server, embedder or browser
 
@@ -283,10 +282,10 @@ def test_inspect_lists_opens_and_annotates_a_saved_run(app, client):
     flipped = saved(store, ["AA", "BB"])  # both right in round 0, both wrong after: a flip
     steady = saved(store, ["AA", "AA"])
     rows = client.predict(method="truemad", backbone="any", bank="any", outcome="any",
-                          flags=["correct→wrong flip"], status="any", api_name="/list_runs")
+                          flags=["correct→wrong flip"], status="any", api_name="/inspect_list_runs")
     assert [r[0] for r in rows["data"]] == [flipped]
     rows = client.predict(method="truemad", backbone="any", bank="any", outcome="correct", flags=[],
-                          status="any", api_name="/list_runs")
+                          status="any", api_name="/inspect_list_runs")
     assert [r[0] for r in rows["data"]] == [steady]
 
     header, chat, final, notes = client.predict(run_id=flipped, api_name="/open_run")

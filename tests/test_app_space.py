@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from gradio_client import Client
 
 from app import serve
 from r2mad.config import load_config
 from r2mad.fakeserver import FakeServer, ok
+from tests.ui_client import UIClient as Client  # the UI events are undocumented
 
 pytestmark = pytest.mark.slow  # real model, server, embedder or browser
 

@@ -12,11 +12,10 @@ import yaml
 
 pytest.importorskip("gradio_client")
 
-from gradio_client import Client  # noqa: E402
-
 from r2mad.config import load_config  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from tests.test_app_client import free_port  # noqa: E402
+from tests.ui_client import UIClient as Client  # noqa: E402  (the UI events are undocumented)
 
 pytestmark = pytest.mark.slow
 ASK = dict(question="Which planet is known as the Red Planet?", option_a="Venus", option_b="Mars",

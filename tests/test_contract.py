@@ -13,8 +13,6 @@ import yaml
 
 pytest.importorskip("gradio_client")
 
-from gradio_client import Client  # noqa: E402
-
 from r2mad.bench.speed import reply_for  # noqa: E402
 from r2mad.cli import main  # noqa: E402
 from r2mad.config import load_config  # noqa: E402
@@ -26,6 +24,7 @@ from r2mad.types import Case, Transcript, from_dict, to_dict  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
 from tests.test_app_client import free_port  # noqa: E402
+from tests.ui_client import UIClient as Client  # noqa: E402  (the UI events are undocumented)
 
 pytestmark = pytest.mark.slow
 EVERY = [*METHODS, *(f"{m}+advice" for m in METHODS if is_debate(m) and m != "truemad")]

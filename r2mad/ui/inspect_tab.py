@@ -151,7 +151,7 @@ def build(services: Services, debate, tabs, tab: gr.Tab, visitor_id) -> None:
     save = gr.Button("Save annotation", variant="primary")
 
     filters = [method, backbone, bank, outcome, flags, status, visitor_id]
-    refresh.click(h.list_runs, filters, runs, api_name="list_runs")
+    refresh.click(h.list_runs, filters, runs, api_name="inspect_list_runs")
     gr.on([tab.select, *(f.change for f in filters[:-1])], h.list_runs, filters, runs, api_visibility="private",
           show_progress="hidden")  # the list is current whenever the tab is opened or a filter changes
     open_button.click(h.open_run, [run_id, visitor_id], [header, chat, final, existing], api_name="open_run")

@@ -1,0 +1,241 @@
+"""The app's API for programs: token-free `gr.api` endpoints that take and return compact JSON
+(run_debate, list_runs, get_run, fork_run, search_bank), which are also MCP tools when the app is
+launched with mcp_server=True. The UI's own events are kept out of the public API (undocumented)."""
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import gradio as gr
+
+from r2mad.backends.base import BackendError
+from r2mad.config import ConfigError
+from r2mad.methods import METHODS, needs_bank
+from r2mad.types import Transcript
+from r2mad.ui.services import Services
+
+ENDPOINTS = ("run_debate", "list_runs", "get_run", "fork_run", "search_bank")
+TEXT_LIMIT = 1200  # characters of each agent's response in a compact transcript
+USER_ERRORS = (BackendError, ConfigError, ValueError, KeyError)
+
+
+def mcp_available() -> bool:
+    """Whether the `mcp` package (gradio's [mcp] extra) is installed, so the app can serve MCP tools."""
+    return importlib.util.find_spec("mcp") is not None
+
+
+def compact(t: Transcript, run_id: str | None = None) -> dict[str, Any]:
+    """A transcript as an assistant or a script wants it: answers per round, clipped texts, usage."""
+    usage = t.usage()
+    return {"run_id": run_id, "method": t.method, "backbone": t.backbone, "status": t.status,
+            "question": t.task.question, "options": dict(t.task.options), "gold": t.task.gold,
+            "final": t.final.value, "correct": t.correct, "notices": list(t.notices),
+            "rounds": [{"round": r.index, "consensus": round(r.consensus, 4),
+                        "replayed": bool(r.details.get("replayed") or r.details.get("shared")),
+                        "turns": [{"agent": x.agent + 1, "backbone": x.backbone or t.backbone,
+                                   "answer": x.answer.value, "how": x.answer.how, "error": x.error,
+                                   "text": x.text[:TEXT_LIMIT]} for x in r.turns]}
+                       for r in t.rounds],
+            "usage": {"calls": usage.calls, "tokens_in": usage.tokens_in, "tokens_out": usage.tokens_out},
+            "usage_by_model": {name: {"calls": u.calls, "tokens_in": u.tokens_in, "tokens_out": u.tokens_out}
+                               for name, u in t.usage_by_model().items()}}
+
+
+class Api:
+    """The endpoints, over the app's process-wide services (store, banks, shared backends)."""
+
+    def __init__(self, services: Services):
+        self.services = services
+
+    def _backbone(self, name: str) -> str:
+        name = (name or "").strip() or self.services.config.default_backbone
+        self.services.config.backbone(name)  # unknown: one sentence listing the backbones
+        return name
+
+    async def run_debate(self, question: str, options: dict[str, str] | None = None, gold: str = "",
+                         method: str = "mad", backbone: str = "", bank: str = "") -> dict[str, Any]:
+        """Run one debate and return its transcript in compact JSON.
+
+        Args:
+            question: the question to debate.
+            options: multiple-choice options as {"A": "text", "B": "text"}; leave empty for a math question.
+            gold: the correct answer (an option letter or a number), to score the debate; may be empty.
+            method: one of the debate methods or baselines (mad, madm2-subjective, truemad, r2mad, cot, ...).
+            backbone: a configured backbone name; empty for the app's default.
+            bank: memory bank folder for r2mad and icl-cot (e.g. memory/demo-mcq); empty for the default.
+        """
+        import dataclasses
+
+        import r2mad
+        from r2mad.runner import run_debate
+        from r2mad.tasks import task_from_input
+
+        s = self.services
+        try:
+            if method not in METHODS:
+                raise ConfigError(f"Unknown method '{method}'; choose one of: {', '.join(METHODS)}.")
+            name = self._backbone(backbone)
+            settings = s.config.settings
+            task = task_from_input(question, {k.strip().upper(): v for k, v in (options or {}).items()} or None,
+                                   gold or None, max_chars=settings.max_question_chars)
+            folder = (bank or s.config.app.default_bank) if needs_bank(method) else None
+            opened, notices = s.bank_for_task(folder, task.kind)
+            backend, name = s.backend(name)
+            run_id = s.store.start_run(method=method, backbone=name, bank=folder, task=task,
+                                       settings=dataclasses.asdict(settings), seed=settings.seed,
+                                       code_version=r2mad.__version__, source="api")
+            t = await run_debate(task, method, backend, settings, backbone=name, bank=opened,
+                                 notices=tuple(notices), record=s.store.recorder(run_id), summaries=s.summaries)
+        except USER_ERRORS as exc:
+            raise gr.Error(_sentence(exc)) from None
+        return compact(t, run_id)
+
+    def list_runs(self, limit: int = 20, method: str = "", correct: str = "any") -> list[dict[str, Any]]:
+        """The newest saved runs, one compact row each.
+
+        Args:
+            limit: how many runs (1 to 200).
+            method: only runs of this method; empty for all.
+            correct: "yes", "no" or "any".
+        """
+        if correct not in ("yes", "no", "any"):
+            raise gr.Error(f"correct is '{correct}'; use yes, no or any.")
+        rows = self.services.store.list_runs(method=method or None, correct={"yes": True, "no": False}.get(correct),
+                                             limit=max(1, min(int(limit), 200)))
+        return [{"run_id": r.id, "created_at": r.created_at, "status": r.status, "method": r.method,
+                 "backbone": r.backbone, "question": r.question[:200], "gold": r.gold, "final": r.final_answer,
+                 "correct": r.correct, "rounds": r.rounds, "tokens": r.tokens} for r in rows]
+
+    def get_run(self, run_id: str) -> dict[str, Any]:
+        """One saved run: its compact transcript, the run it was forked from, its forks and blame results.
+
+        Args:
+            run_id: the id of a saved run (from list_runs or run_debate).
+        """
+        from dataclasses import asdict
+
+        from r2mad.steer.links import blame_of, fork_of, forks_of
+
+        store = self.services.store
+        try:
+            record = store.get_run((run_id or "").strip())
+            parent, spec = fork_of(store, record.id)
+        except KeyError as exc:
+            raise gr.Error(_sentence(exc)) from None
+        data = compact(record.transcript, record.id) if record.transcript else {"run_id": record.id,
+                                                                                "status": record.status}
+        data.update(forked_from=parent, fork=spec and asdict(spec), forks=forks_of(store, record.id),
+                    blame=[asdict(b) for b in blame_of(store, record.id)])
+        return data
+
+    async def fork_run(self, run_id: str, from_round: int, answers: dict[str, str] | None = None,
+                       edits: dict[str, str] | None = None, masks: list[int] | None = None, method: str = "",
+                       backbone: str = "") -> dict[str, Any]:
+        """Fork a saved debate: replay its rounds before from_round from the record (no model calls),
+        change round from_round-1 as asked, and go on live. The fork is saved, linked to its parent.
+
+        Args:
+            run_id: the saved run to fork.
+            from_round: the first round that runs live again (1 or more).
+            answers: force agents' answers, {"1": "B"} (agents counted from 1).
+            edits: replace agents' messages, {"2": "new text"}.
+            masks: agents whose response is hidden from their peers, [3].
+            method: go on with this debate method; empty keeps the run's.
+            backbone: go on with this backbone for every agent; empty keeps the run's.
+        """
+        import dataclasses
+
+        import r2mad
+        from r2mad.steer.fork import ForkSpec, parse_changes
+        from r2mad.steer.links import link_fork
+        from r2mad.steer.run import fork_debate
+
+        s = self.services
+        try:
+            parent = s.store.get_run((run_id or "").strip())
+            if parent.transcript is None:
+                raise ValueError(f"Run {parent.id} has no finished round to replay yet; choose another run.")
+            changes = parse_changes([f"{k}={v}" for k, v in (edits or {}).items()],
+                                    [f"{k}={v}" for k, v in (answers or {}).items()], [str(m) for m in masks or ()])
+            spec = ForkSpec(int(from_round), changes, method or None, backbone or None)
+            name = self._backbone(backbone or parent.transcript.backbone)
+            settings = s.config.settings.replace(**parent.settings)
+            agents = [] if backbone else [(n, s.backend(n)[0]) for n in parent.transcript.agent_backbones()]
+            target = method or parent.method
+            folder = parent.bank if needs_bank(target) else None
+            opened, notices = s.bank_for_task(folder, parent.task.kind)
+            backend, name = s.backend(name)
+            fork_id = s.store.start_run(method=target, backbone=name, bank=folder, task=parent.task,
+                                        settings=dataclasses.asdict(settings), seed=settings.seed,
+                                        code_version=r2mad.__version__, source="api-fork")
+            link_fork(s.store, fork_id, parent.id, spec)
+            t = await fork_debate(parent.transcript, spec, backend, settings, backbone=name, bank=opened,
+                                  bank_notices=tuple(notices), agent_backends=agents,
+                                  record=s.store.recorder(fork_id), summaries=s.summaries)
+        except USER_ERRORS as exc:
+            raise gr.Error(_sentence(exc)) from None
+        return {**compact(t, fork_id), "forked_from": parent.id, "fork": dataclasses.asdict(spec)}
+
+    def search_bank(self, query: str = "", bank: str = "", agent: int = 0, correct: str = "any",
+                    limit: int = 10) -> list[dict[str, Any]]:
+        """Cases of an R²-MAD memory bank whose text contains the query.
+
+        Args:
+            query: text to look for in the cases (question, responses, summary); empty for any case.
+            bank: the bank folder (e.g. memory/demo-mcq); empty for the app's default bank.
+            agent: only this agent's cases (counted from 1); 0 for every agent.
+            correct: "yes" or "no" for cases where that agent was right or wrong; "any" for both.
+            limit: how many cases (1 to 100).
+        """
+        s = self.services
+        folder = bank or s.config.app.default_bank or ""
+        if folder not in s.bank_choices():
+            raise gr.Error(f"No bank '{folder}' here; choose one of: {', '.join(s.bank_choices()) or 'none'}.")
+        if correct not in ("yes", "no", "any"):
+            raise gr.Error(f"correct is '{correct}'; use yes, no or any.")
+        try:
+            cases = s.bank(folder).search(query or None, agent=int(agent) - 1 if int(agent) > 0 else None,
+                                          correct={"yes": True, "no": False}.get(correct),
+                                          limit=max(1, min(int(limit), 100)))
+        except (ValueError, OSError) as exc:
+            raise gr.Error(_sentence(exc)) from None
+        return [{"case_id": c.id, "agent": c.agent + 1, "round": c.round, "question": c.question[:500],
+                 "answer": c.answers[c.agent], "gold": c.gold, "correct": c.own_correct, "reward": c.reward,
+                 "summary": c.summary, "response": c.responses[c.agent][:TEXT_LIMIT]} for c in cases]
+
+
+def _sentence(exc: BaseException) -> str:
+    return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+
+
+def _base(name: str) -> str:
+    """An event name without gradio's uniqueness suffix ("list_runs_1" -> "list_runs")."""
+    head, _, tail = name.rpartition("_")
+    return head if tail.isdigit() and head else name
+
+
+def _unique(name: str, taken: set) -> str:
+    n, candidate = 0, name
+    while candidate in taken:
+        n += 1
+        candidate = f"{name}_{n}"
+    return candidate
+
+
+def install(demo: gr.Blocks, services: Services) -> Api:
+    """Call last inside `with gr.Blocks() as demo:`: the UI's events wired so far become undocumented
+    (still reachable by the app's own page, gone from the API page and the MCP tools; one that took an
+    endpoint's name by default, after its handler, is renamed ui_<name>), then the public endpoints are added."""
+    taken = {fn.api_name for fn in demo.fns.values()}
+    for fn in demo.fns.values():
+        if fn.api_visibility == "public":
+            fn.api_visibility = "undocumented"
+        if isinstance(fn.api_name, str) and fn.api_name.split("_")[0] != "ui" and _base(fn.api_name) in ENDPOINTS:
+            fn.api_name = _unique(f"ui_{fn.api_name}", taken)  # a handler named like an endpoint (default names)
+            taken.add(fn.api_name)
+    api = Api(services)
+    for name in ENDPOINTS:
+        slow = name in ("run_debate", "fork_run")
+        gr.api(getattr(api, name), api_name=name, concurrency_id="debate" if slow else None,
+               concurrency_limit="default" if slow else None)
+    return api

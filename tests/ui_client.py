@@ -1,0 +1,16 @@
+"""A gradio_client Client that also knows the app's UI events by name: the app keeps them out of its
+public API (undocumented: off the API page and the MCP tools), so the stock client would call them by
+position only. Tests that drive the UI through its events use this; programs use the public endpoints."""
+from __future__ import annotations
+
+from unittest import mock
+
+from gradio_client import Client
+from gradio_client import utils as client_utils
+
+
+class UIClient(Client):
+    def _get_api_info(self):
+        every = client_utils.RAW_API_INFO_URL + "&all_endpoints=True"
+        with mock.patch.object(client_utils, "RAW_API_INFO_URL", every):
+            return super()._get_api_info()
