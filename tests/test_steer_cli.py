@@ -126,6 +126,7 @@ def test_each_agent_calls_its_own_server_and_judges_go_to_the_aux_backbone(tmp_p
         assert [[t["backbone"] for t in r["turns"]] for r in data["rounds"]] == [["left", "right", "left"]] * 3
         [saved] = store().list_runs()
         assert saved.backbone == "left,right,left"
+        assert run(folder, "rerun", saved.id) == 0 and (left.hits, right.hits) == (12, 6)  # the same agents again
 
         left.hits = right.hits = 0
         assert run(folder, "debate", *QUESTION, "--no-early-stop", "--method", "madm2-subjective",

@@ -150,6 +150,7 @@ def make_row(index: int, task: Task, method: str, run: EvalRun, t: Transcript, s
     tokens = {"debate": t.usage(("debate",)).tokens, "summary": t.usage(("summary",)).tokens,
               "auxiliary": t.usage(AUXILIARY_KINDS).tokens}
     return {"question_index": index, "question_id": task.id, "method": method, "backbone": run.backbone,
+            "agent_backbones": t.agent_backbones(),  # each agent's model (a mixed-model debate differs)
             "dataset": run.split.dataset, "split": run.split.name, "split_seed": run.split.seed,
             "seed": run.settings.seed, "final": t.final.value, "correct": t.correct, "status": t.status,
             "tokens": tokens, "seconds": round(seconds, 4), "transcript": to_dict(t)}

@@ -87,7 +87,7 @@ def cmd_rerun(args, config) -> int:
     """Start the same question, method, backbone, bank and settings again as a new run."""
     import r2mad
     from r2mad.cli_common import print_transcript, report_notices
-    from r2mad.runner import backend_for, open_bank, run_debate
+    from r2mad.runner import agent_backends_for, backend_for, open_bank, run_debate
 
     store = _store(config)
     old = store.get_run(args.run_id)
@@ -96,11 +96,16 @@ def cmd_rerun(args, config) -> int:
     run_id = store.start_run(method=old.method, backbone=old.backbone, bank=old.bank, task=task,
                              settings=old.settings, seed=settings.seed,
                              code_version=r2mad.__version__, source="rerun")
+    aux, names = old.backbone, []
+    if old.transcript is not None and "," in old.backbone:  # a mixed-model run: each agent's own backbone
+        aux, names = old.transcript.backbone, old.transcript.agent_backbones()
     try:
-        transcript = asyncio.run(run_debate(task, old.method, backend_for(config, old.backbone), settings,
-                                            backbone=old.backbone, bank=bank, notices=tuple(notices),
+        transcript = asyncio.run(run_debate(task, old.method, backend_for(config, aux), settings,
+                                            backbone=aux, bank=bank, notices=tuple(notices),
                                             record=store.recorder(run_id),
-                                            summaries=SummaryCache(config.app.summaries_file)))
+                                            summaries=SummaryCache(config.app.summaries_file),
+                                            agent_backends=agent_backends_for(config, names, settings.agents)
+                                            if names else ()))
     finally:
         if bank is not None:
             bank.close()
