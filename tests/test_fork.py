@@ -103,8 +103,8 @@ def test_mask_under_madm2_is_recorded_in_what_was_shown(context):
 
 
 @pytest.mark.parametrize("spec, problem", [
-    (ForkSpec(0), "choose --from-round between 1 and 3"),
-    (ForkSpec(4), "choose --from-round between 1 and 3"),
+    (ForkSpec(0), "fork from a round between 1 and 3"),
+    (ForkSpec(4), "fork from a round between 1 and 3"),
     (ForkSpec(1, (Change("answer", 0, "Z"),)), "not an option of this question; choose one of A, B, C"),
     (ForkSpec(1, (Change("mask", 5),)), "Agent 6 is not in this run"),
 ])

@@ -80,13 +80,14 @@ def test_fork_refuses_bad_input_in_one_sentence(tmp_path, herd_server, capsys):
     assert run(folder, "debate", *QUESTION) == 0
     [parent] = store().list_runs()
     capsys.readouterr()
-    for args, problem in ((["--from-round", "7"], "choose --from-round between 1 and"),
+    for args, problem in ((["--from-round", "7"], "fork from a round between 1 and"),
                           (["--from-round", "1", "--answer", "1=Q"], "not an option"),
                           (["--from-round", "1", "--method", "nope"], "Unknown method 'nope'")):
         hits = herd_server.hits
         assert run(folder, "fork", parent.id, *args) == 2
         err = capsys.readouterr().err
         assert problem in err and err.count("\n") == 1 and herd_server.hits == hits
+        assert store().count_runs() == 1  # nothing saved for a refused fork
     assert run(folder, "fork", "no-such-run", "--from-round", "1") == 2
     assert "No run 'no-such-run'" in capsys.readouterr().err
 

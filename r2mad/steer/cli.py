@@ -44,9 +44,10 @@ class Steering:
         from r2mad.memory.summaries import SummaryCache
         from r2mad.runner import agent_backends_for, backend_for, open_bank
         from r2mad.steer.links import link_fork
-        from r2mad.steer.run import fork_debate
+        from r2mad.steer.run import fork_debate, plan_fork
 
         parent, cfg = self.parent, self.config
+        plan_fork(parent.transcript, spec, self.settings)  # refused before anything is saved
         aux, names = self.plan(spec)
         backend = backend_for(cfg, aux)
         agents = agent_backends_for(cfg, names, self.settings.agents) if names else []
@@ -61,9 +62,6 @@ class Steering:
                                   bank_notices=tuple(notices), agent_backends=agents,
                                   record=self.store.recorder(run_id),
                                   summaries=SummaryCache(cfg.app.summaries_file))
-        except ValueError as exc:
-            self.store.set_status(run_id, "failed", str(exc))
-            raise
         finally:
             if bank is not None:
                 bank.close()

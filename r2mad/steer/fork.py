@@ -79,7 +79,7 @@ def replay_rounds(parent: Transcript, spec: ForkSpec) -> tuple[Round, ...]:
     rounds = parent.finished().rounds
     if not 1 <= spec.from_round <= len(rounds):
         raise ValueError(f"Round {spec.from_round} cannot start a fork of this run, which has rounds 0 to "
-                         f"{len(rounds) - 1}; choose --from-round between 1 and {len(rounds)}.")
+                         f"{len(rounds) - 1}; fork from a round between 1 and {len(rounds)}.")
     kept = [dataclasses.replace(r, details={**{k: v for k, v in r.details.items() if k != "shared"},
                                             "replayed": True})
             for r in rounds[:spec.from_round]]

@@ -4,7 +4,7 @@ launched with mcp_server=True. The UI's own events are kept out of the public AP
 from __future__ import annotations
 
 import importlib.util
-from typing import Any
+from typing import Any, Callable
 
 import gradio as gr
 
@@ -143,38 +143,18 @@ class Api:
             method: go on with this debate method; empty keeps the run's.
             backbone: go on with this backbone for every agent; empty keeps the run's.
         """
-        import dataclasses
+        from dataclasses import asdict
 
-        import r2mad
         from r2mad.steer.fork import ForkSpec, parse_changes
-        from r2mad.steer.links import link_fork
-        from r2mad.steer.run import fork_debate
 
-        s = self.services
         try:
-            parent = s.store.get_run((run_id or "").strip())
-            if parent.transcript is None:
-                raise ValueError(f"Run {parent.id} has no finished round to replay yet; choose another run.")
             changes = parse_changes([f"{k}={v}" for k, v in (edits or {}).items()],
                                     [f"{k}={v}" for k, v in (answers or {}).items()], [str(m) for m in masks or ()])
             spec = ForkSpec(int(from_round), changes, method or None, backbone or None)
-            name = self._backbone(backbone or parent.transcript.backbone)
-            settings = s.config.settings.replace(**parent.settings)
-            agents = [] if backbone else [(n, s.backend(n)[0]) for n in parent.transcript.agent_backbones()]
-            target = method or parent.method
-            folder = parent.bank if needs_bank(target) else None
-            opened, notices = s.bank_for_task(folder, parent.task.kind)
-            backend, name = s.backend(name)
-            fork_id = s.store.start_run(method=target, backbone=name, bank=folder, task=parent.task,
-                                        settings=dataclasses.asdict(settings), seed=settings.seed,
-                                        code_version=r2mad.__version__, source="api-fork")
-            link_fork(s.store, fork_id, parent.id, spec)
-            t = await fork_debate(parent.transcript, spec, backend, settings, backbone=name, bank=opened,
-                                  bank_notices=tuple(notices), agent_backends=agents,
-                                  record=s.store.recorder(fork_id), summaries=s.summaries)
+            parent_id, fork_id, t = await fork_saved(self.services, run_id, spec, source="api-fork")
         except USER_ERRORS as exc:
             raise gr.Error(_sentence(exc)) from None
-        return {**compact(t, fork_id), "forked_from": parent.id, "fork": dataclasses.asdict(spec)}
+        return {**compact(t, fork_id), "forked_from": parent_id, "fork": asdict(spec)}
 
     def search_bank(self, query: str = "", bank: str = "", agent: int = 0, correct: str = "any",
                     limit: int = 10) -> list[dict[str, Any]]:
@@ -202,6 +182,44 @@ class Api:
         return [{"case_id": c.id, "agent": c.agent + 1, "round": c.round, "question": c.question[:500],
                  "answer": c.answers[c.agent], "gold": c.gold, "correct": c.own_correct, "reward": c.reward,
                  "summary": c.summary, "response": c.responses[c.agent][:TEXT_LIMIT]} for c in cases]
+
+
+async def fork_saved(services: Services, run_id: str, spec, *, source: str,
+                     record: Callable[[Transcript], None] | None = None) -> tuple[str, str, Transcript]:
+    """Run `spec` on the saved run `run_id` with the app's services, saved as a new run linked to it:
+    (parent id, fork id, the fork's transcript). `record` also receives the fork's transcript as it grows."""
+    import dataclasses
+
+    import r2mad
+    from r2mad.steer.links import link_fork
+    from r2mad.steer.run import fork_debate, plan_fork
+
+    s = services
+    parent = s.store.get_run((run_id or "").strip())
+    if parent.transcript is None:
+        raise ValueError(f"Run {parent.id} has no finished round to replay yet; choose another run.")
+    name = spec.backbone or parent.transcript.backbone
+    s.config.backbone(name)  # unknown: one sentence listing the backbones
+    settings = s.config.settings.replace(**parent.settings)
+    plan_fork(parent.transcript, spec, settings)  # refused before anything is saved
+    agents = [] if spec.backbone else [(n, s.backend(n)[0]) for n in parent.transcript.agent_backbones()]
+    target = spec.method or parent.method
+    folder = parent.bank if needs_bank(target) else None
+    opened, notices = s.bank_for_task(folder, parent.task.kind)
+    backend, name = s.backend(name)
+    fork_id = s.store.start_run(method=target, backbone=name, bank=folder, task=parent.task,
+                                settings=dataclasses.asdict(settings), seed=settings.seed,
+                                code_version=r2mad.__version__, source=source)
+    link_fork(s.store, fork_id, parent.id, spec)
+    saving = s.store.recorder(fork_id)
+
+    def on_record(t: Transcript) -> None:
+        saving(t)
+        if record:
+            record(t)
+    t = await fork_debate(parent.transcript, spec, backend, settings, backbone=name, bank=opened,
+                          bank_notices=tuple(notices), agent_backends=agents, record=on_record, summaries=s.summaries)
+    return parent.id, fork_id, t
 
 
 def _sentence(exc: BaseException) -> str:

@@ -1,0 +1,105 @@
+"""The Fork tab: pick a saved run and a round, change one agent's message there (force its answer,
+rewrite it, or mask it), and watch the fork run live beside its parent, aligned round by round. The
+rounds before are replayed from the record without model calls; the fork is saved linked to its parent."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+
+import gradio as gr
+
+from r2mad.methods import names
+from r2mad.steer.fork import Change, ForkSpec, align, live_usage
+from r2mad.types import Transcript
+from r2mad.ui.api import USER_ERRORS, _sentence, fork_saved
+from r2mad.ui.render import chat_messages
+from r2mad.ui.services import Services
+
+SAME = "(same as the run)"
+CHANGES = {"force its answer to": "answer", "replace its message with": "edit", "mask it from the peers": "mask",
+           "change nothing": ""}
+
+
+class ForkHandlers:
+    def __init__(self, services: Services):
+        self.services = services
+
+    def show(self, run_id: str):
+        """The parent's chat as soon as an id is given."""
+        try:
+            t = self.services.store.get_run((run_id or "").strip()).transcript
+        except KeyError:
+            return gr.skip()
+        return chat_messages(t) if t else []
+
+    async def fork(self, run_id: str, from_round: float, agent: float, change: str, value: str, method: str,
+                   backbone: str):
+        """Yields (status, parent chat, fork chat, aligned rows) while the fork runs."""
+        kind = CHANGES.get(change, "")
+        try:
+            if kind in ("answer", "edit") and not (value or "").strip():
+                raise ValueError("The change needs a value: an option letter or number to force, or the new "
+                                 "message; type it in the box.")
+            changes = (Change(kind, int(agent or 1) - 1, (value or "").strip()),) if kind else ()
+            spec = ForkSpec(int(from_round or 1), changes, None if method in ("", SAME) else method,
+                            None if backbone in ("", SAME) else backbone)
+            parent = self.services.store.get_run((run_id or "").strip()).transcript
+        except USER_ERRORS as exc:
+            gr.Warning(html.escape(_sentence(exc), quote=False))
+            yield gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            return
+        updates: asyncio.Queue[Transcript] = asyncio.Queue()
+        job = asyncio.ensure_future(fork_saved(self.services, run_id, spec, source="app-fork",
+                                               record=updates.put_nowait))
+        parent_chat = chat_messages(parent) if parent else []
+        try:
+            while not job.done():
+                getter = asyncio.ensure_future(updates.get())
+                await asyncio.wait({job, getter}, return_when=asyncio.FIRST_COMPLETED)
+                if getter.done():
+                    t = getter.result()
+                    yield f"Forking {spec.describe()} — running…", parent_chat, chat_messages(t), align(parent, t)[1:]
+                else:
+                    getter.cancel()
+            parent_id, fork_id, t = job.result()
+        except USER_ERRORS as exc:
+            gr.Warning(html.escape(_sentence(exc), quote=False))
+            yield gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            return
+        finally:
+            if not job.done():
+                job.cancel()
+                with contextlib.suppress(asyncio.CancelledError, *USER_ERRORS):
+                    await job
+        yield (f"Fork **{fork_id}** of run **{parent_id}** ({html.escape(spec.describe())}) — saved; "
+               f"{live_usage(t).calls} model calls made, none for the replayed rounds.",
+               parent_chat, chat_messages(t), align(parent, t)[1:])
+
+
+def build(services: Services) -> None:
+    h = ForkHandlers(services)
+    gr.Markdown("Replay a saved debate up to a round from its record (no model calls), change one agent's "
+                "message at the round before it, and go on live. Agents are counted from 1, as shown.")
+    with gr.Row():
+        run_id = gr.Textbox(label="Run id (from Inspect runs)", scale=3)
+        from_round = gr.Number(label="Fork from round", value=1, minimum=1, precision=0)
+    with gr.Row():
+        agent = gr.Number(label="Agent", value=1, minimum=1, precision=0)
+        change = gr.Dropdown(list(CHANGES), value="force its answer to", label="Change at the round before")
+        value = gr.Textbox(label="Answer or new message", scale=2)
+    with gr.Row():
+        method = gr.Dropdown([SAME, *names("debate"), *names("ablation")], value=SAME, label="Go on with method")
+        backbone = gr.Dropdown([SAME, *services.config.backbones], value=SAME, label="Go on with backbone")
+    go = gr.Button("Fork from here", variant="primary", elem_id="fork-button")
+    status = gr.Markdown(elem_id="fork-status")
+    table = gr.Dataframe(headers=["round", "parent", "fork"], label="The two runs, round by round",
+                         elem_id="fork-aligned", interactive=False)
+    with gr.Row():
+        parent_chat = gr.Chatbot(label="Parent run", elem_id="fork-parent", height=480,
+                                 group_consecutive_messages=False, feedback_options=None)
+        fork_chat = gr.Chatbot(label="Fork", elem_id="fork-chat", height=480,
+                               group_consecutive_messages=False, feedback_options=None)
+    run_id.change(h.show, [run_id], [parent_chat], api_visibility="private", queue=False)
+    go.click(h.fork, [run_id, from_round, agent, change, value, method, backbone],
+             [status, parent_chat, fork_chat, table], api_visibility="private", concurrency_id="debate")

@@ -1,0 +1,70 @@
+"""The Fork tab in a real headless Chromium: open a saved run, force an agent's answer at round 0, and
+watch the fork run live beside its parent (debates on a scripted OpenAI-compatible server on loopback)."""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+
+import pytest
+
+from r2mad.config import Backbone, load_config  # noqa: E402
+from r2mad.fakeserver import FakeServer  # noqa: E402
+from r2mad.runner import backend_for, run_debate  # noqa: E402
+from r2mad.tasks import task_from_input  # noqa: E402
+from r2mad.ui import build_app  # noqa: E402
+from tests.test_app_client import free_port  # noqa: E402
+from tests.test_browser import ARGS, CHROMIUM, SHOTS, sync_api
+from tests.test_steer_cli import herd  # noqa: E402
+
+pytestmark = pytest.mark.slow  # a real browser
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("fork-browser")
+    with FakeServer(responder=herd) as server:
+        config = load_config(env={**os.environ, "R2MAD_DATA_DIR": str(tmp / "var")})
+        fake = Backbone(name="fake", base_url=server.base_url, model="fake-model", timeout_s=5, max_retries=0)
+        config = dataclasses.replace(config, backbones={**config.backbones, "fake": fake}, default_backbone="fake",
+                                     settings=config.settings.replace(early_stop=False),
+                                     app=dataclasses.replace(config.app, default_bank=None))
+        demo = build_app(config)
+        store = demo.r2mad_services.store
+        task = task_from_input("Largest planet?", {"A": "Mars", "B": "Jupiter"}, "B")
+        run_id = store.start_run(method="mad", backbone="fake", bank=None, task=task,
+                                 settings=dataclasses.asdict(config.settings), seed=0, code_version="test")
+        asyncio.run(run_debate(task, "mad", backend_for(config, "fake"), config.settings, backbone="fake",
+                               record=store.recorder(run_id)))
+        demo.queue(default_concurrency_limit=4)
+        port = free_port()
+        demo.launch(prevent_thread_lock=True, server_port=port, quiet=True)
+        yield f"http://127.0.0.1:{port}/", run_id, server
+        demo.close()
+
+
+def test_fork_from_a_round_runs_live_beside_its_parent(served):
+    url, run_id, server = served
+    assert server.hits == 9
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1600})
+        page.goto(url)
+        page.get_by_role("tab", name="Fork").click()
+        page.locator("label:has-text('Run id') textarea, label:has-text('Run id') input").first.fill(run_id)
+        page.locator("label:has-text('Answer or new message') textarea").first.fill("B")
+        page.click("#fork-button")
+        page.wait_for_selector("#fork-status :text('saved')", timeout=60_000)
+        fork, parent = page.locator("#fork-chat").inner_text(), page.locator("#fork-parent").inner_text()
+        assert "My final answer is ((B))." in fork and "Mars. ((A))" in parent
+        aligned = page.locator("#fork-aligned").inner_text()
+        assert "B* B B (replayed)" in aligned and "A (wrong)" in aligned and "B (correct)" in aligned
+        assert server.hits == 9 + 6  # rounds 1 and 2 ran; round 0 was replayed
+        assert "6 model calls made" in page.locator("#fork-status").inner_text()
+        SHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(SHOTS / "fork.png"), full_page=True)
+        page.locator("label:has-text('Fork from round') input").first.fill("9")
+        page.click("#fork-button")
+        page.get_by_text("fork from a round between 1 and 3").first.wait_for(timeout=30_000)
+        assert server.hits == 15
+        browser.close()
