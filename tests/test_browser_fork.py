@@ -68,3 +68,30 @@ def test_fork_from_a_round_runs_live_beside_its_parent(served):
         page.get_by_text("fork from a round between 1 and 3").first.wait_for(timeout=30_000)
         assert server.hits == 15
         browser.close()
+
+
+def test_pause_after_one_round_change_and_go_on(served):
+    url, run_id, server = served
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1600})
+        page.goto(url)
+        page.get_by_role("tab", name="Fork").click()
+        run_box = page.locator("label:has-text('Run id') textarea, label:has-text('Run id') input").first
+        run_box.fill(run_id)
+        page.locator("label:has-text('Answer or new message') textarea").first.fill("B")
+        page.locator("#fork-pause input").check()
+        hits = server.hits
+        page.click("#fork-button")
+        page.wait_for_selector("#fork-status :text('Paused after round 1')", timeout=60_000)
+        assert server.hits == hits + 3  # one round ran
+        paused = run_box.input_value()
+        assert paused != run_id and page.locator("label:has-text('Fork from round') input").first.input_value() == "2"
+        page.locator("label:has-text('Agent') input").first.fill("2")
+        page.locator("label:has-text('Answer or new message') textarea").first.fill("A")
+        page.click("#fork-button")
+        page.wait_for_selector(f"#fork-status :text('of run {paused}')", timeout=60_000)
+        assert "saved" in page.locator("#fork-status").inner_text() and server.hits == hits + 6
+        aligned = page.locator("#fork-aligned").inner_text()
+        assert "B A* B (replayed)" in aligned  # the paused round, changed, then round 2 live
+        browser.close()

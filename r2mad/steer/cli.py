@@ -70,7 +70,8 @@ class Steering:
 
 def cmd_fork(args, config) -> int:
     steering = Steering(args, config, args.run_id)
-    spec = ForkSpec(args.from_round, parse_changes(args.edit, args.answer, args.mask), args.method, args.fork_backbone)
+    spec = ForkSpec(args.from_round, parse_changes(args.edit, args.answer, args.mask), args.method, args.fork_backbone,
+                    args.rounds)
     run_id, t = asyncio.run(steering.fork(spec))
     print_transcript(t, show_text=args.show_text)
     parent = steering.parent

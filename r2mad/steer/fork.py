@@ -29,6 +29,7 @@ class ForkSpec:
     changes: tuple[Change, ...] = ()
     method: str | None = None
     backbone: str | None = None
+    rounds: int | None = None  # rounds in all for the fork (None: the run's); from_round + 1 steps one round
 
     def describe(self) -> str:
         parts = [f"from round {self.from_round}"]
@@ -36,6 +37,8 @@ class ForkSpec:
             what = {"edit": "message edited", "answer": f"answer forced to {c.value}", "mask": "masked"}[c.kind]
             parts.append(f"agent {c.agent + 1} {what}")
         parts += [f"{k} {v}" for k, v in (("method", self.method), ("backbone", self.backbone)) if v]
+        if self.rounds is not None:
+            parts.append(f"{self.rounds} rounds in all")
         return ", ".join(parts)
 
 

@@ -26,7 +26,7 @@ def fork_of(store: RunStore, run_id: str) -> tuple[str | None, ForkSpec | None]:
         return row["parent_id"], None
     data = json.loads(row["fork"])
     spec = ForkSpec(data["from_round"], tuple(Change(**c) for c in data["changes"]), data.get("method"),
-                    data.get("backbone"))
+                    data.get("backbone"), data.get("rounds"))
     return row["parent_id"], spec
 
 

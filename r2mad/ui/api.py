@@ -201,6 +201,8 @@ async def fork_saved(services: Services, run_id: str, spec, *, source: str,
     name = spec.backbone or parent.transcript.backbone
     s.config.backbone(name)  # unknown: one sentence listing the backbones
     settings = s.config.settings.replace(**parent.settings)
+    if spec.rounds is not None:
+        settings = settings.replace(rounds=spec.rounds)
     plan_fork(parent.transcript, spec, settings)  # refused before anything is saved
     agents = [] if spec.backbone else [(n, s.backend(n)[0]) for n in parent.transcript.agent_backbones()]
     target = spec.method or parent.method

@@ -1,6 +1,7 @@
 """The Fork tab: pick a saved run and a round, change one agent's message there (force its answer,
 rewrite it, or mask it), and watch the fork run live beside its parent, aligned round by round. The
-rounds before are replayed from the record without model calls; the fork is saved linked to its parent."""
+rounds before are replayed from the record without model calls; the fork is saved linked to its parent.
+Stepping: a fork may run one round and pause; it then becomes the run to change and go on from."""
 from __future__ import annotations
 
 import asyncio
@@ -34,21 +35,24 @@ class ForkHandlers:
         return chat_messages(t) if t else []
 
     async def fork(self, run_id: str, from_round: float, agent: float, change: str, value: str, method: str,
-                   backbone: str):
-        """Yields (status, parent chat, fork chat, aligned rows) while the fork runs."""
-        kind = CHANGES.get(change, "")
+                   backbone: str, rounds: float | None, pause: bool):
+        """Yields (status, parent chat, fork chat, aligned rows, run id, from round, rounds) while the fork
+        runs. With `pause`, only round `from_round` runs; the fork then becomes the run to continue from."""
+        kind, skip = CHANGES.get(change, ""), tuple(gr.skip() for _ in range(7))
         try:
             if kind in ("answer", "edit") and not (value or "").strip():
                 raise ValueError("The change needs a value: an option letter or number to force, or the new "
                                  "message; type it in the box.")
+            record = self.services.store.get_run((run_id or "").strip())
+            start, total = int(from_round or 1), int(rounds or 0) or int(record.settings.get("rounds") or 0)
             changes = (Change(kind, int(agent or 1) - 1, (value or "").strip()),) if kind else ()
-            spec = ForkSpec(int(from_round or 1), changes, None if method in ("", SAME) else method,
-                            None if backbone in ("", SAME) else backbone)
-            parent = self.services.store.get_run((run_id or "").strip()).transcript
+            spec = ForkSpec(start, changes, None if method in ("", SAME) else method,
+                            None if backbone in ("", SAME) else backbone, start + 1 if pause else total or None)
         except USER_ERRORS as exc:
             gr.Warning(html.escape(_sentence(exc), quote=False))
-            yield gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            yield skip
             return
+        parent = record.transcript
         updates: asyncio.Queue[Transcript] = asyncio.Queue()
         job = asyncio.ensure_future(fork_saved(self.services, run_id, spec, source="app-fork",
                                                record=updates.put_nowait))
@@ -59,22 +63,28 @@ class ForkHandlers:
                 await asyncio.wait({job, getter}, return_when=asyncio.FIRST_COMPLETED)
                 if getter.done():
                     t = getter.result()
-                    yield f"Forking {spec.describe()} — running…", parent_chat, chat_messages(t), align(parent, t)[1:]
+                    yield (f"Forking {html.escape(spec.describe())} — running…", parent_chat, chat_messages(t),
+                           align(parent, t)[1:], *skip[:3])
                 else:
                     getter.cancel()
             parent_id, fork_id, t = job.result()
         except USER_ERRORS as exc:
             gr.Warning(html.escape(_sentence(exc), quote=False))
-            yield gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            yield skip
             return
         finally:
             if not job.done():
                 job.cancel()
                 with contextlib.suppress(asyncio.CancelledError, *USER_ERRORS):
                     await job
-        yield (f"Fork **{fork_id}** of run **{parent_id}** ({html.escape(spec.describe())}) — saved; "
-               f"{live_usage(t).calls} model calls made, none for the replayed rounds.",
-               parent_chat, chat_messages(t), align(parent, t)[1:])
+        done = (f"Fork **{fork_id}** of run **{parent_id}** ({html.escape(spec.describe())}) — saved; "
+                f"{live_usage(t).calls} model calls made, none for the replayed rounds.")
+        if pause and t.status == "done" and len(t.rounds) == start + 1 and start + 1 < total:
+            yield (done + f" Paused after round {start}: change what you like and press the button to go on "
+                   f"from round {start + 1}.", parent_chat, chat_messages(t), align(parent, t)[1:],
+                   fork_id, start + 1, total)
+            return
+        yield done, parent_chat, chat_messages(t), align(parent, t)[1:], *skip[:3]
 
 
 def build(services: Services) -> None:
@@ -91,6 +101,10 @@ def build(services: Services) -> None:
     with gr.Row():
         method = gr.Dropdown([SAME, *names("debate"), *names("ablation")], value=SAME, label="Go on with method")
         backbone = gr.Dropdown([SAME, *services.config.backbones], value=SAME, label="Go on with backbone")
+    with gr.Row():
+        rounds = gr.Number(label="Rounds in all (0: the run's)", value=0, minimum=0, precision=0)
+        pause = gr.Checkbox(label="Pause after one round (step), to change and go on", value=False,
+                            elem_id="fork-pause")
     go = gr.Button("Fork from here", variant="primary", elem_id="fork-button")
     status = gr.Markdown(elem_id="fork-status")
     table = gr.Dataframe(headers=["round", "parent", "fork"], label="The two runs, round by round",
@@ -101,5 +115,6 @@ def build(services: Services) -> None:
         fork_chat = gr.Chatbot(label="Fork", elem_id="fork-chat", height=480,
                                group_consecutive_messages=False, feedback_options=None)
     run_id.change(h.show, [run_id], [parent_chat], api_visibility="private", queue=False)
-    go.click(h.fork, [run_id, from_round, agent, change, value, method, backbone],
-             [status, parent_chat, fork_chat, table], api_visibility="private", concurrency_id="debate")
+    go.click(h.fork, [run_id, from_round, agent, change, value, method, backbone, rounds, pause],
+             [status, parent_chat, fork_chat, table, run_id, from_round, rounds], api_visibility="private",
+             concurrency_id="debate")
