@@ -36,7 +36,7 @@ def app(tmp_path_factory):
             config, backbones={**config.backbones, "fake": fake}, default_backbone="fake",
             settings=config.settings.replace(rounds=2, max_tokens=48),
             app=dataclasses.replace(config.app, embedder="hash-64", memory_dirs=(str(tmp / "memory"),),
-                                    default_bank=str(tmp / "memory" / "tiny")))
+                                    default_bank=str(tmp / "memory" / "tiny"), private_runs="on"))
         demo = build_app(config)
         demo.queue(default_concurrency_limit=4)
         port = free_port()
@@ -54,7 +54,7 @@ def test_only_the_five_endpoints_are_public_and_none_takes_a_token(client):
     info = client.view_api(return_format="dict", print_info=False)
     assert sorted(info["named_endpoints"]) == sorted(f"/{name}" for name in ENDPOINTS)
     params = [p["parameter_name"] for e in info["named_endpoints"].values() for p in e["parameters"]]
-    assert params and not [p for p in params if "token" in p or "key" in p]
+    assert params and not [p for p in params if "token" in p or "key" in p or p == "request"]
 
 
 def test_run_debate_get_run_list_runs_and_fork_run(app, client):
@@ -82,8 +82,8 @@ def test_run_debate_get_run_list_runs_and_fork_run(app, client):
     ("/run_debate", {"question": "Largest planet?", "method": "nope"}, "Unknown method 'nope'"),
     ("/run_debate", {"question": "  "}, "The question is empty"),
     ("/run_debate", {"question": "Largest planet?", "backbone": "gpt-9"}, "Unknown backbone 'gpt-9'"),
-    ("/get_run", {"run_id": "missing"}, "No run 'missing'"),
-    ("/fork_run", {"run_id": "missing", "from_round": 1}, "No run 'missing'"),
+    ("/get_run", {"run_id": "missing"}, "No saved run of yours has that id"),
+    ("/fork_run", {"run_id": "missing", "from_round": 1}, "No saved run of yours has that id"),
     ("/search_bank", {"bank": "elsewhere"}, "No bank 'elsewhere' here"),
 ])
 def test_bad_input_gets_one_sentence_and_runs_nothing(app, client, endpoint, kwargs, problem):
@@ -120,3 +120,13 @@ def test_mcp_client_lists_the_tools_and_runs_a_debate_on_the_embedded_model(app)
     t = ast.literal_eval(result.content[0].text)  # gradio's MCP layer writes a dict as Python literals
     assert t["backbone"] == "smollm2-135m" and t["status"] == "done" and len(t["rounds"]) >= 1
     assert all(x["backbone"] == "smollm2-135m" and x["text"] for x in t["rounds"][0]["turns"])
+
+
+def test_on_a_public_space_each_api_session_reads_and_forks_only_its_own_runs(app, client):
+    t = client.predict(question="Largest planet?", options=PLANETS, gold="B", api_name="/run_debate")
+    other = Client(app[1], verbose=False)  # another program: another session
+    assert t["run_id"] not in [r["run_id"] for r in other.predict(api_name="/list_runs")]
+    for endpoint, kwargs in (("/get_run", {}), ("/fork_run", {"from_round": 1})):
+        with pytest.raises(Exception, match="No saved run of yours has that id"):
+            other.predict(run_id=t["run_id"], **kwargs, api_name=endpoint)
+    assert t["run_id"] in [r["run_id"] for r in client.predict(api_name="/list_runs")]

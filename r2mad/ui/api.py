@@ -13,10 +13,12 @@ from r2mad.config import ConfigError
 from r2mad.methods import METHODS, needs_bank
 from r2mad.types import Transcript
 from r2mad.ui.services import Services
+from r2mad.ui.visitors import Visitor, identify
 
 ENDPOINTS = ("run_debate", "list_runs", "get_run", "fork_run", "search_bank")
 TEXT_LIMIT = 1200  # characters of each agent's response in a compact transcript
 USER_ERRORS = (BackendError, ConfigError, ValueError, KeyError)
+NOT_YOURS = "No saved run of yours has that id; list your runs with list_runs and use one of their ids."
 
 
 def mcp_available() -> bool:
@@ -47,13 +49,18 @@ class Api:
     def __init__(self, services: Services):
         self.services = services
 
+    def visitor(self, request: gr.Request | None) -> Visitor:
+        """Who calls: on a public Space each API session reads and forks only its own runs."""
+        return identify(self.services.config, browser_id=None, session=getattr(request, "session_hash", None))
+
     def _backbone(self, name: str) -> str:
         name = (name or "").strip() or self.services.config.default_backbone
         self.services.config.backbone(name)  # unknown: one sentence listing the backbones
         return name
 
     async def run_debate(self, question: str, options: dict[str, str] | None = None, gold: str = "",
-                         method: str = "mad", backbone: str = "", bank: str = "") -> dict[str, Any]:
+                         method: str = "mad", backbone: str = "", bank: str = "",
+                         request: gr.Request = None) -> dict[str, Any]:
         """Run one debate and return its transcript in compact JSON.
 
         Args:
@@ -83,14 +90,16 @@ class Api:
             backend, name = s.backend(name)
             run_id = s.store.start_run(method=method, backbone=name, bank=folder, task=task,
                                        settings=dataclasses.asdict(settings), seed=settings.seed,
-                                       code_version=r2mad.__version__, source="api")
+                                       code_version=r2mad.__version__, source="api",
+                                       owner=self.visitor(request).owner)
             t = await run_debate(task, method, backend, settings, backbone=name, bank=opened,
                                  notices=tuple(notices), record=s.store.recorder(run_id), summaries=s.summaries)
         except USER_ERRORS as exc:
             raise gr.Error(_sentence(exc)) from None
         return compact(t, run_id)
 
-    def list_runs(self, limit: int = 20, method: str = "", correct: str = "any") -> list[dict[str, Any]]:
+    def list_runs(self, limit: int = 20, method: str = "", correct: str = "any",
+                  request: gr.Request = None) -> list[dict[str, Any]]:
         """The newest saved runs, one compact row each.
 
         Args:
@@ -101,12 +110,13 @@ class Api:
         if correct not in ("yes", "no", "any"):
             raise gr.Error(f"correct is '{correct}'; use yes, no or any.")
         rows = self.services.store.list_runs(method=method or None, correct={"yes": True, "no": False}.get(correct),
+                                             owner=self.visitor(request).list_filter,
                                              limit=max(1, min(int(limit), 200)))
         return [{"run_id": r.id, "created_at": r.created_at, "status": r.status, "method": r.method,
                  "backbone": r.backbone, "question": r.question[:200], "gold": r.gold, "final": r.final_answer,
                  "correct": r.correct, "rounds": r.rounds, "tokens": r.tokens} for r in rows]
 
-    def get_run(self, run_id: str) -> dict[str, Any]:
+    def get_run(self, run_id: str, request: gr.Request = None) -> dict[str, Any]:
         """One saved run: its compact transcript, the run it was forked from, its forks and blame results.
 
         Args:
@@ -118,7 +128,7 @@ class Api:
 
         store = self.services.store
         try:
-            record = store.get_run((run_id or "").strip())
+            record = readable(store, run_id, self.visitor(request))
             parent, spec = fork_of(store, record.id)
         except KeyError as exc:
             raise gr.Error(_sentence(exc)) from None
@@ -130,7 +140,7 @@ class Api:
 
     async def fork_run(self, run_id: str, from_round: int, answers: dict[str, str] | None = None,
                        edits: dict[str, str] | None = None, masks: list[int] | None = None, method: str = "",
-                       backbone: str = "") -> dict[str, Any]:
+                       backbone: str = "", request: gr.Request = None) -> dict[str, Any]:
         """Fork a saved debate: replay its rounds before from_round from the record (no model calls),
         change round from_round-1 as asked, and go on live. The fork is saved, linked to its parent.
 
@@ -151,7 +161,8 @@ class Api:
             changes = parse_changes([f"{k}={v}" for k, v in (edits or {}).items()],
                                     [f"{k}={v}" for k, v in (answers or {}).items()], [str(m) for m in masks or ()])
             spec = ForkSpec(int(from_round), changes, method or None, backbone or None)
-            parent_id, fork_id, t = await fork_saved(self.services, run_id, spec, source="api-fork")
+            parent_id, fork_id, t = await fork_saved(self.services, run_id, spec, source="api-fork",
+                                                     visitor=self.visitor(request))
         except USER_ERRORS as exc:
             raise gr.Error(_sentence(exc)) from None
         return {**compact(t, fork_id), "forked_from": parent_id, "fork": asdict(spec)}
@@ -184,10 +195,22 @@ class Api:
                  "summary": c.summary, "response": c.responses[c.agent][:TEXT_LIMIT]} for c in cases]
 
 
-async def fork_saved(services: Services, run_id: str, spec, *, source: str,
+def readable(store, run_id: str, visitor: Visitor):
+    """A saved run this visitor may read; another visitor's run reads as no run at all (KeyError)."""
+    try:
+        record = store.get_run((run_id or "").strip())
+    except KeyError:
+        record = None
+    if record is None or not visitor.can_read(record.owner):
+        raise KeyError(NOT_YOURS)
+    return record
+
+
+async def fork_saved(services: Services, run_id: str, spec, *, source: str, visitor: Visitor,
                      record: Callable[[Transcript], None] | None = None) -> tuple[str, str, Transcript]:
-    """Run `spec` on the saved run `run_id` with the app's services, saved as a new run linked to it:
-    (parent id, fork id, the fork's transcript). `record` also receives the fork's transcript as it grows."""
+    """Run `spec` on the saved run `run_id` (one `visitor` may read) with the app's services, saved as a
+    new run of theirs linked to it: (parent id, fork id, the fork's transcript). `record` also receives
+    the fork's transcript as it grows."""
     import dataclasses
 
     import r2mad
@@ -195,7 +218,7 @@ async def fork_saved(services: Services, run_id: str, spec, *, source: str,
     from r2mad.steer.run import fork_debate, plan_fork
 
     s = services
-    parent = s.store.get_run((run_id or "").strip())
+    parent = readable(s.store, run_id, visitor)
     if parent.transcript is None:
         raise ValueError(f"Run {parent.id} has no finished round to replay yet; choose another run.")
     name = spec.backbone or parent.transcript.backbone
@@ -211,7 +234,7 @@ async def fork_saved(services: Services, run_id: str, spec, *, source: str,
     backend, name = s.backend(name)
     fork_id = s.store.start_run(method=target, backbone=name, bank=folder, task=parent.task,
                                 settings=dataclasses.asdict(settings), seed=settings.seed,
-                                code_version=r2mad.__version__, source=source)
+                                code_version=r2mad.__version__, source=source, owner=visitor.owner)
     link_fork(s.store, fork_id, parent.id, spec)
     saving = s.store.recorder(fork_id)
 

@@ -13,9 +13,10 @@ import gradio as gr
 from r2mad.methods import names
 from r2mad.steer.fork import Change, ForkSpec, align, live_usage
 from r2mad.types import Transcript
-from r2mad.ui.api import USER_ERRORS, _sentence, fork_saved
+from r2mad.ui.api import USER_ERRORS, _sentence, fork_saved, readable
 from r2mad.ui.render import chat_messages
 from r2mad.ui.services import Services
+from r2mad.ui.visitors import Visitor, identify
 
 SAME = "(same as the run)"
 CHANGES = {"force its answer to": "answer", "replace its message with": "edit", "mask it from the peers": "mask",
@@ -26,16 +27,24 @@ class ForkHandlers:
     def __init__(self, services: Services):
         self.services = services
 
-    def show(self, run_id: str):
-        """The parent's chat as soon as an id is given."""
+    def visitor(self, visitor_id, request, profile, oauth_token) -> Visitor:
+        return identify(self.services.config, browser_id=visitor_id, profile=profile, token=oauth_token,
+                        session=getattr(request, "session_hash", None))
+
+    def show(self, run_id: str, visitor_id: str | None = None, request: gr.Request = None,
+             profile: gr.OAuthProfile | None = None, oauth_token: gr.OAuthToken | None = None):
+        """The parent's chat as soon as an id of a run this visitor may read is given."""
         try:
-            t = self.services.store.get_run((run_id or "").strip()).transcript
+            visitor = self.visitor(visitor_id, request, profile, oauth_token)
+            t = readable(self.services.store, run_id, visitor).transcript
         except KeyError:
             return gr.skip()
         return chat_messages(t) if t else []
 
     async def fork(self, run_id: str, from_round: float, agent: float, change: str, value: str, method: str,
-                   backbone: str, rounds: float | None, pause: bool):
+                   backbone: str, rounds: float | None, pause: bool, visitor_id: str | None = None,
+                   request: gr.Request = None, profile: gr.OAuthProfile | None = None,
+                   oauth_token: gr.OAuthToken | None = None):
         """Yields (status, parent chat, fork chat, aligned rows, run id, from round, rounds) while the fork
         runs. With `pause`, only round `from_round` runs; the fork then becomes the run to continue from."""
         kind, skip = CHANGES.get(change, ""), tuple(gr.skip() for _ in range(7))
@@ -43,7 +52,8 @@ class ForkHandlers:
             if kind in ("answer", "edit") and not (value or "").strip():
                 raise ValueError("The change needs a value: an option letter or number to force, or the new "
                                  "message; type it in the box.")
-            record = self.services.store.get_run((run_id or "").strip())
+            visitor = self.visitor(visitor_id, request, profile, oauth_token)
+            record = readable(self.services.store, run_id, visitor)
             start, total = int(from_round or 1), int(rounds or 0) or int(record.settings.get("rounds") or 0)
             changes = (Change(kind, int(agent or 1) - 1, (value or "").strip()),) if kind else ()
             spec = ForkSpec(start, changes, None if method in ("", SAME) else method,
@@ -54,7 +64,7 @@ class ForkHandlers:
             return
         parent = record.transcript
         updates: asyncio.Queue[Transcript] = asyncio.Queue()
-        job = asyncio.ensure_future(fork_saved(self.services, run_id, spec, source="app-fork",
+        job = asyncio.ensure_future(fork_saved(self.services, run_id, spec, source="app-fork", visitor=visitor,
                                                record=updates.put_nowait))
         parent_chat = chat_messages(parent) if parent else []
         try:
@@ -87,7 +97,8 @@ class ForkHandlers:
         yield done, parent_chat, chat_messages(t), align(parent, t)[1:], *skip[:3]
 
 
-def build(services: Services) -> None:
+def build(services: Services, visitor_id: gr.BrowserState) -> None:
+    """`visitor_id`: the key of this browser's runs on a public Space (each visitor forks only their own)."""
     h = ForkHandlers(services)
     gr.Markdown("Replay a saved debate up to a round from its record (no model calls), change one agent's "
                 "message at the round before it, and go on live. Agents are counted from 1, as shown.")
@@ -114,7 +125,7 @@ def build(services: Services) -> None:
                                  group_consecutive_messages=False, feedback_options=None)
         fork_chat = gr.Chatbot(label="Fork", elem_id="fork-chat", height=480,
                                group_consecutive_messages=False, feedback_options=None)
-    run_id.change(h.show, [run_id], [parent_chat], api_visibility="private", queue=False)
-    go.click(h.fork, [run_id, from_round, agent, change, value, method, backbone, rounds, pause],
+    run_id.change(h.show, [run_id, visitor_id], [parent_chat], api_visibility="private", queue=False)
+    go.click(h.fork, [run_id, from_round, agent, change, value, method, backbone, rounds, pause, visitor_id],
              [status, parent_chat, fork_chat, table, run_id, from_round, rounds], api_visibility="private",
              concurrency_id="debate")

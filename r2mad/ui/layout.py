@@ -37,7 +37,7 @@ def build_app(config: Config | None = None, *, secrets: Iterable[str] = (),
             with gr.Tab("Annotate", id="annotate") as annotate:
                 annotate_tab.build(services, demo, tabs, annotate, visitor_id)
             with gr.Tab("Fork", id="fork"):
-                fork_tab.build(services)
+                fork_tab.build(services, visitor_id)
             with gr.Tab("Memory bank", id="bank") as bank:
                 bank_tab.build(services, bank)
             with gr.Tab("About", id="about"):
