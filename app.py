@@ -24,7 +24,8 @@ def serve(config, *, port: int | None = None, block: bool = True, warm: bool = T
     # keep every call's inputs (a pasted token among them) in the visitor's browser storage.
     demo.launch(server_name=config.app.host, server_port=port or config.app.port, run_history=False,
                 show_error=not config.on_space, prevent_thread_lock=not block, quiet=not block,
-                mcp_server=mcp_available())  # the gr.api endpoints as MCP tools, where gradio[mcp] is installed
+                mcp_server=mcp_available() and not config.private_runs)  # the gr.api endpoints as MCP tools
+    # (off where runs are private per visitor: gradio's MCP layer sends every tool call through one session)
     return demo
 
 
