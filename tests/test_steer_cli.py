@@ -141,3 +141,16 @@ def test_agent_backbones_must_match_the_agents(tmp_path, herd_server, capsys):
     assert run(folder, "debate", *QUESTION, "--agent-backbones", "fake,fake") == 2
     err = capsys.readouterr().err
     assert "2 agent backbones were given for 3 agents" in err and herd_server.hits == 0
+
+
+def test_a_fork_keeps_its_link_through_export_and_import(tmp_path, herd_server, monkeypatch, capsys):
+    folder = make_config(tmp_path, fake=herd_server)
+    assert run(folder, "debate", *QUESTION, "--no-early-stop") == 0
+    [parent] = store().list_runs()
+    assert run(folder, "fork", parent.id, "--from-round", "2", "--mask", "3") == 0
+    assert run(folder, "export", "--out", str(tmp_path / "runs.jsonl")) == 0
+    monkeypatch.setenv("R2MAD_DATA_DIR", str(tmp_path / "elsewhere"))
+    assert run(folder, "import", str(tmp_path / "runs.jsonl")) == 0
+    [fork_id] = forks_of(store(), parent.id)
+    parent_id, spec = fork_of(store(), fork_id)
+    assert parent_id == parent.id and spec.from_round == 2 and spec.changes[0].kind == "mask"
