@@ -128,6 +128,10 @@ def test_each_agent_calls_its_own_server_and_judges_go_to_the_aux_backbone(tmp_p
         [saved] = store().list_runs()
         assert saved.backbone == "left,right,left"
         assert run(folder, "rerun", saved.id) == 0 and (left.hits, right.hits) == (12, 6)  # the same agents again
+        assert run(folder, "fork", saved.id, "--from-round", "2") == 0
+        assert (left.hits, right.hits) == (14, 7)  # a fork keeps each agent on its own backbone
+        assert run(folder, "fork", saved.id, "--from-round", "2", "--backbone", "right") == 0
+        assert (left.hits, right.hits) == (14, 10)  # unless told otherwise
 
         left.hits = right.hits = 0
         assert run(folder, "debate", *QUESTION, "--no-early-stop", "--method", "madm2-subjective",
