@@ -52,8 +52,9 @@ class Steering:
         backend = backend_for(cfg, aux)
         agents = agent_backends_for(cfg, names, self.settings.agents) if names else []
         method = spec.method or parent.method
-        bank, notices = open_bank(parent.bank, cfg, task_kind=parent.task.kind)
-        run_id = self.store.start_run(method=method, backbone=backbone_label(aux, names), bank=parent.bank,
+        folder = getattr(self.args, "bank", None) or parent.bank  # e.g. a MAD run forked into r2mad
+        bank, notices = open_bank(folder, cfg, task_kind=parent.task.kind)
+        run_id = self.store.start_run(method=method, backbone=backbone_label(aux, names), bank=folder,
                                       task=parent.task, settings=dataclasses.asdict(self.settings),
                                       seed=self.settings.seed, code_version=r2mad.__version__, source=source)
         link_fork(self.store, run_id, parent.id, spec)
@@ -112,6 +113,7 @@ def register(sub) -> None:
     f.add_argument("--method", default=None, help="go on with another debate method")
     f.add_argument("--backbone", dest="fork_backbone", default=None,
                    help="go on with another backbone for every agent")
+    f.add_argument("--bank", default=None, help="memory bank for r2mad / icl-cot (default: the run's)")
     f.add_argument("--show-text", action="store_true", help="print every agent's full response")
     add_settings_flags(f)
     add_backbone_flags(f)
