@@ -10,12 +10,12 @@ from types import SimpleNamespace
 import gradio as gr
 import pytest
 import yaml
-from gradio_client import Client
 
 from app import serve
 from r2mad.config import load_config
 from r2mad.fakeserver import FakeServer
 from r2mad.runs.records import NOTE_LIMIT
+from tests.ui_client import UIClient as Client  # the UI events are undocumented
 
 pytestmark = pytest.mark.slow  # a real app and test server
 
@@ -67,7 +67,7 @@ def test_each_visitor_reads_and_reruns_only_their_own_runs(space):
               api_name="/debate")
     b.predict(**ARGS, question="What is 2+2?", visitor_id=B_ID, api_name="/debate")
     listing = dict(method="any", backbone="any", bank="any", outcome="any", flags=[], status="any",
-                   api_name="/list_runs")
+                   api_name="/inspect_list_runs")
     a_rows = a.predict(**listing, visitor_id=A_ID)["data"]
     b_rows = b.predict(**listing, visitor_id=B_ID)["data"]
     assert any("PRIVATE" in str(row) for row in a_rows) and len(a_rows) == 1
