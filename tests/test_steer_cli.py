@@ -158,3 +158,23 @@ def test_a_fork_keeps_its_link_through_export_and_import(tmp_path, herd_server, 
     [fork_id] = forks_of(store(), parent.id)
     parent_id, spec = fork_of(store(), fork_id)
     assert parent_id == parent.id and spec.from_round == 2 and spec.changes[0].kind == "mask"
+
+
+@pytest.mark.slow  # builds a Qdrant index on disk
+def test_a_mad_run_forked_into_r2mad_retrieves_from_the_named_bank(tmp_path, herd_server, capsys):
+    from tests.test_app_client import make_bank
+
+    folder = make_config(tmp_path, fake=herd_server)
+    app_yaml = folder / "app.yaml"
+    app_yaml.write_text(app_yaml.read_text().replace("embedder: all-MiniLM-L6-v2", "embedder: hash-64"))
+    make_bank(tmp_path / "memory")
+    assert run(folder, "debate", *QUESTION, "--no-early-stop") == 0
+    [parent] = store().list_runs()
+    capsys.readouterr()
+    assert run(folder, "fork", parent.id, "--from-round", "2", "--method", "r2mad",
+               "--bank", str(tmp_path / "memory" / "tiny")) == 0
+    fork = store().get_run(forks_of(store(), parent.id)[0])
+    assert fork.method == "r2mad" and fork.bank == str(tmp_path / "memory" / "tiny")
+    turns = fork.transcript.rounds[2].turns
+    assert [t.details["retrieved"][0]["case_id"] for t in turns if t.agent < 2] == ["case-0", "case-1"]
+    assert "retrieved case-0" in capsys.readouterr().out
