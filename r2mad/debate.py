@@ -316,8 +316,8 @@ class Debate:
         started = time.monotonic()
         try:
             [c] = await backend.chat(prompt, n=1, temperature=s.temperature, top_p=s.top_p,
-                                          max_tokens=s.max_tokens, seed=_seed(s, t, agent.index),
-                                          logprobs=want_lp, **live)
+                                     max_tokens=s.max_tokens, seed=_seed(s, t, agent.index),
+                                     logprobs=want_lp, **live)
         except BackendError as exc:
             turn = AgentTurn(agent.index, t, agent.name, prompt, "", ABSTAINED, started_at=started,
                              ended_at=time.monotonic(), error=str(exc), details=to_dict(details), backbone=name)
