@@ -132,6 +132,10 @@ def test_a_note_over_4_kb_is_refused_in_one_sentence(space):
     store.annotate(run.id, annotator="ann", labels=["other"], note="é" * (NOTE_LIMIT // 2))  # 4 KB fits
 
 
+# the Debate tab's form, in the order the handler takes it: an HF-router backbone, MAD, 2 agents, 1 round
+FORM = ["hf-router", "", "", "", ["mad"], "", 2, 1, 1, 0.9, 0.7, 32, 0, "off", "What is 1+1?", *[""] * 10, "2"]
+
+
 async def collect(gen):
     return [update async for update in gen]
 
@@ -141,18 +145,18 @@ def test_a_signed_in_visitor_debates_on_their_own_token_and_never_the_owners(spa
 
     demo, _, srv = space
     h = DebateHandlers(demo.r2mad_services)
-    form = ["hf-router", "", "", "", ["mad"], "", 2, 1, 1, 0.9, 0.7, 32, 0, "off", "What is 1+1?",
-            *[""] * 10, "2"]
+    form = FORM
     token = gr.OAuthToken(token=LOGIN_TOKEN, scope="openid inference-api", expires_at=0)
     before = len(srv.requests)
-    updates = asyncio.run(collect(h.run_debate(*form, "d" * 32, request("s2"), profile("visitor"), token)))
+    updates = asyncio.run(collect(h.run_debate(*form, visitor_id="d" * 32, request=request("s2"),
+                                                  profile=profile("visitor"), oauth_token=token)))
     sent = {r.headers.get("authorization") for r in srv.requests[before:]}
     assert sent == {f"Bearer {LOGIN_TOKEN}"}
     shown = repr(updates)
     assert LOGIN_TOKEN not in shown and OWNER_TOKEN not in shown
     # neither signed in nor a pasted token: the owner's HF_TOKEN is not spent on the visitor
     before = len(srv.requests)
-    updates = asyncio.run(collect(h.run_debate(*form, "e" * 32, request("s3"))))
+    updates = asyncio.run(collect(h.run_debate(*form, visitor_id="e" * 32, request=request("s3"))))
     assert len(srv.requests) == before
     assert "sign in with Hugging Face" in str(updates[-1][0])
     # the Space stores the run under the login, where only that visitor (and annotators) read it
@@ -167,7 +171,6 @@ def test_the_owner_may_share_their_token_with_visitors(tmp_path, monkeypatch):
     with FakeServer(models=["m"]) as srv:
         services = Services(space_config(tmp_path, srv.base_url, visitors_use_owner_token=True),
                             secrets=[OWNER_TOKEN])
-        form = ["hf-router", "", "", "", ["mad"], "", 2, 1, 1, 0.9, 0.7, 32, 0, "off", "What is 1+1?",
-                *[""] * 10, "2"]
-        asyncio.run(collect(DebateHandlers(services).run_debate(*form, "f" * 32, request("s4"))))
+        asyncio.run(collect(DebateHandlers(services).run_debate(*FORM, visitor_id="f" * 32,
+                                                                request=request("s4"))))
         assert {r.headers.get("authorization") for r in srv.requests} == {f"Bearer {OWNER_TOKEN}"}
