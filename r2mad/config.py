@@ -172,6 +172,9 @@ class Backbone:
     structured_output: str = field(default="none", metadata=_limits(choices=(
         "none", "grammar", "vllm", "json_schema")))
     answer_guard: bool = False  # default of the answer guard on this backbone (settings may override)
+    native_n: bool = False  # identical prompts go as one request for n samples (vLLM, OpenAI)
+    price_input_per_m: float | None = field(default=None, metadata=_limits(0, 1e6))  # USD per 1M prompt tokens
+    price_output_per_m: float | None = field(default=None, metadata=_limits(0, 1e6))  # USD per 1M completion tokens
 
 
 @dataclass(frozen=True)

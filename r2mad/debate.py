@@ -181,7 +181,8 @@ class RoundContext:
                            backbone=self.backbone)
         else:
             call = AuxCall(kind, self.index, c.text, c.tokens_in, c.tokens_out, c.latency_s, source, target,
-                           labeler(c.text) if labeler else None, backbone=self.backbone)
+                           labeler(c.text) if labeler else None, backbone=self.backbone,
+                           provider=c.provider)
         self.aux.append(call)
         return call
 
@@ -330,7 +331,8 @@ class Debate:
                 ctx.aux.append(dataclasses.replace(call, backbone=name))
             turn = AgentTurn(agent.index, t, agent.name, prompt, c.text, answer,
                              c.tokens_in, c.tokens_out, c.latency_s, started, time.monotonic(),
-                             mean_lp, details=to_dict(details), backbone=name)
+                             mean_lp, details=to_dict(details), backbone=name,
+                             provider=c.provider)
         ctx.arrived[agent.index] = turn
         self.method.on_turn(turn)
         self.emit(Event("turn", t, agent.index, to_dict(turn)))

@@ -6,7 +6,9 @@
         assert srv.hits == 2
 
 When the script queue is empty, `responder(body)` decides (default: ok("ok")). Every sleep is capped
-and wakes early when the server stops, so a test can never hang on it.
+and wakes early when the server stops, so a test can never hang on it. Like vLLM and OpenAI it answers `n`
+with n choices (`ignore_n` plays a server that does not); `provider` plays the HF router's
+x-inference-provider header.
 """
 from __future__ import annotations
 
@@ -181,6 +183,7 @@ class FakeServer:
     hits: int = 0  # /chat/completions requests
     model_hits: int = 0  # GET /models requests
     requests: list[Received] = field(default_factory=list)  # /chat/completions requests only
+    provider: str | None = None  # sent as the x-inference-provider header of every answer, as the HF router does
 
     def __post_init__(self) -> None:
         self._queue: deque[Behaviour] = deque()
@@ -290,7 +293,7 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                     self._stream(b.text if isinstance(b.text, str) else b.text[0], body, finish=b.finish_reason,
                                  logprobs=b.logprobs)
                 else:
-                    self._json(200, completion_body(b, body))
+                    self._json(200, completion_body(b, body), headers=self._provider())
             elif isinstance(b, Status):
                 extra = {"Retry-After": f"{b.retry_after:g}"} if b.retry_after is not None else None
                 message = b.message or f"Fake status {b.code}."
@@ -315,12 +318,17 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
             else:  # a test scripted something unknown: say so loudly
                 self._json(500, error_body(f"FakeServer cannot play behaviour {b!r}."))
 
+        def _provider(self) -> dict[str, str] | None:
+            return {"x-inference-provider": server.provider} if server.provider else None
+
         def _stream(self, text: str, body: dict, finish: str | None, logprobs: list[float] | None = None) -> None:
             """SSE chunks (one per logprob when given, else word by word) that join back to `text`, then the
             finish_reason, a usage chunk when stream_options asks for one, and [DONE]; finish=None cuts the
             stream before all of that."""
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
+            for key, value in (self._provider() or {}).items():
+                self.send_header(key, value)
             self.end_headers()
             base = {"id": "chatcmpl-fake-stream", "object": "chat.completion.chunk", "created": int(time.time()),
                     "model": body.get("model") or "fake-model"}

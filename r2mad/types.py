@@ -27,6 +27,7 @@ class Completion:
     latency_s: float = 0.0
     logprobs: tuple[float, ...] | None = None  # per generated token, when asked for and available
     finish_reason: str | None = None
+    provider: str | None = None  # who served it behind a router (HF's x-inference-provider header)
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ class AgentTurn:
     error: str | None = None  # set when the agent abstained because its call failed
     details: dict[str, Any] = field(default_factory=dict)  # method-specific: retrieval, confidence, mask, advice
     backbone: str = ""  # the model that answered (mixed-model debates give agents different ones)
+    provider: str | None = None  # who served the call behind a router (HF's x-inference-provider header)
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,7 @@ class AuxCall:
     label: str | None = None  # judge label or advice type
     error: str | None = None
     backbone: str = ""  # the model that made the call
+    provider: str | None = None  # who served the call behind a router
 
 
 @dataclass(frozen=True)

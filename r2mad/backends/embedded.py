@@ -108,6 +108,7 @@ class EmbeddedBackend:
     streams_text = True
     structured_output = "grammar"  # the answer guard constrains output with a llama.cpp grammar
     guard_by_default = True  # a tiny model often reasons without committing to an answer
+    serialises_calls = True  # one generation at a time: concurrent calls wait in line
 
     def __init__(self, *, name: str = "smollm2-135m", model_path: Path | None = None, n_ctx: int = 8192,
                  stall_s: float = 120.0):

@@ -4,9 +4,16 @@ or, with `stream`, as server-sent events (a stream cut before its finish_reason 
 an answer).
 
 Accounting when one request returns several choices: the request's prompt tokens go on the first completion
-it produced and 0 on the others (so summing completions gives the true cost), completion tokens are split
-evenly across its choices (remainder to the earliest), and every completion carries the wall time of the
-request that produced it.
+it produced and 0 on the others (so summing completions gives the true cost); each choice's completion tokens
+are its own count of token logprobs when the server sent them, otherwise the request's total shared in
+proportion to each choice's characters (the sum stays exact); every completion carries the wall time of the
+request that produced it, and the provider that served it (the HF router's `x-inference-provider` header).
+
+With `native_n`, single-sample calls of identical prompts and sampling settings that arrive within
+BATCH_WINDOW_S of each other (Self-Consistency's samples, judges of the same response) go as one request
+for n samples, carrying the first call's seed; the server derives each sample from it (vLLM seeds the n
+samples of a request from the request's seed), so the set is reproducible, and samples asked again because
+a server returned fewer choices get seeds shifted past it.
 """
 from __future__ import annotations
 
@@ -28,6 +35,8 @@ from r2mad.types import AnswerShape, Completion, Message
 BACKOFF_START_S = 0.5
 BACKOFF_CAP_S = 8.0
 MAX_RETRY_AFTER_S = 30.0  # without a deadline, a longer Retry-After ends the call instead of waiting
+BATCH_WINDOW_S = 0.005  # identical prompts asked this close together share one request (native_n)
+PROVIDER_HEADER = "x-inference-provider"
 NO_KEY = "not-needed"  # local servers take no key; a placeholder keeps the client from reading the environment
 
 
@@ -36,7 +45,7 @@ class OpenAICompatBackend:
                  timeout_s: float = 60, max_retries: int = 2, deadline_s: float | None = None,
                  supports_logprobs: bool = True, extra_body: dict | None = None, stream: bool = False,
                  key_source: str = "the token field or HF_TOKEN", structured_output: str | None = None,
-                 guard_by_default: bool = False):
+                 guard_by_default: bool = False, native_n: bool = False):
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.name = name or model or self.base_url
@@ -48,6 +57,9 @@ class OpenAICompatBackend:
         self.stream = self.streams_text = stream
         self.structured_output = structured_output  # how this server constrains output (answer guard)
         self.guard_by_default = guard_by_default
+        self.native_n = native_n  # the server returns n choices for one request (vLLM, OpenAI)
+        self._pending: dict[tuple, list[tuple[int | None, asyncio.Future]]] = {}
+        self._flushing: set[asyncio.Task] = set()
         self.key_source = key_source  # where the person sets the key, named in the 401 message
         self._api_key = api_key or None
         self._client: openai.AsyncOpenAI | None = None
@@ -74,7 +86,55 @@ class OpenAICompatBackend:
                    shape: AnswerShape | None = None) -> list[Completion]:
         """Return `n` completions; if the server returns fewer choices than asked, ask again for the rest
         (with the seed shifted, so repeated calls do not return the same sample). When streaming, a single
-        completion's text so far goes to `on_text` as it grows."""
+        completion's text so far goes to `on_text` as it grows. With `native_n`, a single-sample call may
+        be answered by a request shared with identical calls (see the module docstring)."""
+        if self.native_n and n == 1:
+            return [await self._batched(tuple(messages), (temperature, top_p, max_tokens, logprobs, shape),
+                                        seed, on_text)]
+        return await self._chat(messages, n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
+                                seed=seed, logprobs=logprobs, on_text=on_text, shape=shape)
+
+    async def _batched(self, messages: tuple[Message, ...], sampling: tuple, seed: int | None,
+                       on_text: Callable[[str], None] | None) -> Completion:
+        """Wait BATCH_WINDOW_S for identical calls, then one request answers them all."""
+        loop = asyncio.get_running_loop()
+        key = (loop, messages, sampling)
+        waiters = self._pending.get(key)
+        if waiters is None:
+            waiters = self._pending[key] = []
+            loop.call_later(BATCH_WINDOW_S, self._start_flush, key, on_text)
+        future = loop.create_future()
+        waiters.append((seed, future))
+        return await future
+
+    def _start_flush(self, key: tuple, on_text: Callable[[str], None] | None) -> None:
+        task = asyncio.get_running_loop().create_task(self._flush(key, on_text))
+        self._flushing.add(task)  # the loop keeps only a weak reference to a task
+        task.add_done_callback(self._flushing.discard)
+
+    async def _flush(self, key: tuple, on_text: Callable[[str], None] | None) -> None:
+        waiters = [w for w in self._pending.pop(key) if not w[1].done()]  # cancelled callers need nothing
+        if not waiters:
+            return
+        _, messages, (temperature, top_p, max_tokens, logprobs, shape) = key
+        try:
+            results = await self._chat(messages, n=len(waiters), temperature=temperature, top_p=top_p,
+                                       max_tokens=max_tokens, seed=waiters[0][0], logprobs=logprobs,
+                                       on_text=on_text if len(waiters) == 1 else None, shape=shape)
+        except BaseException as exc:  # noqa: BLE001 - every caller gets the request's failure
+            for _, future in waiters:
+                if not future.done():
+                    future.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        for (_, future), completion in zip(waiters, results):
+            if not future.done():
+                future.set_result(completion)
+
+    async def _chat(self, messages: Sequence[Message], *, n: int, temperature: float, top_p: float,
+                    max_tokens: int, seed: int | None, logprobs: bool,
+                    on_text: Callable[[str], None] | None, shape: AnswerShape | None) -> list[Completion]:
         deadline = None if self.deadline_s is None else time.monotonic() + self.deadline_s
         model = await self._model(deadline)
         want_logprobs = logprobs and self.supports_logprobs
@@ -107,7 +167,8 @@ class OpenAICompatBackend:
 
     async def _complete(self, args: dict[str, Any], timeout: float, wanted: int) -> list[Completion]:
         started = time.monotonic()
-        response = await self._get_client().chat.completions.create(**args, timeout=timeout)
+        raw = await self._get_client().chat.completions.with_raw_response.create(**args, timeout=timeout)
+        response = raw.parse()
         latency = time.monotonic() - started
         choices = [c for c in (getattr(response, "choices", None) or [])[:wanted] if _usable(c)]
         if not choices:
@@ -115,11 +176,12 @@ class OpenAICompatBackend:
         usage = getattr(response, "usage", None)
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
         out_total = int(getattr(usage, "completion_tokens", 0) or 0)
-        share, extra = divmod(out_total, len(choices))
+        logprobs = [_token_logprobs(c) if "logprobs" in args else None for c in choices]
+        counts = choice_tokens(out_total, [c.message.content or "" for c in choices], logprobs)
+        provider = _provider(raw)
         return [Completion(text=c.message.content or "", tokens_in=prompt_tokens if i == 0 else 0,
-                           tokens_out=share + (1 if i < extra else 0), latency_s=round(latency, 6),
-                           logprobs=_token_logprobs(c) if "logprobs" in args else None,
-                           finish_reason=getattr(c, "finish_reason", None))
+                           tokens_out=counts[i], latency_s=round(latency, 6), logprobs=logprobs[i],
+                           finish_reason=getattr(c, "finish_reason", None), provider=provider)
                 for i, c in enumerate(choices)]
 
     async def _complete_streamed(self, args: dict[str, Any], timeout: float,
@@ -127,8 +189,9 @@ class OpenAICompatBackend:
         """One completion read as server-sent events. openai returns the partial text of a stream cut
         before its finish_reason without an error: such a stream is a failed attempt, not an answer."""
         started = time.monotonic()
-        stream = await self._get_client().chat.completions.create(
+        raw = await self._get_client().chat.completions.with_raw_response.create(
             **args, stream=True, stream_options={"include_usage": True}, timeout=timeout)
+        stream = raw.parse()
         text, logprobs, finish, usage, chunks = "", [], None, None, 0
         async with stream:
             async for chunk in stream:
@@ -149,7 +212,7 @@ class OpenAICompatBackend:
                            tokens_out=int(getattr(usage, "completion_tokens", 0) or chunks),
                            latency_s=round(time.monotonic() - started, 6),
                            logprobs=(tuple(logprobs) or None) if "logprobs" in args else None,
-                           finish_reason=finish)]
+                           finish_reason=finish, provider=_provider(raw))]
 
     async def _model(self, deadline: float | None) -> str:
         """The configured model, or the first one the server lists (asked once, then cached)."""
@@ -233,6 +296,29 @@ class OpenAICompatBackend:
         if self._api_key and len(self._api_key) >= 4:
             text = text.replace(self._api_key, "***")
         return text
+
+
+def choice_tokens(total: int, texts: Sequence[str], logprobs: Sequence[tuple[float, ...] | None]) -> list[int]:
+    """Each choice's share of a request's `total` completion tokens: its own logprob count when every choice
+    has logprobs adding up to the total, otherwise shares in proportion to the characters (largest
+    remainder, ties to the earliest), so the counts always sum to `total`."""
+    if len(texts) == 1:
+        return [total]
+    if all(logprobs) and sum(len(lp) for lp in logprobs) == total:
+        return [len(lp) for lp in logprobs]
+    weights = [max(len(t), 1) for t in texts]
+    exact = [total * w / sum(weights) for w in weights]
+    counts = [int(x) for x in exact]
+    order = sorted(range(len(texts)), key=lambda i: (-(exact[i] - counts[i]), i))
+    for i in order[:total - sum(counts)]:
+        counts[i] += 1
+    return counts
+
+
+def _provider(raw: Any) -> str | None:
+    """The provider that served a call through the HF router (None from other servers)."""
+    value = raw.headers.get(PROVIDER_HEADER) if getattr(raw, "headers", None) is not None else None
+    return value.strip()[:100] or None if value else None
 
 
 def _usable(choice: Any) -> bool:

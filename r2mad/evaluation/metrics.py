@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
 
-from r2mad.answers import consensus_ratio, is_correct
+from r2mad.answers import consensus_ratio, is_correct, plurality_vote
 from r2mad.methods import names
 from r2mad.types import UNPARSED, AgentTurn, Transcript
 
@@ -265,3 +265,28 @@ def parse_failure_rate(ts: Sequence[Transcript]) -> float:
     """UNPARSED turns / answered turns (abstentions excluded from both); nan with no turns."""
     answered = sum(1 for t in ts for rnd in t.rounds for turn in rnd.turns if not _abstained(turn))
     return sum(parse_failures(t) for t in ts) / answered if answered else math.nan
+
+
+def vote_accuracy_by_round(ts: Sequence[Transcript]) -> list[float]:
+    """Accuracy of the plurality vote had the debate ended after round t, for each t (round 0 = the
+    agents' independent answers). An early-stopped debate keeps its last vote for the later rounds,
+    as in `agent_accuracy_by_round`."""
+    items = scored(ts)
+    if not items:
+        return []
+    votes = [[bool(is_correct(plurality_vote([UNPARSED if _abstained(turn) else turn.answer for turn in rnd.turns],
+                                             t.task.kind), t.task)) for rnd in t.rounds] for t in items]
+    depth = max(len(v) for v in votes)
+    return [sum(v[min(i, len(v) - 1)] for v in votes) / len(votes) for i in range(depth)]
+
+
+def peak_round(curve: Sequence[float]) -> int | None:
+    """The earliest round at which a per-round curve is highest; None for an empty curve."""
+    values = [x for x in curve if not math.isnan(x)]
+    return curve.index(max(values)) if values else None
+
+
+def call_seconds(t: Transcript) -> float:
+    """Seconds the question's successful model calls took, summed (round 0 included, shared or not):
+    the time a backend serving one call at a time is busy with this question, excluding waiting."""
+    return t.usage().seconds

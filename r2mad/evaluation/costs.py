@@ -1,0 +1,44 @@
+"""Cost in money: a backbone's prices per million input and output tokens (configs/backbones.yaml) applied
+to token counts. Pure arithmetic; no I/O."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Prices:
+    """US dollars per million prompt (input) and completion (output) tokens."""
+    input_per_m: float
+    output_per_m: float
+
+    def dollars(self, tokens_in: float, tokens_out: float) -> float:
+        return (tokens_in * self.input_per_m + tokens_out * self.output_per_m) / 1_000_000
+
+    def to_dict(self) -> dict[str, float]:
+        return {"input_per_m": self.input_per_m, "output_per_m": self.output_per_m}
+
+
+def prices_of(backbone: Any) -> Prices | None:
+    """The backbone's prices, or None when its config gives none (a free local server, say). One price
+    alone counts the other kind of token as free."""
+    pin, pout = getattr(backbone, "price_input_per_m", None), getattr(backbone, "price_output_per_m", None)
+    if pin is None and pout is None:
+        return None
+    return Prices(pin or 0.0, pout or 0.0)
+
+
+def prices_from(data: dict | None) -> Prices | None:
+    """Prices as run.json records them (None: no prices given)."""
+    return Prices(float(data["input_per_m"]), float(data["output_per_m"])) if data else None
+
+
+def format_dollars(amount: float | None) -> str:
+    """$ with enough digits to see sub-cent amounts: $12.30, $0.500, $0.0123, $0.0000450; – when unknown."""
+    if amount is None or math.isnan(amount):
+        return "–"
+    if amount == 0 or abs(amount) >= 1:
+        return f"${amount:,.2f}"
+    digits = 2 - math.floor(math.log10(abs(amount)))  # three significant digits
+    return f"${amount:.{min(digits, 8)}f}"
