@@ -78,10 +78,11 @@ def make_folder(path, order=None):
     settings = {"agents": 3, "rounds": 3, "temperature": 0.7, "max_tokens": 384, "early_stop": True}
     run = {"dataset": "demo-mcq", "split": "test", "split_seed": 0, "question_ids": ["q1", "q2", "q3", "q4"],
            "methods": METHODS, "backbone": "scripted", "seed": 0, "settings": settings,
-           "share_round0": True, "code_version": "0.1.0", "limit": None, "data_file": None}
+           "share_round0": True, "code_version": "0.1.0", "limit": None, "data_file": None,
+           "prices": {"input_per_m": 0.2, "output_per_m": 0.6}}
     (path / RUN).write_text(json.dumps(run), encoding="utf-8")
     rows = [{"question_index": q - 1, "question_id": f"q{q}", "method": meth, "seconds": SECONDS[meth][q - 1],
-             "status": "done", "transcript": to_dict(transcript(meth, q))}
+             "call_seconds": SECONDS[meth][q - 1] / 10, "status": "done", "transcript": to_dict(transcript(meth, q))}
             for q in range(1, 5) for meth in METHODS]
     if order is not None:
         random.Random(order).shuffle(rows)
@@ -174,16 +175,21 @@ def test_parse_failures(report):
 
 def test_cost_in_table10_layout(report):
     rows = {cells(x)[0]: cells(x)[1:] for x in section(report, "Cost per query")}
-    # 400 tokens per agent turn.  CoT: 400 per query; mean seconds (1+2+3+4)/4 = 2.5
-    assert rows["CoT"] == ["400", "–", "–", "2.50"]
-    # MAD: 27 turns x 400 / 4 = 2700; seconds (10+20+30+40)/4 = 25
-    assert rows["MAD"] == ["2.70K", "–", "–", "25.00"]
-    # TrueMAD: advice 6 x 50 tokens per debate round: q1 600, q2 300, q3 600 -> 1500/4 = 375
-    assert rows["TrueMAD"] == ["2.70K", "–", "375", "35.00"]
-    # R²-MAD: summaries of 200 tokens: q1 400, q2 200, q3 400 -> 1000/4 = 250
-    assert rows["R²-MAD"] == ["2.70K", "250", "–", "27.00"]
+    # 300 + 100 tokens per agent turn, at $0.20 / $0.60 per million: 300 * 0.2e-6 + 100 * 0.6e-6 = $0.00012.
+    # Call seconds are a tenth of the wall seconds in these rows.
+    # CoT: 400 per query, $0.00012; mean seconds (1+2+3+4)/4 = 2.5, calls 0.25
+    assert rows["CoT"] == ["400", "–", "–", "$0.000120", "0.25", "2.50"]
+    # MAD: 27 turns x 400 / 4 = 2700; 27/4 x $0.00012 = $0.00081; seconds (10+20+30+40)/4 = 25
+    assert rows["MAD"] == ["2.70K", "–", "–", "$0.000810", "2.50", "25.00"]
+    # TrueMAD: advice 6 x 50 tokens per debate round: q1 600, q2 300, q3 600 -> 1500/4 = 375;
+    #   advice costs 40 * 0.2e-6 + 10 * 0.6e-6 = $0.000014 per call, 30 calls / 4 = $0.000105 more: $0.000915
+    assert rows["TrueMAD"] == ["2.70K", "–", "375", "$0.000915", "3.50", "35.00"]
+    # R²-MAD: summaries of 200 tokens: q1 400, q2 200, q3 400 -> 1000/4 = 250;
+    #   a summary costs 150 * 0.2e-6 + 50 * 0.6e-6 = $0.00006, 5 / 4 of them: $0.00081 + $0.000075 = $0.000885
+    assert rows["R²-MAD"] == ["2.70K", "250", "–", "$0.000885", "2.70", "27.00"]
     # w/o Confidence: turns 6 + 6 + 9 + 3 = 24 -> 9600/4 = 2400; summaries 200+200+400 -> 200
-    assert rows["R²-MAD w/o Confidence"] == ["2.40K", "200", "–", "26.00"]
+    assert rows["R²-MAD w/o Confidence"][:3] == ["2.40K", "200", "–"]
+    assert "$0.2 per million input and $0.6 per million output" in report
 
 
 def test_notes_show_memory_off_but_not_early_stops(report):

@@ -58,7 +58,7 @@ class OpenAICompatBackend:
         self.structured_output = structured_output  # how this server constrains output (answer guard)
         self.guard_by_default = guard_by_default
         self.native_n = native_n  # the server returns n choices for one request (vLLM, OpenAI)
-        self._pending: dict[tuple, list[tuple[int | None, asyncio.Future]]] = {}
+        self._pending: dict[tuple, tuple] = {}  # (loop, prompt, sampling, next seed) -> batch being collected
         self._flushing: set[asyncio.Task] = set()
         self.key_source = key_source  # where the person sets the key, named in the 401 message
         self._api_key = api_key or None
@@ -96,27 +96,32 @@ class OpenAICompatBackend:
 
     async def _batched(self, messages: tuple[Message, ...], sampling: tuple, seed: int | None,
                        on_text: Callable[[str], None] | None) -> Completion:
-        """Wait BATCH_WINDOW_S for identical calls, then one request answers them all."""
+        """Wait BATCH_WINDOW_S for identical calls, then one request answers them all. Seeded calls join a
+        batch only as its next seed (s, s+1, ...), so a batch is exactly `chat(n=k, seed=s)` and sample i
+        stands for seed s + i, whatever else runs at the time (another seed's identical prompts, say)."""
         loop = asyncio.get_running_loop()
-        key = (loop, messages, sampling)
-        waiters = self._pending.get(key)
-        if waiters is None:
-            waiters = self._pending[key] = []
-            loop.call_later(BATCH_WINDOW_S, self._start_flush, key, on_text)
+        batch = self._pending.pop((loop, messages, sampling, seed), None)
+        if batch is None:
+            batch = (loop, messages, sampling, [])
+            loop.call_later(BATCH_WINDOW_S, self._start_flush, batch, on_text)
         future = loop.create_future()
-        waiters.append((seed, future))
+        batch[3].append((seed, future))
+        self._pending[(loop, messages, sampling, None if seed is None else seed + 1)] = batch
         return await future
 
-    def _start_flush(self, key: tuple, on_text: Callable[[str], None] | None) -> None:
-        task = asyncio.get_running_loop().create_task(self._flush(key, on_text))
+    def _start_flush(self, batch: tuple, on_text: Callable[[str], None] | None) -> None:
+        loop, messages, sampling, waiters = batch
+        for key in [k for k, b in self._pending.items() if b is batch]:  # closed to late callers
+            del self._pending[key]
+        task = loop.create_task(self._flush(messages, sampling, waiters, on_text))
         self._flushing.add(task)  # the loop keeps only a weak reference to a task
         task.add_done_callback(self._flushing.discard)
 
-    async def _flush(self, key: tuple, on_text: Callable[[str], None] | None) -> None:
-        waiters = [w for w in self._pending.pop(key) if not w[1].done()]  # cancelled callers need nothing
-        if not waiters:
+    async def _flush(self, messages: tuple[Message, ...], sampling: tuple, waiters: list,
+                     on_text: Callable[[str], None] | None) -> None:
+        if all(future.done() for _, future in waiters):  # every caller was cancelled
             return
-        _, messages, (temperature, top_p, max_tokens, logprobs, shape) = key
+        temperature, top_p, max_tokens, logprobs, shape = sampling
         try:
             results = await self._chat(messages, n=len(waiters), temperature=temperature, top_p=top_p,
                                        max_tokens=max_tokens, seed=waiters[0][0], logprobs=logprobs,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from r2mad.cli_common import add_settings_flags, settings_from
 from r2mad.config import ConfigError
+from r2mad.evaluation.costs import prices_of
 from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED, load_split
 from r2mad.evaluation.evaluate import ROWS, RUN, EvalRun, parse_methods, run_eval
 from r2mad.evaluation.leakage import bank_record, check_no_leakage
@@ -32,6 +33,8 @@ def register(sub) -> None:
     e.add_argument("--concurrency", type=int, default=32, help="questions in flight at once (default 32)")
     e.add_argument("--independent-round0", action="store_true",
                    help="each debate method computes its own round 0 instead of sharing one")
+    e.add_argument("--seeds", type=int, default=1,
+                   help="run each method with N sampling seeds (seed, seed+1, ...); the report gives mean and spread")
     e.add_argument("--retry-failed", action="store_true", help="rerun rows whose debate failed")
     e.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     e.add_argument("--report-only", action="store_true", help="only rebuild OUT/report.md and the plots")
@@ -84,9 +87,11 @@ def cmd_eval(args, config) -> int:
         for text in [*notices, *leaks] or ([] if bank else ["Memory off: no --bank given; r2mad and icl-cot "
                                                             "run without retrieved cases."]):
             print(f"warning: {text}", file=sys.stderr)
-    run = EvalRun(split, methods, args.backbone, settings, not args.independent_round0,
-                  str(args.data) if args.data else None, args.limit, bank_record(bank) if bank is not None else None)
     backend = backend_for(config, args.backbone)
+    run = EvalRun(split, methods, args.backbone, settings, not args.independent_round0,
+                  str(args.data) if args.data else None, args.limit, bank_record(bank) if bank is not None else None,
+                  seeds=args.seeds, prices=prices_of(config.backbone(args.backbone)),
+                  serial_calls=bool(getattr(backend, "serialises_calls", False)))
     try:
         asyncio.run(run_eval(run, backend, out, bank=bank, bank_notices=tuple(notices),
                              summaries=SummaryCache(config.app.summaries_file),

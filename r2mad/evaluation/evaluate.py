@@ -14,9 +14,10 @@ from pathlib import Path
 
 from r2mad import __version__
 from r2mad.config import ConfigError, DebateSettings
+from r2mad.evaluation.costs import Prices
 from r2mad.evaluation.datasets import Split
 from r2mad.evaluation.leakage import check_no_leakage
-from r2mad.evaluation.metrics import AUXILIARY_KINDS
+from r2mad.evaluation.metrics import AUXILIARY_KINDS, call_seconds
 from r2mad.methods import METHODS, is_debate, make_method
 from r2mad.runner import compute_round0, run_debate
 from r2mad.types import Task, Transcript, to_dict
@@ -37,13 +38,28 @@ class EvalRun:
     data_file: str | None = None
     limit: int | None = None
     bank: dict | None = None  # where the bank's cases come from (leakage.bank_record), for the record
+    seeds: int = 1  # each method runs with sampling seeds seed, seed + 1, ..., seed + seeds - 1
+    prices: Prices | None = None  # the backbone's, for cost in money
+    serial_calls: bool = False  # the backend answers one call at a time (the embedded model)
+
+    def __post_init__(self) -> None:
+        if self.seeds < 1:
+            raise ConfigError(f"--seeds must be 1 or more, not {self.seeds}.")
+        if self.seeds > 1 and self.settings.seed is None:
+            raise ConfigError("--seeds needs a base sampling seed; pass --seed N as well.")
+
+    @property
+    def seed_values(self) -> list[int | None]:
+        base = self.settings.seed
+        return [base] if base is None else [base + i for i in range(self.seeds)]
 
     def config(self) -> dict:
         return {"dataset": self.split.dataset, "split": self.split.name, "split_seed": self.split.seed,
                 "limit": self.limit, "data_file": self.data_file, "question_ids": list(self.split.ids),
                 "methods": list(self.methods), "backbone": self.backbone,
-                "seed": self.settings.seed, "settings": dataclasses.asdict(self.settings),
-                "share_round0": self.share_round0, "bank": self.bank, "code_version": __version__}
+                "seed": self.settings.seed, "seeds": self.seed_values, "settings": dataclasses.asdict(self.settings),
+                "share_round0": self.share_round0, "bank": self.bank, "code_version": __version__,
+                "prices": self.prices.to_dict() if self.prices else None, "serial_calls": self.serial_calls}
 
 
 def parse_methods(text: str, settings: DebateSettings) -> tuple[str, ...]:
@@ -84,9 +100,14 @@ def read_rows(path: Path, *, repair: bool = False) -> list[dict]:
     return rows
 
 
-def finished_keys(rows: list[dict], *, retry_failed: bool = False) -> set[tuple[str, str]]:
-    """(question id, method) pairs that a rerun skips; the last row of a pair counts."""
-    last = {(r["question_id"], r["method"]): r for r in rows}
+def row_key(row: dict) -> tuple[str, str, int | None]:
+    """What a row measures: (question id, method, sampling seed)."""
+    return row["question_id"], row["method"], row.get("seed")
+
+
+def finished_keys(rows: list[dict], *, retry_failed: bool = False) -> set[tuple[str, str, int | None]]:
+    """(question id, method, seed) keys that a rerun skips; the last row of a key counts."""
+    last = {row_key(r): r for r in rows}
     return {key for key, r in last.items() if not (retry_failed and r.get("status") == "failed")}
 
 
@@ -104,6 +125,7 @@ def prepare_folder(out: Path, run: EvalRun) -> dict:
         check_resumable(old, new, out)
         limits = (old.get("limit"), new["limit"])
         new = {**new, "question_ids": max(old["question_ids"], new["question_ids"], key=len),
+               "seeds": max(old.get("seeds") or [old.get("seed")], new["seeds"], key=len),
                "limit": None if None in limits else max(limits), "started": old.get("started"),
                "resumed": [*old.get("resumed", []), _now()]}
     else:
@@ -145,15 +167,20 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def make_row(index: int, task: Task, method: str, run: EvalRun, t: Transcript, seconds: float) -> dict:
-    """One result row; `seconds` includes a shared round 0, which the transcript's own clock misses."""
+def make_row(index: int, task: Task, method: str, run: EvalRun, t: Transcript, seconds: float,
+             seed: int | None = None) -> dict:
+    """One result row; `seconds` (wall) includes a shared round 0, which the transcript's own clock misses;
+    `call_seconds` is what the question's calls took, without waiting in line for a serialising backend."""
+    usage = t.usage()
     tokens = {"debate": t.usage(("debate",)).tokens, "summary": t.usage(("summary",)).tokens,
-              "auxiliary": t.usage(AUXILIARY_KINDS).tokens}
+              "auxiliary": t.usage(AUXILIARY_KINDS).tokens, "input": usage.tokens_in, "output": usage.tokens_out}
+    cost = round(run.prices.dollars(usage.tokens_in, usage.tokens_out), 8) if run.prices else None
     return {"question_index": index, "question_id": task.id, "method": method, "backbone": run.backbone,
             "agent_backbones": t.agent_backbones(),  # each agent's model (a mixed-model debate differs)
             "dataset": run.split.dataset, "split": run.split.name, "split_seed": run.split.seed,
-            "seed": run.settings.seed, "final": t.final.value, "correct": t.correct, "status": t.status,
-            "tokens": tokens, "seconds": round(seconds, 4), "transcript": to_dict(t)}
+            "seed": seed, "final": t.final.value, "correct": t.correct, "status": t.status,
+            "tokens": tokens, "cost_usd": cost, "seconds": round(seconds, 4),
+            "call_seconds": round(call_seconds(t), 4), "transcript": to_dict(t)}
 
 
 # --- running --------------------------------------------------------------------------------------
@@ -176,13 +203,13 @@ async def run_eval(run: EvalRun, backend, out: str | Path, *, bank=None, bank_no
     prepare_folder(out, run)
     rows_path = out / ROWS
     done = finished_keys(read_rows(rows_path, repair=True), retry_failed=retry_failed)
-    todo = [(i, task, [m for m in run.methods if (task.id, m) not in done])
-            for i, task in enumerate(run.split.tasks)]
-    todo = [item for item in todo if item[2]]
-    total = len(run.split.tasks) * len(run.methods)
+    todo = [(i, task, seed, [m for m in run.methods if (task.id, m, seed) not in done])
+            for seed in run.seed_values for i, task in enumerate(run.split.tasks)]
+    todo = [item for item in todo if item[3]]
+    total = len(run.split.tasks) * len(run.methods) * len(run.seed_values)
     from tqdm import tqdm
 
-    bar = tqdm(total=total, initial=total - sum(len(m) for _, _, m in todo), unit="row",
+    bar = tqdm(total=total, initial=total - sum(len(m) for *_, m in todo), unit="row",
                desc=f"eval {run.split.dataset}", file=sys.stderr, disable=not progress, dynamic_ncols=True)
     gate = asyncio.Semaphore(concurrency)
     with rows_path.open("a", encoding="utf-8") as sink:
@@ -193,8 +220,8 @@ async def run_eval(run: EvalRun, backend, out: str | Path, *, bank=None, bank_no
 
         try:
             async with asyncio.TaskGroup() as group:
-                for index, task, methods in todo:
-                    group.create_task(_run_question(index, task, methods, run, backend, bank,
+                for index, task, seed, methods in todo:
+                    group.create_task(_run_question(index, task, seed, methods, run, backend, bank,
                                                     bank_notices, gate, write, summaries))
         except BaseExceptionGroup as group_error:
             raise _first(group_error) from None
@@ -210,22 +237,24 @@ def _first(error: BaseException) -> BaseException:
     return error
 
 
-async def _run_question(index, task, methods, run, backend, bank, bank_notices, gate, write, summaries) -> None:
+async def _run_question(index, task, seed, methods, run, backend, bank, bank_notices, gate, write,
+                        summaries) -> None:
+    settings = run.settings if seed == run.settings.seed else run.settings.replace(seed=seed)
     async with gate:
         round0, round0_s = None, 0.0
         # Share one round 0 whenever the run has several debate methods, even if only some are left
         # on a rerun, so a resumed run records the same transcripts as an uninterrupted one.
         if run.share_round0 and sum(is_debate(m) for m in run.methods) > 1 and any(map(is_debate, methods)):
             started = time.monotonic()
-            round0 = await compute_round0(task, backend, run.settings)
+            round0 = await compute_round0(task, backend, settings)
             round0_s = time.monotonic() - started
 
         async def one(method: str) -> None:
-            t = await run_debate(task, method, backend, run.settings, backbone=run.backbone,
+            t = await run_debate(task, method, backend, settings, backbone=run.backbone,
                                  bank=bank, notices=bank_notices, round0=round0 if is_debate(method) else None,
                                  summaries=summaries)
             seconds = t.seconds + (round0_s if is_debate(method) and round0 is not None else 0.0)
-            write(make_row(index, task, method, run, t, seconds))
+            write(make_row(index, task, method, run, t, seconds, seed))
 
         async with asyncio.TaskGroup() as group:
             for method in methods:

@@ -2,92 +2,37 @@
 R²-MAD paper's tables. Not for running methods or defining metrics (see evaluate.py, metrics.py)."""
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from r2mad.evaluation import metrics as m
-from r2mad.evaluation.evaluate import ROWS, RUN, read_rows
+from r2mad.evaluation import trust
+from r2mad.evaluation.results import (  # noqa: F401 - load_results and Results are this module's API too
+    TABLE3,
+    Results,
+    fmt,
+    fmt_ci,
+    label,
+    load_results,
+    table,
+)
 from r2mad.methods import REGISTRY, is_debate
 from r2mad.methods.departures import departures
-from r2mad.types import Transcript, from_dict
+from r2mad.types import Transcript
 
-LABELS = {name: spec.label if spec.family != "ablation" else f"R²-MAD {spec.label}"
-          for name, spec in REGISTRY.items()}
 TABLE1_ORDER = tuple(name for name, spec in REGISTRY.items() if "main" in spec.tables)
 TABLE2 = {name: "R²-MAD" if name == "r2mad" else f"- {spec.label}"
           for name, spec in REGISTRY.items() if "components" in spec.tables}
-TABLE3 = {**{name: spec.label for name, spec in REGISTRY.items() if "policies" in spec.tables and name != "r2mad"},
-          "r2mad": "Debate-State-Aware"}
 ABLATION_NAMES = (set(TABLE2) | set(TABLE3)) - {"r2mad"}
-BENCHMARKS = {"math500": "MATH500", "mmlu-pro-economics": "Economics",
-              "mmlu-pro-engineering": "Engineering", "truthfulqa": "TruthfulQA"}
 EARLY_STOP = "All agents agree"
 MARKERS = "osD^vPX*<>"
-
-
-@dataclass
-class Results:
-    run: dict
-    rows: list[dict]  # one per (question, method), sorted by (question index, method order)
-    by_method: dict[str, list[Transcript]]  # in the run's method order, questions in split order
-
-    @property
-    def benchmark(self) -> str:
-        return BENCHMARKS.get(self.run["dataset"], self.run["dataset"])
-
-    def seconds(self, method: str) -> list[float]:
-        return [r["seconds"] for r in self.rows if r["method"] == method]
-
-
-def load_results(results_dir: str | Path) -> Results:
-    folder = Path(results_dir)
-    run = json.loads((folder / RUN).read_text(encoding="utf-8"))
-    order = {name: i for i, name in enumerate(run["methods"])}
-    latest = {(r["question_id"], r["method"]): r for r in read_rows(folder / ROWS)}  # last row wins
-    rows = sorted(latest.values(), key=lambda r: (r["question_index"], order.get(r["method"], len(order)),
-                                                  r["method"]))
-    by_method: dict[str, list[Transcript]] = {name: [] for name in run["methods"]}
-    for row in rows:
-        by_method.setdefault(row["method"], []).append(from_dict(Transcript, row["transcript"]))
-    return Results(run, rows, by_method)
-
-
-def label(method: str) -> str:
-    base = method.removesuffix("+advice")
-    if base in TABLE3 and base != "r2mad":
-        name = f"R²-MAD ({TABLE3[base].lower()} retrieval)"
-    else:
-        name = LABELS.get(base, base)
-    return name + (" + advice" if method.endswith("+advice") else "")
-
-
-# --- formatting -----------------------------------------------------------------------------------
-
-def _f(x: float) -> str:
-    return "–" if x is None or math.isnan(x) else f"{x:.3f}"
-
-
-def _ci(e: m.Estimate) -> str:
-    return "–" if e.n == 0 else f"[{e.low:.3f}, {e.high:.3f}]"
-
-
-def _tokens(x: float) -> str:
-    if math.isnan(x) or x == 0:
-        return "–"
-    return f"{x / 1000:.2f}K" if x >= 1000 else f"{x:.0f}"
+_f, _ci = fmt, fmt_ci
 
 
 def _rate(k: int, n: int) -> str:
     return "–" if n == 0 else f"{k / n:.3f} ({k}/{n})"
-
-
-def table(header: Sequence[str], rows: list[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(map(str, r)) + " |" for r in rows])
 
 
 # --- sections -------------------------------------------------------------------------------------
@@ -136,18 +81,20 @@ def shared_subset(res: Results, name: str) -> list[Transcript]:
 def render_report(res: Results) -> str:
     run, settings = res.run, res.run["settings"]
     n_questions, methods = len(run["question_ids"]), run["methods"]
-    expected = n_questions * len(methods)
+    expected = n_questions * len(methods) * len(res.seeds)
+    seeds = (f"sampling seeds {', '.join(map(str, res.seeds))}" if len(res.seeds) > 1
+             else f"sampling seed {run['seed']}")
     out = [f"# {res.benchmark} ({run['split']}) on {run['backbone']}", "",
            f"Dataset `{run['dataset']}`, split `{run['split']}` (split seed {run['split_seed']}, "
-           f"{n_questions} questions); methods: {', '.join(methods)}; sampling seed {run['seed']}; "
+           f"{n_questions} questions); methods: {', '.join(methods)}; {seeds}; "
            f"code version {run['code_version']}.",
            f"Profile `{settings.get('profile', 'demo')}`: "
            f"{settings['agents']} agents, {settings['rounds']} rounds counting round 0, temperature "
            f"{settings['temperature']}, max tokens {settings['max_tokens']}, early stop "
            f"{'on' if settings['early_stop'] else 'off'}; round 0 "
            f"{'shared by the debate methods' if run['share_round0'] else 'computed by each method'}."]
-    if len(res.rows) < expected:
-        out += ["", f"**Incomplete:** {len(res.rows)} of {expected} rows; rerun the same `eval` "
+    if len(res.all_rows) < expected:
+        out += ["", f"**Incomplete:** {len(res.all_rows)} of {expected} rows; rerun the same `eval` "
                 "command to finish."]
     main = _table1_methods(res)
     out += ["", "## Accuracy (Table 1 layout)", "",
@@ -160,9 +107,12 @@ def render_report(res: Results) -> str:
     if any(res.by_method.get(n) for n in set(TABLE3) - {"r2mad"}):
         out += ["", "## Retrieval policies (Table 3 layout)", "",
                 table(_accuracy_header(res, "Policy"), accuracy_rows(res, _ordered(res, TABLE3), TABLE3))]
+    out += trust.sections(res)
     out += _process_sections(res)
     out += ["", "## Plots", "", "![accuracy vs tokens](accuracy_vs_tokens.png)", "",
             "![consensus per round](consensus.png)"]
+    if res.by_method.get(trust.SC):
+        out += ["", "![compute-matched](compute_matched.png)"]
     out += ["", "## Departures from the papers", "",
             *(f"- {line}" for line in departures(settings, methods) or ["None."])]
     notes = _notes(res)
@@ -211,18 +161,7 @@ def _process_sections(res: Results) -> list[str]:
             answered = sum(1 for t in ts for r in t.rounds for turn in r.turns if turn.error is None)
             prows.append([label(name), str(fails), str(answered), _f(m.parse_failure_rate(ts))])
     out += ["", "## Parse failures", "", table(["Method", "UNPARSED turns", "Answered turns", "Rate"], prows)]
-    crows = []
-    for name, ts in res.by_method.items():
-        if ts:
-            c, secs = m.cost(ts), res.seconds(name)
-            crows.append([label(name), _tokens(c["debate_tokens"]), _tokens(c["summary_tokens"]),
-                          _tokens(c["auxiliary_tokens"]), f"{sum(secs) / len(secs):.2f}"])
-    out += ["", "## Cost per query (Table 10 layout)", "",
-            table(["Method", "Debate tokens", "Summary tokens", "Auxiliary tokens (judge, advice)",
-                   "Seconds"], crows), "",
-            "Means per question; tokens are prompt + completion of successful calls. Seconds are wall "
-            "clock per question, including a shared round 0; questions and methods ran concurrently on one backbone."]
-    return out
+    return out + trust.cost_section(res)
 
 
 def _notes(res: Results) -> list[str]:
@@ -321,11 +260,14 @@ def write_table1(results_dirs: Sequence[str | Path], out_path: str | Path) -> Pa
 
 
 def write_report(results_dir: str | Path) -> Path:
-    """Write report.md, accuracy_vs_tokens.png and consensus.png into the folder; returns report.md."""
+    """Write report.md, ledger.md, accuracy_vs_tokens.png, consensus.png and (with Self-Consistency in the run)
+    compute_matched.png into the folder; returns report.md."""
     folder = Path(results_dir)
     res = load_results(folder)
     plot_accuracy_vs_tokens(res, folder / "accuracy_vs_tokens.png")
     plot_consensus(res, folder / "consensus.png")
+    trust.plot_compute_matched(res, folder / "compute_matched.png", _pyplot())
+    trust.write_ledger(res, folder / "ledger.md")
     path = folder / "report.md"
     path.write_text(render_report(res), encoding="utf-8")
     return path

@@ -1,0 +1,64 @@
+"""`eval` end to end on the loopback test server with two methods and two sampling seeds: the rows per seed,
+Self-Consistency's samples as one request each, cost in money, the paired table, the seed spread, the
+compute-matched curve and its plot, and the provider of each call."""
+import hashlib
+import json
+
+import pytest
+import yaml
+
+from r2mad.cli import main
+from r2mad.evaluation.evaluate import ROWS, RUN, read_rows
+from r2mad.fakeserver import FakeServer, ok
+
+PRICE_IN, PRICE_OUT = 0.5, 2.0  # $ per million tokens
+
+
+def answer(body):
+    """A letter that depends on the seed and the prompt, so two seeds give two different runs."""
+    def letter(seed):
+        digest = hashlib.sha1(f"{seed}|{json.dumps(body['messages'])}".encode()).digest()
+        return "ABCD"[digest[0] % 4]
+    seed, n = body.get("seed") or 0, int(body.get("n") or 1)
+    return ok([f"Weighed it. The answer is (({letter(seed + i)}))." for i in range(n)])
+
+
+@pytest.fixture
+def priced_config(tmp_path, config_dir):
+    server = FakeServer(responder=answer, provider="fake-provider")
+    with server:
+        path = config_dir / "backbones.yaml"
+        data = yaml.safe_load(path.read_text())
+        data["backbones"]["priced"] = {"base_url": server.base_url, "model": "fake-model", "native_n": True,
+                                       "price_input_per_m": PRICE_IN, "price_output_per_m": PRICE_OUT}
+        path.write_text(yaml.safe_dump(data))
+        yield config_dir, server
+
+
+def test_eval_with_two_methods_and_two_seeds_writes_paired_table_curve_and_costs(priced_config, tmp_path):
+    config_dir, server = priced_config
+    out = tmp_path / "res"
+    assert main(["--config-dir", str(config_dir), "eval", "--task", "demo-mcq", "--limit", "4",
+                 "--methods", "sc,mad", "--samples", "3", "--seeds", "2", "--backbone", "priced",
+                 "--no-progress", "--out", str(out)]) == 0
+    rows = read_rows(out / ROWS)
+    assert sorted((r["method"], r["seed"]) for r in rows) == sorted([(m, s) for m in ("sc", "mad")
+                                                                     for s in (0, 1)] * 4)
+    assert json.loads((out / RUN).read_text())["seeds"] == [0, 1]
+    # Self-Consistency's 3 identical prompts went as one request for n = 3: one per question and seed
+    assert sum(r.body.get("n") == 3 for r in server.requests) == 4 * 2
+    for r in rows:
+        cost = (r["tokens"]["input"] * PRICE_IN + r["tokens"]["output"] * PRICE_OUT) / 1e6
+        assert r["cost_usd"] == pytest.approx(cost) and cost > 0
+        assert r["call_seconds"] >= 0 and r["seconds"] >= 0
+    report = (out / "report.md").read_text(encoding="utf-8")
+    paired = report.split("## Paired comparisons", 1)[1].split("\n## ", 1)[0]
+    assert "| Self-Consistency − MAD | 4 |" in paired and "McNemar" in paired
+    seeds = report.split("## Sampling seeds", 1)[1].split("\n## ", 1)[0]
+    assert "| Seed 0 | Seed 1 | Mean | SD |" in seeds and "seed spread" in seeds
+    matched = report.split("## Compute-matched baselines", 1)[1].split("\n## ", 1)[0]
+    assert "| 3 |" in matched and "| MAD |" in matched and "voting at the same cost" in matched
+    assert (out / "compute_matched.png").stat().st_size > 1000 and (out / "ledger.md").exists()
+    costs = report.split("## Cost per query", 1)[1].split("\n## ", 1)[0]
+    assert "| Self-Consistency |" in costs and "$" in costs.split("| Self-Consistency |", 1)[1].split("\n")[0]
+    assert "Providers that served the calls: fake-provider" in costs
