@@ -71,7 +71,9 @@ def cmd_debate(args, config) -> int:
     store = open_store(config)
     transcript = store.scrub_transcript(asyncio.run(_debate(args, config, store)))  # printed: no keys
     report_notices(store)
-    print_transcript(transcript, show_text=args.show_text)
+    from r2mad.evaluation.costs import prices_of
+
+    print_transcript(transcript, show_text=args.show_text, prices=prices_of(config.backbone(args.backbone)))
     if args.json:
         Path(args.json).write_text(transcript.to_json(indent=1), encoding="utf-8")
         print(f"Transcript written to {args.json}")

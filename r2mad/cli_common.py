@@ -68,7 +68,8 @@ def report_notices(store) -> None:
         print(f"note: {notice}", file=sys.stderr)
 
 
-def print_transcript(t: Transcript, out=None, show_text: bool = False) -> None:
+def print_transcript(t: Transcript, out=None, show_text: bool = False, prices=None) -> None:
+    """The debate round by round; with `prices` (evaluation.costs.Prices) the usage line gives its cost."""
     w = (out or sys.stdout).write
     w(f"Method {t.method} on {t.backbone} — {t.task.kind} question\n")
     for note in t.notices:
@@ -98,8 +99,13 @@ def print_transcript(t: Transcript, out=None, show_text: bool = False) -> None:
     u = t.usage()
     verdict = "" if t.correct is None else (" — correct" if t.correct else f" — wrong (gold {t.task.gold})")
     w(f"\nFinal answer: {t.final}{verdict}  [{t.status}]\n")
-    w(f"Usage: {u.calls} calls, {u.tokens_in} tokens in, {u.tokens_out} out, {t.seconds:.1f} s wall\n")
     per_model = t.usage_by_model()
+    cost = ""
+    if prices is not None and len(per_model) <= 1:  # the backbone's prices say nothing of other models' calls
+        from r2mad.evaluation.costs import format_dollars
+
+        cost = f" ({format_dollars(prices.dollars(u.tokens_in, u.tokens_out))})"
+    w(f"Usage: {u.calls} calls, {u.tokens_in} tokens in, {u.tokens_out} out{cost}, {t.seconds:.1f} s wall\n")
     if len(per_model) > 1:
         w("Usage by model: " + "; ".join(f"{name}: {m.calls} calls, {m.tokens_in} in, {m.tokens_out} out"
                                          for name, m in per_model.items()) + "\n")

@@ -184,11 +184,13 @@ class FakeServer:
     model_hits: int = 0  # GET /models requests
     requests: list[Received] = field(default_factory=list)  # /chat/completions requests only
     provider: str | None = None  # sent as the x-inference-provider header of every answer, as the HF router does
+    max_parallel: int | None = None  # answer at most this many chat requests at a time (a server with few slots)
 
     def __post_init__(self) -> None:
         self._queue: deque[Behaviour] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._slots = threading.BoundedSemaphore(self.max_parallel) if self.max_parallel else None
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -281,7 +283,11 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
             headers = {k.lower(): v for k, v in self.headers.items()}
             with server._lock:
                 server.requests.append(Received("POST", self.path, headers, body))
-            self._respond(server._next(body), body, headers)
+            if server._slots is None:
+                self._respond(server._next(body), body, headers)
+                return
+            with server._slots:  # waits for a free slot, as a busy server queues requests
+                self._respond(server._next(body), body, headers)
 
         def _respond(self, b: Behaviour, body: dict, headers: dict[str, str]) -> None:
             if isinstance(b, Ok):

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from r2mad.cli import main
+from r2mad.evaluation.costs import format_dollars
 from r2mad.evaluation.evaluate import ROWS, RUN, read_rows
 from r2mad.fakeserver import FakeServer, ok
 
@@ -35,6 +36,7 @@ def priced_config(tmp_path, config_dir):
         yield config_dir, server
 
 
+@pytest.mark.slow  # eval end to end with its report and plots: seconds, not milliseconds
 def test_eval_with_two_methods_and_two_seeds_writes_paired_table_curve_and_costs(priced_config, tmp_path):
     config_dir, server = priced_config
     out = tmp_path / "res"
@@ -62,3 +64,41 @@ def test_eval_with_two_methods_and_two_seeds_writes_paired_table_curve_and_costs
     costs = report.split("## Cost per query", 1)[1].split("\n## ", 1)[0]
     assert "| Self-Consistency |" in costs and "$" in costs.split("| Self-Consistency |", 1)[1].split("\n")[0]
     assert "Providers that served the calls: fake-provider" in costs
+
+
+@pytest.mark.slow  # eval end to end with its report and plots: seconds, not milliseconds
+def test_the_ledger_debates_go_to_the_run_store_once(priced_config, tmp_path, capsys):
+    from r2mad.config import load_config
+    from r2mad.evaluation import paired
+    from r2mad.evaluation.results import load_results
+    from r2mad.runs.store import RunStore
+
+    config_dir, _ = priced_config
+    out = tmp_path / "res"
+    assert main(["--config-dir", str(config_dir), "eval", "--task", "demo-mcq", "--limit", "6",
+                 "--methods", "mad,madm2-subjective", "--backbone", "priced", "--no-progress",
+                 "--out", str(out)]) == 0
+    res = load_results(out)
+    changed = {(name, e.question_id) for name, ts in res.by_method.items() for e in paired.ledger(ts)
+               if e.kind in ("helped", "hurt")}
+    assert changed  # this scripted run has debates that changed the round-0 vote
+    for _ in range(2):  # the second time finds them there
+        assert main(["--config-dir", str(config_dir), "eval", "--report-only", "--to-store", "--out", str(out)]) == 0
+    store = RunStore(load_config(config_dir).app.runs_db)
+    runs = store.list_runs()
+    assert {(r.method, store.get_run(r.id).task.id) for r in runs} == changed and len(runs) == len(changed)
+    ledger = (out / "ledger.md").read_text(encoding="utf-8")
+    assert all(r.id in ledger for r in runs)
+    opened = store.get_run(runs[0].id)
+    assert opened.transcript is not None and opened.source == "eval"
+
+
+def test_debate_prints_its_cost(priced_config, capsys):
+    config_dir, _ = priced_config
+    assert main(["--config-dir", str(config_dir), "debate", "--backbone", "priced", "--method", "cot",
+                 "--question", "Largest planet?", "--option", "A=Mars", "--option", "B=Jupiter"]) == 0
+    usage = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("Usage:"))
+    # one call: "Usage: 1 calls, I tokens in, O out ($C), ..." with C = (I * 0.5 + O * 2) / 1e6
+    tokens_in, tokens_out = int(usage.split()[3]), int(usage.split()[6])
+    cost = (tokens_in * PRICE_IN + tokens_out * PRICE_OUT) / 1e6
+    assert f"({format_dollars(cost)})" in usage and cost > 0

@@ -272,6 +272,15 @@ def cmd_bench(args, config) -> int:
     print(f"Debate figures (scripted server, {args.latency:g} s per call, or 0.1 s + {args.token_latency:g} s "
           "per generated word where said; 3 agents x 3 rounds):")
     print(format_rows(rows))
+    from r2mad.bench.sampling import SAMPLES, sampling_figures
+
+    rows = []
+    for slots, label in ((None, "any number of requests at once, "), (1, "one request at a time, ")):
+        with FakeServer(models=["bench"], responder=responder, max_parallel=slots) as server:
+            rows += sampling_figures(server, TASK, args.repeats, label)
+    print(f"\nSelf-Consistency, {SAMPLES} samples (scripted server, {args.latency:g} s per request whatever its n, "
+          "as a server that decodes a request's n samples as one batch):")
+    print(format_rows(rows))
     sizes = tuple(int(s) for s in args.sizes.split(",") if s.strip())
     print("\nRetrieval (one agent-round; target <= 20 ms p50 at 10k cases):")
     print(format_rows(bench_retrieval(sizes=sizes)))

@@ -38,6 +38,8 @@ def register(sub) -> None:
     e.add_argument("--retry-failed", action="store_true", help="rerun rows whose debate failed")
     e.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     e.add_argument("--report-only", action="store_true", help="only rebuild OUT/report.md and the plots")
+    e.add_argument("--to-store", action="store_true",
+                   help="also copy the debates that helped or hurt (ledger.md) into the run store for Inspect")
     e.add_argument("--combine", nargs="+", metavar="DIR", default=None,
                    help="with --report-only: write OUT/table1.md, Table 1 over these results folders")
     e.add_argument("--out", required=True, help="results folder, e.g. results/NAME")
@@ -59,7 +61,7 @@ def cmd_eval(args, config) -> int:
     if args.report_only:
         if not (out / RUN).exists():
             raise ConfigError(f"{out} has no {RUN}; run `python -m r2mad eval ... --out {out}` first.")
-        print(f"Report written to {write_report(out)}")
+        print(f"Report written to {write_report(out, _to_store(out, config) if args.to_store else None)}")
         return 0
     if not args.task:
         raise ConfigError("--task is required; choose truthfulqa, math500, economics, engineering, "
@@ -104,5 +106,17 @@ def cmd_eval(args, config) -> int:
     finally:
         if bank is not None:
             bank.close()
-    print(f"Rows in {out / ROWS}; report written to {write_report(out)}")
+    ids = _to_store(out, config) if args.to_store else None
+    print(f"Rows in {out / ROWS}; report written to {write_report(out, ids)}")
     return 0
+
+
+def _to_store(out: Path, config) -> dict:
+    from r2mad.evaluation.results import load_results
+    from r2mad.evaluation.to_store import store_ledger
+    from r2mad.runs.store import RunStore
+
+    ids = store_ledger(load_results(out), RunStore(config.app.runs_db))
+    print(f"{len(ids)} debates that the debate helped or hurt are in the run store {config.app.runs_db}; "
+          f"their run ids are in {out / 'ledger.md'}, for the app's Inspect tab.")
+    return ids

