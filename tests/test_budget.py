@@ -55,3 +55,15 @@ def test_cost_arithmetic():
     assert prices_of(Backbone()) == Prices(0.0, 0.6)  # input free when only output is priced
     Backbone.price_output_per_m = None
     assert prices_of(Backbone()) is None
+
+
+def test_the_report_says_where_a_method_sits_against_voting():
+    from r2mad.evaluation.trust import _verdict
+
+    curve = b.sc_curve(SC)  # (15, 0.5), (30, 2/3), (45, 1.0)
+    assert _verdict(b.Matched(37.5, 0.9, 5 / 6, "on the curve"), curve) == "beats voting at the same cost"
+    assert _verdict(b.Matched(37.5, 0.8, 5 / 6, "on the curve"), curve) == "does no better than voting at the same cost"
+    # 90 tokens is twice what all 3 samples cost
+    assert _verdict(b.Matched(90, 0.5, 1.0, "beyond the curve"), curve) == (
+        "does no better than voting with all 3 samples, at 2.0× their tokens")
+    assert _verdict(b.Matched(10, 0.6, 0.5, "below the curve"), curve) == "beats one sample, for fewer tokens"

@@ -102,3 +102,25 @@ def test_debate_prints_its_cost(priced_config, capsys):
     tokens_in, tokens_out = int(usage.split()[3]), int(usage.split()[6])
     cost = (tokens_in * PRICE_IN + tokens_out * PRICE_OUT) / 1e6
     assert f"({format_dollars(cost)})" in usage and cost > 0
+
+
+def test_more_seeds_extend_a_finished_run_and_need_a_base_seed(tmp_path):
+    import dataclasses
+
+    from r2mad.config import ConfigError
+    from tests.test_evaluate import SETTINGS, evaluate, make_run
+
+    one = make_run(("cot", "mad"), limit=2)
+    evaluate(one, tmp_path)
+    backend = evaluate(dataclasses.replace(one, seeds=2), tmp_path)
+    rows = read_rows(tmp_path / ROWS)
+    assert sorted((r["question_id"], r["method"], r["seed"]) for r in rows) == sorted(
+        (q, m, s) for q in one.split.ids for m in ("cot", "mad") for s in (0, 1))
+    assert all(r["transcript"]["settings"]["seed"] == r["seed"] for r in rows)
+    # the rerun made only seed 1's calls, every one with seed 1's seeds (1 + 1000 * round + agent)
+    assert backend.calls and all(c.seed % 1000 in (1, 2, 3) for c in backend.calls)
+    assert json.loads((tmp_path / RUN).read_text())["seeds"] == [0, 1]
+    with pytest.raises(ConfigError, match="pass --seed N"):
+        dataclasses.replace(one, seeds=2, settings=SETTINGS.replace(seed=None))
+    with pytest.raises(ConfigError, match="1 or more"):
+        dataclasses.replace(one, seeds=0)

@@ -6,9 +6,10 @@ from r2mad.backends.openai_compat import OpenAICompatBackend, choice_tokens
 from r2mad.config import load_config
 from r2mad.fakeserver import FakeServer, ok
 from r2mad.runner import run_debate
-from r2mad.types import Task
+from r2mad.types import Message, Task
 
 TASK = Task("mcq", "Which letter?", (("A", "a"), ("B", "b")), "B", "q1", "demo-mcq")
+TASK_PROMPT = (Message("user", "Which letter? ((B)) or ((A))"),)
 SETTINGS = load_config().settings.replace(samples=9, max_tokens=64, answer_guard="off", seed=5)
 
 
@@ -69,3 +70,12 @@ def test_choice_tokens_prefer_logprob_counts_and_always_sum_to_the_total():
     # logprob counts that do not add up to the server's total are not trusted
     assert choice_tokens(10, ["a", "bb", "ccc"], [(0.1,), (0.1,), (0.1,)]) == [2, 3, 5]
     assert choice_tokens(4, ["one"], [None]) == [4]
+
+
+def test_the_provider_header_is_kept_on_streamed_and_whole_answers():
+    with FakeServer(responder=lambda body: ok("((B)) fine"), provider="nebius") as srv:
+        for stream in (False, True):
+            backend = OpenAICompatBackend(base_url=srv.base_url, model="fake-model", api_key=None, stream=stream)
+            [c] = asyncio.run(backend.chat(list(TASK_PROMPT), n=1))
+            assert c.provider == "nebius" and c.text == "((B)) fine"
+        assert srv.requests[1].body.get("stream") is True

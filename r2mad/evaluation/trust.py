@@ -128,12 +128,8 @@ def compute_matched_section(res: Results) -> list[str]:
         if name == SC:
             continue
         point = budget.matched(curve, res.by_method[name])
-        verdict = ("beats voting at the same cost" if point.difference > 0 else
-                   "does no better than voting at the same cost")
-        if point.where != "on the curve":
-            verdict += f" ({point.where})"
         rows.append([label(name), fmt_tokens(point.tokens), fmt(point.accuracy), fmt(point.sc_accuracy),
-                     _signed(point.difference), verdict])
+                     _signed(point.difference), _verdict(point, curve)])
     if rows:
         out += [table(["Method", "Tokens per question", "Accuracy", "Self-Consistency at the same tokens",
                        "Difference", "Verdict"], rows), ""]
@@ -142,6 +138,17 @@ def compute_matched_section(res: Results) -> list[str]:
                "more than all N samples, compared with N. The differences are not tested; see Paired comparisons."
                " ![compute-matched](compute_matched.png)")
     return out
+
+
+def _verdict(point: budget.Matched, curve: list[budget.CurvePoint]) -> str:
+    better = point.difference > 0
+    if point.where == "on the curve":
+        return "beats voting at the same cost" if better else "does no better than voting at the same cost"
+    if point.where == "beyond the curve":
+        ratio = point.tokens / curve[-1].tokens
+        return (f"{'beats' if better else 'does no better than'} voting with all {curve[-1].k} samples, "
+                f"at {ratio:.1f}× their tokens")
+    return f"{'beats' if better else 'does no better than'} one sample, for fewer tokens"
 
 
 def cost_section(res: Results) -> list[str]:
@@ -170,8 +177,9 @@ def cost_section(res: Results) -> list[str]:
            table(["Method", "Debate tokens", "Summary tokens", "Auxiliary tokens (judge, advice)", "Cost",
                   "Call s", "Wall s"], rows), "",
            "Means per question; tokens are prompt + completion of successful calls. " + price_note +
-           " Call s: the question's calls added up (a shared round 0 included); wall s: from its start to its "
-           "end, a shared round 0 included. " + time_note]
+           " Call s: the question's calls added up (a shared round 0 included; samples answered by one request "
+           "with n each count that request's time); wall s: from its start to its end, a shared round 0 "
+           "included. " + time_note]
     providers = Counter(p for ts in res.by_method.values() for t in ts for rnd in t.rounds
                         for p in [*(x.provider for x in rnd.turns), *(x.provider for x in rnd.aux)] if p)
     if providers:
@@ -206,7 +214,8 @@ def plot_compute_matched(res: Results, path: Path, plt) -> Path | None:
     ax.plot([p.tokens for p in curve], [p.accuracy for p in curve], "-o", color="grey",
             label="Self-Consistency, k samples")
     for p in curve:
-        ax.annotate(f"k={p.k}", (p.tokens, p.accuracy), textcoords="offset points", xytext=(3, -10), fontsize=7)
+        ax.annotate(f"k={p.k}", (p.tokens, p.accuracy), textcoords="offset points", xytext=(0, 7), fontsize=7,
+                    ha="center")
     for i, name in enumerate(n for n in _present(res) if n != SC):
         point = budget.matched(curve, res.by_method[name])
         ax.plot([point.tokens], [point.accuracy], "osD^vPX*<>"[i % 10], markersize=8, label=label(name))
