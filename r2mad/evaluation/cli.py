@@ -30,7 +30,9 @@ def register(sub) -> None:
     e.add_argument("--methods", default="cot,mad", help=f"comma-separated, from: {', '.join(METHODS)}")
     e.add_argument("--backbone", default=None)
     e.add_argument("--bank", default=None, help="memory bank folder for r2mad, its ablations and icl-cot")
-    e.add_argument("--concurrency", type=int, default=32, help="questions in flight at once (default 32)")
+    e.add_argument("--concurrency", type=int, default=None,
+                   help="questions in flight at once (default 32; 1 on a backend that answers one call at a time, "
+                        "where more would only wait in line and run into the debate deadline)")
     e.add_argument("--independent-round0", action="store_true",
                    help="each debate method computes its own round 0 instead of sharing one")
     e.add_argument("--seeds", type=int, default=1,
@@ -97,7 +99,8 @@ def cmd_eval(args, config) -> int:
     try:
         asyncio.run(run_eval(run, backend, out, bank=bank, bank_notices=tuple(notices),
                              summaries=SummaryCache(config.app.summaries_file),
-                             concurrency=args.concurrency, progress=not args.no_progress,
+                             concurrency=args.concurrency or (1 if run.serial_calls else 32),
+                             progress=not args.no_progress,
                              retry_failed=args.retry_failed))
     except KeyboardInterrupt:
         print(f"Stopped; the finished rows are kept in {out / ROWS}. Run the same command again to "

@@ -124,9 +124,10 @@ def render_report(res: Results) -> str:
 def _process_sections(res: Results) -> list[str]:
     debaters = _debate_methods(res)
     out: list[str] = []
-    if debaters:
+    if any(m.scored(res.by_method[n]) for n in debaters):
         curves = {n: m.agent_accuracy_by_round(res.by_method[n]) for n in debaters}
-        depth = max(len(c) for c in curves.values())
+        curves = {n: c for n, c in curves.items() if c}  # a method with no scored debate has no curve
+        depth = max((len(c) for c in curves.values()), default=0)
         out += ["", "## Agent accuracy per round", "",
                 table(["Method", *(f"Round {i}" for i in range(depth))],
                       [[label(n), *(_f(c[i]) if i < len(c) else "–" for i in range(depth))]
@@ -165,8 +166,10 @@ def _process_sections(res: Results) -> list[str]:
 
 
 def _notes(res: Results) -> list[str]:
+    """Failed debates and the most frequent notices per method, over every sampling seed."""
     out = []
-    for name, ts in res.by_method.items():
+    for name in res.by_method:
+        ts = [t for seed in res.seeds for t in res.by_seed[seed].get(name, [])]
         failed = sum(t.status == "failed" for t in ts)
         if failed:
             out.append(f"- {label(name)}: {failed} of {len(ts)} debates failed (scored as wrong); "
