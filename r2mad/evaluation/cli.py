@@ -115,11 +115,11 @@ def cmd_eval(args, config) -> int:
 
 
 def _to_store(out: Path, config) -> dict:
+    from r2mad.cli_common import open_store
     from r2mad.evaluation.results import load_results
     from r2mad.evaluation.to_store import store_ledger
-    from r2mad.runs.store import RunStore
 
-    ids = store_ledger(load_results(out), RunStore(config.app.runs_db))
+    ids = store_ledger(load_results(out), open_store(config))
     print(f"{len(ids)} debates that the debate helped or hurt are in the run store {config.app.runs_db}; "
           f"their run ids are in {out / 'ledger.md'}, for the app's Inspect tab.")
     return ids
