@@ -170,7 +170,8 @@ def cost_section(res: Results) -> list[str]:
                   "output tokens (configs/backbones.yaml)." if prices else
                   "No prices for this backbone in configs/backbones.yaml (price_input_per_m, price_output_per_m).")
     time_note = ("This backend answers one call at a time (calls were serialised): wall time is mostly waiting "
-                 "in line behind other questions' calls; call time is what this question's calls took."
+                 "in line behind other calls (other methods' or other questions'); call time is what this "
+                 "question's calls took."
                  if res.run.get("serial_calls") else
                  "Questions and methods ran concurrently on one backbone, so wall time includes sharing it.")
     out = ["", "## Cost per query (Table 10 layout)", "",
