@@ -9,7 +9,7 @@ are its own count of token logprobs when the server sent them, otherwise the req
 proportion to each choice's characters (the sum stays exact); every completion carries the wall time of the
 request that produced it, and the provider that served it (the HF router's `x-inference-provider` header).
 
-With `native_n`, single-sample calls of identical prompts and sampling settings that arrive within
+With `native_n` (batching.py), single-sample calls of identical prompts and sampling settings that arrive within
 BATCH_WINDOW_S of each other (Self-Consistency's samples, judges of the same response) go as one request
 for n samples, carrying the first call's seed; the server derives each sample from it (vLLM seeds the n
 samples of a request from the request's seed), so the set is reproducible, and samples asked again because
@@ -24,6 +24,7 @@ from typing import Any, Callable, Sequence
 import openai
 
 from r2mad.backends.base import BackendError
+from r2mad.backends.batching import SampleBatcher
 from r2mad.backends.failures import (
     Retryable,
     classify,
@@ -35,7 +36,6 @@ from r2mad.types import AnswerShape, Completion, Message
 BACKOFF_START_S = 0.5
 BACKOFF_CAP_S = 8.0
 MAX_RETRY_AFTER_S = 30.0  # without a deadline, a longer Retry-After ends the call instead of waiting
-BATCH_WINDOW_S = 0.005  # identical prompts asked this close together share one request (native_n)
 PROVIDER_HEADER = "x-inference-provider"
 NO_KEY = "not-needed"  # local servers take no key; a placeholder keeps the client from reading the environment
 
@@ -58,8 +58,7 @@ class OpenAICompatBackend:
         self.structured_output = structured_output  # how this server constrains output (answer guard)
         self.guard_by_default = guard_by_default
         self.native_n = native_n  # the server returns n choices for one request (vLLM, OpenAI)
-        self._pending: dict[tuple, tuple] = {}  # (loop, prompt, sampling, next seed) -> batch being collected
-        self._flushing: set[asyncio.Task] = set()
+        self._batcher = SampleBatcher(self._request_samples)
         self.key_source = key_source  # where the person sets the key, named in the 401 message
         self._api_key = api_key or None
         self._client: openai.AsyncOpenAI | None = None
@@ -89,53 +88,16 @@ class OpenAICompatBackend:
         completion's text so far goes to `on_text` as it grows. With `native_n`, a single-sample call may
         be answered by a request shared with identical calls (see the module docstring)."""
         if self.native_n and n == 1:
-            return [await self._batched(tuple(messages), (temperature, top_p, max_tokens, logprobs, shape),
-                                        seed, on_text)]
+            return [await self._batcher.sample(tuple(messages), (temperature, top_p, max_tokens, logprobs, shape),
+                                               seed, on_text)]
         return await self._chat(messages, n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
                                 seed=seed, logprobs=logprobs, on_text=on_text, shape=shape)
 
-    async def _batched(self, messages: tuple[Message, ...], sampling: tuple, seed: int | None,
-                       on_text: Callable[[str], None] | None) -> Completion:
-        """Wait BATCH_WINDOW_S for identical calls, then one request answers them all. Seeded calls join a
-        batch only as its next seed (s, s+1, ...), so a batch is exactly `chat(n=k, seed=s)` and sample i
-        stands for seed s + i, whatever else runs at the time (another seed's identical prompts, say)."""
-        loop = asyncio.get_running_loop()
-        batch = self._pending.pop((loop, messages, sampling, seed), None)
-        if batch is None:
-            batch = (loop, messages, sampling, [])
-            loop.call_later(BATCH_WINDOW_S, self._start_flush, batch, on_text)
-        future = loop.create_future()
-        batch[3].append((seed, future))
-        self._pending[(loop, messages, sampling, None if seed is None else seed + 1)] = batch
-        return await future
-
-    def _start_flush(self, batch: tuple, on_text: Callable[[str], None] | None) -> None:
-        loop, messages, sampling, waiters = batch
-        for key in [k for k, b in self._pending.items() if b is batch]:  # closed to late callers
-            del self._pending[key]
-        task = loop.create_task(self._flush(messages, sampling, waiters, on_text))
-        self._flushing.add(task)  # the loop keeps only a weak reference to a task
-        task.add_done_callback(self._flushing.discard)
-
-    async def _flush(self, messages: tuple[Message, ...], sampling: tuple, waiters: list,
-                     on_text: Callable[[str], None] | None) -> None:
-        if all(future.done() for _, future in waiters):  # every caller was cancelled
-            return
+    async def _request_samples(self, messages: tuple[Message, ...], n: int, sampling: tuple, seed: int | None,
+                               on_text: Callable[[str], None] | None) -> list[Completion]:
         temperature, top_p, max_tokens, logprobs, shape = sampling
-        try:
-            results = await self._chat(messages, n=len(waiters), temperature=temperature, top_p=top_p,
-                                       max_tokens=max_tokens, seed=waiters[0][0], logprobs=logprobs,
-                                       on_text=on_text if len(waiters) == 1 else None, shape=shape)
-        except BaseException as exc:  # noqa: BLE001 - every caller gets the request's failure
-            for _, future in waiters:
-                if not future.done():
-                    future.set_exception(exc)
-            if not isinstance(exc, Exception):
-                raise
-            return
-        for (_, future), completion in zip(waiters, results):
-            if not future.done():
-                future.set_result(completion)
+        return await self._chat(messages, n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
+                                seed=seed, logprobs=logprobs, on_text=on_text, shape=shape)
 
     async def _chat(self, messages: Sequence[Message], *, n: int, temperature: float, top_p: float,
                     max_tokens: int, seed: int | None, logprobs: bool,
