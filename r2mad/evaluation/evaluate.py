@@ -174,7 +174,8 @@ def make_row(index: int, task: Task, method: str, run: EvalRun, t: Transcript, s
     usage = t.usage()
     tokens = {"debate": t.usage(("debate",)).tokens, "summary": t.usage(("summary",)).tokens,
               "auxiliary": t.usage(AUXILIARY_KINDS).tokens, "input": usage.tokens_in, "output": usage.tokens_out}
-    cost = round(run.prices.dollars(usage.tokens_in, usage.tokens_out), 8) if run.prices else None
+    single_model = len(t.usage_by_model()) <= 1  # the backbone's prices say nothing of other models' calls
+    cost = round(run.prices.dollars(usage.tokens_in, usage.tokens_out), 8) if run.prices and single_model else None
     return {"question_index": index, "question_id": task.id, "method": method, "backbone": run.backbone,
             "agent_backbones": t.agent_backbones(),  # each agent's model (a mixed-model debate differs)
             "dataset": run.split.dataset, "split": run.split.name, "split_seed": run.split.seed,

@@ -159,7 +159,9 @@ def cost_section(res: Results) -> list[str]:
             continue
         c, n = m.cost(ts), len(ts)
         usage = [t.usage() for t in ts]
-        money = (sum(prices.dollars(u.tokens_in, u.tokens_out) for u in usage) / n) if prices else None
+        single_model = all(len(t.usage_by_model()) <= 1 for t in ts)  # prices are the run backbone's only
+        money = (sum(prices.dollars(u.tokens_in, u.tokens_out) for u in usage) / n) if prices and single_model \
+            else None
         calls = [r.get("call_seconds", m.call_seconds(t)) for r, t in zip(_rows_of(res, name), ts)]
         walls = res.seconds(name)
         rows.append([label(name), fmt_tokens(c["debate_tokens"]), fmt_tokens(c["summary_tokens"]),
