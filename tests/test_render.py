@@ -71,7 +71,8 @@ def test_mad_chat_has_one_message_per_agent_per_round_grouped_under_its_round():
     assert agent_msgs[1]["metadata"]["title"] == (
         "Agent 2 · Fact-checker — answer B (read from ((letter))) · 101+40 tokens · 2.2 s")
     assert "Answers — Agent 1: A, Agent 2: B, Agent 3: B" in msgs[1]["content"]
-    assert msgs[-1]["content"].startswith("**Final answer: B** — ✅ correct")
+    assert msgs[-1]["content"].startswith("**Final answer: B — correct**")
+    assert all(m["metadata"]["status"] == "done" for m in agent_msgs)  # full texts start collapsed
     # a plain MAD debate shows no method panel
     assert "Memory (R²-MAD)" not in everything(msgs) and "Masks" not in everything(msgs)
     assert "Advice" not in everything(msgs)
@@ -80,8 +81,8 @@ def test_mad_chat_has_one_message_per_agent_per_round_grouped_under_its_round():
 def test_wrong_final_answer_names_the_gold_and_unparsed_answers_are_labelled():
     r0 = Round(0, (turn(0, 0, None, text="no idea"), turn(1, 0, "A"), turn(2, 0, "A")), 2 / 3)
     msgs = chat_messages(debate([r0], final="A", correct=False))
-    assert "UNPARSED (no answer found)" in msgs[2]["metadata"]["title"]
-    assert "❌ wrong (gold B)" in msgs[-1]["content"]
+    assert "no answer (no answer found)" in msgs[2]["metadata"]["title"]
+    assert "**Final answer: A — wrong (gold B)**" in msgs[-1]["content"]
 
 
 def test_r2mad_memory_panel_shows_lambda_cases_and_peer_confidence():
@@ -100,7 +101,10 @@ def test_r2mad_memory_panel_shows_lambda_cases_and_peer_confidence():
     shown = by_id(chat_messages(debate([r0, r1], method="r2mad")))
     body = shown["round-1-agent-0"]
     assert "**Memory (R²-MAD)** · λ = 0.40 · previous consensus 0.67 · 3 candidates · 1 retrieved" in body
-    assert "Case c-17 — similarity 0.81 · reward 1 · MMR 0.324 · ✅ that agent was correct" in body
+    assert "Case c-17 — similarity 0.81 · reward 1 · MMR 0.324 · that agent was correct" in body
+    # what the memory fed comes before the response it informed, with a legend of its numbers
+    assert body.index("Memory (R²-MAD)") < body.index("**Response**") < body.index("I think ((B))")
+    assert "λ = 1 − γ·consensus" in body and "a case whose agent was wrong can be retrieved" in body
     assert "Response: Pink ((C)) → answer C" in body
     assert "Debate summary h" not in body  # shown once, in the round header
     assert ("Confidence in peers: Agent 2: c = 0.62 (annotated high confidence); "
@@ -108,6 +112,7 @@ def test_r2mad_memory_panel_shows_lambda_cases_and_peer_confidence():
     header = shown["round-1"]
     assert "**Debate summary h^(0) (R²-MAD):** Two agents agree, one dissents." in header
     assert "1 summary call (62 tokens)" in header
+    assert "*Written from round 0: Agent 1: A, Agent 2: B, Agent 3: B; consensus 0.67.*" in header
 
 
 def test_madm2_objective_masks_show_perplexity_and_what_each_agent_saw():
@@ -130,7 +135,11 @@ def test_madm2_subjective_masks_show_labels_shared_and_per_viewer():
                       "1": {"label": "NO", "keep": False, "judgment": "NO", "error": None}}}
     text = panels.masks_panel(shared)
     assert "subjective" in text
-    assert "- Agent 1's response: YES — shown — “YES, sound.”" in text
+    assert "- Agent 1's response: YES — shown" in text
+    assert "Judge's verdict: “YES, sound.”" in text
+    quoted = panels.masks_panel(shared, {"0": "Green, because blue and yellow mix. ((B))"})
+    assert "Agent 1 said: “Green, because blue and yellow mix. ((B))”" in quoted
+    assert quoted.index("Agent 1 said") < quoted.index("Judge's verdict")
     assert "- Agent 2's response: NO — masked" in text
     per_viewer = {"1": {"0": {"label": "NOT SURE", "keep": False, "judgment": "", "error": "timed out"}}}
     text = panels.masks_panel(per_viewer)
@@ -187,7 +196,8 @@ def test_cancelled_partial_transcript_keeps_its_rounds_and_says_it_stopped():
     round1 = next(m for m in msgs if m["metadata"].get("id") == "round-1")
     assert round1["metadata"]["title"] == "Round 1 (debate) — stopped before it finished"
     assert "status" not in round1["metadata"]
-    assert "stopped (cancelled)**, partial transcript" in msgs[-1]["content"]
+    assert msgs[-1]["content"].startswith(
+        "**Stopped after round 0 — no final answer (round 0's majority was B, 2 of 3)**")
     kept = t.finished()  # what metrics score
     assert [r.index for r in kept.rounds] == [0] and kept.final.value == "B" and kept.correct is True
     assert t.usage().calls == 4  # the stopped round's call still counts
@@ -196,7 +206,7 @@ def test_cancelled_partial_transcript_keeps_its_rounds_and_says_it_stopped():
 def test_stopped_before_round0_finished_says_so_instead_of_a_final_answer():
     r0 = Round(0, (turn(0, 0, "A"),), 1.0, details={"running": True})
     t = Transcript(MCQ, "mad", "x", {}, (r0,), Answer(None, "abstained"), None, "cancelled")
-    assert final_markdown(t) == "**Stopped (cancelled)** before round 0 finished; the answers so far are shown."
+    assert final_markdown(t).startswith("**Stopped before round 0 finished — no final answer**")
     assert t.finished().rounds == ()
 
 
@@ -223,7 +233,7 @@ def test_panels_escape_retrieved_cases_and_advice():
                                        "similarity": 0.1, "reward": 0, "mmr": 0.0}]}
     text = panels.turn_panels(d)
     assert "<img" not in text and "<script>" not in text and "&lt;img src=x onerror=y&gt;" in text
-    assert "❌ that agent was wrong" in text
+    assert "that agent was wrong" in text
     assert "→ answer &lt;a&gt;" in text
     unparsed = panels.turn_panels({"lambda": 0.1, "retrieved": [{"case_id": "c", "answer": None}]})
     assert "→ answer UNPARSED" in unparsed

@@ -8,6 +8,11 @@ from typing import Any, Mapping
 from r2mad.types import Round
 from r2mad.ui.text import esc as _esc
 
+MEMORY_LEGEND = ("*Similarity: how close a past case's debate state is to this one (cosine). Reward: 1 if that "
+                 "case's agent was right in its round, else 0. MMR: the score that picked the case, "
+                 "λ·similarity·reward − (1 − λ)·closeness to cases already picked. λ = 1 − γ·consensus: when the "
+                 "agents already agree, λ is low and diverse cases win, so a case whose agent was wrong can be "
+                 "retrieved as a contrast. Peer confidence c > 0.55 is shown to this agent as high, c < 0.45 as low.*")
 TRUEMAD_NOTE = "*TrueMAD here is our re-implementation of Bao et al. (2026); no official code exists.*"
 
 
@@ -42,11 +47,11 @@ def memory_panel(d: Mapping[str, Any], round_summary: str | None = None) -> str:
     if "candidates" in d:
         head.append(f"{len(d['candidates'])} candidates")
     head.append(f"{len(d.get('retrieved') or [])} retrieved")
-    lines = [" · ".join(head)]
+    lines = [" · ".join(head) + " — shown to this agent before it answered", MEMORY_LEGEND]
     if d.get("summary") and d.get("summary") != round_summary:
         lines.append(f"Debate summary h: {_clip(d['summary'], 600)}")
     for case in d.get("retrieved") or []:
-        verdict = "✅ that agent was correct" if case.get("correct") else "❌ that agent was wrong"
+        verdict = "that agent was correct" if case.get("correct") else "that agent was wrong"
         lines.append(f"- Case {_esc(case.get('case_id'))} — similarity {_num(case.get('similarity'))} · "
                      f"reward {_num(case.get('reward'), 0)} · MMR {_num(case.get('mmr'), 3)} · {verdict}  \n"
                      f"  Question: {_clip(case.get('question'), 160)}  \n"
@@ -74,25 +79,27 @@ def _objective_masks(masks: Mapping[str, Any]) -> str:
     return "**Masks (MAD-M², objective: lowest perplexity kept)**\n\n" + "\n".join(rows)
 
 
-def _subjective_masks(masks: Mapping[str, Any]) -> str:
+def _subjective_masks(masks: Mapping[str, Any], responses: Mapping[str, str]) -> str:
     out = ["**Masks (MAD-M², subjective: the model judged each response)**"]
     for viewer, verdicts in sorted(masks.items(), key=lambda kv: str(kv[0])):
         if viewer != "all":
             out.append(f"As judged for {_agent(viewer)}:")
         for j, v in sorted((verdicts or {}).items(), key=lambda kv: str(kv[0])):
             failed = f" (judge call failed: {_esc(v.get('error'))})" if v.get("error") else ""
-            judgment = f" — “{_clip(v.get('judgment'), 160)}”" if v.get("judgment") else ""
+            judgment = f"  \n  Judge's verdict: “{_clip(v.get('judgment'), 200)}”" if v.get("judgment") else ""
+            said = f"  \n  {_agent(j)} said: “{_clip(responses[str(j)], 200)}”" if responses.get(str(j)) else ""
             out.append(f"- {_agent(j)}'s response: {_esc(v.get('label'))} — "
-                       f"{'shown' if v.get('keep') else 'masked'}{failed}{judgment}")
+                       f"{'shown' if v.get('keep') else 'masked'}{failed}{said}{judgment}")
     return "\n".join(out[:1]) + "\n\n" + "\n".join(out[1:])
 
 
-def masks_panel(masks: Mapping[str, Any] | None) -> str:
+def masks_panel(masks: Mapping[str, Any] | None, responses: Mapping[str, str] | None = None) -> str:
+    """`responses`: the judged (previous-round) response of each agent by index, quoted beside its verdict."""
     if not masks:
         return ""
     first = next(iter(masks.values()))
     objective = isinstance(first, Mapping) and "perplexity" in first
-    return _objective_masks(masks) if objective else _subjective_masks(masks)
+    return _objective_masks(masks) if objective else _subjective_masks(masks, responses or {})
 
 
 def shown_panel(d: Mapping[str, Any]) -> str:
@@ -141,11 +148,21 @@ def turn_panels(details: Mapping[str, Any] | None, round_summary: str | None = N
     return "\n\n".join(p for p in (memory_panel(d, round_summary), shown_panel(d), advice_received_panel(d)) if p)
 
 
-def round_panels(rnd: Round) -> str:
-    """Everything a method recorded for a whole round."""
+def summary_input(previous: Round | None) -> str:
+    """What the summary h was written from: the previous round's answers and consensus."""
+    if previous is None or not previous.turns:
+        return ""
+    answers = ", ".join(f"{_agent(t.agent)}: {_esc(t.answer.value or 'no answer')}" for t in previous.turns)
+    return f"  \n*Written from round {previous.index}: {answers}; consensus {previous.consensus:.2f}.*"
+
+
+def round_panels(rnd: Round, previous: Round | None = None) -> str:
+    """Everything a method recorded for a whole round (`previous`: the round its work was about)."""
     parts = []
     if rnd.details.get("summary"):
-        parts.append(f"**Debate summary h^({rnd.index - 1}) (R²-MAD):** {_clip(rnd.details['summary'], 800)}")
-    parts.append(masks_panel(rnd.details.get("masks")))
+        parts.append(f"**Debate summary h^({rnd.index - 1}) (R²-MAD):** {_clip(rnd.details['summary'], 800)}"
+                     + summary_input(previous))
+    responses = {str(t.agent): t.text for t in previous.turns} if previous is not None else {}
+    parts.append(masks_panel(rnd.details.get("masks"), responses))
     parts.append(advice_panel(rnd))
     return "\n\n".join(p for p in parts if p)

@@ -14,18 +14,11 @@ from r2mad.types import (
     Transcript,
 )
 from r2mad.ui import panels
+from r2mad.ui.scoreboard import HOW_WORDS, chip_for
+from r2mad.ui.states import outcome_line
 from r2mad.ui.text import esc
 
-HOW_LABELS = {
-    "boxed": "read from \\boxed{}",
-    "double_paren": "read from ((letter))",
-    "answer_is": "read from “the answer is”",
-    "answer_colon": "read from “Answer:”",
-    "option_line": "read from a line citing one option",
-    "guarded": "asked again for the answer alone (answer guard)",
-    "unparsed": "no answer found",
-    "abstained": "abstained",
-}
+HOW_LABELS = HOW_WORDS  # how each answer was read, in words
 STATUS_LABELS = {"running": "running…", "done": "finished", "failed": "failed",
                  "cancelled": "stopped (cancelled)"}
 
@@ -42,11 +35,11 @@ def answer_text(answer: Answer) -> str:
 
 
 def answer_label(answer: Answer) -> str:
-    """'D (read from ((letter)))', 'UNPARSED (no answer found)'."""
+    """'D (read from ((letter)))', 'no answer (no answer found)'."""
     how = HOW_LABELS.get(answer.how, answer.how)
     if answer.how == "abstained":
         return "abstained"
-    return f"{esc(answer_text(answer))} ({how})"
+    return f"{esc(answer.value) if answer.value is not None else 'no answer'} ({how})"
 
 
 def task_markdown(task: Task) -> str:
@@ -57,21 +50,30 @@ def task_markdown(task: Task) -> str:
     return "\n".join(lines)
 
 
-def turn_title(turn: AgentTurn) -> str:
+def turn_title(turn: AgentTurn, task: Task | None = None, max_tokens: int | None = None) -> str:
+    """'Agent 2 · Skeptic — answer B (read from ((letter))) · 101+40 tokens · 2.2 s'; a rejected citation
+    or an answer cut at the token limit says so in words."""
     who = f"Agent {turn.agent + 1} · {esc(turn.persona)}"
     if turn.error:
         return f"{who} — abstained (call failed)"
-    return (f"{who} — answer {answer_label(turn.answer)} · "
-            f"{turn.tokens_in}+{turn.tokens_out} tokens · {turn.seconds:.1f} s")
+    said = f"answer {answer_label(turn.answer)}"
+    if task is not None:
+        chip = chip_for(turn, task, max_tokens=max_tokens)
+        if "rejected" in chip.note or (turn.answer.value is None and "cut" in chip.note):
+            said = esc(chip.why)
+        elif "cut" in chip.note:
+            said += " · cut at the token limit"
+    return f"{who} — {said} · {turn.tokens_in}+{turn.tokens_out} tokens · {turn.seconds:.1f} s"
 
 
 def turn_body(turn: AgentTurn, kind: str, round_summary: str | None = None) -> str:
+    """What the method showed this agent (memory, masks, advice) first, then what it answered."""
     if turn.error:
         body = f"The model call failed: {esc(turn.error)}"
     else:
         body = esc(turn.text.strip()) or "*(empty response)*"
-    extra = panels.turn_panels(turn.details, round_summary)
-    return body + ("\n\n---\n" + extra if extra else "")
+    shown = panels.turn_panels(turn.details, round_summary)
+    return (shown + "\n\n---\n**Response**\n\n" + body) if shown else body
 
 
 def agree_count(rnd: Round, kind: str) -> tuple[int, int]:
@@ -92,10 +94,10 @@ def round_title(rnd: Round, kind: str, state: str = "") -> str:
     return f"{label} — consensus {rnd.consensus:.2f} ({agree}/{n} agree)"
 
 
-def round_body(rnd: Round, kind: str) -> str:
+def round_body(rnd: Round, kind: str, previous: Round | None = None) -> str:
     answers = ", ".join(f"Agent {t.agent + 1}: {esc(answer_text(t.answer))}" for t in rnd.turns)
     lines = [f"Answers — {answers}" if answers else "Waiting for the agents…"]
-    panel = panels.round_panels(rnd)
+    panel = panels.round_panels(rnd, previous)
     if panel:
         lines.append(panel)
     extra = aux_usage(rnd.aux)
@@ -118,27 +120,11 @@ def aux_usage(aux: Iterable[AuxCall]) -> str:
     return "*Extra calls this round: " + "; ".join(parts) + ".*"
 
 
-def verdict(t: Transcript) -> str:
-    if t.correct is None:
-        return "no gold answer given" if t.task.gold is None else "not scored"
-    return "✅ correct" if t.correct else f"❌ wrong (gold {esc(t.task.gold)})"
-
-
 def final_markdown(t: Transcript) -> str:
-    """One paragraph: final answer, correct/wrong, status, usage."""
+    """The outcome in words (see states.outcome_line), then what it cost."""
     finished = [r for r in t.rounds if not r.details.get("running")]
-    state = STATUS_LABELS.get(t.status, t.status)
-    if not finished:
-        if t.status == "running":
-            return "**Round 0 running…** each agent answers alone first."
-        return f"**{state[0].upper() + state[1:]}** before round 0 finished; the answers so far are shown."
     usage = t.usage()
-    head = f"**Final answer: {esc(answer_text(t.final))}** — {verdict(t)}"
-    if t.status == "running":
-        head = f"**Current majority: {esc(answer_text(t.final))}** (debate running…)"
-    elif t.status != "done":
-        head += f" · **{state}**, partial transcript"
-    return (f"{head}  \n{esc(t.method)} on {esc(t.backbone)} · {len(finished)} round(s) · "
+    return (f"**{esc(outcome_line(t))}**  \n{esc(t.method)} on {esc(t.backbone)} · {len(finished)} round(s) · "
             f"{usage.calls} calls · {usage.tokens} tokens · {t.seconds:.1f} s")
 
 
@@ -152,18 +138,19 @@ def chat_messages(t: Transcript) -> list[dict]:
     per agent, then the final verdict (once the debate has ended)."""
     messages = [{"role": "user", "content": task_markdown(t.task), "metadata": {}}]
     messages += notice_messages(t.notices)
-    for rnd in t.rounds:
+    max_tokens = (t.settings or {}).get("max_tokens")
+    for i, rnd in enumerate(t.rounds):
         state = ("running" if t.status == "running" else "stopped") if rnd.details.get("running") else ""
         rid = f"round-{rnd.index}"
         meta: dict[str, Any] = {"title": round_title(rnd, t.task.kind, state), "id": rid}
         if state == "running":
             meta["status"] = "pending"
-        messages.append({"role": "assistant", "content": round_body(rnd, t.task.kind),
+        messages.append({"role": "assistant", "content": round_body(rnd, t.task.kind, t.rounds[i - 1] if i else None),
                          "metadata": meta})
         for turn in rnd.turns:
             messages.append({"role": "assistant", "content": turn_body(turn, t.task.kind, rnd.details.get("summary")),
-                             "metadata": {"title": turn_title(turn), "parent_id": rid,
-                                          "id": f"{rid}-agent-{turn.agent}"}})
+                             "metadata": {"title": turn_title(turn, t.task, max_tokens), "parent_id": rid,
+                                          "id": f"{rid}-agent-{turn.agent}", "status": "done"}})
         answered = {turn.agent for turn in rnd.turns}
         for agent, text in (rnd.details.get("typing") or {}).items():  # turns still being written
             if int(agent) not in answered and state == "running":
