@@ -249,8 +249,9 @@ def test_side_by_side_summary_rows():
                final="A", correct=False, status="cancelled")
     rows = summary_rows({"mad": a, "truemad": b})
     # tokens per round: (100+101+102) in + 3*40 out = 423; two rounds = 846
-    assert rows[0] == ["mad", "B", "yes", 2, "0.67 → 1.00", 846, 12.0, "done"]
-    assert rows[1] == ["truemad", "A", "no", 1, "0.67", (100 + 101 + 102) + 3 * 40, 12.0, "cancelled"]
+    assert rows[0] == ["mad", "B", "yes", 2, 6, 846, 12.0, 0, "done"]
+    # a stopped run has no final answer and is not scored
+    assert rows[1] == ["truemad", "—", "—", 1, 3, (100 + 101 + 102) + 3 * 40, 12.0, 0, "cancelled"]
 
 
 def test_final_markdown_counts_calls_and_tokens():

@@ -81,7 +81,9 @@ def build(services: Services, tab: gr.Tab) -> None:
     gr.Markdown("A memory of wrong debates can reinforce errors: look at what a bank holds before "
                 "using it, and quarantine cases you do not trust.")
     with gr.Row():
-        bank = gr.Dropdown(banks, value=banks[0] if banks else None, label="Memory bank")
+        default = services.config.app.default_bank  # the same bank the Debate tab starts with
+        bank = gr.Dropdown(banks, value=default if default in banks else (banks[0] if banks else None),
+                           label="Memory bank")
         text = gr.Textbox(label="Search text (any field)")
     with gr.Row():
         agent = gr.Dropdown([ANY, *map(str, range(1, 9))], value=ANY, label="Agent")

@@ -1,30 +1,55 @@
-"""The Debate tab: backbone, token, methods, bank, settings and question in; one streaming chat (or up
-to four side-by-side columns with a summary table) out. Layout and wiring only; the run itself is
-r2mad.ui.live and the rendering r2mad.ui.render."""
+"""The Debate tab: example cards on top (a recorded debate shows at once), the question and the methods,
+Run / Stop, then the outcome line, the scoreboard and the full texts (or, for 2–4 methods, the methods ×
+rounds matrix, the summary table and one tab of full texts per method). Backbone, token, endpoint, bank
+and settings sit in one collapsed "Advanced" panel. Layout and wiring only: the run is r2mad.ui.live,
+the updates r2mad.ui.views, the rendering r2mad.ui.render and scoreboard."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 
-from r2mad.evaluation.datasets import load_split
 from r2mad.methods import REGISTRY, names
 from r2mad.ui import handlers
+from r2mad.ui.examples import BACKBONE, CARDS, SEED, cached, card_task
+from r2mad.ui.render import final_markdown
+from r2mad.ui.scoreboard import scoreboard_html
 from r2mad.ui.services import Services
 from r2mad.ui.tables import SUMMARY_HEADERS
+from r2mad.ui.views import MAX_COLUMNS, layout_for, view
 
 LETTERS = "ABCDEFGHIJ"
-MAX_COLUMNS = 4
-METHOD_LABELS = {name: f"{spec.title} ({spec.paper})" if spec.paper and spec.family != "ablation" else spec.title
-                 for name, spec in REGISTRY.items()}
+GROUPS = {"debate": "Debate", "baseline": "Baseline", "ablation": "R²-MAD ablation"}
+DESCRIPTIONS = {  # one line per method: what it does differently
+    "mad": "agents read each other's answers and revise",
+    "madm2-subjective": "the model judges each answer; unreliable ones are hidden",
+    "madm2-objective": "only the answers the model is surest of (lowest perplexity) are shown",
+    "truemad": "agents write one-to-one advice before revising (our re-implementation)",
+    "r2mad": "agents recall similar past debates and how reliable each peer was",
+    "cot": "one agent reasons step by step",
+    "sc": "nine samples of one agent, majority vote",
+    "icl-cot": "one agent with worked cases from the memory bank",
+    "r2mad-no-confidence": "R²-MAD without peer-confidence notes",
+    "r2mad-no-memory": "R²-MAD without retrieved cases",
+}
+
+
+def method_label(name: str) -> str:
+    spec = REGISTRY[name]
+    what = getattr(spec, "description", None) or DESCRIPTIONS.get(name) or spec.title.removeprefix("R²-MAD ablation: ")
+    return f"{GROUPS.get(spec.family, spec.family)} · {spec.label} — {what}"
+
+
+METHOD_LABELS = {name: method_label(name) for name in REGISTRY}
 
 
 @dataclass
 class DebateTab:
     inputs: list[Any]  # in the order handlers.run_debate takes them
-    outputs: list[Any]  # in the order handlers.view returns them
-    fill: list[Any]  # controls a rerun fills (handlers.rerun_values order)
+    outputs: list[Any]  # in the order views.view returns them
+    fill: list[Any]  # controls a rerun fills (InspectHandlers.rerun order)
     run_event: Any
     stop_button: Any
     run_fn: Any
@@ -32,103 +57,172 @@ class DebateTab:
     state: Any
 
 
-def example_rows() -> list[list[str]]:
-    """[question, A..J, gold] rows from the demo test splits."""
-    rows = []
-    for dataset in ("demo-mcq", "demo-math"):
-        for task in load_split(dataset, "test").tasks:
-            options = dict(task.options)
-            rows.append([task.question, *(options.get(letter, "") for letter in LETTERS), task.gold or ""])
-    return rows
+def needs_token(config, backbone: str) -> bool:
+    spec = config.backbones.get(backbone)
+    return bool(spec and spec.kind != "embedded" and spec.api_key_env)
 
 
 def build(services: Services, visitor_id) -> DebateTab:
     """`visitor_id`: the gr.BrowserState with the id this browser keeps (the key of its runs)."""
     config, s = services.config, services.config.settings
-    with gr.Row():
-        with gr.Column(scale=1, min_width=320):
-            backbone = gr.Dropdown([(b.label or name, name) for name, b in config.backbones.items()],
-                                   value=config.default_backbone, label="Backbone")
-            token = gr.Textbox("", type="password", label="Hugging Face token (optional)",
-                               info="Used for this browser session only; never shown, logged or stored.")
-            with gr.Accordion("Custom OpenAI-compatible endpoint", open=False,
-                              visible=config.app.allow_custom_endpoint):
-                base_url = gr.Textbox("", label="base_url", placeholder="http://localhost:8000/v1",
-                                      interactive=config.app.allow_custom_endpoint)
-                model = gr.Textbox("", label="model", placeholder="leave empty to ask /v1/models",
-                                   interactive=config.app.allow_custom_endpoint)
-            method_choices = [(METHOD_LABELS[m], m) for family in ("debate", "baseline", "ablation")
-                              for m in names(family)]
-            methods = gr.Dropdown(method_choices, value=[config.app.default_method], multiselect=True,
-                                  max_choices=MAX_COLUMNS, allow_custom_value=True, label="Method(s)",
-                                  elem_id="methods",
-                                  info="Pick 2–4 to compare side by side (round 0 is computed once and shared).")
-            banks = services.bank_choices()
-            bank = gr.Dropdown([("(no memory bank)", "")] + [(b, b) for b in banks],
-                               value=config.app.default_bank if config.app.default_bank in banks else "",
-                               label="Memory bank (R²-MAD, ICL-CoT)")
-            with gr.Accordion("Settings", open=False, elem_id="settings"):
-                agents = gr.Slider(1, 8, value=s.agents, step=1, label="Agents", elem_id="agents")
-                rounds = gr.Slider(1, 6, value=s.rounds, step=1, label="Rounds in all (incl. round 0)",
-                                   elem_id="rounds")
-                k = gr.Slider(1, 8, value=s.r2mad.k, step=1, label="K (retrieved cases per agent and round)")
-                gamma = gr.Slider(0.0, 1.0, value=s.r2mad.gamma, step=0.05, label="γ (λ = 1 − γ·consensus)")
-                run_profile = gr.Radio(["demo", "paper"], value=s.profile, label="Profile", elem_id="profile",
-                                   info="paper: the papers' decoding (temperature 1.0, top_p 1.0, up to 6,144 "
-                                        "tokens) and task personas with the format in the system prompt; slow "
-                                        "on the embedded model. demo: fast settings for small models.")
-                temperature = gr.Slider(0.0, 2.0, value=s.temperature, step=0.05, label="Temperature")
-                max_tokens = gr.Slider(16, 8192, value=s.max_tokens, step=16, label="Max tokens per answer",
-                                       elem_id="max-tokens")
-                seed = gr.Number(value=s.seed, precision=0, label="Seed (empty = random)")
-                answer_guard = gr.Radio(["auto", "on", "off"], value=s.answer_guard, label="Answer guard",
-                                        elem_id="answer-guard",
-                                        info="When an agent's reasoning gives no answer in the task's format, "
-                                             "ask it once more for the answer alone (auto: on for the embedded model).")
-        with gr.Column(scale=2):
-            question = gr.Textbox("", lines=3, label="Question", elem_id="question",
+    cards = [(card, card_task(card)) for card in CARDS]
+    gr.Markdown("Try a card: three small language-model agents answer, read each other and revise; "
+                "the grid shows who answered what in each round (green = correct, red = wrong).",
+                elem_id="examples-intro")
+    with gr.Row(elem_id="examples", equal_height=True):
+        card_buttons = [gr.Button(card.label(task), elem_classes=["example-card"], elem_id=f"example-{i}",
+                                  size="sm") for i, (card, task) in enumerate(cards)]
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=3):
+            question = gr.Textbox("", lines=2, label="Question", elem_id="question",
                                   placeholder="A math problem, or a multiple-choice question with options below")
             with gr.Accordion("Multiple-choice options (optional; empty ones are ignored)", open=False):
                 options = [gr.Textbox("", label=f"Option {letter}", elem_id=f"option-{letter}") for letter in LETTERS]
-            gold = gr.Textbox("", label="Gold answer (optional; a letter or a number)", elem_id="gold")
+            gold = gr.Textbox("", label="Correct answer, if you know it (a letter or a number; used to score)",
+                              elem_id="gold")
+        with gr.Column(scale=2, min_width=300):
+            method_choices = [(METHOD_LABELS[m], m) for family in ("debate", "baseline", "ablation")
+                              for m in names(family)]
+            methods = gr.Dropdown(method_choices, value=[config.app.default_method], multiselect=True,
+                                  allow_custom_value=True, label="Method(s)", elem_id="methods",
+                                  info="Debate methods first, then baselines and R²-MAD ablations. "
+                                       f"Pick 2–{MAX_COLUMNS} to compare side by side.")
+            hint = gr.Markdown(elem_id="methods-hint")
             with gr.Row():
-                run_button = gr.Button("Run debate", variant="primary", elem_id="run")
-                stop_button = gr.Button("Stop", variant="stop", elem_id="stop")
-            status = gr.Markdown(elem_id="final")
-            with gr.Column(visible=True) as single_box:
-                single_chat = gr.Chatbot(label="Debate", height=640, elem_id="chat-single",
-                                         group_consecutive_messages=False, feedback_options=None)
-    with gr.Row(visible=False) as compare_row:
-        columns = [gr.Chatbot(label=f"Method {i + 1}", height=560, elem_id=f"chat-col-{i}",
-                              group_consecutive_messages=False, feedback_options=None, visible=i < 2)
-                   for i in range(MAX_COLUMNS)]
-    summary = gr.Dataframe(headers=SUMMARY_HEADERS, label="Side-by-side summary", visible=False,
-                           interactive=False, elem_id="summary")
+                run_button = gr.Button("Run debate", variant="primary", elem_id="run", scale=2)
+                live_button = gr.Button("Run it live", variant="secondary", elem_id="run-live", visible=False,
+                                        scale=2)
+                stop_button = gr.Button("Stop", variant="stop", elem_id="stop", interactive=False, scale=1,
+                                        size="sm")
+    status = gr.Markdown(elem_id="final")
+    scoreboard = gr.HTML("", elem_id="scoreboard")
+    with gr.Column(visible=False) as single_box:  # the full texts, shown with the first debate
+        single_chat = gr.Chatbot(label="Full texts, per round and agent (click an agent to open it)",
+                                 height=560, elem_id="chat-single", group_consecutive_messages=False,
+                                 feedback_options=None, autoscroll=False, buttons=[])
+    with gr.Column(visible=False) as compare_box:
+        summary = gr.Dataframe(headers=SUMMARY_HEADERS, label="Side-by-side summary", interactive=False,
+                               elem_id="summary", wrap=True)
+        summary_file = gr.DownloadButton("Download summary (CSV)", visible=False, elem_id="summary-csv", size="sm")
+        matrix = gr.HTML("", elem_id="matrix")
+        with gr.Tabs():
+            tabs, columns = [], []
+            for i in range(MAX_COLUMNS):
+                with gr.Tab(f"Method {i + 1}", visible=i < 2) as tab:
+                    columns.append(gr.Chatbot(label=f"Method {i + 1}", height=520, elem_id=f"chat-col-{i}",
+                                              group_consecutive_messages=False, feedback_options=None,
+                                              autoscroll=False, buttons=[]))
+                tabs.append(tab)
     with gr.Accordion("Transcript (JSON)", open=False):
         transcript_json = gr.JSON(label="Canonical transcript(s)")
-        download = gr.DownloadButton("Download JSON", visible=False)
-    rows = example_rows()
-    gr.Examples(rows, inputs=[question, *options, gold], label="Example questions (demo test split)",
-                example_labels=[row[0] if len(row[0]) <= 70 else row[0][:69] + "…" for row in rows])
+        download = gr.DownloadButton("Download JSON", visible=False, elem_id="download-json")
+    with gr.Accordion("Advanced: backbone, token, endpoint, memory bank and settings", open=False,
+                      elem_id="advanced"):
+        backbone = gr.Dropdown([(b.label or name, name) for name, b in config.backbones.items()],
+                               value=config.default_backbone, label="Backbone")
+        token = gr.Textbox("", type="password", label="Hugging Face token", elem_id="token",
+                           visible=needs_token(config, config.default_backbone),
+                           info="Used for this browser session only; never shown, logged or stored.")
+        with gr.Accordion("Custom OpenAI-compatible endpoint", open=False,
+                          visible=config.app.allow_custom_endpoint):
+            base_url = gr.Textbox("", label="base_url", placeholder="http://localhost:8000/v1",
+                                  interactive=config.app.allow_custom_endpoint)
+            model = gr.Textbox("", label="model", placeholder="leave empty to ask /v1/models",
+                               interactive=config.app.allow_custom_endpoint)
+        banks = services.bank_choices()
+        bank = gr.Dropdown([("(no memory bank)", "")] + [(b, b) for b in banks],
+                           value=config.app.default_bank if config.app.default_bank in banks else "",
+                           label="Memory bank (R²-MAD, ICL-CoT)")
+        with gr.Group(elem_id="settings"):
+            with gr.Row():
+                agents = gr.Slider(1, 8, value=s.agents, step=1, label="Agents", elem_id="agents")
+                rounds = gr.Slider(1, 6, value=s.rounds, step=1, label="Rounds in all (incl. round 0)",
+                                   elem_id="rounds")
+                max_tokens = gr.Slider(16, 8192, value=s.max_tokens, step=16, label="Max tokens per answer",
+                                       elem_id="max-tokens")
+            with gr.Row():
+                temperature = gr.Slider(0.0, 2.0, value=s.temperature, step=0.05, label="Temperature")
+                seed = gr.Number(value=s.seed, precision=0, label="Seed (empty = random)", elem_id="seed")
+                answer_guard = gr.Radio(["auto", "on", "off"], value=s.answer_guard, label="Answer guard",
+                                        elem_id="answer-guard",
+                                        info="Ask once more for the answer alone when none is found "
+                                             "(auto: on for the embedded model).")
+            run_profile = gr.Radio(["demo", "paper"], value=s.profile, label="Profile", elem_id="profile",
+                                   info="paper: the papers' decoding (temperature 1.0, top_p 1.0, up to 6,144 "
+                                        "tokens) and task personas with the format in the system prompt; slow "
+                                        "on the embedded model. demo: fast settings for small models.")
+            with gr.Row():
+                k = gr.Slider(1, 8, value=s.r2mad.k, step=1, label="R²-MAD: K (cases per agent and round)")
+                gamma = gr.Slider(0.0, 1.0, value=s.r2mad.gamma, step=0.05, label="R²-MAD: γ (λ = 1 − γ·consensus)")
     state = gr.State({})
 
     inputs = [backbone, token, base_url, model, methods, bank, agents, rounds, k, gamma, temperature,
               max_tokens, seed, answer_guard, question, *options, gold, visitor_id, run_profile]
-    outputs = [status, single_box, single_chat, compare_row, *columns, summary, transcript_json, download, state]
+    outputs = [status, single_box, single_chat, compare_box, *columns, summary, transcript_json, download, state,
+               scoreboard, matrix, summary_file, *tabs]
     fill = [backbone, methods, bank, agents, rounds, k, gamma, temperature, max_tokens, seed, answer_guard,
             question, *options, gold]
 
     debate = handlers.DebateHandlers(services)
     run_fn = debate.run_debate
-    # The run streams its own "cancelled" view when Stop signals it (see live.stream), so Stop needs
-    # no Gradio cancels=: a cancelled event can race with its last yield and flag its outputs "Error".
-    run_event = run_button.click(run_fn, inputs, outputs, api_name="debate", concurrency_id="debate",
-                                 trigger_mode="multiple", show_progress="hidden")
-    question.submit(run_fn, inputs, outputs, api_visibility="private", concurrency_id="debate",
-                    show_progress="hidden")
+
+    def lock():
+        return gr.Button(interactive=False), gr.Button(interactive=False), gr.Button(interactive=True)
+
+    def unlock():
+        return gr.Button(interactive=True), gr.Button(interactive=True), gr.Button(interactive=False)
+
+    buttons = [run_button, live_button, stop_button]
+    # Run is off and Stop on while a debate runs. The run streams its own "cancelled" view when Stop
+    # signals it (see live.stream), so Stop needs no Gradio cancels=.
+    started = gr.on([run_button.click, live_button.click, question.submit], lock, None, buttons,
+                    queue=False, show_progress="hidden", api_visibility="private")
+    run_event = started.then(run_fn, inputs, outputs, api_name="debate", concurrency_id="debate",
+                             trigger_mode="multiple", show_progress="hidden")
+    run_event.then(unlock, None, buttons, queue=False, show_progress="hidden", api_visibility="private")
     stop_button.click(debate.stop, None, None, api_name="stop", queue=False)
     run_profile.change(debate.profile_values, [run_profile], [temperature, max_tokens], api_visibility="private",
-                   queue=False)
-    methods.change(handlers.layout_for, [methods], [single_box, compare_row, *columns, summary],
-                   api_visibility="private", queue=False)
+                       queue=False)
+    methods.change(layout_for, [methods], [single_box, compare_box, hint], api_visibility="private",
+                   queue=False, show_progress="hidden")
+    backbone.change(lambda b: gr.Textbox(visible=needs_token(config, b)), [backbone], [token],
+                    api_visibility="private", queue=False, show_progress="hidden")
+
+    def recorded_view(index: int) -> tuple[str, str]:
+        """The outcome line and scoreboard of a card's recorded debate (or why there is none)."""
+        card, _ = cards[index]
+        recorded = cached(card)
+        if recorded is None:
+            return (f"This example has no recorded debate yet; press **Run it live** to run it "
+                    f"({card.method} on the embedded model).", "")
+        return (final_markdown(recorded) + "  \n*Recorded earlier with seed 0 on the embedded model; press "
+                "**Run it live** to watch it happen.*", scoreboard_html(recorded))
+
+    def fill_card(index: int):
+        """The card's question and preset in the form, the single-debate layout and "Run it live"."""
+        card, task = cards[index]
+        opts = dict(task.options)
+        return (BACKBONE if BACKBONE in config.backbones else gr.skip(), [card.method],
+                card.bank if card.bank in banks else "", s.agents, s.rounds, s.r2mad.k, s.r2mad.gamma,
+                s.temperature, s.max_tokens, SEED, s.answer_guard, task.question,
+                *(opts.get(letter, "") for letter in LETTERS), task.gold or "",
+                gr.Column(visible=True), gr.Column(visible=False), gr.Button(visible=True))
+
+    def card_texts(index: int):
+        """Then the full texts, the JSON and its download (slower to draw)."""
+        card, _ = cards[index]
+        recorded = cached(card)
+        if recorded is None:
+            return tuple(gr.skip() for _ in outputs)
+        shown = list(view({card.method: recorded}, final=True))
+        shown[0] = gr.skip()  # the status line keeps the "recorded" note
+        return tuple(shown)
+
+    for i, button in enumerate(card_buttons):
+        # the recorded outcome and scoreboard are drawn in the browser at once, with no server round trip
+        button.click(None, None, [status, scoreboard], js=f"() => {json.dumps(recorded_view(i))}",
+                     api_visibility="private")
+        button.click(lambda i=i: fill_card(i), None, [*fill, single_box, compare_box, live_button],
+                     queue=False, show_progress="hidden", api_visibility="private").then(
+            lambda i=i: card_texts(i), None, outputs, queue=False, show_progress="hidden", api_visibility="private")
     return DebateTab(inputs, outputs, fill, run_event, stop_button, run_fn, debate.unload, state)

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import html
-import json
 import logging
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 import gradio as gr
 
@@ -16,11 +13,9 @@ from r2mad.backends.base import BackendError
 from r2mad.config import PAPER_PROFILE, ConfigError, DebateSettings, with_profile
 from r2mad.methods import METHODS, needs_bank
 from r2mad.tasks import task_from_input
-from r2mad.types import Transcript, to_dict
 from r2mad.ui.live import LiveRun, stream
-from r2mad.ui.render import chat_messages, final_markdown
 from r2mad.ui.services import Services
-from r2mad.ui.tables import summary_rows
+from r2mad.ui.views import idle, view  # the Debate tab's component updates (issue 16)
 from r2mad.ui.visitors import Visitor, identify
 
 log = logging.getLogger("r2mad.ui")
@@ -33,56 +28,6 @@ def warn(message: str, secret: str | None = None) -> None:
     if secret:
         message = message.replace(secret, "[redacted]")
     gr.Warning(html.escape(message, quote=False))
-
-
-def layout_for(methods: list[str] | None) -> tuple:
-    """Visibility of the single chat, the compare row, its columns and the summary table."""
-    n = len(methods or [])
-    compare = n > 1
-    return (gr.Column(visible=not compare), gr.Row(visible=compare),
-            *(gr.Chatbot(visible=compare and i < n) for i in range(MAX_COLUMNS)),
-            gr.Dataframe(visible=compare))
-
-
-def _write_download(transcripts: dict[str, Transcript]) -> str:
-    folder = Path(tempfile.mkdtemp(prefix="r2mad-transcript-"))
-    name = "transcript.json" if len(transcripts) == 1 else "transcripts.json"
-    data = {m: to_dict(t) for m, t in transcripts.items()}
-    (folder / name).write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
-    return str(folder / name)
-
-
-def view(transcripts: dict[str, Transcript], *, final: bool) -> tuple:
-    """Updates for DebateTab.outputs: status, single box, single chat, compare row, 4 columns,
-    summary, JSON, download, state."""
-    methods = list(transcripts)
-    compare = len(methods) > 1
-    if compare:
-        shared = " Round 0 was computed once and shared by the debate methods." if any(
-            t.shared_round0 for t in transcripts.values()) else ""
-        running = any(t.status == "running" for t in transcripts.values())
-        status = (f"**Side by side: {len(methods)} methods** — {'running…' if running else 'finished'}."
-                  f"{shared}")
-    else:
-        status = final_markdown(transcripts[methods[0]]) if methods else ""
-    single = chat_messages(transcripts[methods[0]]) if methods and not compare else []
-    columns = [gr.Chatbot(value=chat_messages(transcripts[methods[i]]), label=methods[i], visible=True)
-               if compare and i < len(methods) else gr.Chatbot(value=[], visible=False)
-               for i in range(MAX_COLUMNS)]
-    state = {m: to_dict(t) for m, t in transcripts.items()}
-    return (status, gr.Column(visible=not compare), single, gr.Row(visible=compare), *columns,
-            gr.Dataframe(value=summary_rows(transcripts), visible=compare),
-            state if final else gr.skip(),
-            gr.DownloadButton(value=_write_download(transcripts), visible=True) if final else gr.skip(),
-            state)
-
-
-VIEW_OUTPUTS = 12  # what view() returns, in DebateTab.outputs order
-
-
-def idle(message: str) -> tuple:
-    """Only the status line changes."""
-    return (message, *(gr.skip() for _ in range(VIEW_OUTPUTS - 1)))
 
 
 @dataclass(frozen=True)

@@ -2,13 +2,17 @@
 view as a live debate, annotate it with taxonomy labels, and rerun its config in the Debate tab."""
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import gradio as gr
 
 from r2mad.config import SECTION_OF
 from r2mad.methods import METHODS
+from r2mad.runs.io import export_jsonl
 from r2mad.runs.store import STATUSES
 from r2mad.ui.handlers import warn
-from r2mad.ui.render import chat_messages, final_markdown
+from r2mad.ui.render import chat_messages, esc, final_markdown, task_markdown
 from r2mad.ui.services import Services
 from r2mad.ui.tables import (
     RUN_HEADERS,
@@ -53,7 +57,15 @@ class InspectHandlers:
             flip=True if FLAGS[1] in flags else None,
             parse_failures=True if FLAGS[2] in flags else None,
             status=None if status in (ANY, "", None) else status)
-        return run_rows(runs)
+        return run_rows(runs), [r.id for r in runs]  # the list shows short ids; the state keeps them whole
+
+    def export(self, ids: list[str]) -> str:
+        """The runs the list shows, as JSONL (every column, transcript and annotations)."""
+        if not ids:
+            raise gr.Error("The list is empty; change the filters so it shows the runs to export.")
+        path = Path(tempfile.mkdtemp(prefix="r2mad-runs-")) / "runs.jsonl"
+        export_jsonl(self.services.store, path, ids)
+        return str(path)
 
     def _record(self, run_id: str, visitor: Visitor):
         """A saved run this visitor may read (another visitor's run reads as no run at all)."""
@@ -74,16 +86,19 @@ class InspectHandlers:
         record = self._record(run_id, self.visitor(visitor_id, request, profile, oauth_token))
         taxonomy = self.services.store.taxonomy
         if record.transcript is None:
-            return (run_header_markdown(record), [], "*This run stopped before round 0 finished.*",
+            shown = [{"role": "user", "content": task_markdown(record.task), "metadata": {}}]
+            why = f" ({esc(record.status_note)})" if record.status_note else ""
+            return (run_header_markdown(record), shown,
+                    f"**{esc(record.status.capitalize())} before round 0 finished — no answers{why}.**",
                     annotations_markdown(record.annotations, taxonomy))
         return (run_header_markdown(record), chat_messages(record.transcript),
                 final_markdown(record.transcript), annotations_markdown(record.annotations, taxonomy))
 
-    def select(self, visitor_id: str | None, evt: gr.SelectData, request: gr.Request,
+    def select(self, ids: list[str], visitor_id: str | None, evt: gr.SelectData, request: gr.Request,
                profile: gr.OAuthProfile | None = None, oauth_token: gr.OAuthToken | None = None):
         """Clicking a row of the list opens that run."""
-        row = evt.row_value if getattr(evt, "row_value", None) else None
-        run_id = str(row[0]) if row else ""
+        index = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
+        run_id = ids[index] if isinstance(index, int) and 0 <= index < len(ids or []) else ""
         return (run_id, *self.open_run(run_id, visitor_id, request, profile, oauth_token))
 
     def annotate(self, run_id: str, labels: list[str], note: str, annotator: str,
@@ -118,28 +133,38 @@ class InspectHandlers:
                   *(_saved(settings, k, config.settings.value(k)) for k in
                     ("agents", "rounds", "k", "gamma", "temperature", "max_tokens", "seed", "answer_guard")),
                   task.question, *(options.get(letter, "") for letter in LETTERS), task.gold or ""]
+        gr.Info("The Debate tab now holds this run's question and settings; press Run debate to run it again.")
         return (*values, gr.Tabs(selected="debate"))
 
 
 def build(services: Services, debate, tabs, tab: gr.Tab, visitor_id) -> None:
     h = InspectHandlers(services)
     config, store = services.config, services.store
+    with gr.Accordion("Filters", open=False, elem_id="inspect-filters"):
+        with gr.Row():
+            method = gr.Dropdown([ANY, *METHODS], value=ANY, allow_custom_value=True, label="Method", min_width=160)
+            outcome = gr.Radio([ANY, "correct", "wrong"], value=ANY, label="Outcome", min_width=160)
+            status = gr.Dropdown([ANY, *STATUSES], value=ANY, label="Status", min_width=160)
+            backbone = gr.Dropdown([ANY, *config.backbones], value=ANY, allow_custom_value=True, label="Backbone",
+                                   min_width=160)
+            bank = gr.Dropdown([ANY, *services.bank_choices()], value=ANY, allow_custom_value=True, label="Bank",
+                               min_width=160)
+        flags = gr.CheckboxGroup(list(FLAGS), label="Only runs with")
     with gr.Row():
-        method = gr.Dropdown([ANY, *METHODS], value=ANY, allow_custom_value=True, label="Method")
-        backbone = gr.Dropdown([ANY, *config.backbones], value=ANY, allow_custom_value=True, label="Backbone")
-        bank = gr.Dropdown([ANY, *services.bank_choices()], value=ANY, allow_custom_value=True, label="Bank")
-        outcome = gr.Radio([ANY, "correct", "wrong"], value=ANY, label="Outcome")
-        status = gr.Dropdown([ANY, *STATUSES], value=ANY, label="Status")
-    flags = gr.CheckboxGroup(list(FLAGS), label="Only runs with")
-    refresh = gr.Button("Refresh list", elem_id="inspect-refresh")
+        refresh = gr.Button("Refresh list", elem_id="inspect-refresh", size="sm")
+        export = gr.Button("Export the listed runs (JSONL)", elem_id="inspect-export", size="sm")
+    exported = gr.File(label="Exported runs", visible=False, elem_id="inspect-file")
     runs = gr.Dataframe(headers=RUN_HEADERS, interactive=False, label="Saved runs (click a row to open it)",
-                        wrap=True, elem_id="runs")
+                        wrap=True, elem_id="runs", max_height=480, pinned_columns=1,
+                        column_widths=["260px", "90px", "130px", "70px", "60px", "150px", "70px", "140px", "110px",
+                                       "70px", "90px"])
+    ids = gr.State([])
     with gr.Row():
         run_id = gr.Textbox(label="Run id", scale=3, elem_id="run-id")
         open_button = gr.Button("Open", scale=1)
-        rerun_button = gr.Button("Rerun in the Debate tab", scale=1)
-    header = gr.Markdown()
-    final = gr.Markdown()
+        rerun_button = gr.Button("Fill the Debate tab with this run", scale=1, min_width=120)
+    header = gr.Markdown(elem_id="inspect-header")
+    final = gr.Markdown(elem_id="inspect-final")
     chat = gr.Chatbot(label="Saved debate", height=560, group_consecutive_messages=False,
                       feedback_options=None, autoscroll=False, elem_id="inspect-chat")
     gr.Markdown("### Annotations")
@@ -151,12 +176,13 @@ def build(services: Services, debate, tabs, tab: gr.Tab, visitor_id) -> None:
     save = gr.Button("Save annotation", variant="primary")
 
     filters = [method, backbone, bank, outcome, flags, status, visitor_id]
-    refresh.click(h.list_runs, filters, runs, api_name="inspect_list_runs")
-    gr.on([tab.select, *(f.change for f in filters[:-1])], h.list_runs, filters, runs, api_visibility="private",
+    refresh.click(h.list_runs, filters, [runs, ids], api_name="inspect_list_runs")
+    export.click(h.export, [ids], [exported], api_visibility="private").success(
+        lambda: gr.File(visible=True), None, [exported], api_visibility="private", queue=False)
+    gr.on([tab.select, *(f.change for f in filters[:-1])], h.list_runs, filters, [runs, ids], api_visibility="private",
           show_progress="hidden")  # the list is current whenever the tab is opened or a filter changes
     open_button.click(h.open_run, [run_id, visitor_id], [header, chat, final, existing], api_name="open_run")
-    runs.select(h.select, [visitor_id], [run_id, header, chat, final, existing], api_visibility="private")
+    runs.select(h.select, [ids, visitor_id], [run_id, header, chat, final, existing], api_visibility="private")
     save.click(h.annotate, [run_id, labels, note, annotator, visitor_id], [existing], api_name="annotate")
-    rerun_button.click(h.rerun, [run_id, visitor_id], [*debate.fill, tabs], api_name="rerun").success(
-        debate.run_fn, debate.inputs, debate.outputs, api_visibility="private", concurrency_id="debate",
-        show_progress="hidden")
+    # Rerun fills the Debate tab and waits for the visitor to press Run.
+    rerun_button.click(h.rerun, [run_id, visitor_id], [*debate.fill, tabs], api_name="rerun")

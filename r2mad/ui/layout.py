@@ -1,8 +1,10 @@
 """The whole app: tabs Debate, Inspect, Memory bank and About, wired to one set of process-wide
-services. `build_app` returns gr.Blocks; queueing and launching are app.py's job."""
+services, with the app's theme and a little CSS. `build_app` returns gr.Blocks; queueing and launching
+are app.py's job."""
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Iterable
 
 import gradio as gr
@@ -13,8 +15,23 @@ from r2mad.ui.about import about_text
 from r2mad.ui.services import Services
 from r2mad.ui.visitors import kept_notice, new_browser_id
 
-INTRO = ("# R²-MAD Studio\nMulti-agent debate — MAD, MAD-M², TrueMAD and R²-MAD — round by round. "
-         "The default backbone is a tiny CPU model for trying the app, not for accuracy.")
+INTRO = ("# R²-MAD Studio\nWatch several language-model agents debate a question round by round, and "
+         "compare debate methods (MAD, MAD-M², TrueMAD, R²-MAD) side by side.")
+
+THEME = gr.themes.Soft(primary_hue="indigo", secondary_hue="slate", neutral_hue="slate").set(
+    body_text_color_subdued="#475569",  # help text: 7.6:1 on white (the default grey is lighter)
+    block_info_text_color="#475569",
+    block_title_text_color="#1e293b",
+    block_label_text_color="#334155",
+)
+CSS = """
+.example-card { white-space: pre-line !important; text-align: left !important; justify-content: flex-start !important;
+  line-height: 1.35 !important; min-height: 4.5em; font-weight: 400 !important; }
+.example-card::first-line { font-weight: 700; color: #312e81; }
+.example-card { font-size: 0.95rem !important; display: block !important; }
+#final p { margin: 0.2em 0; }
+@media (max-width: 640px) { #examples { flex-direction: column; } }
+"""
 
 
 def build_app(config: Config | None = None, *, secrets: Iterable[str] = (),
@@ -22,11 +39,16 @@ def build_app(config: Config | None = None, *, secrets: Iterable[str] = (),
     """`secrets`: values (e.g. API keys from the environment) the run store must never keep."""
     config = config or load_config()
     services = services or Services(config, secrets=secrets)
-    with gr.Blocks(title="R²-MAD Studio") as demo:
+    with warnings.catch_warnings():
+        # Gradio 6 takes theme and css at launch(); given here they travel with the Blocks, so every
+        # launcher (app.py, the tests) gets them.
+        warnings.simplefilter("ignore", UserWarning)
+        demo = gr.Blocks(title="R²-MAD Studio", theme=THEME, css=CSS)
+    with demo:
         # the key of this browser's runs on a public Space; sealed with a secret kept on the server
         visitor_id = gr.BrowserState("", storage_key="r2mad-visitor", secret=services.browser_secret())
         with gr.Row():
-            gr.Markdown(INTRO)
+            gr.Markdown(INTRO, elem_id="intro")
             if config.on_space and os.environ.get("OAUTH_CLIENT_ID"):  # the Space has `hf_oauth: true`
                 gr.LoginButton(scale=0, min_width=220)
         with gr.Tabs() as tabs:

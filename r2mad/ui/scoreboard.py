@@ -175,7 +175,8 @@ def scoreboard_html(t: Transcript) -> str:
     """Agents × rounds grid of answer chips, a consensus row, a majority row and a one-line legend."""
     agents, personas = _agents(t), _personas(t)
     if not t.rounds:
-        return "<div class='scoreboard' style='color:#374151;padding:8px'>Round 0 is starting: each agent answers alone first.</div>"
+        return ("<div class='scoreboard' style='color:#374151;padding:8px'>Round 0 is starting: each agent "
+                "answers alone first.</div>")
     heads = "".join(f"<th style='{HEAD}'>{round_heading(r)}</th>" for r in t.rounds)
     grid = [round_chips(t, r, agents, t.rounds[i - 1] if i else None) for i, r in enumerate(t.rounds)]
     rows = []

@@ -8,10 +8,11 @@ from typing import Any, Iterable, Mapping, Sequence
 from r2mad.types import Case, Transcript
 from r2mad.ui.render import answer_text, esc
 
-SUMMARY_HEADERS = ["Method", "Final answer", "Correct", "Rounds used", "Consensus per round",
-                   "Tokens", "Seconds", "Status"]
-RUN_HEADERS = ["Run id", "Started", "Status", "Method", "Backbone", "Bank", "Question", "Final",
-               "Gold", "Correct", "Rounds", "Flags", "Labels"]
+SUMMARY_HEADERS = ["Method", "Final answer", "Correct", "Rounds", "Calls", "Tokens", "Seconds",
+                   "Parse failures", "Status"]
+RUN_HEADERS = ["Question", "Outcome", "Method", "Final", "Gold", "Flags", "Labels", "Started", "Backbone",
+               "Rounds", "Run"]
+SHORT_ID = 8  # characters of a run id shown in the list
 CASE_HEADERS = ["Case id", "Agent", "Round", "Agent correct", "Reward", "Quarantined", "Question",
                 "Answers", "Gold"]
 
@@ -24,10 +25,12 @@ def summary_rows(transcripts: Mapping[str, Transcript]) -> list[list[Any]]:
     """One row per method of a side-by-side comparison (in the given order)."""
     rows = []
     for method, t in transcripts.items():
-        trajectory = " → ".join(f"{r.consensus:.2f}" for r in t.rounds if not r.details.get("running"))
-        rows.append([method, answer_text(t.final) if t.rounds else "—", yes_no(t.correct),
-                     sum(1 for r in t.rounds if not r.details.get("running")), trajectory or "—",
-                     t.usage().tokens, round(t.seconds, 1), t.status])
+        done = [r for r in t.rounds if not r.details.get("running")]
+        failures = sum(1 for r in t.rounds for turn in r.turns if turn.answer.value is None and not turn.error)
+        usage = t.usage()
+        final = answer_text(t.final) if done and t.status == "done" else "—"
+        rows.append([method, final, yes_no(t.correct) if t.status == "done" else "—", len(done), usage.calls,
+                     usage.tokens, round(t.seconds, 1), failures, t.status])
     return rows
 
 
@@ -51,16 +54,27 @@ def run_flags(run: Any) -> str:
     return ", ".join(flags)
 
 
+def run_outcome(run: Any) -> str:
+    """correct / wrong / no gold / stopped / failed / running, in one word or two."""
+    if run.status == "cancelled":
+        return "stopped"
+    if run.status in ("failed", "running"):
+        return run.status
+    return {True: "correct", False: "wrong"}.get(run.correct, "no gold" if not run.gold else "not scored")
+
+
 def run_rows(runs: Iterable[Any]) -> list[list[Any]]:
-    """The Inspect list. Cells are plain text (the table shows them as text, not HTML)."""
-    return [[r.id, _when(r.created_at), r.status, r.method, r.backbone, r.bank or "—",
-             _snippet(r.question), r.final_answer or "—", r.gold or "—", yes_no(r.correct),
-             r.rounds, run_flags(r), r.annotation_count] for r in runs]
+    """The Inspect list, question first and a short id last. Cells are plain text (shown as text)."""
+    return [[_snippet(r.question, 90), run_outcome(r), r.method, r.final_answer or "—", r.gold or "—",
+             run_flags(r) or "—", r.annotation_count, _when(r.created_at), r.backbone, r.rounds, r.id[:SHORT_ID]]
+            for r in runs]
 
 
 def run_header_markdown(record: Any) -> str:
+    """The run's question first, then its outcome and where it came from."""
     note = f" ({esc(record.status_note)})" if record.status_note else ""
-    return (f"**Run {esc(record.id)}** · {esc(record.status)}{note} · source {esc(record.source)} · "
+    return (f"**Question:** {esc(_snippet(record.question, 400))}  \n"
+            f"**Run {esc(record.id)}** · {esc(record.status)}{note} · source {esc(record.source)} · "
             f"started {_when(record.created_at)}  \n"
             f"Method {esc(record.method)} · backbone {esc(record.backbone)} · bank {esc(record.bank or 'none')} · "
             f"seed {esc(record.seed)} · code {esc(record.code_version)}  \n"

@@ -1,0 +1,85 @@
+"""The first screen's example cards: a question from the demo test split with a method preset, and the
+finished debate recorded for it on the embedded model with seed 0 (shown at once; "Run it live" runs it
+again). `python -m r2mad.ui.examples` records them into data/examples/. No Gradio here."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from r2mad.types import Task, Transcript
+
+CACHE = Path(__file__).resolve().parents[2] / "data" / "examples"
+BACKBONE = "smollm2-135m"  # the cache holds only what this deterministic setting produced
+SEED = 0
+
+
+@dataclass(frozen=True)
+class ExampleCard:
+    id: str
+    method: str
+    dataset: str  # demo-mcq | demo-math
+    question_id: str
+    blurb: str  # what the card teaches, one line
+    bank: str = ""
+
+    def label(self, task: Task) -> str:
+        q = task.question if len(task.question) <= 72 else task.question[:71] + "…"
+        return f"{self.blurb}\n{q}"
+
+
+CARDS = (
+    ExampleCard("mad-berlin", "mad", "demo-mcq", "mcq-027", "MAD: three agents debate a history question"),
+    ExampleCard("r2mad-plants", "r2mad", "demo-mcq", "mcq-024", "R²-MAD: agents recall past debates",
+                bank="memory/demo-mcq"),
+    ExampleCard("madm2-algebra", "madm2-objective", "demo-math", "math-009",
+                "MAD-M²: unreliable answers are masked"),
+    ExampleCard("truemad-piano", "truemad", "demo-mcq", "mcq-006", "TrueMAD: agents advise each other"),
+)
+
+
+def card_task(card: ExampleCard) -> Task:
+    from r2mad.evaluation.datasets import load_split
+
+    for task in load_split(card.dataset, "test").tasks:
+        if task.id == card.question_id:
+            return task
+    raise ValueError(f"Example {card.id}: question {card.question_id} is not in {card.dataset}'s test split.")
+
+
+def cached(card: ExampleCard, folder: Path = CACHE) -> Transcript | None:
+    """The recorded debate of a card, or None when it has not been recorded (or no longer reads)."""
+    path = folder / f"{card.id}.json"
+    try:
+        return Transcript.from_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+async def record(card: ExampleCard, config) -> Transcript:
+    """Run a card's debate as the app would with its defaults on the embedded model, seed 0."""
+    from r2mad.runner import backend_for, open_bank, run_debate
+
+    task = card_task(card)
+    settings = config.settings.replace(seed=SEED)
+    bank, notices = open_bank(card.bank or None, config, task_kind=task.kind) if card.bank else (None, [])
+    return await run_debate(task, card.method, backend_for(config, BACKBONE), settings, backbone=BACKBONE,
+                            bank=bank, notices=tuple(notices))
+
+
+def main() -> None:
+    import asyncio
+
+    from r2mad.config import load_config
+
+    config = load_config()
+    CACHE.mkdir(parents=True, exist_ok=True)
+    for card in CARDS:
+        t = asyncio.run(record(card, config))
+        (CACHE / f"{card.id}.json").write_text(json.dumps(json.loads(t.to_json()), ensure_ascii=False, indent=1),
+                                               encoding="utf-8")
+        print(f"{card.id}: {t.status}, final {t.final}, {t.seconds:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

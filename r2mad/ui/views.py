@@ -1,0 +1,99 @@
+"""Component updates of the Debate tab from transcripts: the outcome line, the scoreboard, the chat of
+full texts, and for a side-by-side run the methods × rounds matrix, the summary table with its CSV and
+the per-method chats in tabs. The renderers are pure (r2mad.ui.render, scoreboard, tables); this module
+only wraps their output in Gradio updates and writes the download files."""
+from __future__ import annotations
+
+import csv
+import json
+import tempfile
+from pathlib import Path
+
+import gradio as gr
+
+from r2mad.types import Transcript, to_dict
+from r2mad.ui.render import chat_messages, esc, final_markdown
+from r2mad.ui.scoreboard import matrix_html, scoreboard_html
+from r2mad.ui.states import progress_line, title_of
+from r2mad.ui.tables import SUMMARY_HEADERS, summary_rows
+
+MAX_COLUMNS = 4
+
+
+def _folder() -> Path:
+    return Path(tempfile.mkdtemp(prefix="r2mad-transcript-"))
+
+
+def write_transcripts(transcripts: dict[str, Transcript]) -> str:
+    folder = _folder()
+    name = "transcript.json" if len(transcripts) == 1 else "transcripts.json"
+    data = {m: to_dict(t) for m, t in transcripts.items()}
+    (folder / name).write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    return str(folder / name)
+
+
+def write_summary_csv(transcripts: dict[str, Transcript]) -> str:
+    path = _folder() / "summary.csv"
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(SUMMARY_HEADERS)
+        writer.writerows(summary_rows(transcripts))
+    return str(path)
+
+
+def compare_status(transcripts: dict[str, Transcript]) -> str:
+    running = any(t.status == "running" for t in transcripts.values())
+    shared = " Round 0 was computed once and shared by the debate methods." if any(
+        t.shared_round0 for t in transcripts.values()) else ""
+    progress = "  \n".join(esc(progress_line(title_of(m), t)) for m, t in transcripts.items())
+    return (f"**Side by side: {len(transcripts)} methods — {'running…' if running else 'finished'}.**"
+            f"{shared}  \n{progress}")
+
+
+def view(transcripts: dict[str, Transcript], *, final: bool) -> tuple:
+    """Updates for DebateTab.outputs (see debate_tab.build for the order)."""
+    methods = list(transcripts)
+    compare = len(methods) > 1
+    first = transcripts[methods[0]] if methods else None
+    status = compare_status(transcripts) if compare else (final_markdown(first) if first else "")
+    single = chat_messages(first) if first is not None and not compare else []
+    columns = [gr.Chatbot(value=chat_messages(transcripts[methods[i]]), label=title_of(methods[i]))
+               if compare and i < len(methods) else gr.Chatbot(value=[]) for i in range(MAX_COLUMNS)]
+    tabs = [gr.Tab(label=title_of(methods[i]), visible=True) if compare and i < len(methods)
+            else gr.Tab(visible=False) for i in range(MAX_COLUMNS)]
+    state = {m: to_dict(t) for m, t in transcripts.items()}
+    return (status, gr.Column(visible=not compare), single, gr.Column(visible=compare), *columns,
+            gr.Dataframe(value=summary_rows(transcripts), visible=compare),
+            state if final else gr.skip(),
+            gr.DownloadButton(value=write_transcripts(transcripts), visible=True) if final else gr.skip(),
+            state,
+            scoreboard_html(first) if first is not None and not compare else "",
+            matrix_html(transcripts, {m: title_of(m) for m in methods}) if compare else "",
+            gr.DownloadButton(value=write_summary_csv(transcripts), visible=True) if final and compare
+            else gr.skip(),
+            *tabs)
+
+
+VIEW_OUTPUTS = 15 + MAX_COLUMNS  # what view() returns
+
+
+def idle(message: str) -> tuple:
+    """Only the status line changes."""
+    return (message, *(gr.skip() for _ in range(VIEW_OUTPUTS - 1)))
+
+
+def methods_hint(methods: list[str] | None) -> str:
+    n = len(methods or [])
+    if n > MAX_COLUMNS:
+        return (f"**{n} methods are picked; side by side shows at most {MAX_COLUMNS}** — remove "
+                f"{n - MAX_COLUMNS} before running.")
+    if n > 1:
+        return f"{n} methods will run side by side; debate methods share one round 0."
+    return ""
+
+
+def layout_for(methods: list[str] | None) -> tuple:
+    """Single view or side by side, and the hint under the method list."""
+    n = len(methods or [])
+    compare = 1 < n
+    return (gr.Column(visible=not compare), gr.Column(visible=compare), methods_hint(methods))

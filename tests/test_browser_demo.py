@@ -1,0 +1,275 @@
+"""The first screen, the scoreboard and the honest states in a real headless Chromium at a desktop
+(1440×900) and a phone (390×844) size, against a scripted OpenAI-compatible server on loopback: an
+example card shows a recorded debate at once, a live run streams the scoreboard with Run off and Stop on,
+stopped / unreachable / cut / rejected answers read as such, four methods side by side fit 1440 px, and
+Inspect on a phone shows the question and the outcome. Screenshots go to screenshots/ (git-ignored)."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import socket
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+CHROMIUM = Path("/usr/bin/chromium")
+if not CHROMIUM.exists():
+    pytest.skip("Debian chromium is not installed (/usr/bin/chromium); install it with "
+                "`apt-get install -y chromium` to run the browser tests.", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api")
+
+from r2mad.config import load_config  # noqa: E402
+from r2mad.fakeserver import FakeServer, ok  # noqa: E402
+from r2mad.ui import build_app  # noqa: E402
+from r2mad.ui.examples import CARDS, cached  # noqa: E402
+from tests.conftest import ROOT  # noqa: E402
+
+pytestmark = pytest.mark.slow
+SHOTS = ROOT / "screenshots"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+DESKTOP, PHONE = {"width": 1440, "height": 900}, {"width": 390, "height": 844}
+BERLIN = {"A": "1991", "B": "1989", "C": "1961", "D": "1979"}
+
+
+class Script:
+    """What the scripted server answers: `reply(body)` is swapped per test; `slow_after` delays every
+    call after that many, so a test can stop a debate between rounds."""
+
+    def __init__(self):
+        self.reply = lambda body: ok("The wall fell in 1989. ((B))", latency_s=0.3)
+
+    def __call__(self, body):
+        return self.reply(body)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("demo")
+    script = Script()
+    with FakeServer(models=["fake-model"], responder=script) as server:
+        configs = tmp / "configs"
+        shutil.copytree(ROOT / "configs", configs)
+        backbones = yaml.safe_load((configs / "backbones.yaml").read_text())
+        backbones["backbones"].update({
+            "fake": {"label": "Scripted test server", "base_url": server.base_url, "model": "fake-model",
+                     "timeout_s": 60, "max_retries": 0},
+            "nowhere": {"label": "Nothing listens here", "base_url": "http://127.0.0.1:9/v1", "model": "m",
+                        "timeout_s": 0.5, "max_retries": 0}})
+        backbones["default"] = "fake"
+        (configs / "backbones.yaml").write_text(yaml.safe_dump(backbones))
+        shutil.copytree(ROOT / "memory" / "demo-mcq", tmp / "memory" / "demo-mcq")
+        config = load_config(configs, env={**os.environ, "R2MAD_DATA_DIR": str(tmp / "var")})
+        config = dataclasses.replace(config, app=dataclasses.replace(
+            config.app, memory_dirs=(str(tmp / "memory"),), default_bank=None, embedder="hash-64"))
+        demo = build_app(config)
+        demo.queue(default_concurrency_limit=4)
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        demo.launch(prevent_thread_lock=True, server_port=port, quiet=True)
+        yield f"http://127.0.0.1:{port}/", script, demo.r2mad_services
+        demo.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+def open_page(browser, url, viewport=DESKTOP):
+    page = browser.new_page(viewport=viewport)
+    page.goto(url)
+    page.wait_for_selector("#question textarea", timeout=60_000)
+    return page
+
+
+@pytest.fixture
+def page(browser, served):
+    page = open_page(browser, served[0])
+    yield page
+    page.close()
+
+
+def shot(page, name: str, full: bool = True) -> None:
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=full)
+
+
+def ask(page, question: str, options: dict[str, str] | None = None, gold: str = "", backbone: str | None = None,
+        max_tokens: int | None = None, rounds: int = 3):
+    page.locator("#advanced").get_by_text("Advanced", exact=False).first.click()
+    if backbone:
+        page.locator("#advanced input[role=listbox], #advanced input").first.click()
+        page.get_by_role("option", name=backbone).click()
+    for elem_id, value in (("rounds", rounds), ("max-tokens", max_tokens)):
+        if value is not None:
+            box = page.locator(f"#{elem_id} input[type=number]")
+            box.fill(str(value))
+            box.press("Enter")
+    page.fill("#question textarea", question)
+    if options:
+        page.get_by_text("Multiple-choice options", exact=False).click()
+        for letter, text in options.items():
+            page.fill(f"#option-{letter} textarea, #option-{letter} input", text)
+    if gold:
+        page.fill("#gold textarea, #gold input", gold)
+
+
+def final_text(page) -> str:
+    return page.locator("#final").inner_text()
+
+
+def wait_final(page, text: str, timeout: float = 60_000) -> str:
+    page.locator("#final").get_by_text(text, exact=False).first.wait_for(timeout=timeout)
+    return final_text(page)
+
+
+def test_first_screen_explains_itself_and_a_card_shows_a_recorded_debate_within_2_s(browser, served):
+    recorded = [card for card in CARDS if cached(card) is not None]
+    assert recorded, "no example debate is recorded; run `python -m r2mad.ui.examples`"
+    for viewport, name in ((DESKTOP, "desktop"), (PHONE, "phone")):
+        page = open_page(browser, served[0], viewport)
+        cards = page.locator(".example-card")
+        assert cards.count() == len(CARDS)
+        if viewport is DESKTOP:
+            assert cards.first.bounding_box()["y"] < 450  # the cards are on the first screen
+            assert page.locator("#run").is_enabled() and not page.locator("#stop").is_enabled()
+            assert not page.locator("#token").is_visible()  # the scripted backbone needs no token
+        shot(page, f"first-screen-{name}", full=False)
+        index = CARDS.index(recorded[0])
+        started = time.monotonic()
+        cards.nth(index).click()
+        page.locator("#scoreboard .chip").first.wait_for(timeout=2_000)
+        assert time.monotonic() - started < 2.0
+        assert "Recorded earlier with seed 0" in final_text(page)
+        page.locator("#run-live").wait_for(timeout=30_000)  # the form is filled by the server, then
+        page.wait_for_function("q => document.querySelector('#question textarea').value === q",
+                               arg=cached(recorded[0]).task.question, timeout=30_000)
+        page.locator("#chat-single").get_by_text("Round 0 (each agent alone)").first.wait_for(timeout=30_000)
+        shot(page, f"card-recorded-{name}")
+        page.close()
+
+
+def test_a_live_run_streams_the_scoreboard_with_run_off_and_stop_on(page, served):
+    served[1].reply = lambda body: ok("Checking. The wall fell in 1989. ((B))", latency_s=2.0)
+    ask(page, "In which year did the Berlin Wall fall?", BERLIN, gold="B")
+    page.click("#run")
+    page.locator("#scoreboard .chip-pending").first.wait_for(timeout=10_000)  # agents still writing
+    assert not page.locator("#run").is_enabled() and page.locator("#stop").is_enabled()
+    shot(page, "live-running", full=False)
+    text = wait_final(page, "Final answer: B — correct")
+    assert "Final answer: B — correct" in text
+    assert page.locator("#scoreboard .chip-gold").count() >= 3
+    page.wait_for_function("() => !document.querySelector('#run').disabled", timeout=5_000)
+    assert not page.locator("#stop").is_enabled()
+    shot(page, "live-finished")
+
+
+def test_stopped_after_round_0_says_there_is_no_final_answer(page, served):
+    def reply(body):  # round 0 is quick; a debate round (the prompt holds the peers' answers) is slow
+        slow = any("((B))" in str(m.get("content")) for m in body.get("messages", []))
+        return ok("It was 1989. ((B))", latency_s=20 if slow else 0.2)
+    served[1].reply = reply
+    ask(page, "In which year did the Berlin Wall fall?", BERLIN, gold="B")
+    page.click("#run")
+    page.locator("#scoreboard").get_by_text("running…").first.wait_for(timeout=15_000)
+    page.wait_for_function("() => document.querySelectorAll('#scoreboard .chip-gold').length >= 3", timeout=15_000)
+    page.click("#stop")
+    text = wait_final(page, "Stopped after round 0 — no final answer")
+    assert "Final answer" not in text
+    shot(page, "stopped-after-round-0")
+
+
+def test_unreachable_endpoint_reads_failed_with_zero_calls(page, served):
+    ask(page, "What is 2+3?", gold="5", backbone="Nothing listens here")
+    page.click("#run")
+    text = wait_final(page, "Failed: could not reach the endpoint (0 calls)")
+    assert "Final answer" not in text
+    shot(page, "failed-unreachable")
+
+
+def test_answers_cut_at_the_token_limit_and_rejected_citations_say_so(page, served):
+    served[1].reply = lambda body: ok("Let me think about the wall and the", finish_reason="length",
+                                      completion_tokens=64)
+    ask(page, "In which year did the Berlin Wall fall?", BERLIN, gold="B", max_tokens=64, rounds=1)
+    page.click("#run")
+    wait_final(page, "every answer was cut at the token limit")
+    assert page.locator("#scoreboard").get_by_text("cut").count() >= 3
+    assert "Cut at the token limit" in page.locator("#chat-single").inner_text()
+    shot(page, "cut-at-token-limit")
+    served[1].reply = lambda body: ok("The wall came down late in the decade.\nC) 1989")
+    page.click("#run")
+    wait_final(page, "No final answer — no agent gave an answer")
+    assert page.locator("#scoreboard").get_by_text("rejected").count() >= 3
+    assert "Rejected: letter C but the text names option B's answer" in page.locator("#chat-single").inner_text()
+    shot(page, "rejected-citation")
+
+
+def pick_methods(page, labels: list[str]) -> None:
+    for label in labels:
+        page.locator("#methods input").click()
+        page.get_by_role("option", name=label, exact=True).click()
+    page.keyboard.press("Escape")
+
+
+def test_four_methods_side_by_side_form_a_matrix_that_fits_1440_px(page, served):
+    from r2mad.ui.debate_tab import METHOD_LABELS
+
+    served[1].reply = lambda body: ok("Checked twice. ((B))", latency_s=0.2)
+    pick_methods(page, [METHOD_LABELS[m] for m in ("madm2-objective", "truemad", "cot", "r2mad-random")])
+    page.locator("#methods-hint").get_by_text("5 methods are picked").wait_for(timeout=10_000)
+    page.locator("#methods").get_by_text("R²-MAD ablation · Random", exact=False).locator(
+        "xpath=..").get_by_role("button").first.click()  # remove the fifth
+    page.locator("#methods-hint").get_by_text("4 methods will run side by side").wait_for(timeout=10_000)
+    ask(page, "In which year did the Berlin Wall fall?", BERLIN, gold="B", rounds=2)
+    page.click("#run")
+    text = wait_final(page, "Side by side: 4 methods — finished", timeout=90_000)
+    for line in ("MAD: Final answer: B — correct", "MAD-M² (O): Final answer: B — correct",
+                 "TrueMAD: Final answer: B — correct", "CoT: Final answer: B — correct"):
+        assert line in text
+    matrix = page.locator("#matrix table")
+    assert matrix.locator("tbody tr").count() == 4
+    assert matrix.locator(".chip-gold").count() >= 3 * 3 + 1  # three debate rows of 3 agents, CoT's one
+    summary = page.locator("#summary").inner_text()
+    assert "Parse failures" in summary and "Calls" in summary
+    assert page.locator("#summary-csv").is_visible()
+    fits = page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth,"
+                         " document.querySelector('#matrix .matrix').scrollWidth,"
+                         " document.querySelector('#matrix .matrix').clientWidth]")
+    assert fits[0] <= fits[1] and fits[2] <= fits[3], fits  # no horizontal scrolling at 1440 px
+    assert page.locator("#summary").bounding_box()["y"] < page.locator("#matrix").bounding_box()["y"]
+    shot(page, "side-by-side-4")
+
+
+def test_inspect_on_a_phone_shows_the_question_and_the_outcome(browser, served):
+    from r2mad.types import AgentTurn, Answer, Round, Task, Transcript
+
+    store = served[2].store
+    task = Task("mcq", "In which year did the Berlin Wall fall?", tuple(BERLIN.items()), "B", "mcq-027")
+    turns = tuple(AgentTurn(a, 0, "P", (), "((C))", Answer("C", "double_paren")) for a in range(3))
+    t = Transcript(task, "mad", "fake", {"agents": 3}, (Round(0, turns, 1.0),), Answer("C", "double_paren"),
+                   False, "done")
+    run_id = store.start_run(method="mad", backbone="fake", bank=None, task=task, settings={}, seed=0,
+                             code_version="t", source="app")
+    store.save_transcript(run_id, t, "done")
+    page = open_page(browser, served[0], PHONE)
+    page.get_by_role("tab", name="Inspect runs").click()
+    cell = page.locator("#runs").get_by_text("In which year did the Berlin Wall fall?").first
+    cell.wait_for(timeout=30_000)
+    outcome = page.locator("#runs").get_by_text("wrong", exact=True).first
+    for element in (cell, outcome):
+        box = element.bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + min(box["width"], 60) <= PHONE["width"], box
+    shot(page, "inspect-phone", full=False)
+    cell.click()
+    page.locator("#inspect-header").get_by_text("Question:").wait_for(timeout=15_000)
+    assert "Final answer: C — wrong (gold B)" in page.locator("#inspect-final").inner_text()
+    shot(page, "inspect-phone-open")
+    page.close()
