@@ -91,9 +91,10 @@ def open_page(browser, url, viewport=DESKTOP):
 
 
 @pytest.fixture
-def page(browser, served):
+def page(browser, served, request):
     page = open_page(browser, served[0])
     yield page
+    shot(page, f"last-{request.node.name.removeprefix('test_')[:40]}")  # how the page ended, pass or fail
     page.close()
 
 
@@ -173,14 +174,17 @@ def test_a_live_run_streams_the_scoreboard_with_run_off_and_stop_on(page, served
 
 
 def test_stopped_after_round_0_says_there_is_no_final_answer(page, served):
-    def reply(body):  # round 0 is quick; a debate round (the prompt holds the peers' answers) is slow
-        slow = any("((B))" in str(m.get("content")) for m in body.get("messages", []))
-        return ok("It was 1989. ((B))", latency_s=20 if slow else 0.2)
+    calls = []
+
+    def reply(body):  # round 0 is quick and split (no early stop); a debate round is slow
+        calls.append(1)
+        slow = any(m.get("role") == "assistant" for m in body.get("messages", []))
+        return ok("It was 1989. ((B))" if len(calls) % 3 else "It was 1991. ((A))", latency_s=20 if slow else 0.2)
     served[1].reply = reply
     ask(page, "In which year did the Berlin Wall fall?", BERLIN, gold="B")
     page.click("#run")
     page.locator("#scoreboard").get_by_text("running…").first.wait_for(timeout=15_000)
-    page.wait_for_function("() => document.querySelectorAll('#scoreboard .chip-gold').length >= 3", timeout=15_000)
+    page.wait_for_function("() => document.querySelectorAll('#scoreboard .chip-gold').length >= 2", timeout=15_000)
     page.click("#stop")
     text = wait_final(page, "Stopped after round 0 — no final answer")
     assert "Final answer" not in text
@@ -261,14 +265,17 @@ def test_inspect_on_a_phone_shows_the_question_and_the_outcome(browser, served):
     store.save_transcript(run_id, t, "done")
     page = open_page(browser, served[0], PHONE)
     page.get_by_role("tab", name="Inspect runs").click()
-    cell = page.locator("#runs").get_by_text("In which year did the Berlin Wall fall?").first
-    cell.wait_for(timeout=30_000)
-    outcome = page.locator("#runs").get_by_text("wrong", exact=True).first
-    for element in (cell, outcome):
-        box = element.bounding_box()
-        assert box and box["x"] >= 0 and box["x"] + min(box["width"], 60) <= PHONE["width"], box
+    find = """([question, outcome]) => {
+        const seen = t => [...document.querySelectorAll('#runs .cell-wrap')].map(e => [e, e.getBoundingClientRect()])
+            .find(([e, r]) => e.innerText.trim() === t && r.width > 0 && r.height > 0);
+        const q = seen(question), o = seen(outcome);
+        return q && o ? [q[1].left, q[1].right, o[1].left, o[1].right, (q[1].top + q[1].bottom) / 2] : null;
+    }"""
+    boxes = page.wait_for_function(find, arg=["In which year did the Berlin Wall fall?", "wrong"],
+                                   timeout=30_000).json_value()
+    assert 0 <= boxes[0] and boxes[3] <= PHONE["width"], boxes  # question and outcome on screen, no scrolling
     shot(page, "inspect-phone", full=False)
-    cell.click()
+    page.mouse.click((boxes[0] + boxes[1]) / 2, boxes[4])  # open the run from its row
     page.locator("#inspect-header").get_by_text("Question:").wait_for(timeout=15_000)
     assert "Final answer: C — wrong (gold B)" in page.locator("#inspect-final").inner_text()
     shot(page, "inspect-phone-open")

@@ -29,11 +29,11 @@ class ExampleCard:
 
 
 CARDS = (
-    ExampleCard("mad-berlin", "mad", "demo-mcq", "mcq-027", "MAD: three agents debate a history question"),
+    ExampleCard("mad-berlin", "mad", "demo-mcq", "mcq-027", "MAD: agents debate"),
     ExampleCard("r2mad-plants", "r2mad", "demo-mcq", "mcq-024", "R²-MAD: agents recall past debates",
                 bank="memory/demo-mcq"),
     ExampleCard("madm2-algebra", "madm2-objective", "demo-math", "math-009",
-                "MAD-M²: unreliable answers are masked"),
+                "MAD-M²: weak answers are masked"),
     ExampleCard("truemad-piano", "truemad", "demo-mcq", "mcq-006", "TrueMAD: agents advise each other"),
 )
 
@@ -48,12 +48,13 @@ def card_task(card: ExampleCard) -> Task:
 
 
 def cached(card: ExampleCard, folder: Path = CACHE) -> Transcript | None:
-    """The recorded debate of a card, or None when it has not been recorded (or no longer reads)."""
+    """The finished recorded debate of a card, or None when none was recorded (or it no longer reads)."""
     path = folder / f"{card.id}.json"
     try:
-        return Transcript.from_json(path.read_text(encoding="utf-8"))
+        t = Transcript.from_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    return t if t.status == "done" else None
 
 
 async def record(card: ExampleCard, config) -> Transcript:
@@ -61,7 +62,7 @@ async def record(card: ExampleCard, config) -> Transcript:
     from r2mad.runner import backend_for, open_bank, run_debate
 
     task = card_task(card)
-    settings = config.settings.replace(seed=SEED)
+    settings = config.settings.replace(seed=SEED, deadline_s=7200)  # a busy CPU must not cut the recording
     bank, notices = open_bank(card.bank or None, config, task_kind=task.kind) if card.bank else (None, [])
     return await run_debate(task, card.method, backend_for(config, BACKBONE), settings, backbone=BACKBONE,
                             bank=bank, notices=tuple(notices))
@@ -75,6 +76,8 @@ def main() -> None:
     config = load_config()
     CACHE.mkdir(parents=True, exist_ok=True)
     for card in CARDS:
+        if cached(card) is not None:
+            continue
         t = asyncio.run(record(card, config))
         (CACHE / f"{card.id}.json").write_text(json.dumps(json.loads(t.to_json()), ensure_ascii=False, indent=1),
                                                encoding="utf-8")

@@ -200,7 +200,7 @@ def scoreboard_html(t: Transcript) -> str:
                 + "".join(f"<td style='{CELL}'>{m}</td>" for m in major) + "</tr>")
     table = (f"<table style='{TABLE}'><thead><tr><th style='{HEAD};text-align:left'>Agent</th>{heads}</tr>"
              f"</thead><tbody>{''.join(rows)}</tbody></table>")
-    return (f"<div class='scoreboard' style='overflow-x:auto'>{headline_html(t)}{table}{LEGEND}</div>")
+    return f"<div class='scoreboard' style='overflow-x:auto'>{table}{LEGEND}</div>"
 
 
 def legend_html() -> str:
@@ -216,10 +216,6 @@ def legend_html() -> str:
 
 
 LEGEND = legend_html()
-
-
-def headline_html(t: Transcript) -> str:
-    return f"<div style='font-size:15px;color:#111827;margin:4px 0 8px'><b>{esc(outcome_line(t))}</b></div>"
 
 
 # --- side by side -------------------------------------------------------------------------------
