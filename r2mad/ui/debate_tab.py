@@ -89,11 +89,11 @@ def build(services: Services, visitor_id) -> DebateTab:
                                        f"Pick 2–{MAX_COLUMNS} to compare side by side.")
             hint = gr.Markdown(elem_id="methods-hint")
             with gr.Row():
-                run_button = gr.Button("Run debate", variant="primary", elem_id="run", scale=2)
+                run_button = gr.Button("Run debate", variant="primary", elem_id="run", scale=2, min_width=110)
                 live_button = gr.Button("Run it live", variant="secondary", elem_id="run-live", visible=False,
-                                        scale=2)
+                                        scale=2, min_width=110)
                 stop_button = gr.Button("Stop", variant="stop", elem_id="stop", interactive=False, scale=1,
-                                        size="sm")
+                                        min_width=70)
     status = gr.Markdown(elem_id="final")
     scoreboard = gr.HTML("", elem_id="scoreboard")
     with gr.Column(visible=False) as single_box:  # the full texts, shown with the first debate

@@ -112,7 +112,7 @@ def case_markdown(case: Case) -> str:
              f"Summary h: {esc(case.summary) or '—'}",
              f"**This agent's previous response**\n\n{esc(case.previous_response) or '—'}"]
     for j, (text, answer, ok) in enumerate(zip(case.responses, case.answers, case.correct)):
-        mark = "✅" if ok else "❌"
+        mark = "— correct" if ok else "— wrong"
         who = " (this agent)" if j == case.agent else ""
         lines.append(f"**Agent {j + 1}{who}, round {case.round}** — answer "
                      f"{esc('UNPARSED' if answer is None else answer)} {mark}\n\n{esc(text)}")
