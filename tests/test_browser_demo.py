@@ -123,6 +123,20 @@ def ask(page, question: str, options: dict[str, str] | None = None, gold: str = 
         page.fill("#gold textarea, #gold input", gold)
 
 
+CONTRAST = """text => {
+    const el = [...document.querySelectorAll('body *')]
+        .find(e => e.children.length === 0 && e.textContent.includes(text));
+    const rgb = c => c.match(/[0-9.]+/g).slice(0, 4).map(Number);
+    const lum = ([r, g, b]) => [r, g, b].map(v => v / 255).map(v => v <= 0.03928 ? v / 12.92
+        : ((v + 0.055) / 1.055) ** 2.4).reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
+    let bg = el, c;
+    while (bg && ((c = rgb(getComputedStyle(bg).backgroundColor)).length === 4 && c[3] === 0)) bg = bg.parentElement;
+    const back = bg ? rgb(getComputedStyle(bg).backgroundColor) : [255, 255, 255];
+    const [a, b] = [lum(rgb(getComputedStyle(el).color)), lum(back)];
+    return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+}"""
+
+
 def final_text(page) -> str:
     return page.locator("#final").inner_text()
 
@@ -143,6 +157,8 @@ def test_first_screen_explains_itself_and_a_card_shows_a_recorded_debate_within_
             assert cards.first.bounding_box()["y"] < 450  # the cards are on the first screen
             assert page.locator("#run").is_enabled() and not page.locator("#stop").is_enabled()
             assert not page.locator("#token").is_visible()  # the scripted backbone needs no token
+            for help_text in ("Debate methods first", "Try a card"):  # help text reads at WCAG AA or better
+                assert page.evaluate(CONTRAST, help_text) >= 4.5
         shot(page, f"first-screen-{name}", full=False)
         index = CARDS.index(recorded[0])
         started = time.monotonic()
