@@ -100,9 +100,9 @@ def test_allow_listed_annotator_reads_every_run_and_labels_as_their_login(space)
     Client(base, verbose=False).predict(**ARGS, question="Which is larger, 3 or 5?", visitor_id="c" * 32,
                                         api_name="/debate")
     h = InspectHandlers(services)
-    everyone = h.list_runs("any", "any", "any", "any", [], "any", None, request(), profile("ann"))
-    assert len(everyone) == services.store.count_runs() >= 2  # every visitor's runs
-    assert h.list_runs("any", "any", "any", "any", [], "any", None, request(), profile("not-listed")) == []
+    everyone, ids = h.list_runs("any", "any", "any", "any", [], "any", None, request(), profile("ann"))
+    assert len(everyone) == len(ids) == services.store.count_runs() >= 2  # every visitor's runs
+    assert h.list_runs("any", "any", "any", "any", [], "any", None, request(), profile("not-listed")) == ([], [])
     run = services.store.list_runs(owner="browser:" + "c" * 32)[0]
     h.annotate(run.id, ["other"], "looks wrong", "someone-else", None, request(), profile("ann"))
     saved = services.store.get_run(run.id).annotations
