@@ -40,3 +40,14 @@ def config_dir(tmp_path, server):
         "nowhere": {"base_url": "http://127.0.0.1:9/v1", "model": "m", "timeout_s": 0.5, "max_retries": 1},
     }}))
     return folder
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium for a module of browser tests (tests/browser.py skips them where it is missing)."""
+    from tests.browser import ARGS, CHROMIUM, sync_api
+
+    with sync_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield chromium
+        chromium.close()

@@ -7,28 +7,18 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import socket
-from pathlib import Path
 
 import pytest
-
-CHROMIUM = Path("/usr/bin/chromium")
-if not CHROMIUM.exists():
-    pytest.skip("Debian chromium is not installed (/usr/bin/chromium); install it with "
-                "`apt-get install -y chromium` to run the browser tests.", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api")
 
 from r2mad.annotation.book import LabelBook  # noqa: E402
 from r2mad.annotation.queues import Queue, queue_items, save_queue  # noqa: E402
 from r2mad.config import load_config  # noqa: E402
 from r2mad.types import Task  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
+from tests.browser import SHOTS, launch, sync_api  # noqa: E402  (skips without Chromium)
 from tests.test_runs import make_transcript, save_run  # noqa: E402
 
 pytestmark = pytest.mark.slow
-SHOTS = Path(__file__).resolve().parent.parent / "screenshots"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
 PAYLOAD = '<img src=x onerror="window.__pwned=1">'
 
 
@@ -59,21 +49,8 @@ def served(tmp_path_factory):
     save_queue(store, Queue("five", {"method": "mad", "correct": False}))
     save_queue(store, Queue("blind", {"method": "madm2-objective"}, annotators_per_run=2, blind=True))
     book.save_labels(blind[0], "ana", ["backend_error"], note="the call timed out")
-    demo.queue(default_concurrency_limit=4)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    demo.launch(prevent_thread_lock=True, server_port=port, quiet=True)
-    yield f"http://127.0.0.1:{port}/", book, runs, blind
+    yield launch(demo), book, runs, blind
     demo.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield chromium
-        chromium.close()
 
 
 def fresh_page(browser, url):

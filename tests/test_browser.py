@@ -7,26 +7,17 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import socket
 from pathlib import Path
 
 import pytest
 
-CHROMIUM = Path("/usr/bin/chromium")
-if not CHROMIUM.exists():
-    pytest.skip("Debian chromium is not installed (/usr/bin/chromium); install it with "
-                "`apt-get install -y chromium` to run the browser tests.", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api")
-
 from r2mad.config import load_config  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.debate_tab import METHOD_LABELS  # noqa: E402
+from tests.browser import SHOTS, launch  # noqa: E402  (skips without Chromium)
 
 pytestmark = pytest.mark.slow  # real model, server, embedder or browser
 
-SHOTS = Path(__file__).resolve().parent.parent / "screenshots"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
 PAYLOAD = '<img src=x onerror="window.__pwned=1">'
 DEBATE_TIMEOUT_MS = 300_000  # the embedded model on 2 shared, busy cores
 
@@ -39,26 +30,13 @@ def served(tmp_path_factory):
     config = dataclasses.replace(config, app=dataclasses.replace(config.app, memory_dirs=(str(tmp),),
                                                                  default_bank=None))
     demo = build_app(config)
-    demo.queue(default_concurrency_limit=4)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    demo.launch(prevent_thread_lock=True, server_port=port, quiet=True)
-    yield f"http://127.0.0.1:{port}/", demo.r2mad_services
+    yield launch(demo), demo.r2mad_services
     demo.close()
 
 
 @pytest.fixture(scope="module")
 def url(served):
     return served[0]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture

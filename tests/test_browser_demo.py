@@ -8,29 +8,19 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import socket
 import time
-from pathlib import Path
 
 import pytest
 import yaml
-
-CHROMIUM = Path("/usr/bin/chromium")
-if not CHROMIUM.exists():
-    pytest.skip("Debian chromium is not installed (/usr/bin/chromium); install it with "
-                "`apt-get install -y chromium` to run the browser tests.", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api")
 
 from r2mad.config import load_config  # noqa: E402
 from r2mad.fakeserver import FakeServer, ok  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.examples import CARDS, cached  # noqa: E402
+from tests.browser import SHOTS, launch  # noqa: E402  (skips without Chromium)
 from tests.conftest import ROOT  # noqa: E402
 
 pytestmark = pytest.mark.slow
-SHOTS = ROOT / "screenshots"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
 DESKTOP, PHONE = {"width": 1440, "height": 900}, {"width": 390, "height": 844}
 BERLIN = {"A": "1991", "B": "1989", "C": "1961", "D": "1979"}
 
@@ -66,21 +56,8 @@ def served(tmp_path_factory):
         config = dataclasses.replace(config, app=dataclasses.replace(
             config.app, memory_dirs=(str(tmp / "memory"),), default_bank=None, embedder="hash-64"))
         demo = build_app(config)
-        demo.queue(default_concurrency_limit=4)
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        demo.launch(prevent_thread_lock=True, server_port=port, quiet=True)
-        yield f"http://127.0.0.1:{port}/", script, demo.r2mad_services
+        yield launch(demo), script, demo.r2mad_services
         demo.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield chromium
-        chromium.close()
 
 
 def open_page(browser, url, viewport=DESKTOP):

@@ -12,23 +12,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-CHROMIUM = Path("/usr/bin/chromium")
-if not CHROMIUM.exists():
-    pytest.skip("Debian chromium is not installed (/usr/bin/chromium); install it with "
-                "`apt-get install -y chromium` to run the browser tests.", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api")
-
 from app import serve  # noqa: E402
 from r2mad.config import load_config  # noqa: E402
 from r2mad.fakeserver import FakeServer, ok  # noqa: E402
+from tests.browser import ARGS, CHROMIUM, SHOTS, sync_api  # noqa: E402  (skips without Chromium)
 
 pytestmark = pytest.mark.slow  # a real browser
 
 ROOT = Path(__file__).resolve().parent.parent
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
 SENTINEL = "hf_SentinelPastedToken4242424242abcd"
-SHOTS = ROOT / "screenshots"
 LINKS = "https://evil.example/a [click me](https://evil.example/b) www.evil.example/c ![x](https://evil.example/d.png)"
 
 STORAGE_DUMP = """async () => {
@@ -56,7 +48,8 @@ def space(tmp_path_factory):
         for name in ("methods.yaml", "annotation.yaml", "app.yaml"):
             (configs / name).write_text((ROOT / "configs" / name).read_text())
         (configs / "backbones.yaml").write_text(yaml.safe_dump({"backbones": {
-            "fake": {"label": "Test server", "base_url": srv.base_url, "model": "m", "timeout_s": 10}}}))
+            "fake": {"label": "Test server", "base_url": srv.base_url, "model": "m", "timeout_s": 10,
+                     "api_key_env": "R2MAD_TEST_TOKEN", "api_key_required": True}}}))
         config = load_config(configs, env={**os.environ, "SPACE_ID": "someone/r2mad-studio",
                                            "R2MAD_DATA_DIR": str(tmp / "var")})
         with socket.socket() as s:
@@ -78,7 +71,10 @@ def page(space):
         browser.close()
 
 
-def ask(page, question: str) -> None:
+def ask(page, question: str, *, token: str) -> None:
+    """Paste a token (the test backbone needs one, as HF Inference Providers do) and run a debate."""
+    page.get_by_text("Advanced", exact=False).first.click()
+    page.locator("#token input").fill(token)
     page.locator("#question textarea").fill(question)
     page.click("#run")
     page.locator("#final").get_by_text("Final answer", exact=False).first.wait_for(timeout=60_000)
@@ -86,11 +82,7 @@ def ask(page, question: str) -> None:
 
 def test_a_pasted_token_is_used_and_then_found_in_no_browser_storage(space, page):
     url, srv = space
-    token = page.get_by_label("Hugging Face token", exact=False)
-    if not token.is_visible():
-        page.get_by_text("Advanced", exact=False).first.click()
-    token.fill(SENTINEL)
-    ask(page, "What is 2+2?")
+    ask(page, "What is 2+2?", token=SENTINEL)
     assert {r.headers.get("authorization") for r in srv.requests} == {f"Bearer {SENTINEL}"}  # it was used
     page.reload()
     page.wait_for_selector("#question textarea", timeout=60_000)
@@ -107,7 +99,7 @@ def test_a_pasted_token_is_used_and_then_found_in_no_browser_storage(space, page
 
 
 def test_links_in_questions_and_answers_render_as_inert_text(page):
-    ask(page, f"What is 2+2? See {LINKS}")
+    ask(page, f"What is 2+2? See {LINKS}", token="hf_AnotherPastedToken0123456789abc")
     chat = page.locator("#chat-single")
     chat.get_by_text("evil.example/b", exact=False).first.wait_for(timeout=10_000)  # the text is shown...
     SHOTS.mkdir(exist_ok=True)
