@@ -257,3 +257,12 @@ def test_side_by_side_summary_rows():
 def test_final_markdown_counts_calls_and_tokens():
     text = final_markdown(mad_transcript())
     assert re.search(r"mad on smollm2-135m · 2 round\(s\) · 6 calls · 846 tokens · 12\.0 s", text)
+
+
+def test_the_outcome_line_gives_the_cost_in_money_when_the_backbone_has_prices():
+    from r2mad.evaluation.costs import Prices
+
+    t = debate([Round(0, (turn(0, 0, "B"), turn(1, 0, "B")), 1.0)])
+    # 201 tokens in and 80 out at $2 / $10 per million: 0.000402 + 0.0008 = $0.001202 -> "$0.00120"
+    assert "281 tokens ($0.00120) ·" in final_markdown(t, Prices(2.0, 10.0))
+    assert "$" not in final_markdown(t)  # a backbone without prices: no money figure

@@ -11,6 +11,7 @@ import gradio as gr
 
 from r2mad.backends.base import BackendError
 from r2mad.config import PAPER_PROFILE, ConfigError, DebateSettings, with_profile
+from r2mad.evaluation.costs import prices_of
 from r2mad.methods import METHODS, needs_bank
 from r2mad.tasks import task_from_input
 from r2mad.ui.live import LiveRun, stream
@@ -166,13 +167,16 @@ class DebateHandlers:
                 yield idle("Stopped before the debate started; nothing was run.")
                 return
             store = services.store_for(req.token, login_token)
+            configured = services.config.backbones.get(backbone_name)  # None: a custom endpoint
+            prices = prices_of(configured) if configured else None
             live = LiveRun(task, list(methods), backbone_name, settings, bank or None, store, owner=visitor.owner)
             yield view(live.transcripts(), final=False)
             async for transcripts in stream(live, backend, bank=bank_obj, bank_notices=tuple(notices),
                                             stop=stop_signal, summaries=services.summaries):
                 done = all(t.status != "running" for t in transcripts.values())
                 # what the page shows and downloads holds no key, even one an endpoint echoed back
-                yield view({m: store.scrub_transcript(t) for m, t in transcripts.items()}, final=done)
+                yield view({m: store.scrub_transcript(t) for m, t in transcripts.items()}, final=done,
+                           prices=prices)
             for notice in store.take_notices():
                 warn(notice)
             for m, t in live.results.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from r2mad.evaluation.costs import Prices, format_dollars
 from r2mad.types import (
     AgentTurn,
     Answer,
@@ -120,12 +121,14 @@ def aux_usage(aux: Iterable[AuxCall]) -> str:
     return "*Extra calls this round: " + "; ".join(parts) + ".*"
 
 
-def final_markdown(t: Transcript) -> str:
-    """The outcome in words (see states.outcome_line), then what it cost."""
+def final_markdown(t: Transcript, prices: Prices | None = None) -> str:
+    """The outcome in words (see states.outcome_line), then what it cost (in money too, given the
+    backbone's prices)."""
     finished = [r for r in t.rounds if not r.details.get("running")]
     usage = t.usage()
+    money = f" ({format_dollars(prices.dollars(usage.tokens_in, usage.tokens_out))})" if prices else ""
     return (f"**{esc(outcome_line(t))}**  \n{esc(t.method)} on {esc(t.backbone)} · {len(finished)} round(s) · "
-            f"{usage.calls} calls · {usage.tokens} tokens · {t.seconds:.1f} s")
+            f"{usage.calls} calls · {usage.tokens} tokens{money} · {t.seconds:.1f} s")
 
 
 def notice_messages(notices: Iterable[str]) -> list[dict]:

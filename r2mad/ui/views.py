@@ -11,6 +11,7 @@ from pathlib import Path
 
 import gradio as gr
 
+from r2mad.evaluation.costs import Prices
 from r2mad.types import Transcript, to_dict
 from r2mad.ui.render import chat_messages, esc, final_markdown
 from r2mad.ui.scoreboard import matrix_html, scoreboard_html
@@ -50,12 +51,13 @@ def compare_status(transcripts: dict[str, Transcript]) -> str:
             f"{shared}  \n{progress}")
 
 
-def view(transcripts: dict[str, Transcript], *, final: bool) -> tuple:
-    """Updates for DebateTab.outputs (see debate_tab.build for the order)."""
+def view(transcripts: dict[str, Transcript], *, final: bool, prices: Prices | None = None) -> tuple:
+    """Updates for DebateTab.outputs (see debate_tab.build for the order); `prices`: the backbone's, for
+    the cost in money."""
     methods = list(transcripts)
     compare = len(methods) > 1
     first = transcripts[methods[0]] if methods else None
-    status = compare_status(transcripts) if compare else (final_markdown(first) if first else "")
+    status = compare_status(transcripts) if compare else (final_markdown(first, prices) if first else "")
     single = chat_messages(first) if first is not None and not compare else []
     columns = [gr.Chatbot(value=chat_messages(transcripts[methods[i]]), label=title_of(methods[i]))
                if compare and i < len(methods) else gr.Chatbot(value=[]) for i in range(MAX_COLUMNS)]
