@@ -291,6 +291,15 @@ class RunStore:
                 marked += 1
         return marked
 
+    def full_id(self, run_id: str) -> str:
+        """The id of the one run whose id starts with `run_id` (as short ids are shown); unchanged when
+        none or several do."""
+        if len(run_id) >= 32 or not run_id.isalnum():
+            return run_id
+        with self.transaction(write=False) as conn:
+            rows = conn.execute("SELECT id FROM runs WHERE id LIKE ? LIMIT 2", (run_id + "%",)).fetchall()
+        return rows[0]["id"] if len(rows) == 1 else run_id
+
     def get_run(self, run_id: str) -> RunRecord:
         with self.transaction(write=False) as conn:
             row = conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()

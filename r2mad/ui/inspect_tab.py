@@ -68,12 +68,13 @@ class InspectHandlers:
         return str(path)
 
     def _record(self, run_id: str, visitor: Visitor):
-        """A saved run this visitor may read (another visitor's run reads as no run at all)."""
+        """A saved run this visitor may read, by its id or the short id the list shows (another visitor's
+        run reads as no run at all)."""
         run_id = (run_id or "").strip()
         if not run_id:
             raise gr.Error("No run chosen; click a row of the list or paste a run id.")
         try:
-            record = self.services.store.get_run(run_id)
+            record = self.services.store.get_run(self.services.store.full_id(run_id))
         except KeyError:
             record = None
         if record is None or not visitor.can_read(record.owner):
