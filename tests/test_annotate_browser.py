@@ -171,7 +171,9 @@ def test_deep_link_opens_the_run_and_a_click_blames_a_turn(served, browser):
     page.locator("#ann-header").filter(has_text=f"Run {runs[3]}").wait_for(timeout=30_000)
     assert run_shown(page) == runs[3]
     assert page.get_by_role("tab", name="Annotate").get_attribute("aria-selected") == "true"
-    page.locator("#ann-chat").get_by_text("Run 3 says I think ((B))").nth(4).click()  # round 1's agent 3
+    # round 1's agent 3: its text starts collapsed under its title; open it, then click the text
+    page.locator("#ann-chat").get_by_text("Agent 3 · careful").nth(1).click()
+    page.locator("#ann-chat").get_by_text("Run 3 says I think ((B))").locator("visible=true").first.click()
     page.locator("#ann-turn input").first.wait_for()
     page.wait_for_function("() => document.querySelector('#ann-turn input').value === 'round 1 · agent 3'",
                            timeout=10_000)
