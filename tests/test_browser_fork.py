@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import re
 
 import pytest
 
@@ -18,6 +19,14 @@ from tests.test_app_client import free_port  # noqa: E402
 from tests.test_steer_cli import herd  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a real browser
+
+
+def opened_text(chat) -> str:
+    """A chat's text with every agent's message opened (each starts collapsed under its title)."""
+    titles = chat.get_by_text(re.compile(r"^Agent \d+ ·"))
+    for i in range(titles.count()):
+        titles.nth(i).click()
+    return chat.inner_text()
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +64,7 @@ def test_fork_from_a_round_runs_live_beside_its_parent(served):
         page.locator("label:has-text('Answer or new message') textarea").first.fill("B")
         page.click("#fork-button")
         page.wait_for_selector("#fork-status :text('saved')", timeout=60_000)
-        fork, parent = page.locator("#fork-chat").inner_text(), page.locator("#fork-parent").inner_text()
+        fork, parent = opened_text(page.locator("#fork-chat")), opened_text(page.locator("#fork-parent"))
         assert "My final answer is ((B))." in fork and "Mars. ((A))" in parent
         aligned = page.locator("#fork-aligned").inner_text()
         assert "B* B B (replayed)" in aligned and "A (wrong)" in aligned and "B (correct)" in aligned
