@@ -117,7 +117,8 @@ def test_prefetched_summaries_from_the_llama_cpp_server(llama_server):
 
     backend = OpenAICompatBackend(base_url=llama_server, model=None, api_key=None, timeout_s=60)
     # one agent: SmolLM2 rarely gives two parseable answers, and an unparsed one is not a likely split
-    settings = SMALL.replace(agents=1, rounds=2, seed=9, use_memory=False, prefetch_summaries=True)
+    settings = SMALL.replace(agents=1, rounds=2, seed=9, use_memory=False, prefetch_summaries=True,
+                             summary="pattern")  # prefetching serves the pattern-only summary
     t = asyncio.run(Debate(backend, R2MAD(settings, summarize=True)).run(MCQ))
     [prefetched] = [c for c in t.rounds[1].aux if c.label == "prefetched"]  # asked during round 0
     assert t.status == "done" and prefetched.error is None and prefetched.tokens_out > 0
