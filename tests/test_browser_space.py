@@ -20,7 +20,7 @@ from tests.browser import ARGS, CHROMIUM, SHOTS, sync_api  # noqa: E402  (skips 
 pytestmark = pytest.mark.slow  # a real browser
 
 ROOT = Path(__file__).resolve().parent.parent
-SENTINEL = "hf_SentinelPastedToken4242424242abcd"
+SENTINEL = "hf_" + "SentinelPastedToken" + "42" * 8  # token-shaped, built: no real token
 LINKS = "https://evil.example/a [click me](https://evil.example/b) www.evil.example/c ![x](https://evil.example/d.png)"
 
 STORAGE_DUMP = """async () => {
@@ -99,7 +99,7 @@ def test_a_pasted_token_is_used_and_then_found_in_no_browser_storage(space, page
 
 
 def test_links_in_questions_and_answers_render_as_inert_text(page):
-    ask(page, f"What is 2+2? See {LINKS}", token="hf_AnotherPastedToken0123456789abc")
+    ask(page, f"What is 2+2? See {LINKS}", token="hf_" + "AnotherPastedToken" + "0" * 16)
     chat = page.locator("#chat-single")
     chat.get_by_text("evil.example/b", exact=False).first.wait_for(timeout=10_000)  # the text is shown...
     SHOTS.mkdir(exist_ok=True)

