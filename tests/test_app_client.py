@@ -286,7 +286,7 @@ def test_inspect_lists_opens_and_annotates_a_saved_run(app, client):
     rows = client.predict(method="truemad", backbone="any", bank="any", outcome="any",
                           flags=["correct→wrong flip"], status="any", api_name="/inspect_list_runs")
     assert [r[-1] for r in rows["data"]] == [flipped[:8]]  # short ids, question first
-    assert rows["data"][0][0] == "Which gas do plants take in?" and rows["data"][0][1] == "wrong"
+    assert rows["data"][0][0] == "Which gas do plants take in?" and "chip-wrong" in rows["data"][0][1]
     rows = client.predict(method="truemad", backbone="any", bank="any", outcome="correct", flags=[],
                           status="any", api_name="/inspect_list_runs")
     assert [r[-1] for r in rows["data"]] == [steady[:8]]

@@ -222,7 +222,7 @@ def test_four_methods_side_by_side_form_a_matrix_that_fits_1440_px(page, served)
     served[1].reply = lambda body: ok("Checked twice. ((B))", latency_s=0.2)
     pick_methods(page, [METHOD_LABELS[m] for m in ("madm2-objective", "truemad", "cot", "r2mad-random")])
     page.locator("#methods-hint").get_by_text("5 methods are picked").wait_for(timeout=10_000)
-    page.locator("#methods").get_by_text("R²-MAD ablation · Random", exact=False).locator(
+    page.locator("#methods").get_by_text("R²-MAD, Random", exact=False).locator(
         "xpath=..").get_by_role("button").first.click()  # remove the fifth
     page.locator("#methods-hint").get_by_text("4 methods will run side by side").wait_for(timeout=10_000)
     ask(page, "In which year did the Berlin Wall fall?", BERLIN, gold="B", rounds=2)
@@ -273,3 +273,45 @@ def test_inspect_on_a_phone_shows_the_question_and_the_outcome(browser, served):
     assert "Final answer: C — wrong (gold B)" in page.locator("#inspect-final").inner_text()
     shot(page, "inspect-phone-open")
     page.close()
+
+
+def test_inspect_shows_label_chips_and_a_run_drawer_that_forks_from_a_round(page, served):
+    from r2mad.types import AgentTurn, Answer, Round, Task, Transcript
+
+    store = served[2].store
+    task = Task("mcq", "Which wall fell in 1989 in Germany?", tuple(BERLIN.items()), "B", "mcq-drawer")
+    rounds = tuple(Round(r, tuple(AgentTurn(a, r, "P", (), f"(({x}))", Answer(x, "double_paren"))
+                                  for a, x in enumerate(xs)), 1.0) for r, xs in enumerate(["BCC", "CCC"]))
+    t = Transcript(task, "mad", "fake", {"agents": 3}, rounds, Answer("C", "double_paren"), False, "done")
+    run_id = store.start_run(method="mad", backbone="fake", bank=None, task=task, settings={"rounds": 2}, seed=0,
+                             code_version="t", source="app")
+    store.save_transcript(run_id, t, "done")
+    first, second = list(store.taxonomy)[:2]
+    store.annotate(run_id, annotator="ann1", labels=[first, second])
+    store.annotate(run_id, annotator="ann2", labels=[first])
+
+    page.get_by_role("tab", name="Inspect runs").click()
+    chips = page.locator("#runs .label-chip:visible")  # the only labelled run of this module
+    chips.first.wait_for(timeout=30_000)
+    assert chips.all_inner_texts() == [first.replace("_", " ") + " ×2", second.replace("_", " ")]
+    assert "wrong" in page.locator("#runs .chip-wrong:visible").all_inner_texts()
+    assert not page.locator("#run-drawer").is_visible()
+    page.locator("#runs span:visible").filter(has_text="Which wall fell in 1989").first.click()
+    drawer = page.locator("#run-drawer")
+    drawer.locator("#inspect-scoreboard .chip-gold").first.wait_for(timeout=15_000)  # agent 1's B in round 0
+    assert drawer.locator("#inspect-header").get_by_text("Which wall fell in 1989").is_visible()
+    assert "Final answer: C — wrong (gold B)" in drawer.locator("#inspect-final").inner_text()
+    box = drawer.bounding_box()
+    assert box["x"] + box["width"] <= DESKTOP["width"] + 1 and box["width"] <= 721  # a drawer, not the page
+    shot(page, "inspect-drawer", full=False)
+
+    page.click("#fork-from-here")  # round 1, the first a fork can start from
+    page.get_by_text("Run id (from Inspect runs)").wait_for(timeout=15_000)
+    fork_tab = page.locator("#fork-button").locator("xpath=ancestor::div[@role='tabpanel']")
+    assert fork_tab.locator("input, textarea").first.input_value() == run_id
+    assert page.get_by_role("spinbutton", name="Fork from round").input_value() == "1"
+    shot(page, "inspect-fork-from-here", full=False)
+
+    page.get_by_role("tab", name="Inspect runs").click()
+    page.click("#drawer-close")
+    drawer.wait_for(state="hidden", timeout=10_000)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -346,3 +347,28 @@ def test_a_short_id_finds_its_run_only_when_one_run_has_it(tmp_path):
     assert store.full_id("") == "" and store.full_id("zz%") == "zz%"  # no run, no pattern: unchanged
     common = next((n for n in range(8, 0, -1) if ids[0][:n] == ids[1][:n]), 0)
     assert store.full_id(ids[0][:common]) == ids[0][:common]  # several runs share it: unchanged
+
+
+def test_the_run_list_carries_each_annotators_labels_and_the_adjudicated_ones(tmp_path):
+    from r2mad.annotation.book import LabelBook
+    from r2mad.ui.tables import label_chips, outcome_chip, run_rows
+
+    store = RunStore(tmp_path / "runs.db")
+    labelled = save_run(store, make_transcript(MCQ, [["A", "B", "B"]], "B", False))
+    bare = save_run(store, make_transcript(MCQ, [["A", "A", "A"]], "A", True))
+    store.annotate(labelled, annotator="ana", labels=["advice_misled", "other"])
+    store.annotate(labelled, annotator="bo", labels=["advice_misled"])
+    LabelBook(store).set_final(labelled, ["wrong_confidence"], "cy")
+    runs = {r.id: r for r in store.list_runs()}
+    assert sorted(runs[labelled].labels) == ["advice_misled", "advice_misled", "other"]
+    assert runs[labelled].final_labels == ("wrong_confidence",)
+    assert (runs[bare].labels, runs[bare].final_labels) == ((), ())
+
+    chips = label_chips(runs[labelled].labels, runs[labelled].final_labels, {"other": "None of <these>"})
+    texts = re.findall(r">([^<]*)</span>", chips)
+    assert texts == ["wrong confidence", "advice misled ×2", "other"]  # the final label first
+    assert chips.count("2px solid") == 1 and "None of &lt;these&gt;" in chips
+    assert label_chips((), ()) == "—"
+    rows = {row[-1]: row for row in run_rows(store.list_runs())}
+    assert rows[labelled[:8]][1] == outcome_chip("wrong") and "chip-wrong" in outcome_chip("wrong")
+    assert "chip-gold" in rows[bare[:8]][1] and rows[bare[:8]][6] == "—"

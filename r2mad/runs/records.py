@@ -129,6 +129,8 @@ class RunSummary:
     flip: bool | None
     parse_failures: int
     annotation_count: int = 0
+    labels: tuple[str, ...] = ()  # every annotator's labels, a label once per annotator who gave it
+    final_labels: tuple[str, ...] = ()  # the adjudicated labels, when decided
 
 
 @dataclass(frozen=True)

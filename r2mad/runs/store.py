@@ -327,7 +327,9 @@ class RunStore:
                                correct=correct, shared_misconception=shared_misconception,
                                flip=flip, parse_failures=parse_failures, owner=owner)
         sql = (f"SELECT {', '.join(SUMMARY_COLUMNS)}, (SELECT COUNT(*) FROM annotations a "
-               f"WHERE a.run_id = runs.id) AS annotation_count FROM runs {where} "
+               "WHERE a.run_id = runs.id) AS annotation_count, (SELECT json_group_array(json(a.labels)) "
+               "FROM annotations a WHERE a.run_id = runs.id) AS labels, (SELECT f.labels FROM final_labels f "
+               f"WHERE f.run_id = runs.id) AS final_labels FROM runs {where} "
                "ORDER BY created_at DESC, id LIMIT ? OFFSET ?")
         with self.transaction(write=False) as conn:
             rows = conn.execute(sql, (*params, limit, offset)).fetchall()
@@ -336,6 +338,8 @@ class RunStore:
             data = {k: row[k] for k in row.keys()}
             for col in BOOL_COLUMNS:
                 data[col] = None if data[col] is None else bool(data[col])
+            data["labels"] = tuple(label for given in json.loads(data["labels"] or "[]") for label in given)
+            data["final_labels"] = tuple(json.loads(data["final_labels"] or "[]"))
             summaries.append(RunSummary(**data))
         return summaries
 

@@ -21,7 +21,7 @@ from r2mad.ui.tables import SUMMARY_HEADERS
 from r2mad.ui.views import MAX_COLUMNS, layout_for, view
 
 LETTERS = "ABCDEFGHIJ"
-GROUPS = {"debate": "Debate", "baseline": "Baseline", "ablation": "R²-MAD ablation"}
+GROUPS = {"debate": "Debate methods", "baseline": "Single-agent baselines", "ablation": "R²-MAD ablations"}
 DESCRIPTIONS = {  # one line per method: what it does differently
     "mad": "agents read each other's answers and revise",
     "madm2-subjective": "the model judges each answer; unreliable ones are hidden",
@@ -31,18 +31,44 @@ DESCRIPTIONS = {  # one line per method: what it does differently
     "cot": "one agent reasons step by step",
     "sc": "nine samples of one agent, majority vote",
     "icl-cot": "one agent with worked cases from the memory bank",
-    "r2mad-no-confidence": "R²-MAD without peer-confidence notes",
-    "r2mad-no-memory": "R²-MAD without retrieved cases",
+    "r2mad-no-confidence": "no peer-confidence notes",
+    "r2mad-no-memory": "no retrieved cases",
+    "r2mad-random": "cases drawn at random from the bank",
+    "r2mad-similarity": "the most similar cases, reward ignored",
+    "r2mad-positive": "the most similar cases whose agent was right",
+    "r2mad-diversity": "the least redundant cases",
+    "r2mad-fixed-0.25": "MMR with λ fixed at 0.25",
+    "r2mad-fixed-0.5": "MMR with λ fixed at 0.50",
+    "r2mad-fixed-0.75": "MMR with λ fixed at 0.75",
 }
+ORDER = tuple(m for family in GROUPS for m in names(family))  # the method list, group by group
 
 
 def method_label(name: str) -> str:
     spec = REGISTRY[name]
-    what = getattr(spec, "description", None) or DESCRIPTIONS.get(name) or spec.title.removeprefix("R²-MAD ablation: ")
-    return f"{GROUPS.get(spec.family, spec.family)} · {spec.label} — {what}"
+    what = getattr(spec, "description", None) or DESCRIPTIONS.get(name) or spec.title
+    return f"{'R²-MAD, ' if spec.family == 'ablation' else ''}{spec.label} — {what}"
 
 
 METHOD_LABELS = {name: method_label(name) for name in REGISTRY}
+
+
+def _group_headings_css() -> str:
+    """A heading above the first method of each group in the open method list (a Dropdown has no option
+    groups): the list's options carry their index in `ORDER` as data-index."""
+    rules = []
+    for family, heading in GROUPS.items():
+        first = ORDER.index(names(family)[0])
+        rules.append(f'#methods li[data-index="{first}"]::before {{ content: "{heading}"; }}')
+    firsts = ", ".join(f'#methods li[data-index="{ORDER.index(names(f)[0])}"]' for f in GROUPS)
+    return "\n".join(rules) + f"""
+{firsts} {{ flex-wrap: wrap; }}
+#methods li[data-index]::before {{ display: block; flex-basis: 100%; margin: 6px 0 4px; font-size: 0.78rem;
+  font-weight: 700; letter-spacing: 0.04em; text-transform: uppercase; color: #312e81; }}
+"""
+
+
+METHOD_GROUPS_CSS = _group_headings_css()
 
 
 @dataclass
@@ -81,11 +107,9 @@ def build(services: Services, visitor_id) -> DebateTab:
             gold = gr.Textbox("", label="Correct answer, if you know it (a letter or a number; used to score)",
                               elem_id="gold")
         with gr.Column(scale=2, min_width=300):
-            method_choices = [(METHOD_LABELS[m], m) for family in ("debate", "baseline", "ablation")
-                              for m in names(family)]
-            methods = gr.Dropdown(method_choices, value=[config.app.default_method], multiselect=True,
-                                  allow_custom_value=True, label="Method(s)", elem_id="methods",
-                                  info="Debate methods first, then baselines and R²-MAD ablations. "
+            methods = gr.Dropdown([(METHOD_LABELS[m], m) for m in ORDER], value=[config.app.default_method],
+                                  multiselect=True, allow_custom_value=True, label="Method(s)", elem_id="methods",
+                                  info="Grouped: debate methods, single-agent baselines, R²-MAD ablations. "
                                        f"Pick 2–{MAX_COLUMNS} to compare side by side.")
             hint = gr.Markdown(elem_id="methods-hint")
             with gr.Row():

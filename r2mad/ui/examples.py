@@ -1,8 +1,10 @@
 """The first screen's example cards: a question from the demo test split with a method preset, and the
 finished debate recorded for it on the embedded model with seed 0 (shown at once; "Run it live" runs it
-again). `python -m r2mad.ui.examples` records them into data/examples/. No Gradio here."""
+again). `python -m r2mad.ui.examples` records them into data/examples/, again for any recording the
+current defaults or prompts would no longer produce (`stale`). No Gradio here."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,12 +59,36 @@ def cached(card: ExampleCard, folder: Path = CACHE) -> Transcript | None:
     return t if t.status == "done" else None
 
 
+def recording_settings(config):
+    """The app's defaults with seed 0; a generous deadline, so a busy CPU does not cut the recording."""
+    return config.settings.replace(seed=SEED, deadline_s=7200)
+
+
+def stale(card: ExampleCard, recorded: Transcript, config) -> list[str]:
+    """Why the current code would not reproduce a recording: settings that differ from today's defaults
+    (the answer guard as the embedded model decides it) and agents whose round-0 prompt changed."""
+    from r2mad.methods import make_method
+
+    now = dataclasses.asdict(recording_settings(config))
+    why = [f"setting {key}" for key in sorted(set(now) | set(recorded.settings))
+           if key != "deadline_s" and now.get(key) != recorded.settings.get(key)
+           and not (key == "answer_guard" and now[key] == "auto" and recorded.settings.get(key) == "on")]
+    method, task = make_method(card.method, recording_settings(config)), card_task(card)
+    if recorded.task != task or recorded.method != method.name:
+        why.append("question or method")
+    for turn in recorded.rounds[0].turns if recorded.rounds else ():
+        name, system = method.persona(task, turn.agent)
+        if tuple(method.opening(task, turn.agent, system)) != tuple(turn.prompt):
+            why.append(f"agent {turn.agent + 1}'s round-0 prompt")
+    return why
+
+
 async def record(card: ExampleCard, config) -> Transcript:
     """Run a card's debate as the app would with its defaults on the embedded model, seed 0."""
     from r2mad.runner import backend_for, open_bank, run_debate
 
     task = card_task(card)
-    settings = config.settings.replace(seed=SEED, deadline_s=7200)  # a busy CPU must not cut the recording
+    settings = recording_settings(config)
     bank, notices = open_bank(card.bank or None, config, task_kind=task.kind) if card.bank else (None, [])
     return await run_debate(task, card.method, backend_for(config, BACKBONE), settings, backbone=BACKBONE,
                             bank=bank, notices=tuple(notices))
@@ -76,7 +102,8 @@ def main() -> None:
     config = load_config()
     CACHE.mkdir(parents=True, exist_ok=True)
     for card in CARDS:
-        if cached(card) is not None:
+        recorded = cached(card)
+        if recorded is not None and not stale(card, recorded, config):
             continue
         t = asyncio.run(record(card, config))
         (CACHE / f"{card.id}.json").write_text(json.dumps(json.loads(t.to_json()), ensure_ascii=False, indent=1),

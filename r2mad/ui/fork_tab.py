@@ -97,8 +97,9 @@ class ForkHandlers:
         yield done, parent_chat, chat_messages(t), align(parent, t)[1:], *skip[:3]
 
 
-def build(services: Services, visitor_id: gr.BrowserState) -> None:
-    """`visitor_id`: the key of this browser's runs on a public Space (each visitor forks only their own)."""
+def build(services: Services, visitor_id: gr.BrowserState) -> tuple[gr.Textbox, gr.Number]:
+    """`visitor_id`: the key of this browser's runs on a public Space (each visitor forks only their own).
+    Returns the run id and round boxes, which Inspect's "Fork from here" fills."""
     h = ForkHandlers(services)
     gr.Markdown("Replay a saved debate up to a round from its record (no model calls), change one agent's "
                 "message at the round before it, and go on live. Agents are counted from 1, as shown.")
@@ -116,7 +117,7 @@ def build(services: Services, visitor_id: gr.BrowserState) -> None:
         rounds = gr.Number(label="Rounds in all (0: the run's)", value=0, minimum=0, precision=0)
         pause = gr.Checkbox(label="Pause after one round (step), to change and go on", value=False,
                             elem_id="fork-pause")
-    go = gr.Button("Fork from here", variant="primary", elem_id="fork-button")
+    go = gr.Button("Run the fork", variant="primary", elem_id="fork-button")
     status = gr.Markdown(elem_id="fork-status")
     table = gr.Dataframe(headers=["round", "parent", "fork"], label="The two runs, round by round",
                          elem_id="fork-aligned", interactive=False)
@@ -129,3 +130,4 @@ def build(services: Services, visitor_id: gr.BrowserState) -> None:
     go.click(h.fork, [run_id, from_round, agent, change, value, method, backbone, rounds, pause, visitor_id],
              [status, parent_chat, fork_chat, table, run_id, from_round, rounds], api_visibility="private",
              concurrency_id="debate")
+    return run_id, from_round

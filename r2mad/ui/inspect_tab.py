@@ -3,18 +3,21 @@ view as a live debate, annotate it with taxonomy labels, and rerun its config in
 from __future__ import annotations
 
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import gradio as gr
 
 from r2mad.config import SECTION_OF
-from r2mad.methods import METHODS
+from r2mad.methods import METHODS, is_debate
 from r2mad.runs.io import export_jsonl
 from r2mad.runs.store import STATUSES
 from r2mad.ui.handlers import warn
 from r2mad.ui.render import chat_messages, esc, final_markdown, task_markdown
+from r2mad.ui.scoreboard import scoreboard_html
 from r2mad.ui.services import Services
 from r2mad.ui.tables import (
+    RUN_DATATYPES,
     RUN_HEADERS,
     annotations_markdown,
     run_header_markdown,
@@ -57,7 +60,8 @@ class InspectHandlers:
             flip=True if FLAGS[1] in flags else None,
             parse_failures=True if FLAGS[2] in flags else None,
             status=None if status in (ANY, "", None) else status)
-        return run_rows(runs), [r.id for r in runs]  # the list shows short ids; the state keeps them whole
+        # the list shows short ids; the state keeps them whole
+        return run_rows(runs, self.services.store.taxonomy), [r.id for r in runs]
 
     def export(self, ids: list[str]) -> str:
         """The runs the list shows, as JSONL (every column, transcript and annotations)."""
@@ -94,6 +98,19 @@ class InspectHandlers:
                     annotations_markdown(record.annotations, taxonomy))
         return (run_header_markdown(record), chat_messages(record.transcript),
                 final_markdown(record.transcript), annotations_markdown(record.annotations, taxonomy))
+
+    def drawer(self, run_id: str, visitor_id: str | None = None, request: gr.Request = None,
+               profile: gr.OAuthProfile | None = None, oauth_token: gr.OAuthToken | None = None):
+        """The run drawer opened on a run: its scoreboard and the rounds a fork can start from."""
+        try:
+            record = self._record(run_id, self.visitor(visitor_id, request, profile, oauth_token))
+        except gr.Error:
+            return gr.skip(), gr.skip(), gr.skip()
+        t = record.transcript
+        rounds = len(t.finished().rounds) if t else 0
+        starts = list(range(1, rounds + 1)) if t and is_debate(record.method) else []
+        return (gr.Column(visible=True), scoreboard_html(t) if t else "",
+                gr.Dropdown(choices=starts, value=starts[0] if starts else None, interactive=bool(starts)))
 
     def select(self, ids: list[str], visitor_id: str | None, evt: gr.SelectData, request: gr.Request,
                profile: gr.OAuthProfile | None = None, oauth_token: gr.OAuthToken | None = None):
@@ -138,7 +155,14 @@ class InspectHandlers:
         return (*values, gr.Tabs(selected="debate"))
 
 
-def build(services: Services, debate, tabs, tab: gr.Tab, visitor_id) -> None:
+@dataclass
+class InspectTab:
+    run_id: gr.Textbox
+    fork_round: gr.Dropdown  # the round a fork of the open run starts from
+    fork_button: gr.Button  # layout.py sends both to the Fork tab
+
+
+def build(services: Services, debate, tabs, tab: gr.Tab, visitor_id) -> InspectTab:
     h = InspectHandlers(services)
     config, store = services.config, services.store
     with gr.Accordion("Filters", open=False, elem_id="inspect-filters"):
@@ -155,35 +179,53 @@ def build(services: Services, debate, tabs, tab: gr.Tab, visitor_id) -> None:
         refresh = gr.Button("Refresh list", elem_id="inspect-refresh", size="sm")
         export = gr.Button("Export the listed runs (JSONL)", elem_id="inspect-export", size="sm")
     exported = gr.File(label="Exported runs", visible=False, elem_id="inspect-file")
-    runs = gr.Dataframe(headers=RUN_HEADERS, interactive=False, label="Saved runs (click a row to open it)",
-                        wrap=True, elem_id="runs", max_height=480, pinned_columns=1,
-                        column_widths=["260px", "90px", "130px", "70px", "60px", "150px", "70px", "140px", "110px",
+    runs = gr.Dataframe(headers=RUN_HEADERS, datatype=RUN_DATATYPES, interactive=False,
+                        label="Saved runs (click a row to open it)", wrap=True, elem_id="runs", max_height=480,
+                        pinned_columns=1,
+                        column_widths=["260px", "90px", "130px", "70px", "60px", "150px", "170px", "140px", "110px",
                                        "70px", "90px"])
     ids = gr.State([])
     with gr.Row():
         run_id = gr.Textbox(label="Run id", scale=3, elem_id="run-id")
         open_button = gr.Button("Open", scale=1)
-        rerun_button = gr.Button("Fill the Debate tab with this run", scale=1, min_width=120)
-    header = gr.Markdown(elem_id="inspect-header")
-    final = gr.Markdown(elem_id="inspect-final")
-    chat = gr.Chatbot(label="Saved debate", height=560, group_consecutive_messages=False,
-                      feedback_options=None, autoscroll=False, elem_id="inspect-chat")
-    gr.Markdown("### Annotations")
-    existing = gr.Markdown("*Open a run to see its annotations.*")
-    labels = gr.CheckboxGroup([(f"{key} — {text}", key) for key, text in store.taxonomy.items()],
-                              label="Failure labels")
-    note = gr.Textbox(lines=2, label="Note")
-    annotator = gr.Textbox(label="Your name", visible=not config.private_runs)  # else: the login's name
-    save = gr.Button("Save annotation", variant="primary")
+    # The run drawer: slides over the list from the right (the whole width on a phone) until closed.
+    with gr.Column(visible=False, elem_id="run-drawer") as drawer:
+        with gr.Row(equal_height=True):
+            gr.Markdown("### Run", elem_id="drawer-title")
+            close = gr.Button("Close", size="sm", scale=0, min_width=80, elem_id="drawer-close")
+        header = gr.Markdown(elem_id="inspect-header")
+        final = gr.Markdown(elem_id="inspect-final")
+        scoreboard = gr.HTML("", elem_id="inspect-scoreboard")
+        with gr.Row(equal_height=True, elem_id="drawer-actions"):
+            fork_round = gr.Dropdown([], label="Fork from round", show_label=False, container=False, scale=0,
+                                     min_width=90, elem_id="fork-from-round")
+            fork_button = gr.Button("Fork from this round", elem_id="fork-from-here", size="sm", scale=1,
+                                    min_width=150)
+            rerun_button = gr.Button("Fill the Debate tab with this run", size="sm", scale=1, min_width=200)
+        chat = gr.Chatbot(label="Saved debate", height=520, group_consecutive_messages=False,
+                          feedback_options=None, autoscroll=False, elem_id="inspect-chat")
+        gr.Markdown("#### Annotations")
+        existing = gr.Markdown("*Open a run to see its annotations.*")
+        labels = gr.CheckboxGroup([(f"{key} — {text}", key) for key, text in store.taxonomy.items()],
+                                  label="Failure labels")
+        note = gr.Textbox(lines=2, label="Note")
+        annotator = gr.Textbox(label="Your name", visible=not config.private_runs)  # else: the login's name
+        save = gr.Button("Save annotation", variant="primary")
 
     filters = [method, backbone, bank, outcome, flags, status, visitor_id]
+    drawn = [drawer, scoreboard, fork_round]
     refresh.click(h.list_runs, filters, [runs, ids], api_name="inspect_list_runs")
     export.click(h.export, [ids], [exported], api_visibility="private").success(
         lambda: gr.File(visible=True), None, [exported], api_visibility="private", queue=False)
     gr.on([tab.select, *(f.change for f in filters[:-1])], h.list_runs, filters, [runs, ids], api_visibility="private",
           show_progress="hidden")  # the list is current whenever the tab is opened or a filter changes
-    open_button.click(h.open_run, [run_id, visitor_id], [header, chat, final, existing], api_name="open_run")
-    runs.select(h.select, [ids, visitor_id], [run_id, header, chat, final, existing], api_visibility="private")
-    save.click(h.annotate, [run_id, labels, note, annotator, visitor_id], [existing], api_name="annotate")
+    open_button.click(h.open_run, [run_id, visitor_id], [header, chat, final, existing], api_name="open_run").success(
+        h.drawer, [run_id, visitor_id], drawn, api_visibility="private", show_progress="hidden")
+    runs.select(h.select, [ids, visitor_id], [run_id, header, chat, final, existing], api_visibility="private").success(
+        h.drawer, [run_id, visitor_id], drawn, api_visibility="private", show_progress="hidden")
+    close.click(lambda: gr.Column(visible=False), None, [drawer], api_visibility="private", queue=False)
+    save.click(h.annotate, [run_id, labels, note, annotator, visitor_id], [existing], api_name="annotate").success(
+        h.list_runs, filters, [runs, ids], api_visibility="private", show_progress="hidden")
     # Rerun fills the Debate tab and waits for the visitor to press Run.
     rerun_button.click(h.rerun, [run_id, visitor_id], [*debate.fill, tabs], api_name="rerun")
+    return InspectTab(run_id, fork_round, fork_button)

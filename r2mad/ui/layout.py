@@ -31,7 +31,14 @@ CSS = """
 .example-card { font-size: 0.95rem !important; display: block !important; }
 #final p { margin: 0.2em 0; }
 @media (max-width: 640px) { #examples { flex-direction: column; } }
-"""
+/* The debate streams its own progress line; Gradio 6 draws its "processing | 0.5s" tracker over these
+   outputs although the events say show_progress="hidden" (gradio-app/gradio#12406). */
+#final .progress-text, #scoreboard .progress-text, #matrix .progress-text { display: none !important; }
+#run-drawer { position: fixed; top: 0; right: 0; bottom: 0; width: min(720px, 100vw); z-index: 60;
+  overflow-y: auto; padding: 12px 16px; background: var(--background-fill-primary);
+  box-shadow: -8px 0 24px rgba(15, 23, 42, 0.25); flex-wrap: nowrap; }
+#run-drawer > * { flex: 0 0 auto !important; }
+""" + debate_tab.METHOD_GROUPS_CSS
 
 
 def build_app(config: Config | None = None, *, secrets: Iterable[str] = (),
@@ -55,16 +62,20 @@ def build_app(config: Config | None = None, *, secrets: Iterable[str] = (),
             with gr.Tab("Debate", id="debate"):
                 debate = debate_tab.build(services, visitor_id)
             with gr.Tab("Inspect runs", id="inspect") as inspect:
-                inspect_tab.build(services, debate, tabs, inspect, visitor_id)
+                inspected = inspect_tab.build(services, debate, tabs, inspect, visitor_id)
             with gr.Tab("Annotate", id="annotate") as annotate:
                 annotate_tab.build(services, demo, tabs, annotate, visitor_id)
             with gr.Tab("Fork", id="fork"):
-                fork_tab.build(services, visitor_id)
+                fork_run, fork_round = fork_tab.build(services, visitor_id)
             with gr.Tab("Memory bank", id="bank") as bank:
                 bank_tab.build(services, bank)
             with gr.Tab("About", id="about"):
                 gr.Markdown(about_text())
         gr.Markdown(kept_notice(config), elem_id="kept")
+        # "Fork from here" in Inspect's run drawer: the Fork tab opens on that run and round
+        inspected.fork_button.click(lambda run, start: (run, start or 1, gr.Tabs(selected="fork")),
+                                    [inspected.run_id, inspected.fork_round], [fork_run, fork_round, tabs],
+                                    api_visibility="private", queue=False)
         demo.load(lambda known: known or new_browser_id(), [visitor_id], [visitor_id], api_visibility="private",
                   queue=False)
         demo.unload(debate.unload_fn)

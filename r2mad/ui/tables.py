@@ -3,10 +3,12 @@ annotations of the Inspect tab, and memory cases of the bank browser. No Gradio;
 from __future__ import annotations
 
 import time
+from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 
 from r2mad.types import Case, Transcript
 from r2mad.ui.render import answer_text, esc
+from r2mad.ui.scoreboard import Chip, chip_html
 
 SUMMARY_HEADERS = ["Method", "Final answer", "Correct", "Rounds", "Calls", "Tokens", "Seconds",
                    "Parse failures", "Status"]
@@ -63,10 +65,41 @@ def run_outcome(run: Any) -> str:
     return {True: "correct", False: "wrong"}.get(run.correct, "no gold" if not run.gold else "not scored")
 
 
-def run_rows(runs: Iterable[Any]) -> list[list[Any]]:
-    """The Inspect list, question first and a short id last. Cells are plain text (shown as text)."""
-    return [[_snippet(r.question, 90), run_outcome(r), r.method, r.final_answer or "—", r.gold or "—",
-             run_flags(r) or "—", r.annotation_count, _when(r.created_at), r.backbone, r.rounds, r.id[:SHORT_ID]]
+OUTCOME_CHIPS = {"correct": "gold", "wrong": "wrong", "no gold": "answer", "not scored": "answer"}
+RUN_DATATYPES = ["str", "html", "str", "str", "str", "str", "html", "str", "str", "number", "str"]
+
+
+def outcome_chip(outcome: str) -> str:
+    """The outcome word as a chip in the scoreboard's colours (stopped, failed and running are grey)."""
+    return chip_html(Chip(outcome, OUTCOME_CHIPS.get(outcome, "none"), why=f"Outcome: {outcome}"))
+
+
+def label_chips(labels: Sequence[str], final: Sequence[str] = (), taxonomy: Mapping[str, str] | None = None) -> str:
+    """One chip per failure label: how many annotators gave it, and a solid frame when it was adjudicated
+    final. The chip's tooltip is the label's description."""
+    counts = Counter(labels)
+    if not counts and not final:
+        return "—"
+    chips = []
+    for label in [*final, *(x for x in counts if x not in final)]:
+        n, decided = counts.get(label, 0), label in final
+        text = label.replace("_", " ") + (f" ×{n}" if n > 1 else "")
+        why = (taxonomy or {}).get(label, label) + (" — adjudicated final" if decided else "") + \
+            (f" — given by {n} annotator{'s' if n != 1 else ''}" if n else "")
+        border = "2px solid #312e81" if decided else "1px solid #94a3b8"
+        style = (f"display:inline-block;margin:1px 2px;padding:0 6px;border-radius:6px;border:{border};"
+                 "background:#f1f5f9;color:#1e293b;font-size:0.85em;line-height:1.4")
+        chips.append(f"<span class='label-chip' title=\"{esc(why)}\" aria-label=\"{esc(why)}\" "
+                     f"style=\"{style}\">{esc(text)}</span>")
+    return "".join(chips)
+
+
+def run_rows(runs: Iterable[Any], taxonomy: Mapping[str, str] | None = None) -> list[list[Any]]:
+    """The Inspect list, question first and a short id last; outcome and labels are chips (HTML cells,
+    RUN_DATATYPES), every other cell plain text."""
+    return [[_snippet(r.question, 90), outcome_chip(run_outcome(r)), r.method, r.final_answer or "—", r.gold or "—",
+             run_flags(r) or "—", label_chips(r.labels, r.final_labels, taxonomy), _when(r.created_at), r.backbone,
+             r.rounds, r.id[:SHORT_ID]]
             for r in runs]
 
 
