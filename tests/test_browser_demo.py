@@ -315,3 +315,16 @@ def test_inspect_shows_label_chips_and_a_run_drawer_that_forks_from_a_round(page
     page.get_by_role("tab", name="Inspect runs").click()
     page.click("#drawer-close")
     drawer.wait_for(state="hidden", timeout=10_000)
+
+
+def test_the_method_list_shows_its_groups_as_headings(page):
+    from r2mad.ui.debate_tab import GROUPS, ORDER, names
+
+    page.locator("#methods input").click()
+    page.get_by_role("option").first.wait_for(timeout=10_000)
+    headings = page.evaluate("""ids => ids.map(i => {
+        const li = document.querySelector(`#methods li[data-index="${i}"]`);
+        return li && getComputedStyle(li, '::before').content; })""",
+                             [ORDER.index(names(family)[0]) for family in GROUPS])
+    assert headings == [f'"{heading}"' for heading in GROUPS.values()]
+    shot(page, "methods-grouped", full=False)
