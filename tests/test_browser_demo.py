@@ -315,6 +315,10 @@ def test_inspect_shows_label_chips_and_a_run_drawer_that_forks_from_a_round(page
     page.get_by_role("tab", name="Inspect runs").click()
     page.click("#drawer-close")
     drawer.wait_for(state="hidden", timeout=10_000)
+    page.click("#inspect-export-csv")  # what the list shows, one row per run
+    page.wait_for_function(  # the file's name shows as "runs" and ".csv" on two lines
+        "() => (document.querySelector('#inspect-file') || {}).innerText?.replace(/\\s/g, '').includes('runs.csv')",
+        timeout=15_000)
 
 
 def test_the_method_list_shows_its_groups_as_headings(page):

@@ -372,3 +372,21 @@ def test_the_run_list_carries_each_annotators_labels_and_the_adjudicated_ones(tm
     rows = {row[-1]: row for row in run_rows(store.list_runs())}
     assert rows[labelled[:8]][1] == outcome_chip("wrong") and "chip-wrong" in outcome_chip("wrong")
     assert "chip-gold" in rows[bare[:8]][1] and rows[bare[:8]][6] == "—"
+
+
+def test_the_listed_runs_export_as_one_csv_row_each(tmp_path):
+    from r2mad.runs.io import RUNS_CSV_HEADER, export_runs_csv
+
+    store = RunStore(tmp_path / "runs.db")
+    wrong = save_run(store, make_transcript(MCQ, [["A", "B", "B"]], "B", False))
+    right = save_run(store, make_transcript(MATH, [["7", "7", "7"]], "7", True))
+    save_run(store, make_transcript(MCQ, [["A", "A", "A"]], "A", True))  # not listed: not exported
+    store.annotate(wrong, annotator="ana", labels=["advice_misled", "other"])
+    assert export_runs_csv(store, tmp_path / "runs.csv", [wrong, right]) == 2
+    with open(tmp_path / "runs.csv", newline="", encoding="utf-8") as fh:
+        rows = {r["run_id"]: r for r in csv.DictReader(fh)}
+    assert set(rows) == {wrong, right} and list(next(iter(rows.values()))) == RUNS_CSV_HEADER
+    assert (rows[wrong]["correct"], rows[wrong]["final_answer"]) == ("0", "B")
+    assert rows[wrong]["labels"] == "advice_misled;other"
+    assert (rows[right]["correct"], rows[right]["question"], rows[right]["labels"]) == ("1", "What is 3 + 4?", "")
+    assert store.list_runs(ids=[]) == [] and [r.id for r in store.list_runs(ids=[right])] == [right]

@@ -134,6 +134,28 @@ def export_annotations_csv(store: RunStore, path: str | Path) -> int:
     return len(rows)
 
 
+RUNS_CSV_HEADER = ["run_id", "created_at", "status", "source", "method", "backbone", "bank", "question", "gold",
+                   "final_answer", "correct", "tokens", "seconds", "rounds", "shared_misconception", "flip",
+                   "parse_failures", "labels", "final_labels"]
+
+
+def export_runs_csv(store: RunStore, path: str | Path, run_ids: Sequence[str]) -> int:
+    """One CSV row per run, newest first: its summary columns and labels (every annotator's, joined by
+    ";"), for a spreadsheet; the JSONL export is the one that imports back."""
+    runs = store.list_runs(ids=list(run_ids), limit=max(len(run_ids), 1))
+    tmp = Path(path).with_name(Path(path).name + ".tmp")
+    with open(tmp, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(RUNS_CSV_HEADER)
+        for r in runs:
+            flags = ["" if v is None else int(v) for v in (r.correct, r.shared_misconception, r.flip)]
+            writer.writerow([r.id, _iso(r.created_at), r.status, r.source, r.method, r.backbone, r.bank or "",
+                             r.question, r.gold or "", r.final_answer or "", flags[0], r.tokens, r.seconds,
+                             r.rounds, *flags[1:], r.parse_failures, ";".join(r.labels), ";".join(r.final_labels)])
+    os.replace(tmp, path)
+    return len(runs)
+
+
 def push_to_hub(export_path: str | Path, repo_id: str, token: str | None) -> str:
     """Upload an export file to a Hugging Face dataset repo; returns the file's URL."""
     if not token:

@@ -320,12 +320,13 @@ class RunStore:
                   bank: str | None = None, correct: bool | None = None,
                   shared_misconception: bool | None = None, flip: bool | None = None,
                   parse_failures: bool | int | None = None, status: str | None = None,
-                  owner: str | None = None, limit: int = 200, offset: int = 0) -> list[RunSummary]:
+                  owner: str | None = None, ids: Sequence[str] | None = None, limit: int = 200,
+                  offset: int = 0) -> list[RunSummary]:
         """Newest first. None means "any"; parse_failures=True/False means some/none, an int n
-        means at least n; `owner` keeps one visitor's runs."""
+        means at least n; `owner` keeps one visitor's runs, `ids` these runs."""
         where, params = _where(method=method, backbone=backbone, bank=bank, status=status,
                                correct=correct, shared_misconception=shared_misconception,
-                               flip=flip, parse_failures=parse_failures, owner=owner)
+                               flip=flip, parse_failures=parse_failures, owner=owner, ids=ids)
         sql = (f"SELECT {', '.join(SUMMARY_COLUMNS)}, (SELECT COUNT(*) FROM annotations a "
                "WHERE a.run_id = runs.id) AS annotation_count, (SELECT json_group_array(json(a.labels)) "
                "FROM annotations a WHERE a.run_id = runs.id) AS labels, (SELECT f.labels FROM final_labels f "
@@ -400,7 +401,8 @@ class RunStore:
 def _where(*, method: str | None = None, backbone: str | None = None, bank: str | None = None,
            status: str | None = None, correct: bool | None = None,
            shared_misconception: bool | None = None, flip: bool | None = None,
-           parse_failures: bool | int | None = None, owner: str | None = None) -> tuple[str, list[Any]]:
+           parse_failures: bool | int | None = None, owner: str | None = None,
+           ids: Sequence[str] | None = None) -> tuple[str, list[Any]]:
     clauses, params = [], []
     for col, value in (("method", method), ("backbone", backbone), ("bank", bank),
                        ("status", status), ("correct", correct), ("owner", owner),
@@ -413,4 +415,7 @@ def _where(*, method: str | None = None, backbone: str | None = None, bank: str 
     elif parse_failures is not None:
         clauses.append("parse_failures >= ?")
         params.append(int(parse_failures))
+    if ids is not None:
+        clauses.append(f"id IN ({', '.join('?' * len(ids))})" if ids else "0")
+        params.extend(ids)
     return ("WHERE " + " AND ".join(clauses)) if clauses else "", params

@@ -10,7 +10,7 @@ import gradio as gr
 
 from r2mad.config import SECTION_OF
 from r2mad.methods import METHODS, is_debate
-from r2mad.runs.io import export_jsonl
+from r2mad.runs.io import export_jsonl, export_runs_csv
 from r2mad.runs.store import STATUSES
 from r2mad.ui.handlers import warn
 from r2mad.ui.render import chat_messages, esc, final_markdown, task_markdown
@@ -63,12 +63,13 @@ class InspectHandlers:
         # the list shows short ids; the state keeps them whole
         return run_rows(runs, self.services.store.taxonomy), [r.id for r in runs]
 
-    def export(self, ids: list[str]) -> str:
-        """The runs the list shows, as JSONL (every column, transcript and annotations)."""
+    def export(self, ids: list[str], fmt: str = "jsonl") -> str:
+        """The runs the list shows: JSONL (every column, transcript and annotations; imports back) or CSV
+        (one summary row per run)."""
         if not ids:
             raise gr.Error("The list is empty; change the filters so it shows the runs to export.")
-        path = Path(tempfile.mkdtemp(prefix="r2mad-runs-")) / "runs.jsonl"
-        export_jsonl(self.services.store, path, ids)
+        path = Path(tempfile.mkdtemp(prefix="r2mad-runs-")) / f"runs.{fmt}"
+        (export_runs_csv if fmt == "csv" else export_jsonl)(self.services.store, path, ids)
         return str(path)
 
     def _record(self, run_id: str, visitor: Visitor):
@@ -178,6 +179,7 @@ def build(services: Services, debate, tabs, tab: gr.Tab, visitor_id) -> InspectT
     with gr.Row():
         refresh = gr.Button("Refresh list", elem_id="inspect-refresh", size="sm")
         export = gr.Button("Export the listed runs (JSONL)", elem_id="inspect-export", size="sm")
+        export_csv = gr.Button("Export the listed runs (CSV)", elem_id="inspect-export-csv", size="sm")
     exported = gr.File(label="Exported runs", visible=False, elem_id="inspect-file")
     runs = gr.Dataframe(headers=RUN_HEADERS, datatype=RUN_DATATYPES, interactive=False,
                         label="Saved runs (click a row to open it)", wrap=True, elem_id="runs", max_height=480,
@@ -215,8 +217,10 @@ def build(services: Services, debate, tabs, tab: gr.Tab, visitor_id) -> InspectT
     filters = [method, backbone, bank, outcome, flags, status, visitor_id]
     drawn = [drawer, scoreboard, fork_round]
     refresh.click(h.list_runs, filters, [runs, ids], api_name="inspect_list_runs")
-    export.click(h.export, [ids], [exported], api_visibility="private").success(
-        lambda: gr.File(visible=True), None, [exported], api_visibility="private", queue=False)
+    for button, fmt in ((export, "jsonl"), (export_csv, "csv")):
+        button.click(lambda listed, fmt=fmt: h.export(listed, fmt), [ids], [exported],
+                     api_visibility="private").success(lambda: gr.File(visible=True), None, [exported],
+                                                       api_visibility="private", queue=False)
     gr.on([tab.select, *(f.change for f in filters[:-1])], h.list_runs, filters, [runs, ids], api_visibility="private",
           show_progress="hidden")  # the list is current whenever the tab is opened or a filter changes
     open_button.click(h.open_run, [run_id, visitor_id], [header, chat, final, existing], api_name="open_run").success(
