@@ -120,7 +120,8 @@ def detail_lines(d: dict) -> list[str]:
     for case in d.get("retrieved", []):
         mmr = "" if case["mmr"] is None else f", MMR {case['mmr']:.3f}"
         verdict = "correct" if case["correct"] else "wrong"
-        lines.append(f"retrieved {case['case_id']}: similarity {case['similarity']:.3f}, reward "
+        sim = "n/a" if case["similarity"] is None else f"{case['similarity']:.3f}"
+        lines.append(f"retrieved {case['case_id']}: similarity {sim}, reward "
                      f"{case['reward']:g}{mmr} (that agent was {verdict})")
     for peer, conf in d.get("confidence", {}).items():
         c = "n/a" if conf["c"] is None else f"{conf['c']:.2f}"
@@ -135,6 +136,14 @@ def detail_lines(d: dict) -> list[str]:
         if kind in steer:
             lines.append(f"fork: {'message edited' if kind == 'edit' else 'answer forced'} "
                          f"(was {steer['original_answer']})")
+    if "dropped" in steer:
+        lines.append(f"fork: case {steer['drop-case']} ({steer['dropped']}) dropped from its memory block")
+    if "replaced" in steer:
+        lines.append(f"fork: case {steer['replace-case']} ({steer['replaced']}) replaced by {steer['by']}")
+    if "drop-advice" in steer:
+        lines.append(f"fork: advice from agent {steer['drop-advice']} dropped (not asked for)")
+    if steer.get("unmasked"):
+        lines.append("fork: shown unmasked: " + ", ".join(f"agent {j + 1}" for j in steer["unmasked"]))
     if d.get("advice_from"):
         lines.append("advice from: " + ", ".join(d["advice_from"]))
     return lines

@@ -50,7 +50,16 @@ class Agent:
         return f"Agent {self.index + 1} ({self.name})"
 
 
-class Plugin:
+class Steerable:
+    """A fork's changes a strategy's round hooks take (read from RoundContext.steer)."""
+    steers: tuple[str, ...] = ()  # kinds of fork change its hooks act on
+
+    def check_steer(self, change, settings: DebateSettings) -> str | None:
+        """Why `change` cannot act on these hooks, in one sentence naming the fix (None: it can)."""
+        return None
+
+
+class Plugin(Steerable):
     """Work the loop runs beside any method's own hooks (TrueMAD's advice): after the method's
     before_round, and on each agent's debate message."""
 
@@ -61,7 +70,7 @@ class Plugin:
         return message
 
 
-class Method:
+class Method(Steerable):
     """Default strategy = MAD. Subclasses override only the hooks they change; `plugins` add work
     the loop runs beside them."""
     name = "mad"
@@ -153,10 +162,15 @@ class RoundContext:
     agent_details: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
     notices: list[str] = dataclasses.field(default_factory=list)
     backbone: str = ""  # the name of `backend`, recorded on each auxiliary call
+    steer: tuple = ()  # a fork's changes to this round's own hooks (its first live round only)
 
     @property
     def previous(self) -> Round:
         return self.rounds[-1]
+
+    def steered(self, *kinds: str) -> list:
+        """This round's fork changes of these kinds (steer.fork.Change: kind, agent, value)."""
+        return [c for c in self.steer if c.kind in kinds]
 
     def emit(self, kind: str, agent: int | None = None, **data: Any) -> None:
         self.emit_event(Event(kind, self.index, agent, to_dict(data)))
@@ -211,11 +225,13 @@ class Debate:
         self.running: RoundContext | None = None  # the round in progress
         self.notices: list[str] = []
 
-    async def run(self, task: Task, *, replay: Sequence[Round] = (), notices: tuple[str, ...] = ()) -> Transcript:
+    async def run(self, task: Task, *, replay: Sequence[Round] = (), notices: tuple[str, ...] = (),
+                  steer: Sequence[Any] = ()) -> Transcript:
         """Run the whole debate. Never raises for a backend failure: the transcript says what happened.
         `replay` holds recorded rounds 0..T-1 that are taken over as they are, without a model call (a
         side-by-side comparison's shared round 0, a fork's rounds before the one it changes); the debate
-        goes on live from round T. `notices` open the transcript (e.g. why memory is off)."""
+        goes on live from round T. `steer`: a fork's changes that round T's hooks read (ctx.steer),
+        recorded in its details. `notices` open the transcript (e.g. why memory is off)."""
         self.started, self._t0 = time.time(), time.monotonic()
         self.task = task
         agents = []
@@ -232,7 +248,7 @@ class Debate:
                     if t < len(replay):
                         rnd = self._adopt(replay[t])
                     else:
-                        rnd = await self._round(t)
+                        rnd = await self._round(t, tuple(steer) if t == len(replay) else ())
                     self.rounds.append(rnd)
                     self.emit(Event("round_end", t, None, {"consensus": rnd.consensus,
                                                            "answers": [str(x.answer) for x in rnd.turns]}))
@@ -279,9 +295,11 @@ class Debate:
         self.notices.append(text)
         self.emit(Event("notice", t, None, {"text": text}))
 
-    async def _round(self, t: int) -> Round:
+    async def _round(self, t: int, steer: tuple = ()) -> Round:
         ctx = RoundContext(self.task, self.settings, self.backend, t, self.agents, self.rounds, self.emit,
-                           backbone=self.backbone)
+                           backbone=self.backbone, steer=steer)
+        if steer:
+            ctx.details["steer"] = to_dict(list(steer))
         self.running = ctx
         self.emit(Event("round_start", t, None, {}))
         if t > 0:

@@ -260,6 +260,12 @@ class MemoryBank:
         with self._lock:
             return [self._shown(c) for c in self._cases.values()]
 
+    def case(self, case_id: str) -> Case | None:
+        """One case by id (quarantined ones too: a person naming one means it), or None."""
+        with self._lock:
+            case = self._cases.get(case_id)
+            return None if case is None else self._shown(case)
+
     def search(self, text: str | None = None, agent: int | None = None, round: int | None = None,
                correct: bool | None = None, limit: int = 50) -> list[Case]:
         """Cases for the audit view: a case-insensitive substring over every text field, plus filters

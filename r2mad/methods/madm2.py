@@ -51,12 +51,15 @@ JUDGE_TOKENS = 384  # an evaluation, then the tagged verdict
 
 
 class MADM2(Method):
+    steers = ("unmask",)
+
     def __init__(self, settings, *, objective: bool):
         super().__init__(settings)
         self.objective = objective
         self.name = "madm2-objective" if objective else "madm2-subjective"
         self.wants_logprobs = objective
         self.keep: dict[int, dict[int, bool]] = {}  # viewer -> response author -> shown?
+        self.unmasked: set[int] = set()  # authors a fork's change shows this round whatever the masks
 
     def prepare(self, backend) -> list[str]:
         if not self.objective or backend.supports_logprobs:
@@ -69,6 +72,24 @@ class MADM2(Method):
                 "subjective masking."]
 
     async def before_round(self, ctx: RoundContext) -> None:
+        await self._decide(ctx)
+        self.unmasked = set()
+        for change in ctx.steered("unmask"):
+            self._unmask(ctx, change.agent)
+
+    def _unmask(self, ctx: RoundContext, j: int) -> None:
+        """A fork's unmask: agent j's response is shown to every agent whatever the rule decided; each
+        verdict about it keeps what was decided under "decided" and says "steer": "unmasked"."""
+        masks = ctx.details.setdefault("masks", {})
+        per_view = bool(masks) and all("keep" not in v for v in masks.values())  # subjective: viewer -> author
+        for view in (masks.values() if per_view else [masks]):
+            entry = view.setdefault(j, {})
+            entry.update(decided=entry.get("keep", False), keep=True, steer="unmasked")
+        for shown in self.keep.values():
+            shown[j] = True
+        self.unmasked.add(j)
+
+    async def _decide(self, ctx: RoundContext) -> None:
         turns = [t for t in ctx.previous.turns if t.error is None]
         if not self.objective:
             return await self._judge(ctx, turns)
@@ -118,6 +139,9 @@ class MADM2(Method):
         if not fresh:
             visible = [j for j in visible if j != agent]
         ctx.agent_details.setdefault(agent, {})["shown"] = visible
+        unmasked = [j for j in visible if j in self.unmasked]
+        if unmasked:
+            ctx.agent_details[agent]["steer"] = {"unmasked": unmasked}
         if not visible:  # every response it would see was masked: solve again alone
             ctx.agent_details[agent]["resolved_alone"] = True
             if fresh:

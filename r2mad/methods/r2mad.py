@@ -40,6 +40,26 @@ def likely_outcomes(before: list[str | None] | None, n_agents: int) -> list[list
 class R2MAD(Method):
     name = "r2mad"
 
+    @property
+    def steers(self) -> tuple[str, ...]:
+        return ("drop-case", "replace-case") if self.settings.r2mad.use_memory else ()
+
+    def check_steer(self, change, settings) -> str | None:
+        k, who = settings.r2mad.k, f"Agent {change.agent + 1}"
+        if change.case_rank > k:
+            return (f"{who}'s memory block shows at most {k} case(s) (r2mad.k = {k}), so it has no case at "
+                    f"rank {change.case_rank}; give a rank between 1 and {k}.")
+        if change.kind != "replace-case":
+            return None
+        case = self.bank.case(change.case_id) if self.bank is not None else None
+        if case is None:
+            return (f"No case '{change.case_id}' in the fork's memory bank; pick a case id from the Bank tab "
+                    "or search_bank.")
+        if case.agent != change.agent:
+            return (f"Case '{change.case_id}' belongs to agent {case.agent + 1}'s memory, not agent "
+                    f"{change.agent + 1}'s; pick a case of agent {change.agent + 1}.")
+        return None
+
     def __init__(self, settings, bank=None, *, summarize: bool | None = None,
                  summaries: SummaryCache | None = None):
         super().__init__(settings)
@@ -122,8 +142,11 @@ class R2MAD(Method):
             found = self.bank.retrieve_vectors(agent.index, state_vectors[agent.index], peers, consensus,
                                                own.k, own.policy, own.gamma, seed, reward=own.reward,
                                                confidence_terms=own.confidence_terms)
+            found, steer = self._steer_cases(ctx, agent.index, found)
             self.retrieved[agent.index] = found
             record = self._record(found, summary, consensus)
+            if steer:
+                record["steer"] = steer
             ctx.agent_details[agent.index] = record
             ctx.emit("retrieval", agent=agent.index, **{k: record[k] for k in ("lambda", "candidates", "retrieved")})
             ctx.emit("confidence", agent=agent.index, confidence=record["confidence"])
@@ -160,6 +183,31 @@ class R2MAD(Method):
             summary = await call
         return summary, responses, missing
 
+    def _steer_cases(self, ctx: RoundContext, agent: int, found):
+        """A fork's drop-case / replace-case for this agent: the case shown at that rank is left out of
+        its memory block, or another case of its bank takes its place (unscored: no similarity or MMR).
+        The confidence tags stay as computed over the candidate pool."""
+        steer = {}
+        for change in ctx.steered("drop-case", "replace-case"):
+            if change.agent != agent:
+                continue
+            cases, picked, rank = list(found.cases), list(found.picked), change.case_rank
+            if rank > len(cases):
+                ctx.notice(f"Round {ctx.index}: agent {agent + 1} was shown {len(cases)} case(s), none at rank "
+                           f"{rank}; the fork's {change.kind} changed nothing.")
+                continue
+            old = cases[rank - 1]
+            if change.kind == "drop-case":
+                del cases[rank - 1], picked[rank - 1]
+                steer.update({"drop-case": rank, "dropped": old.id})
+            else:
+                new = self.bank.case(change.case_id)
+                reward = float(new.own_correct) if self.settings.r2mad.reward == "round" else float(new.reward)
+                cases[rank - 1], picked[rank - 1] = new, (new.id, None, reward, None)
+                steer.update({"replace-case": rank, "replaced": old.id, "by": new.id})
+            found = dataclasses.replace(found, cases=tuple(cases), picked=tuple(picked))
+        return found, steer
+
     def _record(self, found, summary: str, consensus: float) -> dict:
         """What the transcript keeps of one agent's retrieval: the UI and the audit read it."""
         return {"summary": summary, "consensus": consensus,
@@ -169,7 +217,8 @@ class R2MAD(Method):
                 "memory_shown": self.settings.r2mad.use_memory,
                 "retrieved": [{"case_id": case.id, "question": case.question,
                                "response": case.responses[case.agent], "answer": case.answers[case.agent],
-                               "correct": case.own_correct, "similarity": round(s, 4), "reward": r,
+                               "correct": case.own_correct, "similarity": None if s is None else round(s, 4),
+                               "reward": r,
                                "mmr": None if m is None else round(m, 4)}
                               for case, (_, s, r, m) in zip(found.cases, found.picked)
                               if self.settings.r2mad.use_memory],  # w/o Memory: no case is shown

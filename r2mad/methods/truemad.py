@@ -27,14 +27,30 @@ def advice_pairs(n: int, pairing: str) -> list[tuple[int, int]]:
 
 class Advice(Plugin):
     """Advice between broadcast and revision, beside any debate method's own hooks."""
+    steers = ("drop-advice",)
 
     def __init__(self):
         self.received: dict[int, list[tuple[str, str, str]]] = {}
 
+    def check_steer(self, change, settings) -> str | None:
+        source, target, n = change.source, change.agent, settings.agents
+        pairs = advice_pairs(n, settings.truemad.pairing)
+        if not 0 <= source < n or source == target:
+            return (f"Advice to agent {target + 1} cannot come from agent {source + 1}; name another agent of "
+                    f"this run (1 to {n}) as the source.")
+        if (source, target) not in pairs:
+            sources = ", ".join(str(s + 1) for s, g in pairs if g == target)
+            return (f"Agent {target + 1} gets no advice from agent {source + 1} under {settings.truemad.pairing} "
+                    f"pairing; drop the advice of agent {sources or 'none'} instead.")
+        return None
+
     async def before_round(self, ctx: RoundContext) -> None:
         live = {a.index: a for a in ctx.agents if a.answer.how != "abstained"}
+        dropped = {(c.source, c.agent) for c in ctx.steered("drop-advice")}  # a fork's change: not asked for
+        for s, g in sorted(dropped):
+            ctx.agent_details.setdefault(g, {}).setdefault("steer", {})["drop-advice"] = s + 1
         pairs = [(s, g) for s, g in advice_pairs(len(ctx.agents), ctx.settings.truemad.pairing)
-                 if s in live and g in live]
+                 if s in live and g in live and (s, g) not in dropped]
         calls = await asyncio.gather(*(self._advise(ctx, live[s], live[g]) for s, g in pairs))
         self.received = {a.index: [] for a in ctx.agents}
         log = []
@@ -46,6 +62,8 @@ class Advice(Plugin):
             self.received[g].append((live[s].label, call.label, call.text))
             log.append({"source": s, "target": g, "type": call.label})
         ctx.details["advice"] = log
+        if dropped:
+            ctx.details["advice_dropped"] = [{"source": s, "target": g} for s, g in sorted(dropped)]
 
     async def _advise(self, ctx: RoundContext, source, target):
         messages = prompts.advice_messages(ctx.task, source.history[0].content, source.text,

@@ -47,13 +47,18 @@ class Steering:
         from r2mad.steer.run import fork_debate, plan_fork
 
         parent, cfg = self.parent, self.config
-        plan_fork(parent.transcript, spec, self.settings)  # refused before anything is saved
         aux, names = self.plan(spec)
         backend = backend_for(cfg, aux)
         agents = agent_backends_for(cfg, names, self.settings.agents) if names else []
         method = spec.method or parent.method
         folder = getattr(self.args, "bank", None) or parent.bank  # e.g. a MAD run forked into r2mad
         bank, notices = open_bank(folder, cfg, task_kind=parent.task.kind)
+        try:
+            plan_fork(parent.transcript, spec, self.settings, bank)  # refused before anything is saved
+        except ValueError:
+            if bank is not None:
+                bank.close()
+            raise
         run_id = self.store.start_run(method=method, backbone=backbone_label(aux, names), bank=folder,
                                       task=parent.task, settings=dataclasses.asdict(self.settings),
                                       seed=self.settings.seed, code_version=r2mad.__version__, source=source)
@@ -71,8 +76,9 @@ class Steering:
 
 def cmd_fork(args, config) -> int:
     steering = Steering(args, config, args.run_id)
-    spec = ForkSpec(args.from_round, parse_changes(args.edit, args.answer, args.mask), args.method, args.fork_backbone,
-                    args.rounds)
+    changes = parse_changes(args.edit, args.answer, args.mask, args.unmask, args.drop_case, args.replace_case,
+                            args.drop_advice)
+    spec = ForkSpec(args.from_round, changes, args.method, args.fork_backbone, args.rounds)
     run_id, t = asyncio.run(steering.fork(spec))
     print_transcript(t, show_text=args.show_text)
     parent = steering.parent
@@ -106,10 +112,19 @@ def register(sub) -> None:
     f = sub.add_parser("fork", help="replay a saved debate up to a round, change one thing, go on live")
     f.add_argument("run_id")
     f.add_argument("--from-round", type=int, required=True, metavar="T",
-                   help="rounds before T are replayed from the record; the changes apply to round T-1")
+                   help="rounds before T are replayed from the record; --edit/--answer/--mask change round "
+                        "T-1, the others act on round T's own hooks")
     f.add_argument("--edit", action="append", metavar="AGENT=TEXT", help="replace an agent's message (repeat)")
     f.add_argument("--answer", action="append", metavar="AGENT=X", help="force an agent's answer (repeat)")
     f.add_argument("--mask", action="append", metavar="AGENT", help="hide an agent's response from its peers")
+    f.add_argument("--unmask", action="append", metavar="AGENT",
+                   help="MAD-M²: show the agent's round T-1 response at round T whatever the masks decide")
+    f.add_argument("--drop-case", action="append", metavar="AGENT=RANK",
+                   help="R²-MAD: leave the case shown at RANK (from 1) out of the agent's memory block at round T")
+    f.add_argument("--replace-case", action="append", metavar="AGENT=RANK:CASE_ID",
+                   help="R²-MAD: show case CASE_ID of the agent's bank at RANK instead, at round T")
+    f.add_argument("--drop-advice", action="append", metavar="AGENT=SOURCE",
+                   help="TrueMAD / +advice: the advice SOURCE would write to AGENT at round T is not asked for")
     f.add_argument("--method", default=None, help="go on with another debate method")
     f.add_argument("--backbone", dest="fork_backbone", default=None,
                    help="go on with another backbone for every agent")

@@ -1,24 +1,46 @@
 """What a fork changes and how: the recorded rounds a fork replays, with edits to the last of them
-(an agent's message rewritten, its answer forced, its response masked from the peers). Pure functions
-over transcripts; running the fork is `steer.run`'s job."""
+(an agent's message rewritten, its answer forced, its response masked from the peers), and changes
+that act on the hooks of the fork's first live round (unmask a MAD-M² response, drop or replace a
+retrieved R²-MAD case, drop one advice message). Pure functions over transcripts; running the fork is
+`steer.run`'s job."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
 from r2mad.answers import consensus_ratio, extract_answer
 from r2mad.types import Answer, Round, Task, Transcript, Usage
 
-KINDS = ("edit", "answer", "mask")
+KINDS = ("edit", "answer", "mask")  # act on the recorded round T-1
+LIVE_KINDS = ("unmask", "drop-case", "replace-case", "drop-advice")  # act on round T's own hooks (ctx.steer)
 
 
 @dataclass(frozen=True)
 class Change:
-    """One change to agent `agent`'s (0-based) response in the round before the fork's first live round."""
+    """One change about agent `agent` (0-based). KINDS change its response in the round before the fork's
+    first live round T; LIVE_KINDS change what the method's hooks do for it at round T itself."""
     kind: str  # edit: replace its text | answer: force its answer | mask: keep it from the peers
+    # unmask: show its round T-1 response at round T whatever the masks decided (MAD-M²)
+    # drop-case: value "N", drop the case shown at rank N (from 1) of its memory block (R²-MAD)
+    # replace-case: value "N:CASE_ID", show that case of its bank at rank N instead (R²-MAD)
+    # drop-advice: value "S", the advice agent S (from 1) would write to it is not asked for (advice)
     agent: int
     value: str = ""
+
+    @property
+    def case_rank(self) -> int:
+        return int(self.value.partition(":")[0])
+
+    @property
+    def case_id(self) -> str:
+        return self.value.partition(":")[2]
+
+    @property
+    def source(self) -> int:
+        """drop-advice: the adviser, 0-based."""
+        return int(self.value) - 1
 
 
 @dataclass(frozen=True)
@@ -33,8 +55,12 @@ class ForkSpec:
 
     def describe(self) -> str:
         parts = [f"from round {self.from_round}"]
+        live = f"at round {self.from_round}"
         for c in self.changes:
-            what = {"edit": "message edited", "answer": f"answer forced to {c.value}", "mask": "masked"}[c.kind]
+            what = {"edit": "message edited", "answer": f"answer forced to {c.value}", "mask": "masked",
+                    "unmask": f"unmasked {live}", "drop-case": f"case {c.value} dropped {live}",
+                    "replace-case": f"case {c.value.replace(':', ' replaced by ')} {live}",
+                    "drop-advice": f"advice from agent {c.value} dropped {live}"}[c.kind]
             parts.append(f"agent {c.agent + 1} {what}")
         parts += [f"{k} {v}" for k, v in (("method", self.method), ("backbone", self.backbone)) if v]
         if self.rounds is not None:
@@ -42,17 +68,28 @@ class ForkSpec:
         return ", ".join(parts)
 
 
-def parse_changes(edits: Sequence[str] = (), answers: Sequence[str] = (),
-                  masks: Sequence[str] = ()) -> tuple[Change, ...]:
-    """Changes from the CLI's `AGENT=TEXT`, `AGENT=X` and `AGENT` forms (agents counted from 1)."""
+FORMS = {"edit": ("AGENT=TEXT", "1=B"), "answer": ("AGENT=TEXT", "1=B"), "drop-case": ("AGENT=RANK", "1=1"),
+         "replace-case": ("AGENT=RANK:CASE_ID", "1=1:case-7"), "drop-advice": ("AGENT=SOURCE", "1=2")}
+_VALUE = {"drop-case": r"[1-9]\d*", "replace-case": r"[1-9]\d*:\S+", "drop-advice": r"[1-9]\d*"}
+
+
+def parse_changes(edits: Sequence[str] = (), answers: Sequence[str] = (), masks: Sequence[str] = (),
+                  unmasks: Sequence[str] = (), drop_cases: Sequence[str] = (), replace_cases: Sequence[str] = (),
+                  drop_advice: Sequence[str] = ()) -> tuple[Change, ...]:
+    """Changes from the CLI's `AGENT=VALUE` and `AGENT` forms (agents, case ranks and advice sources
+    counted from 1, as shown)."""
     changes = []
-    for kind, items in (("edit", edits), ("answer", answers)):
+    for kind, items in (("edit", edits), ("answer", answers), ("drop-case", drop_cases),
+                        ("replace-case", replace_cases), ("drop-advice", drop_advice)):
         for item in items or ():
             agent, sep, value = item.partition("=")
-            if not sep or not value.strip():
-                raise ValueError(f"--{kind} '{item}' should look like AGENT=TEXT, e.g. --{kind} 1=B.")
-            changes.append(Change(kind, _agent(agent, kind), value.strip()))
+            value = value.strip()
+            if not sep or not value or (kind in _VALUE and not re.fullmatch(_VALUE[kind], value)):
+                form, example = FORMS[kind]
+                raise ValueError(f"--{kind} '{item}' should look like {form}, e.g. --{kind} {example}.")
+            changes.append(Change(kind, _agent(agent, kind), value))
     changes += [Change("mask", _agent(item, "mask")) for item in masks or ()]
+    changes += [Change("unmask", _agent(item, "unmask")) for item in unmasks or ()]
     return tuple(changes)
 
 
@@ -89,11 +126,12 @@ def replay_rounds(parent: Transcript, spec: ForkSpec) -> tuple[Round, ...]:
     last = kept[-1]
     turns = list(last.turns)
     for change in spec.changes:
-        if change.kind not in KINDS:
-            raise ValueError(f"Unknown change '{change.kind}'; use one of {', '.join(KINDS)}.")
+        if change.kind not in KINDS + LIVE_KINDS:
+            raise ValueError(f"Unknown change '{change.kind}'; use one of {', '.join(KINDS + LIVE_KINDS)}.")
         if not 0 <= change.agent < len(turns):
             raise ValueError(f"Agent {change.agent + 1} is not in this run, which has agents 1 to {len(turns)}.")
-        turns[change.agent] = _changed(turns[change.agent], change, parent.task)
+        if change.kind in KINDS:
+            turns[change.agent] = _changed(turns[change.agent], change, parent.task)
     consensus = consensus_ratio([t.answer for t in turns], parent.task.kind)
     return (*kept[:-1], dataclasses.replace(last, turns=tuple(turns), consensus=consensus))
 

@@ -6,15 +6,21 @@ from typing import Callable, Sequence
 
 from r2mad.backends.base import ChatBackend
 from r2mad.config import DebateSettings
-from r2mad.methods import is_debate, spec_of
+from r2mad.methods import is_debate, make_method, spec_of
 from r2mad.runner import run_debate
-from r2mad.steer.fork import ForkSpec, replay_rounds
+from r2mad.steer.fork import LIVE_KINDS, ForkSpec, replay_rounds
 from r2mad.types import Round, Transcript
 
+HOOKS = {"unmask": ("Unmasking a response", "MAD-M²'s masks", "madm2-subjective"),
+         "drop-case": ("Dropping a retrieved case", "R²-MAD's memory block", "r2mad"),
+         "replace-case": ("Replacing a retrieved case", "R²-MAD's memory block", "r2mad"),
+         "drop-advice": ("Dropping advice", "TrueMAD's advice", "truemad")}
 
-def plan_fork(parent: Transcript, spec: ForkSpec, settings: DebateSettings) -> tuple[str, tuple[Round, ...]]:
+
+def plan_fork(parent: Transcript, spec: ForkSpec, settings: DebateSettings,
+              bank=None) -> tuple[str, tuple[Round, ...]]:
     """(the method the fork goes on with, the rounds it replays); a fork that cannot run is refused here
-    with one sentence, before anything is saved or called."""
+    with one sentence, before anything is saved or called. `bank`: the fork's (a replaced case must be in it)."""
     method = spec.method or parent.method
     spec_of(method)  # an unknown name is refused with the list of methods
     baseline = next((m for m in (parent.method, method) if not is_debate(m)), None)
@@ -28,7 +34,34 @@ def plan_fork(parent: Transcript, spec: ForkSpec, settings: DebateSettings) -> t
     if settings.rounds < spec.from_round:
         raise ValueError(f"The fork would have {settings.rounds} rounds, fewer than the {spec.from_round} it "
                          f"replays; raise --rounds to at least {spec.from_round}.")
+    _check_live_changes(spec, method, settings, replay[-1], bank)
     return method, replay
+
+
+def _check_live_changes(spec: ForkSpec, method: str, settings: DebateSettings, before: Round, bank) -> None:
+    """Each change to round T's hooks must meet a hook of the fork's method that takes it, in a round the
+    fork runs, about a response there was."""
+    live = [c for c in spec.changes if c.kind in LIVE_KINDS]
+    if not live:
+        return
+    if settings.rounds <= spec.from_round:
+        raise ValueError(f"{HOOKS[live[0].kind][0]} acts on round {spec.from_round}, which this fork does not run; "
+                         f"fork from an earlier round or raise the rounds above {spec.from_round}.")
+    strategy = make_method(method, settings, bank=bank)
+    for change in live:
+        taker = next((x for x in (strategy, *strategy.plugins) if change.kind in x.steers), None)
+        if taker is None:
+            what, hooks, example = HOOKS[change.kind]
+            raise ValueError(f"{what} acts on {hooks}, which '{method}' does not have; fork a run that has it "
+                             f"or go on with such a method (e.g. {example}).")
+        problem = taker.check_steer(change, strategy.settings)
+        if problem:
+            raise ValueError(problem)
+        if change.kind == "unmask" and before.turns[change.agent].error is not None:
+            raise ValueError(f"Agent {change.agent + 1} has no response in round {before.index} to unmask (its "
+                             "call failed); unmask another agent.")
+        if change.kind == "unmask" and any(c.kind == "mask" and c.agent == change.agent for c in spec.changes):
+            raise ValueError(f"Agent {change.agent + 1} is both masked and unmasked; keep one of the two changes.")
 
 
 async def fork_debate(parent: Transcript, spec: ForkSpec, backend: ChatBackend, settings: DebateSettings, *,
@@ -38,7 +71,8 @@ async def fork_debate(parent: Transcript, spec: ForkSpec, backend: ChatBackend, 
                       summaries=None) -> Transcript:
     """The fork of `parent` described by `spec`: rounds before `spec.from_round` taken from the record
     (no model call), the changes applied, then the debate goes on live with `spec.method` or the parent's."""
-    method, replay = plan_fork(parent, spec, settings)
+    method, replay = plan_fork(parent, spec, settings, bank)
     return await run_debate(parent.task, method, backend, settings, backbone=backbone, bank=bank,
                             notices=bank_notices, record=record, emit=emit, summaries=summaries,
-                            replay=replay, agent_backends=agent_backends)
+                            replay=replay, steer=tuple(c for c in spec.changes if c.kind in LIVE_KINDS),
+                            agent_backends=agent_backends)

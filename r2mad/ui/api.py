@@ -140,9 +140,12 @@ class Api:
 
     async def fork_run(self, run_id: str, from_round: int, answers: dict[str, str] | None = None,
                        edits: dict[str, str] | None = None, masks: list[int] | None = None, method: str = "",
-                       backbone: str = "", request: gr.Request = None) -> dict[str, Any]:
+                       backbone: str = "", unmasks: list[int] | None = None, drop_cases: dict[str, int] | None = None,
+                       replace_cases: dict[str, str] | None = None, drop_advice: dict[str, int] | None = None,
+                       request: gr.Request = None) -> dict[str, Any]:
         """Fork a saved debate: replay its rounds before from_round from the record (no model calls),
-        change round from_round-1 as asked, and go on live. The fork is saved, linked to its parent.
+        change round from_round-1 (answers, edits, masks) or round from_round's own steps (unmasks,
+        drop_cases, replace_cases, drop_advice) as asked, and go on live. The fork is saved, linked to its parent.
 
         Args:
             run_id: the saved run to fork.
@@ -152,14 +155,21 @@ class Api:
             masks: agents whose response is hidden from their peers, [3].
             method: go on with this debate method; empty keeps the run's.
             backbone: go on with this backbone for every agent; empty keeps the run's.
+            unmasks: MAD-M²: agents whose previous response is shown at from_round whatever the masks decide, [1].
+            drop_cases: R²-MAD: agent -> rank (from 1) of the retrieved case left out of its prompt, {"1": 1}.
+            replace_cases: R²-MAD: agent -> "RANK:CASE_ID", a case of its bank shown at that rank instead.
+            drop_advice: advice: target agent -> source agent whose advice to it is not asked for, {"1": 2}.
         """
         from dataclasses import asdict
 
         from r2mad.steer.fork import ForkSpec, parse_changes
 
+        def pairs(mapping) -> list[str]:
+            return [f"{k}={v}" for k, v in (mapping or {}).items()]
         try:
-            changes = parse_changes([f"{k}={v}" for k, v in (edits or {}).items()],
-                                    [f"{k}={v}" for k, v in (answers or {}).items()], [str(m) for m in masks or ()])
+            changes = parse_changes(pairs(edits), pairs(answers), [str(m) for m in masks or ()],
+                                    [str(m) for m in unmasks or ()], pairs(drop_cases), pairs(replace_cases),
+                                    pairs(drop_advice))
             spec = ForkSpec(int(from_round), changes, method or None, backbone or None)
             parent_id, fork_id, t = await fork_saved(self.services, run_id, spec, source="api-fork",
                                                      visitor=self.visitor(request))
@@ -226,11 +236,11 @@ async def fork_saved(services: Services, run_id: str, spec, *, source: str, visi
     settings = s.config.settings.replace(**parent.settings)
     if spec.rounds is not None:
         settings = settings.replace(rounds=spec.rounds)
-    plan_fork(parent.transcript, spec, settings)  # refused before anything is saved
-    agents = [] if spec.backbone else [(n, s.backend(n)[0]) for n in parent.transcript.agent_backbones()]
     target = spec.method or parent.method
     folder = parent.bank if needs_bank(target) else None
     opened, notices = s.bank_for_task(folder, parent.task.kind)
+    plan_fork(parent.transcript, spec, settings, opened)  # refused before anything is saved
+    agents = [] if spec.backbone else [(n, s.backend(n)[0]) for n in parent.transcript.agent_backbones()]
     backend, name = s.backend(name)
     fork_id = s.store.start_run(method=target, backbone=name, bank=folder, task=parent.task,
                                 settings=dataclasses.asdict(settings), seed=settings.seed,

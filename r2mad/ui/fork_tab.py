@@ -1,5 +1,6 @@
-"""The Fork tab: pick a saved run and a round, change one agent's message there (force its answer,
-rewrite it, or mask it), and watch the fork run live beside its parent, aligned round by round. The
+"""The Fork tab: pick a saved run and a round, change one thing (force an agent's answer, rewrite or mask
+its message at the round before; or, at the round itself, unmask it, drop or replace a retrieved case, drop
+an advice), and watch the fork run live beside its parent, aligned round by round. The
 rounds before are replayed from the record without model calls; the fork is saved linked to its parent.
 Stepping: a fork may run one round and pause; it then becomes the run to change and go on from."""
 from __future__ import annotations
@@ -11,7 +12,7 @@ import html
 import gradio as gr
 
 from r2mad.methods import names
-from r2mad.steer.fork import Change, ForkSpec, align, live_usage
+from r2mad.steer.fork import Change, ForkSpec, align, live_usage, parse_changes
 from r2mad.types import Transcript
 from r2mad.ui.api import USER_ERRORS, _sentence, fork_saved, readable
 from r2mad.ui.render import chat_messages
@@ -20,7 +21,11 @@ from r2mad.ui.visitors import Visitor, identify
 
 SAME = "(same as the run)"
 CHANGES = {"force its answer to": "answer", "replace its message with": "edit", "mask it from the peers": "mask",
-           "change nothing": ""}
+           "unmask it at the round (MAD-M²)": "unmask",
+           "drop its retrieved case, rank in the box (R²-MAD)": "drop-case",
+           "replace its retrieved case, RANK:CASE_ID in the box (R²-MAD)": "replace-case",
+           "drop the advice to it from the agent in the box": "drop-advice", "change nothing": ""}
+VALUE_FORMS = {"drop-case": "drop_cases", "replace-case": "replace_cases", "drop-advice": "drop_advice"}
 
 
 class ForkHandlers:
@@ -55,7 +60,10 @@ class ForkHandlers:
             visitor = self.visitor(visitor_id, request, profile, oauth_token)
             record = readable(self.services.store, run_id, visitor)
             start, total = int(from_round or 1), int(rounds or 0) or int(record.settings.get("rounds") or 0)
-            changes = (Change(kind, int(agent or 1) - 1, (value or "").strip()),) if kind else ()
+            if kind in VALUE_FORMS:  # checked and worded as the CLI's flags are
+                changes = parse_changes(**{VALUE_FORMS[kind]: [f"{int(agent or 1)}={(value or '').strip()}"]})
+            else:
+                changes = (Change(kind, int(agent or 1) - 1, (value or "").strip()),) if kind else ()
             spec = ForkSpec(start, changes, None if method in ("", SAME) else method,
                             None if backbone in ("", SAME) else backbone, start + 1 if pause else total or None)
         except USER_ERRORS as exc:
@@ -101,15 +109,17 @@ def build(services: Services, visitor_id: gr.BrowserState) -> tuple[gr.Textbox, 
     """`visitor_id`: the key of this browser's runs on a public Space (each visitor forks only their own).
     Returns the run id and round boxes, which Inspect's "Fork from here" fills."""
     h = ForkHandlers(services)
-    gr.Markdown("Replay a saved debate up to a round from its record (no model calls), change one agent's "
-                "message at the round before it, and go on live. Agents are counted from 1, as shown.")
+    gr.Markdown("Replay a saved debate up to a round from its record (no model calls), change one thing, and go "
+                "on live: an agent's answer, message or mask at the round before it, or what the method does at "
+                "the round itself (unmask, drop or replace a retrieved case, drop an advice). Agents and case "
+                "ranks are counted from 1, as shown.")
     with gr.Row():
         run_id = gr.Textbox(label="Run id (from Inspect runs)", scale=3)
         from_round = gr.Number(label="Fork from round", value=1, minimum=1, precision=0)
     with gr.Row():
         agent = gr.Number(label="Agent", value=1, minimum=1, precision=0)
-        change = gr.Dropdown(list(CHANGES), value="force its answer to", label="Change at the round before")
-        value = gr.Textbox(label="Answer or new message", scale=2)
+        change = gr.Dropdown(list(CHANGES), value="force its answer to", label="Change")
+        value = gr.Textbox(label="Answer or new message · case rank · advice source", scale=2)
     with gr.Row():
         method = gr.Dropdown([SAME, *names("debate"), *names("ablation")], value=SAME, label="Go on with method")
         backbone = gr.Dropdown([SAME, *services.config.backbones], value=SAME, label="Go on with backbone")
