@@ -104,3 +104,38 @@ def test_pause_after_one_round_change_and_go_on(served):
         aligned = page.locator("#fork-aligned").inner_text()
         assert "B A* B (replayed)" in aligned  # the paused round, changed, then round 2 live
         browser.close()
+
+
+def pick(page, box: str, option: str) -> None:
+    page.locator(f"{box} input").first.click()
+    page.get_by_role("option", name=option, exact=True).click()
+
+
+def test_drop_an_advice_at_the_fork_round_from_the_dropdown(served):
+    url, run_id, server = served
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1600})
+        page.goto(url)
+        page.get_by_role("tab", name="Fork").click()
+        page.locator("label:has-text('Run id') textarea, label:has-text('Run id') input").first.fill(run_id)
+        pick(page, "#fork-change", "drop the advice to it from the agent in the box")
+        pick(page, "#fork-method", "truemad")
+        page.locator("label:has-text('Answer or new message') textarea").first.fill("2")
+        hits = server.hits
+        page.click("#fork-button")
+        page.wait_for_selector("#fork-status :text('saved')", timeout=60_000)
+        status = page.locator("#fork-status").inner_text()
+        assert "agent 1 advice from agent 2 dropped at round 1, method truemad" in status
+        assert server.hits == hits + (5 + 3) + (6 + 3)  # round 1 asks five advisers, not six
+        advice = [r.body["messages"][-1]["content"] for r in server.requests[hits:hits + 5]]
+        assert sum("addressed only to Agent 1" in text for text in advice) == 1
+        aligned = page.locator("#fork-aligned").inner_text()
+        assert "A B B (replayed)" in aligned and "B* A A" in aligned  # round 1's agent 1 was steered
+        SHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(SHOTS / "fork-drop-advice.png"), full_page=True)
+        pick(page, "#fork-change", "unmask it at the round (MAD-M²)")
+        page.click("#fork-button")
+        page.get_by_text("which 'truemad' does not have").first.wait_for(timeout=30_000)
+        assert server.hits == hits + 17  # refused before any call
+        browser.close()

@@ -178,3 +178,84 @@ def test_a_mad_run_forked_into_r2mad_retrieves_from_the_named_bank(tmp_path, her
     turns = fork.transcript.rounds[2].turns
     assert [t.details["retrieved"][0]["case_id"] for t in turns if t.agent < 2] == ["case-0", "case-1"]
     assert "retrieved case-0" in capsys.readouterr().out
+
+
+def strict_judge(body):
+    """herd, but the judge says NO to a response that answers A (Mars)."""
+    messages = body["messages"]
+    if messages[0]["content"] not in SYSTEMS:
+        return ok("Wrong planet. <label>NO</label>" if "((A))" in messages[-1]["content"] else "Fine. <label>YES</label>")
+    return herd(body)
+
+
+def test_fork_with_unmask_drop_advice_from_the_command_line(tmp_path, capsys):
+    with FakeServer(responder=strict_judge) as srv:
+        folder = make_config(tmp_path, fake=srv)
+        assert run(folder, "debate", *QUESTION, "--no-early-stop", "--method", "madm2-subjective") == 0
+        [parent] = store().list_runs()
+        assert store().get_run(parent.id).transcript.rounds[1].turns[1].details["shown"] == [1, 2]  # agent 1's A was masked
+        hits = srv.hits
+        assert run(folder, "fork", parent.id, "--from-round", "1", "--unmask", "1") == 0
+        assert srv.hits == hits + 2 * (3 + 3)  # rounds 1 and 2: three judgments and three agents each
+        out = capsys.readouterr().out
+        assert "agent 1 unmasked at round 1" in out and "fork: shown unmasked: agent 1" in out
+        fork_id = forks_of(store(), parent.id)[0]
+        fork = store().get_run(fork_id).transcript
+        assert fork.rounds[1].details["masks"]["all"]["0"]["steer"] == "unmasked"
+        assert [t.details["shown"] for t in fork.rounds[1].turns] == [[0, 1, 2]] * 3
+        assert fork_of(store(), fork_id)[1].changes[0].kind == "unmask"
+
+        assert run(folder, "debate", *QUESTION, "--no-early-stop", "--method", "truemad") == 0
+        parent = next(r for r in store().list_runs() if r.method == "truemad")
+        hits = srv.hits
+        assert run(folder, "fork", parent.id, "--from-round", "1", "--drop-advice", "1=2") == 0
+        assert srv.hits == hits + (5 + 3) + (6 + 3)  # round 1 without the dropped advice, round 2 whole
+        asked = [r.body["messages"][-1]["content"] for r in srv.requests[hits:hits + 5]]
+        assert sum("addressed only to Agent 1" in text for text in asked) == 1  # agent 3's, not agent 2's
+        out = capsys.readouterr().out
+        assert "advice from agent 2 dropped at round 1" in out
+        assert "fork: advice from agent 2 dropped (not asked for)" in out
+        fork_id = forks_of(store(), parent.id)[0]
+        _, spec = fork_of(store(), fork_id)
+        assert (spec.changes[0].kind, spec.changes[0].agent, spec.changes[0].value) == ("drop-advice", 0, "2")
+        hits = srv.hits
+        assert run(folder, "fork", parent.id, "--from-round", "1", "--unmask", "2") == 2
+        err = capsys.readouterr().err
+        assert "Unmasking a response acts on MAD-M²'s masks, which 'truemad' does not have" in err
+        assert srv.hits == hits and len(forks_of(store(), parent.id)) == 1  # refused: nothing called or saved
+
+
+@pytest.mark.slow  # builds a Qdrant index on disk
+def test_an_r2mad_run_forked_with_drop_case(tmp_path, herd_server, capsys):
+    from tests.test_app_client import make_bank
+
+    folder = make_config(tmp_path, fake=herd_server)
+    app_yaml = folder / "app.yaml"
+    app_yaml.write_text(app_yaml.read_text().replace("embedder: all-MiniLM-L6-v2", "embedder: hash-64"))
+    make_bank(tmp_path / "memory")
+    bank = str(tmp_path / "memory" / "tiny")
+    assert run(folder, "debate", *QUESTION, "--no-early-stop", "--method", "r2mad", "--bank", bank) == 0
+    [parent] = store().list_runs()
+    assert store().get_run(parent.id).transcript.rounds[1].turns[0].details["retrieved"][0]["case_id"] == "case-0"
+    capsys.readouterr()
+    hits = herd_server.hits
+    assert run(folder, "fork", parent.id, "--from-round", "1", "--drop-case", "1=1") == 0
+    out = capsys.readouterr().out
+    assert "agent 1 case 1 dropped at round 1" in out and "fork: case 1 (case-0) dropped" in out
+    fork = store().get_run(forks_of(store(), parent.id)[0]).transcript
+    turn = fork.rounds[1].turns[0]
+    assert turn.details["retrieved"] == [] and turn.details["steer"] == {"drop-case": 1, "dropped": "case-0"}
+    assert "<memory case" not in turn.prompt[-1].content and "<memory case 1>" in fork.rounds[1].turns[1].prompt[-1].content
+    assert herd_server.hits - hits == live_calls(fork)
+    assert run(folder, "fork", parent.id, "--from-round", "1", "--drop-case", "1=2") == 2
+    assert "no case at rank 2; give a rank between 1 and 1" in capsys.readouterr().err
+    assert run(folder, "fork", parent.id, "--from-round", "1", "--replace-case", "1=1:case-1") == 2
+    assert "belongs to agent 2's memory, not agent 1's" in capsys.readouterr().err
+    assert run(folder, "fork", parent.id, "--from-round", "1", "--replace-case", "1=1:case-2") == 0
+    fork = store().get_run(forks_of(store(), parent.id)[-1]).transcript
+    assert fork.rounds[1].turns[0].details["steer"] == {"replace-case": 1, "replaced": "case-0", "by": "case-2"}
+
+
+def live_calls(t):
+    from r2mad.steer.fork import live_usage
+    return live_usage(t).calls

@@ -170,3 +170,11 @@ def test_ring_pairing_names_the_one_adviser_there_is():
 def test_bad_new_flags_get_one_sentence(flag, value):
     with pytest.raises(ValueError, match="should look like|counting from 1"):
         parse_changes(**{flag: [value]})
+
+
+def test_describe_says_what_each_change_does_and_where():
+    spec = ForkSpec(2, parse_changes(unmasks=["1"], drop_cases=["2=1"], replace_cases=["3=2:case-9"],
+                                     drop_advice=["1=3"]))
+    assert spec.describe() == ("from round 2, agent 2 case 1 dropped at round 2, agent 3 case 2 replaced by case-9 "
+                               "at round 2, agent 1 advice from agent 3 dropped at round 2, agent 1 unmasked at "
+                               "round 2")

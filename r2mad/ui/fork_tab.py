@@ -118,10 +118,11 @@ def build(services: Services, visitor_id: gr.BrowserState) -> tuple[gr.Textbox, 
         from_round = gr.Number(label="Fork from round", value=1, minimum=1, precision=0)
     with gr.Row():
         agent = gr.Number(label="Agent", value=1, minimum=1, precision=0)
-        change = gr.Dropdown(list(CHANGES), value="force its answer to", label="Change")
+        change = gr.Dropdown(list(CHANGES), value="force its answer to", label="Change", elem_id="fork-change")
         value = gr.Textbox(label="Answer or new message · case rank · advice source", scale=2)
     with gr.Row():
-        method = gr.Dropdown([SAME, *names("debate"), *names("ablation")], value=SAME, label="Go on with method")
+        method = gr.Dropdown([SAME, *names("debate"), *names("ablation")], value=SAME, label="Go on with method",
+                             elem_id="fork-method")
         backbone = gr.Dropdown([SAME, *services.config.backbones], value=SAME, label="Go on with backbone")
     with gr.Row():
         rounds = gr.Number(label="Rounds in all (0: the run's)", value=0, minimum=0, precision=0)
