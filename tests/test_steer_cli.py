@@ -184,7 +184,8 @@ def strict_judge(body):
     """herd, but the judge says NO to a response that answers A (Mars)."""
     messages = body["messages"]
     if messages[0]["content"] not in SYSTEMS:
-        return ok("Wrong planet. <label>NO</label>" if "((A))" in messages[-1]["content"] else "Fine. <label>YES</label>")
+        wrong = "((A))" in messages[-1]["content"]
+        return ok("Wrong planet. <label>NO</label>" if wrong else "Fine. <label>YES</label>")
     return herd(body)
 
 
@@ -193,7 +194,8 @@ def test_fork_with_unmask_drop_advice_from_the_command_line(tmp_path, capsys):
         folder = make_config(tmp_path, fake=srv)
         assert run(folder, "debate", *QUESTION, "--no-early-stop", "--method", "madm2-subjective") == 0
         [parent] = store().list_runs()
-        assert store().get_run(parent.id).transcript.rounds[1].turns[1].details["shown"] == [1, 2]  # agent 1's A was masked
+        shown = store().get_run(parent.id).transcript.rounds[1].turns[1].details["shown"]
+        assert shown == [1, 2]  # agent 1's A was masked
         hits = srv.hits
         assert run(folder, "fork", parent.id, "--from-round", "1", "--unmask", "1") == 0
         assert srv.hits == hits + 2 * (3 + 3)  # rounds 1 and 2: three judgments and three agents each
@@ -245,7 +247,8 @@ def test_an_r2mad_run_forked_with_drop_case(tmp_path, herd_server, capsys):
     fork = store().get_run(forks_of(store(), parent.id)[0]).transcript
     turn = fork.rounds[1].turns[0]
     assert turn.details["retrieved"] == [] and turn.details["steer"] == {"drop-case": 1, "dropped": "case-0"}
-    assert "<memory case" not in turn.prompt[-1].content and "<memory case 1>" in fork.rounds[1].turns[1].prompt[-1].content
+    assert "<memory case" not in turn.prompt[-1].content
+    assert "<memory case 1>" in fork.rounds[1].turns[1].prompt[-1].content
     assert herd_server.hits - hits == live_calls(fork)
     assert run(folder, "fork", parent.id, "--from-round", "1", "--drop-case", "1=2") == 2
     assert "no case at rank 2; give a rank between 1 and 1" in capsys.readouterr().err

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from r2mad.annotation.detectors import VERSION, detect
+from r2mad.annotation.detectors import NO_LABEL, VERSION, counterfactual, detect
 from r2mad.runs.records import dumps
 from r2mad.runs.store import RunStore
 
@@ -45,16 +45,21 @@ class LabelBook:
 
     def detect(self, run_ids: Sequence[str] | None = None) -> int:
         """Run the detectors on every finished run (or those given) not yet checked by this detector
-        version or changed since; return how many runs were (re)checked."""
+        version or changed since (the run, or its blame replays: `counterfactual` suggestions); return
+        how many runs were (re)checked."""
+        from r2mad.steer.links import blame_of
+
         with self.store.transaction(write=False) as conn:
             rows = conn.execute(
-                "SELECT r.id FROM runs r LEFT JOIN detected d ON d.run_id = r.id WHERE r.status != 'running' "
-                "AND r.transcript IS NOT NULL AND (d.run_id IS NULL OR d.version != ? OR d.updated_at < r.updated_at)",
+                "SELECT r.id, MAX(r.updated_at, COALESCE((SELECT MAX(b.created_at) FROM blame b WHERE b.run_id = "
+                "r.id), 0)) AS stamp FROM runs r LEFT JOIN detected d ON d.run_id = r.id WHERE r.status != "
+                "'running' AND r.transcript IS NOT NULL AND (d.run_id IS NULL OR d.version != ? OR d.updated_at < "
+                "MAX(r.updated_at, COALESCE((SELECT MAX(b.created_at) FROM blame b WHERE b.run_id = r.id), 0)))",
                 (VERSION,)).fetchall()
-        todo = [r["id"] for r in rows if run_ids is None or r["id"] in set(run_ids)]
-        for run_id in todo:
+        todo = [(r["id"], r["stamp"]) for r in rows if run_ids is None or r["id"] in set(run_ids)]
+        for run_id, stamp in todo:
             record = self.store.get_run(run_id)
-            found = detect(record.transcript)
+            found = detect(record.transcript) + counterfactual(blame_of(self.store, run_id))
             with self.store.transaction() as conn:
                 kept = {}  # people's reviews of a suggestion that is found again carry over
                 for r in conn.execute("SELECT s.label, s.detector, s.round, s.agents, v.annotator, v.verdict, "
@@ -72,8 +77,7 @@ class LabelBook:
                     reviews = kept.get((s.label, s.detector, s.round, agents), [])
                     conn.executemany("INSERT INTO suggestion_reviews VALUES (?, ?, ?, ?)",
                                      [(sid, *review) for review in reviews])
-                conn.execute("INSERT OR REPLACE INTO detected VALUES (?, ?, ?)",
-                             (run_id, VERSION, record.updated_at))
+                conn.execute("INSERT OR REPLACE INTO detected VALUES (?, ?, ?)", (run_id, VERSION, stamp))
         return len(todo)
 
     def suggestions(self, run_id: str | None = None) -> list[StoredSuggestion]:
@@ -94,18 +98,23 @@ class LabelBook:
     def save_labels(self, run_id: str, annotator: str, labels: Sequence[str], note: str = "",
                     blame: Blame | None = None) -> int:
         """Save a person's labels (through the store's checks); every suggestion of the run counts as
-        confirmed by them when its label is among theirs, rejected otherwise. A confirmed suggestion
-        lends its round and first agent to a label the person gave no turn for."""
+        confirmed by them when its label is among theirs, rejected otherwise; a counterfactual one (no
+        label) when they blamed its turn for some label. A confirmed suggestion lends its round and first
+        agent to a label the person gave no turn for."""
         blame = dict(blame or {})
         found = self.suggestions(run_id)
         for s in found:
             if s.label in labels and s.label not in blame and s.round is not None and s.agents:
                 blame[s.label] = {"round": s.round, "agent": s.agents[0]}
         annotation_id = self.store.annotate(run_id, annotator=annotator, labels=labels, note=note, blame=blame)
+        turns = [(b["round"], b["agent"]) for b in blame.values()]
+
+        def confirmed(s: StoredSuggestion) -> bool:
+            return (s.round, s.agents[0]) in turns if s.label == NO_LABEL else s.label in labels
         now = time.time()
         with self.store.transaction() as conn:
             conn.executemany("INSERT OR REPLACE INTO suggestion_reviews VALUES (?, ?, ?, ?)",
-                             [(s.id, annotator.strip(), "confirmed" if s.label in labels else "rejected", now)
+                             [(s.id, annotator.strip(), "confirmed" if confirmed(s) else "rejected", now)
                               for s in found])
         return annotation_id
 

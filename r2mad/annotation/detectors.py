@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from r2mad.answers import is_correct
 from r2mad.mathcheck import normalize_math
 from r2mad.types import AgentTurn, Answer, Round, Transcript
 
-VERSION = 1  # bump when a detector changes, so stored suggestions are recomputed
+VERSION = 2  # bump when a detector changes, so stored suggestions are recomputed
 SAME_REASONING = 0.8  # word-set Jaccard at or above which two responses argue the same way
 _ANSWER_MARK = re.compile(r"\\boxed\{[^{}]*(\{[^{}]*\}[^{}]*)*\}|\(\([^()]*\)\)|answer\s*(is|:)\s*\(?\w+\)?",
                           re.I)
@@ -240,6 +240,22 @@ DETECTORS: dict[str, Callable[[Transcript], list[Suggestion]]] = {
     f.__name__: f for f in (shared_misconception, persuaded_by_wrong_majority, correct_minority_masked,
                             negative_case_adopted, correct_peer_low_confidence, advice_flipped_correct,
                             oscillation, stalled_split, parse_failure, answer_changed_no_new_argument)}
+
+
+NO_LABEL = ""  # a counterfactual says which turn, not why: the annotator picks the label
+NEUTRALISED = {"mask": "masked from its peers", "previous": "replaced by its own answer of the round before"}
+
+
+def counterfactual(rows: Sequence[Any]) -> list[Suggestion]:
+    """Blame's replays (steer.links.Blame) that turned the final answer correct: the turn they
+    neutralised is where the failure comes from. No taxonomy label says that, so none is picked."""
+    return [Suggestion(NO_LABEL, "counterfactual", b.round, (b.agent,),
+                       f"with agent {b.agent + 1}'s round {b.round} turn "
+                       f"{NEUTRALISED.get(b.neutraliser, b.neutraliser)}, the replayed debate ends correct "
+                       f"({b.final_answer})",
+                       {"neutraliser": b.neutraliser, "fork_id": b.fork_id, "calls": b.calls,
+                        "final_answer": b.final_answer})
+            for b in rows if b.correct]
 
 
 def detect(t: Transcript | None) -> list[Suggestion]:

@@ -1,18 +1,54 @@
 """Blame by counterfactual: for a failed debate, replay it with one wrong turn neutralised (masked from
 the peers, or replaced by the agent's own answer of the round before) and see whether that alone turns
-the final answer correct. Cheapest replays first, within a budget of model calls."""
+the final answer correct. Cheapest replays first, within a strict budget of model calls: every call the
+replays make goes through one CallMeter, which refuses any call past the budget."""
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Awaitable, Callable
+from typing import Any, Awaitable, Callable
 
 from r2mad.answers import is_correct
+from r2mad.backends.base import BackendError, ChatBackend
 from r2mad.steer.fork import Change, ForkSpec, live_usage
 from r2mad.steer.links import Blame
 from r2mad.types import Transcript
 
-RunFork = Callable[[ForkSpec], Awaitable[tuple[str | None, Transcript]]]  # -> (saved run id, transcript)
+Wrap = Callable[[ChatBackend], ChatBackend]
+RunFork = Callable[[ForkSpec, Wrap], Awaitable[tuple[str | None, Transcript]]]  # -> (saved run id, transcript)
+
+
+class CallMeter:
+    """Counts the model calls of every backend it wraps, and refuses (BackendError) any call that would
+    pass `budget`: a replay that needs more than is left is cut there, never finished over budget."""
+
+    def __init__(self, budget: int):
+        self.budget, self.used, self.refused = budget, 0, 0
+
+    @property
+    def left(self) -> int:
+        return self.budget - self.used
+
+    def wrap(self, backend: ChatBackend) -> ChatBackend:
+        return _Metered(backend, self)
+
+
+class _Metered:
+    """`backend` with every chat() counted by its meter; everything else is the backend's own."""
+
+    def __init__(self, backend: ChatBackend, meter: CallMeter):
+        self._backend, self._meter = backend, meter
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._backend, name)
+
+    async def chat(self, messages, **kw):
+        meter = self._meter
+        if meter.used >= meter.budget:
+            meter.refused += 1
+            raise BackendError(f"Blame's budget of {meter.budget} model calls is spent; this replay was cut here.")
+        meter.used += 1
+        return await self._backend.chat(messages, **kw)
 
 
 @dataclass(frozen=True)
@@ -49,19 +85,22 @@ def candidates(parent: Transcript) -> list[Candidate]:
 
 async def blame(parent: Transcript, run_id: str, run_fork: RunFork,
                 budget: int) -> tuple[list[Blame], list[Candidate]]:
-    """(the replays run, the candidates left out because the budget of model calls would not cover them).
-    A replay is started only when the parent's cost of the rounds it re-runs fits in what is left."""
+    """(the replays run, the candidates left out for the budget). A replay starts only when the parent's
+    cost of the rounds it re-runs fits in what is left; one that needs more (answer-guard calls, say) is
+    cut where the budget ends and saved as incomplete (correct None, no final answer), and no replay
+    that would make a call starts after it."""
     if parent.task.gold is None or parent.correct is not False:
         raise ValueError("Blame needs a finished run with a wrong final answer and a gold answer; "
                          "choose a failed run (python -m r2mad export lists them with their outcome).")
-    left, results, skipped = budget, [], []
+    meter, results, skipped = CallMeter(budget), [], []
     for cand in candidates(parent):
-        if cand.estimated_calls > left:
+        if cand.estimated_calls > meter.left:
             skipped.append(cand)
             continue
-        fork_id, t = await run_fork(cand.spec)
-        used = live_usage(t)
-        left -= used.calls
-        results.append(Blame(run_id, cand.round, cand.agent, cand.neutraliser, fork_id, t.final.value,
-                             t.correct, used.calls, used.tokens, time.time()))
+        used, refused = meter.used, meter.refused
+        fork_id, t = await run_fork(cand.spec, meter.wrap)
+        cut = meter.refused > refused
+        results.append(Blame(run_id, cand.round, cand.agent, cand.neutraliser, fork_id,
+                             None if cut else t.final.value, None if cut else t.correct, meter.used - used,
+                             live_usage(t).tokens, time.time()))
     return results, skipped

@@ -38,8 +38,9 @@ class Steering:
             return backbone_plan(args.agent_backbones, args.aux_backbone, spec.backbone or "")
         return backbone_plan(",".join(t.agent_backbones()), args.aux_backbone or t.backbone, t.backbone)
 
-    async def fork(self, spec: ForkSpec, source: str = "fork"):
-        """Run the fork, saved as a new run linked to the parent; returns (run id, transcript)."""
+    async def fork(self, spec: ForkSpec, source: str = "fork", wrap=None):
+        """Run the fork, saved as a new run linked to the parent; returns (run id, transcript). `wrap`
+        wraps each backend (blame's call meter)."""
         import r2mad
         from r2mad.memory.summaries import SummaryCache
         from r2mad.runner import agent_backends_for, backend_for, open_bank
@@ -50,6 +51,8 @@ class Steering:
         aux, names = self.plan(spec)
         backend = backend_for(cfg, aux)
         agents = agent_backends_for(cfg, names, self.settings.agents) if names else []
+        if wrap is not None:
+            backend, agents = wrap(backend), [(name, wrap(b)) for name, b in agents]
         method = spec.method or parent.method
         folder = getattr(self.args, "bank", None) or parent.bank  # e.g. a MAD run forked into r2mad
         bank, notices = open_bank(folder, cfg, task_kind=parent.task.kind)
@@ -95,16 +98,20 @@ def cmd_blame(args, config) -> int:
 
     steering = Steering(args, config, args.run_id)
     rows, skipped = asyncio.run(blame(steering.parent.transcript, steering.parent.id,
-                                      lambda spec: steering.fork(spec, source="blame"), args.budget))
+                                      lambda spec, wrap: steering.fork(spec, source="blame", wrap=wrap),
+                                      args.budget))
     save_blame(steering.store, rows)
     for b in rows:
-        verdict = "turns it CORRECT" if b.correct else f"still wrong ({b.final_answer or 'UNPARSED'})"
+        verdict = ("cut by the budget (incomplete)" if b.correct is None else "turns it CORRECT" if b.correct
+                   else f"still wrong ({b.final_answer or 'UNPARSED'})")
         print(f"round {b.round} agent {b.agent + 1} {b.neutraliser:<8} -> {verdict} · {b.calls} calls · "
               f"fork {b.fork_id}")
     culprits = [b for b in rows if b.correct]
     spent = sum(b.calls for b in rows)
+    cut = sum(b.correct is None for b in rows)
     print(f"{len(culprits)} of {len(rows)} single-turn replays turn the answer correct; {spent} calls of a "
-          f"budget of {args.budget}; {len(skipped)} replays left out for the budget. Saved in the blame table.")
+          f"budget of {args.budget}; {cut} cut by the budget, {len(skipped)} left out for it. Saved in the "
+          "blame table; annotators see the ones that turn it correct as suggestions.")
     return 0
 
 

@@ -47,7 +47,7 @@ class Blame:
     neutraliser: str  # "mask" | "previous" (the agent's own answer of the round before)
     fork_id: str | None
     final_answer: str | None
-    correct: bool | None
+    correct: bool | None  # None: the replay was cut where blame's budget ended (incomplete)
     calls: int
     tokens: int
     created_at: float = 0.0

@@ -105,8 +105,11 @@ class AnnotateHandlers:
                     progress, queue_rows(items, None), [], "")
         found = self.book.suggestions(run_id)
         mine = next((a for a in record.annotations if a.annotator == me), None)
-        ticked = list(mine.labels) if mine else list(dict.fromkeys(s.label for s in found))
+        ticked = list(mine.labels) if mine else list(dict.fromkeys(s.label for s in found if s.label))
         blamed = next(iter(mine.blame.values()), None) if mine and mine.blame else None
+        if mine is None:  # a counterfactual suggestion (blame's replay) pre-selects its turn
+            blamed = next(({"round": s.round, "agent": s.agents[0]} for s in found if s.detector == "counterfactual"),
+                          None)
         visible = others_visible(queue, me, tuple(a.annotator for a in record.annotations))
         final = self.book.finals().get(run_id)
         chat = flat_chat(record.transcript)

@@ -69,7 +69,9 @@ def suggestions_markdown(suggestions: Sequence[Any], annotator: str, others_visi
         evidence = "; ".join(f"{esc(k)} = {esc(_short(v))}" for k, v in s.evidence.items())
         reviews = ", ".join(f"{esc(who)} {verdict}" for who, verdict in s.reviews.items()
                             if others_visible or who == annotator)
-        lines.append(f"- `{esc(s.label)}` — {where}{esc(s.summary)}  \n  *evidence:* {evidence or '—'}"
+        label = (f"`{esc(s.label)}`" if s.label else
+                 "**counterfactual** (blame's replay; no label picked: tick why, the turn is pre-selected)")
+        lines.append(f"- {label} — {where}{esc(s.summary)}  \n  *evidence:* {evidence or '—'}"
                      + (f"  \n  *reviews:* {reviews}" if reviews else ""))
     return "\n".join(lines)
 
