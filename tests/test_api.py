@@ -77,6 +77,15 @@ def test_run_debate_get_run_list_runs_and_fork_run(app, client):
     assert client.predict(run_id=t["run_id"], api_name="/get_run")["forks"] == [f["run_id"]]
     assert client.predict(run_id=f["run_id"], api_name="/get_run")["fork"]["from_round"] == 1
 
+    hits = server.hits
+    g = client.predict(run_id=t["run_id"], from_round=1, answers={"1": "A"}, method="truemad", drop_advice={"1": 2},
+                       api_name="/fork_run")
+    assert g["fork"]["changes"][1] == {"kind": "drop-advice", "agent": 0, "value": "2"}
+    assert server.hits - hits == 5 + 3  # round 1: five advisers asked, not six; all agree, so it stops there
+    with pytest.raises(Exception, match="Unmasking a response acts on MAD-M²'s masks, which 'mad' does not have"):
+        client.predict(run_id=t["run_id"], from_round=1, unmasks=[1], api_name="/fork_run")
+    assert server.hits - hits == 8
+
 
 @pytest.mark.parametrize("endpoint, kwargs, problem", [
     ("/run_debate", {"question": "Largest planet?", "method": "nope"}, "Unknown method 'nope'"),

@@ -110,7 +110,7 @@ def cmd_blame(args, config) -> int:
     spent = sum(b.calls for b in rows)
     cut = sum(b.correct is None for b in rows)
     print(f"{len(culprits)} of {len(rows)} single-turn replays turn the answer correct; {spent} calls of a "
-          f"budget of {args.budget}; {cut} cut by the budget, {len(skipped)} left out for it. Saved in the "
+          f"budget of {args.budget}; {len(skipped)} left out for the budget, {cut} cut by it. Saved in the "
           "blame table; annotators see the ones that turn it correct as suggestions.")
     return 0
 
