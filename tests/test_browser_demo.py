@@ -134,7 +134,7 @@ def test_first_screen_explains_itself_and_a_card_shows_a_recorded_debate_within_
             assert cards.first.bounding_box()["y"] < 450  # the cards are on the first screen
             assert page.locator("#run").is_enabled() and not page.locator("#stop").is_enabled()
             assert not page.locator("#token").is_visible()  # the scripted backbone needs no token
-            for help_text in ("Debate methods first", "Try a card"):  # help text reads at WCAG AA or better
+            for help_text in ("Grouped: debate methods", "Try a card"):  # help text reads at WCAG AA or better
                 assert page.evaluate(CONTRAST, help_text) >= 4.5
         shot(page, f"first-screen-{name}", full=False)
         index = CARDS.index(recorded[0])
