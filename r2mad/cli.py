@@ -12,11 +12,11 @@ from r2mad.bench import speed as bench
 from r2mad.cli_common import (
     add_backbone_flags,
     add_settings_flags,
-    backbone_label,
     backbone_plan,
     open_store,
     print_transcript,
     report_notices,
+    saved_backbone,
     settings_from,
 )
 from r2mad.config import ConfigError, load_config
@@ -55,7 +55,7 @@ async def _debate(args, config, store) -> Transcript:
     agents = agent_backends_for(config, names, settings.agents) if names else []
     bank, notices = open_bank(args.bank, config, task_kind=task.kind)
     method = args.method + ("+advice" if args.advice and args.method != "truemad" else "")
-    run_id = store.start_run(method=method, backbone=backbone_label(aux, names), bank=args.bank, task=task,
+    run_id = store.start_run(method=method, backbone=saved_backbone(method, aux, names), bank=args.bank, task=task,
                              settings=dataclasses.asdict(settings), seed=settings.seed,
                              code_version=r2mad.__version__, source="cli")
     try:
@@ -71,9 +71,9 @@ def cmd_debate(args, config) -> int:
     store = open_store(config)
     transcript = store.scrub_transcript(asyncio.run(_debate(args, config, store)))  # printed: no keys
     report_notices(store)
-    from r2mad.evaluation.costs import prices_of
+    from r2mad.evaluation.costs import price_table
 
-    print_transcript(transcript, show_text=args.show_text, prices=prices_of(config.backbone(args.backbone)))
+    print_transcript(transcript, show_text=args.show_text, prices=price_table(config.backbones.values()))
     if args.json:
         Path(args.json).write_text(transcript.to_json(indent=1), encoding="utf-8")
         print(f"Transcript written to {args.json}")

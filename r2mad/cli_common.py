@@ -69,7 +69,8 @@ def report_notices(store) -> None:
 
 
 def print_transcript(t: Transcript, out=None, show_text: bool = False, prices=None) -> None:
-    """The debate round by round; with `prices` (evaluation.costs.Prices) the usage line gives its cost."""
+    """The debate round by round; with `prices` (evaluation.costs.price_table: backbone name -> prices) the
+    usage lines give its cost in money, per model for a mixed-model debate."""
     w = (out or sys.stdout).write
     w(f"Method {t.method} on {t.backbone} — {t.task.kind} question\n")
     for note in t.notices:
@@ -100,15 +101,15 @@ def print_transcript(t: Transcript, out=None, show_text: bool = False, prices=No
     verdict = "" if t.correct is None else (" — correct" if t.correct else f" — wrong (gold {t.task.gold})")
     w(f"\nFinal answer: {t.final}{verdict}  [{t.status}]\n")
     per_model = t.usage_by_model()
-    cost = ""
-    if prices is not None and len(per_model) <= 1:  # the backbone's prices say nothing of other models' calls
-        from r2mad.evaluation.costs import format_dollars
+    from r2mad.evaluation.costs import format_cost, model_costs, total_cost
 
-        cost = f" ({format_dollars(prices.dollars(u.tokens_in, u.tokens_out))})"
+    costs = model_costs(per_model, prices or {})
+    cost = "" if costs is None else f" ({format_cost(total_cost(costs))})"
     w(f"Usage: {u.calls} calls, {u.tokens_in} tokens in, {u.tokens_out} out{cost}, {t.seconds:.1f} s wall\n")
     if len(per_model) > 1:
-        w("Usage by model: " + "; ".join(f"{name}: {m.calls} calls, {m.tokens_in} in, {m.tokens_out} out"
-                                         for name, m in per_model.items()) + "\n")
+        w("Usage by model: " + "; ".join(
+            f"{name}: {m.calls} calls, {m.tokens_in} in, {m.tokens_out} out"
+            + ("" if costs is None else f", {format_cost(costs[name])}") for name, m in per_model.items()) + "\n")
 
 
 def detail_lines(d: dict) -> list[str]:
@@ -165,3 +166,13 @@ def backbone_plan(agent_backbones: str | None, aux: str | None, default: str) ->
 def backbone_label(aux: str, names: list[str]) -> str:
     """What the run store's backbone column says: the one backbone, or each agent's in order."""
     return aux if all(n == aux for n in names) else ",".join(names)
+
+
+def saved_backbone(method: str, aux: str, names: list[str]) -> str:
+    """The backbone column of one method's run: the mix for a debate, agent 1's backbone for a single-agent
+    baseline (it runs there: runner.run_debate)."""
+    from r2mad.methods import is_debate
+
+    if not names:
+        return aux
+    return backbone_label(aux, names) if is_debate(method) else names[0]

@@ -74,6 +74,10 @@ async def run_debate(task: Task, method: str, backend: ChatBackend, settings: De
     hooks; `agent_backends` one (name, backend) per agent."""
     if not needs_bank(method):
         bank, notices = None, ()
+    if agent_backends and not is_debate(method):  # a single-agent baseline: agent 1's model answers
+        (backbone, backend), agent_backends = agent_backends[0], ()
+        notices = (*notices, f"Mixed models: {method} has a single agent; it runs on agent 1's backbone "
+                             f"({backbone}).")
     strategy = make_method(method, settings, bank=bank, summaries=summaries)
     if needs_bank(method) and bank is None and not notices:
         notices = ("Memory off: no memory bank was given; this runs without retrieved cases.",)
@@ -107,11 +111,12 @@ def _recording(debate: Debate, record, emit) -> EventSink:
 
 async def compute_round0(task: Task, backend: ChatBackend, settings: DebateSettings, *,
                          emit: EventSink | None = None,
-                         record: Callable[[Transcript], None] | None = None) -> Round:
-    """Round 0 is the same for every debate method: each agent answers alone."""
+                         record: Callable[[Transcript], None] | None = None, backbone: str = "",
+                         agent_backends: Sequence[tuple[str, ChatBackend]] = ()) -> Round:
+    """Round 0 is the same for every debate method: each agent answers alone (on its own backbone)."""
     method = make_method("mad", settings.replace(rounds=1, advice=False))
     method.wants_logprobs = True  # objective MAD-M² scores round 0 by its logprobs (when the backend has them)
-    debate = Debate(backend, method)
+    debate = Debate(backend, method, backbone=backbone, agent_backends=agent_backends)
     debate.emit = _recording(debate, record, emit)
     transcript = await debate.run(task)
     return transcript.rounds[0]
@@ -122,9 +127,11 @@ async def run_side_by_side(task: Task, methods: list[str], backend: ChatBackend,
                            bank_notices: tuple[str, ...] = (),
                            emit_for: Callable[[str], EventSink] | None = None,
                            record_for: Callable[[str], Callable[[Transcript], None] | None] | None = None,
-                           share_round0: bool = True, summaries=None) -> dict[str, Transcript]:
+                           share_round0: bool = True, summaries=None,
+                           agent_backends: Sequence[tuple[str, ChatBackend]] = ()) -> dict[str, Transcript]:
     """Run several methods on one question; debate methods share one round 0 and then fork.
-    `record_for(method)` is that method's `record` (see run_debate); "round0" names the shared round 0."""
+    `record_for(method)` is that method's `record` (see run_debate); "round0" names the shared round 0;
+    `agent_backends` (one per agent) applies to every method's debate."""
     if not 1 <= len(methods) <= 8 or len(set(methods)) != len(methods):
         raise ConfigError("Choose between 1 and 8 different methods to compare.")
     emit_for = emit_for or (lambda name: None)
@@ -133,10 +140,11 @@ async def run_side_by_side(task: Task, methods: list[str], backend: ChatBackend,
     round0 = None
     if share_round0 and len(debates) > 1:
         round0 = await compute_round0(task, backend, settings, emit=emit_for("round0"),
-                                      record=record_for("round0"))
+                                      record=record_for("round0"), backbone=backbone,
+                                      agent_backends=agent_backends)
     jobs = [run_debate(task, m, backend, settings, backbone=backbone, emit=emit_for(m),
                        bank=bank, notices=bank_notices, round0=round0 if is_debate(m) else None,
-                       record=record_for(m), summaries=summaries)
+                       record=record_for(m), summaries=summaries, agent_backends=agent_backends)
             for m in methods]
     results = await asyncio.gather(*jobs)
     return dict(zip(methods, results))

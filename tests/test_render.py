@@ -264,5 +264,5 @@ def test_the_outcome_line_gives_the_cost_in_money_when_the_backbone_has_prices()
 
     t = debate([Round(0, (turn(0, 0, "B"), turn(1, 0, "B")), 1.0)])
     # 201 tokens in and 80 out at $2 / $10 per million: 0.000402 + 0.0008 = $0.001202 -> "$0.00120"
-    assert "281 tokens ($0.00120) ·" in final_markdown(t, Prices(2.0, 10.0))
+    assert "281 tokens ($0.00120) ·" in final_markdown(t, {t.backbone: Prices(2.0, 10.0)})
     assert "$" not in final_markdown(t)  # a backbone without prices: no money figure

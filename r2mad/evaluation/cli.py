@@ -6,7 +6,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from r2mad.cli_common import add_settings_flags, settings_from
+from r2mad.cli_common import add_backbone_flags, add_settings_flags, backbone_label, backbone_plan, settings_from
 from r2mad.config import ConfigError
 from r2mad.evaluation.costs import prices_of
 from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED, load_split
@@ -46,6 +46,7 @@ def register(sub) -> None:
                    help="with --report-only: write OUT/table1.md, Table 1 over these results folders")
     e.add_argument("--out", required=True, help="results folder, e.g. results/NAME")
     add_settings_flags(e)
+    add_backbone_flags(e)
     e.set_defaults(func=cmd_eval)
 
 
@@ -68,12 +69,16 @@ def cmd_eval(args, config) -> int:
     if not args.task:
         raise ConfigError("--task is required; choose truthfulqa, math500, economics, engineering, "
                           "demo-mcq or demo-math.")
-    from r2mad.runner import backend_for, open_bank
+    from r2mad.runner import agent_backends_for, backend_for, open_bank
 
     settings = settings_from(args, config)
     if args.answer_guard is None:  # the papers count unparsed answers as they are
         settings = settings.replace(answer_guard="off")
     methods = parse_methods(args.methods, settings)
+    aux, names = backbone_plan(args.agent_backbones, args.aux_backbone, args.backbone)
+    mix = backbone_label(aux, names)
+    agents = agent_backends_for(config, names, settings.agents) if names else []  # refused before any call
+    agents = agents if mix != aux else []  # every agent on the auxiliary backbone: not a mix
     if args.advice:  # TrueMAD's advice on every debate method; baselines stay as they are
         methods = tuple(dict.fromkeys(m if not is_debate(m) or m == "truemad" or m.endswith("+advice")
                                       else m + "+advice" for m in methods))
@@ -91,13 +96,16 @@ def cmd_eval(args, config) -> int:
         for text in [*notices, *leaks] or ([] if bank else ["Memory off: no --bank given; r2mad and icl-cot "
                                                             "run without retrieved cases."]):
             print(f"warning: {text}", file=sys.stderr)
-    backend = backend_for(config, args.backbone)
-    run = EvalRun(split, methods, args.backbone, settings, not args.independent_round0,
+    backend = backend_for(config, aux)
+    serial = any(getattr(b, "serialises_calls", False) for b in [backend, *(b for _, b in agents)])
+    run = EvalRun(split, methods, mix, settings, not args.independent_round0,
                   str(args.data) if args.data else None, args.limit, bank_record(bank) if bank is not None else None,
-                  seeds=args.seeds, prices=prices_of(config.backbone(args.backbone)),
-                  serial_calls=bool(getattr(backend, "serialises_calls", False)))
+                  seeds=args.seeds, prices=prices_of(config.backbone(aux)), serial_calls=serial,
+                  agent_backbones=tuple(n for n, _ in agents), aux_backbone=aux if agents else None,
+                  model_prices={n: prices_of(config.backbone(n)) for n in dict.fromkeys([aux, *names])}
+                  if agents else {})
     try:
-        asyncio.run(run_eval(run, backend, out, bank=bank, bank_notices=tuple(notices),
+        asyncio.run(run_eval(run, backend, out, bank=bank, bank_notices=tuple(notices), agent_backends=agents,
                              summaries=SummaryCache(config.app.summaries_file),
                              concurrency=args.concurrency or (1 if run.serial_calls else 32),
                              progress=not args.no_progress,

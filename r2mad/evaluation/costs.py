@@ -1,10 +1,10 @@
 """Cost in money: a backbone's prices per million input and output tokens (configs/backbones.yaml) applied
-to token counts. Pure arithmetic; no I/O."""
+to token counts, per model for mixed-model debates. Pure arithmetic; no I/O."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,35 @@ def prices_of(backbone: Any) -> Prices | None:
 def prices_from(data: dict | None) -> Prices | None:
     """Prices as run.json records them (None: no prices given)."""
     return Prices(float(data["input_per_m"]), float(data["output_per_m"])) if data else None
+
+
+PriceTable = Mapping[str, "Prices | None"]  # backbone name -> its prices (None: unknown)
+
+
+def price_table(backbones: Iterable[Any]) -> dict[str, Prices | None]:
+    """Each configured backbone's prices by its name (config.backbones.values())."""
+    return {b.name: prices_of(b) for b in backbones}
+
+
+def model_costs(per_model: Mapping[str, Any], prices: PriceTable) -> dict[str, float | None] | None:
+    """Dollars per model from its usage (Transcript.usage_by_model()), None for a model whose price is
+    unknown; None altogether when no model used has a price (nothing to say in money)."""
+    if not any(prices.get(name) for name in per_model):
+        return None
+    return {name: prices[name].dollars(u.tokens_in, u.tokens_out) if prices.get(name) else None  # type: ignore[union-attr]
+            for name, u in per_model.items()}
+
+
+def total_cost(costs: Mapping[str, float | None] | None) -> float | None:
+    """The sum of model_costs; None when any model's price is unknown (never a partial sum as the total)."""
+    if not costs or None in costs.values():
+        return None
+    return sum(v for v in costs.values() if v is not None)
+
+
+def format_cost(amount: float | None) -> str:
+    """A known amount in dollars, else "unknown" (a model without a price)."""
+    return "unknown" if amount is None else format_dollars(amount)
 
 
 def format_dollars(amount: float | None) -> str:

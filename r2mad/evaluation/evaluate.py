@@ -8,13 +8,13 @@ import json
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from r2mad import __version__
 from r2mad.config import ConfigError, DebateSettings
-from r2mad.evaluation.costs import Prices
+from r2mad.evaluation.costs import Prices, model_costs, total_cost
 from r2mad.evaluation.datasets import Split
 from r2mad.evaluation.leakage import check_no_leakage
 from r2mad.evaluation.metrics import AUXILIARY_KINDS, call_seconds
@@ -24,7 +24,9 @@ from r2mad.types import Task, Transcript, to_dict
 
 ROWS, RUN = "rows.jsonl", "run.json"
 # run.json keys that must match for a rerun to continue the same results
-RESUME_KEYS = ("dataset", "split", "split_seed", "methods", "backbone", "settings", "share_round0")
+RESUME_KEYS = ("dataset", "split", "split_seed", "methods", "backbone", "agent_backbones", "aux_backbone",
+               "settings", "share_round0")
+WORDS = {"agent_backbones": "agent backbones", "aux_backbone": "auxiliary backbone"}
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,7 @@ class EvalRun:
     """What one eval measures; recorded in run.json and checked when a rerun continues it."""
     split: Split
     methods: tuple[str, ...]
-    backbone: str
+    backbone: str  # the one backbone, or a mixed-model run's mix as the run store names it ("a,b,a")
     settings: DebateSettings
     share_round0: bool = True
     data_file: str | None = None
@@ -41,12 +43,23 @@ class EvalRun:
     seeds: int = 1  # each method runs with sampling seeds seed, seed + 1, ..., seed + seeds - 1
     prices: Prices | None = None  # the backbone's, for cost in money
     serial_calls: bool = False  # the backend answers one call at a time (the embedded model)
+    agent_backbones: tuple[str, ...] = ()  # a mixed-model run: one backbone per agent
+    aux_backbone: str | None = None  # a mixed-model run: summaries, judges and advice
+    model_prices: dict[str, Prices | None] = field(default_factory=dict)  # each model's, for cost per model
 
     def __post_init__(self) -> None:
         if self.seeds < 1:
             raise ConfigError(f"--seeds must be 1 or more, not {self.seeds}.")
         if self.seeds > 1 and self.settings.seed is None:
             raise ConfigError("--seeds needs a base sampling seed; pass --seed N as well.")
+
+    @property
+    def loop_backbone(self) -> str:
+        """The backbone the loop is given: the auxiliary one of a mixed-model run, else the one backbone."""
+        return self.aux_backbone or self.backbone
+
+    def price_table(self) -> dict[str, Prices | None]:
+        return {self.loop_backbone: self.prices, **self.model_prices}
 
     @property
     def seed_values(self) -> list[int | None]:
@@ -57,9 +70,12 @@ class EvalRun:
         return {"dataset": self.split.dataset, "split": self.split.name, "split_seed": self.split.seed,
                 "limit": self.limit, "data_file": self.data_file, "question_ids": list(self.split.ids),
                 "methods": list(self.methods), "backbone": self.backbone,
+                "agent_backbones": list(self.agent_backbones) or None, "aux_backbone": self.aux_backbone,
                 "seed": self.settings.seed, "seeds": self.seed_values, "settings": dataclasses.asdict(self.settings),
                 "share_round0": self.share_round0, "bank": self.bank, "code_version": __version__,
-                "prices": self.prices.to_dict() if self.prices else None, "serial_calls": self.serial_calls}
+                "prices": self.prices.to_dict() if self.prices else None, "serial_calls": self.serial_calls,
+                "prices_by_model": {name: p.to_dict() if p else None for name, p in self.model_prices.items()}
+                or None}
 
 
 def parse_methods(text: str, settings: DebateSettings) -> tuple[str, ...]:
@@ -152,7 +168,7 @@ def _describe(key: str, old, new) -> str:
         return f"settings ({', '.join(changed)})"
     if key == "questions":
         return "questions"
-    return f"{key} ({_show(old)} -> {_show(new)})"
+    return f"{WORDS.get(key, key)} ({_show(old)} -> {_show(new)})"
 
 
 def _show(value) -> str:
@@ -174,13 +190,18 @@ def make_row(index: int, task: Task, method: str, run: EvalRun, t: Transcript, s
     usage = t.usage()
     tokens = {"debate": t.usage(("debate",)).tokens, "summary": t.usage(("summary",)).tokens,
               "auxiliary": t.usage(AUXILIARY_KINDS).tokens, "input": usage.tokens_in, "output": usage.tokens_out}
-    single_model = len(t.usage_by_model()) <= 1  # the backbone's prices say nothing of other models' calls
-    cost = round(run.prices.dollars(usage.tokens_in, usage.tokens_out), 8) if run.prices and single_model else None
+    per_model = t.usage_by_model()
+    costs = model_costs(per_model, run.price_table())  # None: no model has a price
+    cost = total_cost(costs)
     return {"question_index": index, "question_id": task.id, "method": method, "backbone": run.backbone,
             "agent_backbones": t.agent_backbones(),  # each agent's model (a mixed-model debate differs)
             "dataset": run.split.dataset, "split": run.split.name, "split_seed": run.split.seed,
             "seed": seed, "final": t.final.value, "correct": t.correct, "status": t.status,
-            "tokens": tokens, "cost_usd": cost, "seconds": round(seconds, 4),
+            "tokens": tokens, "cost_usd": None if cost is None else round(cost, 8),
+            "usage_by_model": {name: {"calls": u.calls, "input": u.tokens_in, "output": u.tokens_out}
+                               for name, u in per_model.items()},
+            "cost_by_model": costs and {name: None if c is None else round(c, 8) for name, c in costs.items()},
+            "seconds": round(seconds, 4),
             "call_seconds": round(call_seconds(t), 4), "transcript": to_dict(t)}
 
 
@@ -188,10 +209,13 @@ def make_row(index: int, task: Task, method: str, run: EvalRun, t: Transcript, s
 
 async def run_eval(run: EvalRun, backend, out: str | Path, *, bank=None, bank_notices: tuple[str, ...] = (),
                    concurrency: int = 32, progress: bool = False, retry_failed: bool = False,
-                   summaries=None) -> Path:
+                   summaries=None, agent_backends=()) -> Path:
     """Run every (question, method) not yet in `out`/rows.jsonl and append a row as each finishes.
     Returns the rows file. An exception stops the run; the rows written so far stay valid. `summaries`:
-    R²-MAD's summary cache, shared by the run's debates."""
+    R²-MAD's summary cache, shared by the run's debates; `agent_backends`: one (name, backend) per agent
+    of a mixed-model run (named as run.agent_backbones), `backend` then makes the auxiliary calls."""
+    if [name for name, _ in agent_backends] != list(run.agent_backbones):
+        raise ConfigError("The agents' backends do not match the run's agent backbones; pass one per agent.")
     if concurrency < 1:
         raise ConfigError(f"--concurrency must be 1 or more, not {concurrency}.")
     ids = run.split.ids
@@ -223,7 +247,7 @@ async def run_eval(run: EvalRun, backend, out: str | Path, *, bank=None, bank_no
             async with asyncio.TaskGroup() as group:
                 for index, task, seed, methods in todo:
                     group.create_task(_run_question(index, task, seed, methods, run, backend, bank,
-                                                    bank_notices, gate, write, summaries))
+                                                    bank_notices, gate, write, summaries, agent_backends))
         except BaseExceptionGroup as group_error:
             raise _first(group_error) from None
         finally:
@@ -239,7 +263,7 @@ def _first(error: BaseException) -> BaseException:
 
 
 async def _run_question(index, task, seed, methods, run, backend, bank, bank_notices, gate, write,
-                        summaries) -> None:
+                        summaries, agent_backends=()) -> None:
     settings = run.settings if seed == run.settings.seed else run.settings.replace(seed=seed)
     async with gate:
         round0, round0_s = None, 0.0
@@ -247,13 +271,14 @@ async def _run_question(index, task, seed, methods, run, backend, bank, bank_not
         # on a rerun, so a resumed run records the same transcripts as an uninterrupted one.
         if run.share_round0 and sum(is_debate(m) for m in run.methods) > 1 and any(map(is_debate, methods)):
             started = time.monotonic()
-            round0 = await compute_round0(task, backend, settings)
+            round0 = await compute_round0(task, backend, settings, backbone=run.loop_backbone,
+                                          agent_backends=agent_backends)
             round0_s = time.monotonic() - started
 
         async def one(method: str) -> None:
-            t = await run_debate(task, method, backend, settings, backbone=run.backbone,
+            t = await run_debate(task, method, backend, settings, backbone=run.loop_backbone,
                                  bank=bank, notices=bank_notices, round0=round0 if is_debate(method) else None,
-                                 summaries=summaries)
+                                 summaries=summaries, agent_backends=agent_backends)
             seconds = t.seconds + (round0_s if is_debate(method) and round0 is not None else 0.0)
             write(make_row(index, task, method, run, t, seconds, seed))
 

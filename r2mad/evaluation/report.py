@@ -9,6 +9,7 @@ from typing import Sequence
 
 from r2mad.evaluation import metrics as m
 from r2mad.evaluation import trust
+from r2mad.evaluation.models import mix_line
 from r2mad.evaluation.results import (  # noqa: F401 - load_results and Results are this module's API too
     TABLE3,
     Results,
@@ -93,6 +94,8 @@ def render_report(res: Results) -> str:
            f"{settings['temperature']}, max tokens {settings['max_tokens']}, early stop "
            f"{'on' if settings['early_stop'] else 'off'}; round 0 "
            f"{'shared by the debate methods' if run['share_round0'] else 'computed by each method'}."]
+    if mix_line(run):
+        out += ["", mix_line(run)]
     if len(res.all_rows) < expected:
         out += ["", f"**Incomplete:** {len(res.all_rows)} of {expected} rows; rerun the same `eval` "
                 "command to finish."]

@@ -13,7 +13,8 @@ import numpy as np
 
 from r2mad.evaluation import budget, paired
 from r2mad.evaluation import metrics as m
-from r2mad.evaluation.costs import format_dollars, prices_from
+from r2mad.evaluation.costs import format_dollars, model_costs, total_cost
+from r2mad.evaluation.models import per_model_section, price_table_of
 from r2mad.evaluation.results import Results, fmt, fmt_tokens, label, table
 from r2mad.methods import is_debate
 
@@ -152,25 +153,22 @@ def _verdict(point: budget.Matched, curve: list[budget.CurvePoint]) -> str:
 
 
 def cost_section(res: Results) -> list[str]:
-    prices = prices_from(res.run.get("prices"))
+    prices = price_table_of(res.run)
     rows = []
     for name, ts in res.by_method.items():
         if not ts:
             continue
         c, n = m.cost(ts), len(ts)
-        usage = [t.usage() for t in ts]
-        single_model = all(len(t.usage_by_model()) <= 1 for t in ts)  # prices are the run backbone's only
-        money = (sum(prices.dollars(u.tokens_in, u.tokens_out) for u in usage) / n) if prices and single_model \
-            else None
+        totals = [total_cost(model_costs(t.usage_by_model(), prices)) for t in ts]  # None: a price unknown
+        money = ("–" if not any(prices.values()) else "unknown" if None in totals
+                 else format_dollars(sum(x for x in totals if x is not None) / n))
         calls = [r.get("call_seconds", m.call_seconds(t)) for r, t in zip(_rows_of(res, name), ts)]
         walls = res.seconds(name)
         rows.append([label(name), fmt_tokens(c["debate_tokens"]), fmt_tokens(c["summary_tokens"]),
-                     fmt_tokens(c["auxiliary_tokens"]), format_dollars(money),
+                     fmt_tokens(c["auxiliary_tokens"]), money,
                      f"{sum(calls) / len(calls):.2f}" if calls else "–",
                      f"{sum(walls) / len(walls):.2f}" if walls else "–"])
-    price_note = (f"Cost at ${prices.input_per_m:g} per million input and ${prices.output_per_m:g} per million "
-                  "output tokens (configs/backbones.yaml)." if prices else
-                  "No prices for this backbone in configs/backbones.yaml (price_input_per_m, price_output_per_m).")
+    price_note = _price_note(prices)
     time_note = ("This backend answers one call at a time (calls were serialised): wall time is mostly waiting "
                  "in line behind other calls (other methods' or other questions'); call time is what this "
                  "question's calls took."
@@ -188,7 +186,21 @@ def cost_section(res: Results) -> list[str]:
     if providers:
         out.append("Providers that served the calls: " + ", ".join(f"{p} ({k} calls)" for p, k in
                                                                    providers.most_common()) + ".")
-    return out
+    return out + per_model_section(res)
+
+
+def _price_note(prices: dict) -> str:
+    if not any(prices.values()):
+        return ("No prices for this backbone in configs/backbones.yaml (price_input_per_m, price_output_per_m)."
+                if len(prices) == 1 else "No prices for these backbones in configs/backbones.yaml.")
+    if len(prices) == 1:
+        [p] = prices.values()
+        return (f"Cost at ${p.input_per_m:g} per million input and ${p.output_per_m:g} per million output tokens "
+                "(configs/backbones.yaml).")
+    each = "; ".join(f"{name} ${p.input_per_m:g} in / ${p.output_per_m:g} out" if p else f"{name} price unknown"
+                     for name, p in prices.items())
+    return (f"Cost per model, in dollars per million tokens (configs/backbones.yaml): {each}; a method with a "
+            "call on a model of unknown price has an unknown cost.")
 
 
 def _rows_of(res: Results, method: str) -> list[dict]:

@@ -60,6 +60,7 @@ class Api:
 
     async def run_debate(self, question: str, options: dict[str, str] | None = None, gold: str = "",
                          method: str = "mad", backbone: str = "", bank: str = "",
+                         agent_backbones: list[str] | None = None, aux_backbone: str = "",
                          request: gr.Request = None) -> dict[str, Any]:
         """Run one debate and return its transcript in compact JSON.
 
@@ -70,10 +71,14 @@ class Api:
             method: one of the debate methods or baselines (mad, madm2-subjective, truemad, r2mad, cot, ...).
             backbone: a configured backbone name; empty for the app's default.
             bank: memory bank folder for r2mad and icl-cot (e.g. memory/demo-mcq); empty for the default.
+            agent_backbones: one configured backbone per agent, ["a", "b", "a"], for a mixed-model debate;
+                empty for every agent on `backbone`.
+            aux_backbone: with agent_backbones, the backbone of summaries, judges and advice; empty for agent 1's.
         """
         import dataclasses
 
         import r2mad
+        from r2mad.cli_common import saved_backbone
         from r2mad.runner import run_debate
         from r2mad.tasks import task_from_input
 
@@ -87,13 +92,20 @@ class Api:
                                    gold or None, max_chars=settings.max_question_chars)
             folder = (bank or s.config.app.default_bank) if needs_bank(method) else None
             opened, notices = s.bank_for_task(folder, task.kind)
-            backend, name = s.backend(name)
-            run_id = s.store.start_run(method=method, backbone=name, bank=folder, task=task,
+            agents: list = []
+            if agent_backbones:
+                backend, name, agents = s.mixed_backends(list(agent_backbones), aux_backbone,
+                                                         n_agents=settings.agents)
+            else:
+                backend, name = s.backend(name)
+            run_id = s.store.start_run(method=method, backbone=saved_backbone(method, name, [n for n, _ in agents]),
+                                       bank=folder, task=task,
                                        settings=dataclasses.asdict(settings), seed=settings.seed,
                                        code_version=r2mad.__version__, source="api",
                                        owner=self.visitor(request).owner)
             t = await run_debate(task, method, backend, settings, backbone=name, bank=opened,
-                                 notices=tuple(notices), record=s.store.recorder(run_id), summaries=s.summaries)
+                                 notices=tuple(notices), record=s.store.recorder(run_id), summaries=s.summaries,
+                                 agent_backends=agents)
         except USER_ERRORS as exc:
             raise gr.Error(_sentence(exc)) from None
         return compact(t, run_id)

@@ -88,6 +88,20 @@ def needs_token(config, backbone: str) -> bool:
     return bool(spec and spec.kind != "embedded" and spec.api_key_env)
 
 
+MAX_AGENTS = 8  # the Agents slider's maximum: one backbone dropdown each under Mixed models
+
+
+def mix_values(t, known) -> list:
+    """The Mixed-models controls for a saved transcript `t` (checkbox, auxiliary backbone, one dropdown per
+    agent), given the backbone names configured here (`known`); gr.skip() where a name is not configured."""
+    names = t.agent_backbones() if t is not None else []
+    if not names or all(n == t.backbone for n in names):
+        return [False, gr.skip(), *(gr.skip() for _ in range(MAX_AGENTS))]
+    aux = "" if t.backbone == names[0] else t.backbone
+    return [True, aux if aux in known or not aux else gr.skip(),
+            *(names[i] if i < len(names) and names[i] in known else gr.skip() for i in range(MAX_AGENTS))]
+
+
 def build(services: Services, visitor_id) -> DebateTab:
     """`visitor_id`: the gr.BrowserState with the id this browser keeps (the key of its runs)."""
     config, s = services.config, services.config.settings
@@ -142,8 +156,16 @@ def build(services: Services, visitor_id) -> DebateTab:
         download = gr.DownloadButton("Download JSON", visible=False, elem_id="download-json")
     with gr.Accordion("Advanced: backbone, token, endpoint, memory bank and settings", open=False,
                       elem_id="advanced"):
-        backbone = gr.Dropdown([(b.label or name, name) for name, b in config.backbones.items()],
-                               value=config.default_backbone, label="Backbone")
+        choices = [(b.label or name, name) for name, b in config.backbones.items()]
+        backbone = gr.Dropdown(choices, value=config.default_backbone, label="Backbone")
+        mixed = gr.Checkbox(False, label="Mixed models: each agent on its own backbone", elem_id="mixed-models")
+        with gr.Group(visible=False, elem_id="agent-backbones") as mixed_box:
+            with gr.Row():
+                agent_backbones = [gr.Dropdown(choices, value=config.default_backbone, label=f"Agent {i + 1}",
+                                               visible=i < s.agents, elem_id=f"agent-backbone-{i + 1}",
+                                               min_width=180) for i in range(MAX_AGENTS)]
+            aux_backbone = gr.Dropdown([("Agent 1's backbone", ""), *choices], value="", elem_id="aux-backbone",
+                                       label="Summaries, judges and advice", min_width=180)
         token = gr.Textbox("", type="password", label="Hugging Face token", elem_id="token",
                            visible=needs_token(config, config.default_backbone),
                            info="Used for this browser session only; never shown, logged or stored.")
@@ -181,11 +203,12 @@ def build(services: Services, visitor_id) -> DebateTab:
     state = gr.State({})
 
     inputs = [backbone, token, base_url, model, methods, bank, agents, rounds, k, gamma, temperature,
-              max_tokens, seed, answer_guard, question, *options, gold, visitor_id, run_profile]
+              max_tokens, seed, answer_guard, question, *options, gold, visitor_id, run_profile, mixed, aux_backbone,
+              *agent_backbones]
     outputs = [status, single_box, single_chat, compare_box, *columns, summary, transcript_json, download, state,
                scoreboard, matrix, summary_file, *tabs]
     fill = [backbone, methods, bank, agents, rounds, k, gamma, temperature, max_tokens, seed, answer_guard,
-            question, *options, gold]
+            question, *options, gold, mixed, aux_backbone, *agent_backbones]
 
     debate = handlers.DebateHandlers(services)
     run_fn = debate.run_debate
@@ -209,8 +232,19 @@ def build(services: Services, visitor_id) -> DebateTab:
                        queue=False)
     methods.change(layout_for, [methods], [single_box, compare_box, hint], api_visibility="private",
                    queue=False, show_progress="hidden")
-    backbone.change(lambda b: gr.Textbox(visible=needs_token(config, b)), [backbone], [token],
-                    api_visibility="private", queue=False, show_progress="hidden")
+    mix = [mixed, agents, aux_backbone, *agent_backbones]
+
+    def token_box(chosen, on, n, aux, *per_agent):
+        """The token field shows when the backbone (with Mixed models: an agent's or the auxiliary one) takes one."""
+        names = [aux, *per_agent[:int(n)]] if on else [chosen]
+        return gr.Textbox(visible=any(needs_token(config, b) for b in names if b))
+
+    gr.on([backbone.change, *(c.change for c in mix)], token_box, [backbone, *mix], [token],
+          api_visibility="private", queue=False, show_progress="hidden")
+    mixed.change(lambda on: (gr.Group(visible=on), gr.Dropdown(interactive=not on)), [mixed], [mixed_box, backbone],
+                 api_visibility="private", queue=False, show_progress="hidden")
+    agents.change(lambda n: [gr.Dropdown(visible=i < int(n)) for i in range(MAX_AGENTS)], [agents], agent_backbones,
+                  api_visibility="private", queue=False, show_progress="hidden")
 
     def recorded_view(index: int) -> tuple[str, str]:
         """The outcome line and scoreboard of a card's recorded debate (or why there is none)."""
@@ -229,7 +263,8 @@ def build(services: Services, visitor_id) -> DebateTab:
         return (BACKBONE if BACKBONE in config.backbones else gr.skip(), [card.method],
                 card.bank if card.bank in banks else "", s.agents, s.rounds, s.r2mad.k, s.r2mad.gamma,
                 s.temperature, s.max_tokens, SEED, s.answer_guard, task.question,
-                *(opts.get(letter, "") for letter in LETTERS), task.gold or "",
+                *(opts.get(letter, "") for letter in LETTERS), task.gold or "", False,
+                *(gr.skip() for _ in range(1 + MAX_AGENTS)),
                 gr.Column(visible=True), gr.Column(visible=False), gr.Button(visible=True))
 
     def card_texts(index: int):

@@ -11,7 +11,7 @@ import gradio as gr
 
 from r2mad.backends.base import BackendError
 from r2mad.config import PAPER_PROFILE, ConfigError, DebateSettings, with_profile
-from r2mad.evaluation.costs import prices_of
+from r2mad.evaluation.costs import price_table
 from r2mad.methods import METHODS, needs_bank
 from r2mad.tasks import task_from_input
 from r2mad.ui.live import LiveRun, stream
@@ -52,6 +52,8 @@ class DebateRequest:
     options: tuple[str, ...]  # A..J, empty ones ignored
     gold: str
     profile: str = "demo"  # "paper": the papers' personas and prompts (its decoding fills the sliders)
+    agent_backbones: tuple[str, ...] = ()  # mixed models: one backbone per agent (empty: every agent on `backbone`)
+    aux_backbone: str = ""  # mixed models: summaries, judges and advice (empty: agent 1's)
 
     def settings(self, base: DebateSettings) -> DebateSettings:
         if self.profile == "paper":
@@ -93,10 +95,17 @@ class DebateHandlers:
         settings = req.settings(services.config.settings)
         chosen = {letter: text for letter, text in zip("ABCDEFGHIJ", req.options) if (text or "").strip()}
         task = task_from_input(req.question, chosen or None, req.gold, max_chars=settings.max_question_chars)
+        if req.agent_backbones:
+            if (req.base_url or "").strip():
+                raise ConfigError("Mixed models use the listed backbones; clear the custom endpoint or untick "
+                                  "Mixed models.")
+            return (task, settings, *await asyncio.to_thread(
+                services.mixed_backends, list(req.agent_backbones), req.aux_backbone, n_agents=settings.agents,
+                token=req.token, login_token=login_token))
         backend, backbone_name = await asyncio.to_thread(
             services.backend, req.backbone, token=req.token, base_url=req.base_url, model=req.model,
             login_token=login_token)
-        return task, settings, backend, backbone_name
+        return task, settings, backend, backbone_name, []
 
     async def _open_bank(self, bank: str, task_kind: str, stop: asyncio.Event):
         """Yield status lines while the bank opens off the event loop (the first opening loads the
@@ -115,16 +124,22 @@ class DebateHandlers:
     async def run_debate(self, backbone, token, base_url, model, methods, bank, agents, rounds, k, gamma,
                          temperature, max_tokens, seed, answer_guard, question, option_a, option_b, option_c,
                          option_d, option_e, option_f, option_g, option_h, option_i, option_j, gold,
-                         visitor_id=None, run_profile: str = "demo", request: gr.Request = None,
+                         visitor_id=None, run_profile: str = "demo", mixed_models: bool = False,
+                         aux_backbone: str = "", agent_1: str = "", agent_2: str = "", agent_3: str = "",
+                         agent_4: str = "", agent_5: str = "", agent_6: str = "", agent_7: str = "",
+                         agent_8: str = "", request: gr.Request = None,
                          profile: gr.OAuthProfile | None = None, oauth_token: gr.OAuthToken | None = None):
         """Run one debate (one method) or a side-by-side comparison (2–4 methods), streaming. The
         parameters are the Debate tab's inputs by name (they name the API's parameters too);
-        `visitor_id` is the id the visitor's browser keeps (their runs are kept under it)."""
+        `visitor_id` is the id the visitor's browser keeps (their runs are kept under it); with
+        `mixed_models`, agent i answers on `agent_i` and the auxiliary calls use `aux_backbone`."""
+        chosen = (agent_1, agent_2, agent_3, agent_4, agent_5, agent_6, agent_7, agent_8)[:int(agents or 0)]
         req = DebateRequest(backbone, (token or "").strip() or None, base_url, model,
                             tuple(m for m in (methods or []) if m), bank, agents, rounds, k, gamma, temperature,
                             max_tokens, seed, answer_guard, question,
                             (option_a, option_b, option_c, option_d, option_e, option_f, option_g, option_h,
-                             option_i, option_j), gold, run_profile or "demo")
+                             option_i, option_j), gold, run_profile or "demo",
+                            tuple(b or "" for b in chosen) if mixed_models else (), aux_backbone or "")
         session = getattr(request, "session_hash", None) or "anonymous"
         visitor = identify(self.services.config, browser_id=visitor_id, session=session, profile=profile,
                            token=oauth_token)
@@ -150,7 +165,7 @@ class DebateHandlers:
         store = live = None
         try:
             try:
-                task, settings, backend, backbone_name = await self._prepare(req, login_token)
+                task, settings, backend, backbone_name, agent_backends = await self._prepare(req, login_token)
             except USER_ERRORS as exc:
                 warn(str(exc), token)
                 text = html.escape(str(exc).replace(token or chr(0), "[redacted]"), quote=False)
@@ -167,9 +182,9 @@ class DebateHandlers:
                 yield idle("Stopped before the debate started; nothing was run.")
                 return
             store = services.store_for(req.token, login_token)
-            configured = services.config.backbones.get(backbone_name)  # None: a custom endpoint
-            prices = prices_of(configured) if configured else None
-            live = LiveRun(task, list(methods), backbone_name, settings, bank or None, store, owner=visitor.owner)
+            prices = price_table(services.config.backbones.values())  # a custom endpoint has none
+            live = LiveRun(task, list(methods), backbone_name, settings, bank or None, store, owner=visitor.owner,
+                           agent_backends=agent_backends)
             yield view(live.transcripts(), final=False)
             async for transcripts in stream(live, backend, bank=bank_obj, bank_notices=tuple(notices),
                                             stop=stop_signal, summaries=services.summaries):

@@ -12,6 +12,7 @@ from r2mad.config import SECTION_OF
 from r2mad.methods import METHODS, is_debate
 from r2mad.runs.io import export_jsonl, export_runs_csv
 from r2mad.runs.store import STATUSES
+from r2mad.ui.debate_tab import mix_values
 from r2mad.ui.handlers import warn
 from r2mad.ui.render import chat_messages, esc, final_markdown, task_markdown
 from r2mad.ui.scoreboard import scoreboard_html
@@ -143,15 +144,18 @@ class InspectHandlers:
         """Values for the Debate tab's controls from a saved run, and switch to that tab."""
         record = self._record(run_id, self.visitor(visitor_id, request, profile, oauth_token))
         config, settings, task = self.services.config, record.settings, record.task
-        if record.backbone not in config.backbones:
-            warn(f"Backbone {record.backbone} is not configured here; keeping the selected backbone.")
+        mix = mix_values(record.transcript, config.backbones)  # a mixed-model run: each agent's backbone
+        names = record.backbone.split(",") if mix[0] else [record.backbone]
+        unknown = [n for n in names if n not in config.backbones]
+        if unknown:
+            warn(f"Backbone {unknown[0]} is not configured here; keeping the selected backbone.")
         options = dict(task.options)
         banks = self.services.bank_choices()
         values = [record.backbone if record.backbone in config.backbones else gr.skip(), [record.method],
                   record.bank if record.bank in banks else "",
                   *(_saved(settings, k, config.settings.value(k)) for k in
                     ("agents", "rounds", "k", "gamma", "temperature", "max_tokens", "seed", "answer_guard")),
-                  task.question, *(options.get(letter, "") for letter in LETTERS), task.gold or ""]
+                  task.question, *(options.get(letter, "") for letter in LETTERS), task.gold or "", *mix]
         gr.Info("The Debate tab now holds this run's question and settings; press Run debate to run it again.")
         return (*values, gr.Tabs(selected="debate"))
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable
 
 import r2mad
+from r2mad.cli_common import saved_backbone
 from r2mad.config import DebateSettings
 from r2mad.methods import is_debate, needs_bank
 from r2mad.runner import run_debate, run_side_by_side
@@ -38,13 +39,14 @@ class LiveRun:
     typing: dict[str, dict[tuple[int, int], str]] = field(default_factory=dict)  # text of unfinished turns
     recorders: dict[str, Callable[[Transcript], None]] = field(default_factory=dict)
     owner: str | None = None  # the visitor who may read these runs on a public Space (ui/visitors.py)
+    agent_backends: list[tuple[str, Any]] = field(default_factory=list)  # mixed models: (name, backend) per agent
 
     def __post_init__(self):
-        settings = dataclasses.asdict(self.settings)
+        settings, names = dataclasses.asdict(self.settings), [n for n, _ in self.agent_backends]
         for m in self.methods:
             self.typing[m] = {}
             self.run_ids[m] = self.store.start_run(
-                method=m, backbone=self.backbone, bank=self.bank if needs_bank(m) else None,
+                method=m, backbone=saved_backbone(m, self.backbone, names), bank=self.bank if needs_bank(m) else None,
                 task=self.task, settings=dict(settings), seed=self.settings.seed,
                 code_version=r2mad.__version__, source="app", owner=self.owner)
             self.recorders[m] = self.store.recorder(self.run_ids[m])
@@ -125,11 +127,13 @@ async def stream(live: LiveRun, backend: Any, *, bank: Any = None, bank_notices:
         [m] = live.methods
         job = asyncio.create_task(run_debate(live.task, m, backend, live.settings, backbone=live.backbone,
                                              bank=bank, emit=emit_for(m), notices=bank_notices,
-                                             record=live.record_for(m), summaries=summaries))
+                                             record=live.record_for(m), summaries=summaries,
+                                             agent_backends=live.agent_backends))
     else:
         job = asyncio.create_task(run_side_by_side(
             live.task, live.methods, backend, live.settings, backbone=live.backbone, bank=bank,
-            bank_notices=bank_notices, emit_for=emit_for, record_for=live.record_for, summaries=summaries))
+            bank_notices=bank_notices, emit_for=emit_for, record_for=live.record_for, summaries=summaries,
+            agent_backends=live.agent_backends))
     stopper = asyncio.ensure_future(stop.wait())
     shown_at = 0.0
     try:

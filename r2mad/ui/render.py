@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from r2mad.evaluation.costs import Prices, format_dollars
+from r2mad.evaluation.costs import PriceTable, format_cost, model_costs, total_cost
 from r2mad.types import (
     AgentTurn,
     Answer,
@@ -15,7 +15,7 @@ from r2mad.types import (
     Transcript,
 )
 from r2mad.ui import panels
-from r2mad.ui.scoreboard import HOW_WORDS, chip_for
+from r2mad.ui.scoreboard import HOW_WORDS, agent_models, chip_for
 from r2mad.ui.states import outcome_line
 from r2mad.ui.text import esc
 
@@ -51,10 +51,10 @@ def task_markdown(task: Task) -> str:
     return "\n".join(lines)
 
 
-def turn_title(turn: AgentTurn, task: Task | None = None, max_tokens: int | None = None) -> str:
+def turn_title(turn: AgentTurn, task: Task | None = None, max_tokens: int | None = None, model: str = "") -> str:
     """'Agent 2 · Skeptic — answer B (read from ((letter))) · 101+40 tokens · 2.2 s'; a rejected citation
-    or an answer cut at the token limit says so in words."""
-    who = f"Agent {turn.agent + 1} · {esc(turn.persona)}"
+    or an answer cut at the token limit says so in words; `model` (a mixed-model debate) after the persona."""
+    who = f"Agent {turn.agent + 1} · {esc(turn.persona)}" + (f" · on {esc(model)}" if model else "")
     if turn.error:
         return f"{who} — abstained (call failed)"
     said = f"answer {answer_label(turn.answer)}"
@@ -121,14 +121,31 @@ def aux_usage(aux: Iterable[AuxCall]) -> str:
     return "*Extra calls this round: " + "; ".join(parts) + ".*"
 
 
-def final_markdown(t: Transcript, prices: Prices | None = None) -> str:
-    """The outcome in words (see states.outcome_line), then what it cost (in money too, given the
-    backbone's prices)."""
+def final_markdown(t: Transcript, prices: PriceTable | None = None) -> str:
+    """The outcome in words (see states.outcome_line), then what it cost (in money too, given the models'
+    prices: backbone name -> Prices); a mixed-model debate names each agent's model and the usage per model."""
     finished = [r for r in t.rounds if not r.details.get("running")]
-    usage = t.usage()
-    money = f" ({format_dollars(prices.dollars(usage.tokens_in, usage.tokens_out))})" if prices else ""
-    return (f"**{esc(outcome_line(t))}**  \n{esc(t.method)} on {esc(t.backbone)} · {len(finished)} round(s) · "
+    usage, per_model = t.usage(), t.usage_by_model()
+    costs = model_costs(per_model, prices or {})
+    money = "" if costs is None else f" ({format_cost(total_cost(costs))})"
+    models = agent_models(t)
+    on = mix_words(models) if models else esc(t.backbone)
+    text = (f"**{esc(outcome_line(t))}**  \n{esc(t.method)} on {on} · {len(finished)} round(s) · "
             f"{usage.calls} calls · {usage.tokens} tokens{money} · {t.seconds:.1f} s")
+    if len(per_model) > 1:
+        text += "  \nBy model: " + "; ".join(
+            f"{esc(name)} {u.calls} calls · {u.tokens} tokens"
+            + ("" if costs is None else f" ({format_cost(costs[name])})") for name, u in per_model.items())
+    return text
+
+
+def mix_words(models: dict[int, str]) -> str:
+    """'left (agents 1, 3), right (agent 2)'."""
+    by_model: dict[str, list[int]] = {}
+    for agent, name in sorted(models.items()):
+        by_model.setdefault(name, []).append(agent + 1)
+    return ", ".join(f"{esc(name)} (agent{'s' if len(a) > 1 else ''} {', '.join(map(str, a))})"
+                     for name, a in by_model.items())
 
 
 def notice_messages(notices: Iterable[str]) -> list[dict]:
@@ -142,6 +159,7 @@ def chat_messages(t: Transcript) -> list[dict]:
     messages = [{"role": "user", "content": task_markdown(t.task), "metadata": {}}]
     messages += notice_messages(t.notices)
     max_tokens = (t.settings or {}).get("max_tokens")
+    models = agent_models(t)
     for i, rnd in enumerate(t.rounds):
         state = ("running" if t.status == "running" else "stopped") if rnd.details.get("running") else ""
         rid = f"round-{rnd.index}"
@@ -152,7 +170,8 @@ def chat_messages(t: Transcript) -> list[dict]:
                          "metadata": meta})
         for turn in rnd.turns:
             messages.append({"role": "assistant", "content": turn_body(turn, t.task.kind, rnd.details.get("summary")),
-                             "metadata": {"title": turn_title(turn, t.task, max_tokens), "parent_id": rid,
+                             "metadata": {"title": turn_title(turn, t.task, max_tokens, models.get(turn.agent, "")),
+                                          "parent_id": rid,
                                           "id": f"{rid}-agent-{turn.agent}", "status": "done"}})
         answered = {turn.agent for turn in rnd.turns}
         for agent, text in (rnd.details.get("typing") or {}).items():  # turns still being written

@@ -135,6 +135,13 @@ def _personas(t: Transcript) -> dict[int, str]:
     return {turn.agent: turn.persona for r in t.rounds for turn in r.turns}
 
 
+def agent_models(t: Transcript) -> dict[int, str]:
+    """Each agent's model in a mixed-model debate (some agent answered on another backbone than the run's
+    named one); {} when every agent ran on the run's backbone."""
+    models = {turn.agent: turn.backbone or t.backbone for r in t.rounds for turn in r.turns}
+    return models if any(name != t.backbone for name in models.values()) else {}
+
+
 def round_majority(rnd: Round, task: Task) -> tuple[str | None, int]:
     """(the round's plurality answer or None, how many agents hold it)."""
     answers = [turn.answer for turn in rnd.turns]
@@ -173,7 +180,7 @@ TABLE = "border-collapse:collapse;background:#ffffff;color:#111827;font-size:14p
 
 def scoreboard_html(t: Transcript) -> str:
     """Agents × rounds grid of answer chips, a consensus row, a majority row and a one-line legend."""
-    agents, personas = _agents(t), _personas(t)
+    agents, personas, models = _agents(t), _personas(t), agent_models(t)
     if not t.rounds:
         return ("<div class='scoreboard' style='color:#374151;padding:8px'>Round 0 is starting: each agent "
                 "answers alone first.</div>")
@@ -183,6 +190,8 @@ def scoreboard_html(t: Transcript) -> str:
     for row, agent in enumerate(agents):
         who = f"Agent {agent + 1}" + (f" <span style='color:#4b5563'>· {esc(personas[agent])}</span>"
                                       if agent in personas else "")
+        if agent in models:
+            who += f" <span class='agent-model' style='color:#1f2937;font-weight:600'>· {esc(models[agent])}</span>"
         cells = "".join(f"<td style='{CELL}'>{chip_html(col[row])}</td>" for col in grid)
         rows.append(f"<tr><th scope='row' style='{LEFT}'>{who}</th>{cells}</tr>")
     cons, major = [], []

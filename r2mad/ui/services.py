@@ -162,6 +162,33 @@ class Services:
                 self._backends[backbone] = backend_for(self.config, backbone, env=env)
             return self._backends[backbone], backbone
 
+    def mixed_backends(self, names: list[str], aux: str | None = None, *, n_agents: int, token: str | None = None,
+                       login_token: str | None = None) -> tuple[Any, str, list[tuple[str, Any]]]:
+        """(auxiliary backend, its name, one (name, backend) per agent) for a mixed-model debate; each backbone
+        under the rules of backend(). A pasted token serves only the backbones on HF Inference Providers (the
+        field's purpose), so it never reaches another provider; the others use the server's keys."""
+        names = [(n or "").strip() for n in names]
+        if len(names) != n_agents:
+            raise ConfigError(f"{len(names)} agent backbones were given for {n_agents} agents; give one backbone "
+                              "per agent.")
+        empty = next((i for i, n in enumerate(names) if not n), None)
+        if empty is not None:
+            raise ConfigError(f"Agent {empty + 1} has no backbone; choose one for every agent, or run without "
+                              "mixed models.")
+        aux = (aux or "").strip() or names[0]
+        made = {}
+        for name in dict.fromkeys([aux, *names]):
+            spec = self.config.backbone(name)  # unknown: one sentence listing the backbones
+            on_hf = spec.api_key_env == HF_KEY_ENV
+            try:
+                made[name] = self.backend(name, token=token if on_hf else None, login_token=login_token)[0]
+            except ConfigError:
+                if on_hf or not token:
+                    raise
+                raise ConfigError(f"Backbone '{name}' needs {spec.api_key_env} set where the app runs; in a "
+                                  "mixed-model debate a pasted token serves only Hugging Face backbones.") from None
+        return made[aux], aux, [(n, made[n]) for n in names]
+
     def store_for(self, *tokens: str | None) -> RunStore:
         """The shared store, or (with a visitor's token) a store that also scrubs that token."""
         tokens = tuple(t.strip() for t in tokens if t and t.strip())

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from r2mad.evaluation.costs import Prices
+from r2mad.evaluation.costs import PriceTable
 from r2mad.types import Transcript, to_dict
 from r2mad.ui.render import chat_messages, esc, final_markdown
 from r2mad.ui.scoreboard import matrix_html, scoreboard_html
@@ -51,9 +51,9 @@ def compare_status(transcripts: dict[str, Transcript]) -> str:
             f"{shared}  \n{progress}")
 
 
-def view(transcripts: dict[str, Transcript], *, final: bool, prices: Prices | None = None) -> tuple:
-    """Updates for DebateTab.outputs (see debate_tab.build for the order); `prices`: the backbone's, for
-    the cost in money."""
+def view(transcripts: dict[str, Transcript], *, final: bool, prices: PriceTable | None = None) -> tuple:
+    """Updates for DebateTab.outputs (see debate_tab.build for the order); `prices`: each backbone's by
+    name, for the cost in money."""
     methods = list(transcripts)
     compare = len(methods) > 1
     first = transcripts[methods[0]] if methods else None
