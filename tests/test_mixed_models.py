@@ -57,3 +57,66 @@ def test_wrong_number_of_agent_backbones_is_one_sentence():
     with pytest.raises(ValueError, match="2 agent backbones were given for 3 agents; give one per agent."):
         Debate(ScriptedBackend(reply), make_method("mad", DebateSettings()),
                agent_backends=[("a", ScriptedBackend(reply))] * 2)
+
+
+# --- side by side, baselines, cost per model and what the app shows (scripted backends) --------------
+
+def reply_or_alone(messages):
+    """`reply` for the debaters and summaries; a single agent (CoT's persona) answers B."""
+    return "Alone: ((B))" if "step by step" in persona_of(messages) else reply(messages)
+
+
+def test_side_by_side_shares_round0_and_keeps_each_agent_on_its_backend():
+    from r2mad.runner import run_side_by_side
+
+    a, b = ScriptedBackend(reply_or_alone, name="a"), ScriptedBackend(reply_or_alone, name="b")
+    s = DebateSettings(seed=1, early_stop=False)
+    out = asyncio.run(run_side_by_side(TASK, ["mad", "r2mad", "cot"], a, s, backbone="a",
+                                       agent_backends=[("a", a), ("b", b), ("a", a)], summaries=SummaryCache()))
+    # agent 2 only: shared round 0 once, then 2 rounds in each of the two debates; cot never reaches b
+    assert len(b.calls) == 1 + 2 + 2 and {persona_of(c.messages) for c in b.calls} == {SYSTEMS[1]}
+    assert out["mad"].shared_round0 and out["mad"].agent_backbones() == ["a", "b", "a"]
+    assert out["r2mad"].agent_backbones() == ["a", "b", "a"]
+    cot = out["cot"]
+    assert cot.agent_backbones() == ["a"] and cot.usage_by_model()["a"].calls == 1
+    assert any("runs on agent 1's backbone (a)" in n for n in cot.notices)
+
+
+def test_cost_per_model_is_counted_from_each_models_prices_and_an_unknown_price_says_so():
+    from r2mad.evaluation.costs import Prices, format_cost, model_costs, total_cost
+    from r2mad.types import Usage
+
+    per_model = {"a": Usage(6, 60, 30), "b": Usage(3, 30, 15)}
+    # a: 60 in at $1/M + 30 out at $4/M = 0.00006 + 0.00012 = $0.00018; b: 30 × 2 + 15 × 8 = $0.00018
+    costs = model_costs(per_model, {"a": Prices(1, 4), "b": Prices(2, 8)})
+    assert costs == pytest.approx({"a": 0.00018, "b": 0.00018}) and total_cost(costs) == pytest.approx(0.00036)
+    costs = model_costs(per_model, {"a": Prices(1, 4), "b": None})
+    assert costs["b"] is None and total_cost(costs) is None and format_cost(total_cost(costs)) == "unknown"
+    assert model_costs(per_model, {"a": None}) is None  # no model priced: nothing to say in money
+
+
+def test_the_cli_printout_and_the_outcome_line_give_usage_and_cost_per_model():
+    import io
+
+    from r2mad.cli_common import print_transcript
+    from r2mad.evaluation.costs import Prices
+    from r2mad.ui.render import chat_messages, final_markdown
+    from r2mad.ui.scoreboard import scoreboard_html
+
+    t, _, _ = mixed("mad")  # 9 calls of 10 in + 5 out: a answers 6, b 3
+    prices = {"a": Prices(1000, 2000), "b": None}  # a: 60 × 1000 + 30 × 2000 = 120,000 per M = $0.12
+    out = io.StringIO()
+    print_transcript(t, out, prices=prices)
+    text = out.getvalue()
+    assert "Agent 2 (Fact-checker) on b:" in text
+    assert "Usage: 9 calls, 90 tokens in, 45 out (unknown)" in text
+    assert "Usage by model: a: 6 calls, 60 in, 30 out, $0.120; b: 3 calls, 30 in, 15 out, unknown" in text
+    line = final_markdown(t, prices)
+    assert "mad on a (agents 1, 3), b (agent 2)" in line and "(unknown)" in line
+    assert "By model: a 6 calls · 90 tokens ($0.120); b 3 calls · 45 tokens (unknown)" in line
+    titles = [m["metadata"].get("title", "") for m in chat_messages(t)]
+    assert sum(" · on b —" in x for x in titles) == 3 and sum(" · on a —" in x for x in titles) == 6
+    assert scoreboard_html(t).count("class='agent-model'") == 3
+    one, _, _ = mixed("mad", aux=None)
+    same = Transcript.from_json(one.to_json().replace('"backbone": "b"', '"backbone": "a"'))
+    assert "agent-model" not in scoreboard_html(same) and " · on " not in str(chat_messages(same))

@@ -169,11 +169,12 @@ def cost_section(res: Results) -> list[str]:
                      f"{sum(calls) / len(calls):.2f}" if calls else "–",
                      f"{sum(walls) / len(walls):.2f}" if walls else "–"])
     price_note = _price_note(prices)
+    shared = "the run's backbones" if res.run.get("agent_backbones") else "one backbone"
     time_note = ("This backend answers one call at a time (calls were serialised): wall time is mostly waiting "
                  "in line behind other calls (other methods' or other questions'); call time is what this "
                  "question's calls took."
                  if res.run.get("serial_calls") else
-                 "Questions and methods ran concurrently on one backbone, so wall time includes sharing it.")
+                 f"Questions and methods ran concurrently on {shared}, so wall time includes sharing it.")
     out = ["", "## Cost per query (Table 10 layout)", "",
            table(["Method", "Debate tokens", "Summary tokens", "Auxiliary tokens (judge, advice)", "Cost",
                   "Call s", "Wall s"], rows), "",
