@@ -101,15 +101,16 @@ def print_transcript(t: Transcript, out=None, show_text: bool = False, prices=No
     verdict = "" if t.correct is None else (" — correct" if t.correct else f" — wrong (gold {t.task.gold})")
     w(f"\nFinal answer: {t.final}{verdict}  [{t.status}]\n")
     per_model = t.usage_by_model()
-    from r2mad.evaluation.costs import format_cost, model_costs, total_cost
+    from r2mad.evaluation.costs import format_cost, model_costs, total_words
 
     costs = model_costs(per_model, prices or {})
-    cost = "" if costs is None else f" ({format_cost(total_cost(costs))})"
+    cost = "" if costs is None else f" ({total_words(costs)})"
     w(f"Usage: {u.calls} calls, {u.tokens_in} tokens in, {u.tokens_out} out{cost}, {t.seconds:.1f} s wall\n")
     if len(per_model) > 1:
         w("Usage by model: " + "; ".join(
             f"{name}: {m.calls} calls, {m.tokens_in} in, {m.tokens_out} out"
-            + ("" if costs is None else f", {format_cost(costs[name])}") for name, m in per_model.items()) + "\n")
+            + ("" if costs is None else f", {'price unknown' if costs[name] is None else format_cost(costs[name])}")
+            for name, m in per_model.items()) + "\n")
 
 
 def detail_lines(d: dict) -> list[str]:

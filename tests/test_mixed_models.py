@@ -109,14 +109,43 @@ def test_the_cli_printout_and_the_outcome_line_give_usage_and_cost_per_model():
     print_transcript(t, out, prices=prices)
     text = out.getvalue()
     assert "Agent 2 (Fact-checker) on b:" in text
-    assert "Usage: 9 calls, 90 tokens in, 45 out (unknown)" in text
-    assert "Usage by model: a: 6 calls, 60 in, 30 out, $0.120; b: 3 calls, 30 in, 15 out, unknown" in text
+    assert "Usage: 9 calls, 90 tokens in, 45 out (cost unknown: no price for b)" in text
+    assert "Usage by model: a: 6 calls, 60 in, 30 out, $0.120; b: 3 calls, 30 in, 15 out, price unknown" in text
     line = final_markdown(t, prices)
-    assert "mad on a (agents 1, 3), b (agent 2)" in line and "(unknown)" in line
-    assert "By model: a 6 calls · 90 tokens ($0.120); b 3 calls · 45 tokens (unknown)" in line
+    assert "mad on a (agents 1, 3), b (agent 2) · 3 round(s) · 9 calls · 135 tokens (cost unknown: no price for b)" \
+        in line
+    assert "By model: a 6 calls · 90 tokens ($0.120); b 3 calls · 45 tokens (price unknown)" in line
     titles = [m["metadata"].get("title", "") for m in chat_messages(t)]
     assert sum(" · on b —" in x for x in titles) == 3 and sum(" · on a —" in x for x in titles) == 6
     assert scoreboard_html(t).count("class='agent-model'") == 3
     one, _, _ = mixed("mad", aux=None)
     same = Transcript.from_json(one.to_json().replace('"backbone": "b"', '"backbone": "a"'))
     assert "agent-model" not in scoreboard_html(same) and " · on " not in str(chat_messages(same))
+
+
+def test_the_apps_mixed_backbones_follow_the_single_backbones_rules_in_one_sentence(tmp_path):
+    import dataclasses
+
+    from r2mad.config import Backbone, ConfigError, load_config
+    from r2mad.ui.services import Services
+
+    base = load_config(env={"R2MAD_DATA_DIR": str(tmp_path)})
+    hf = Backbone("hf", base_url="http://127.0.0.1:9/v1", model="m", api_key_env="HF_TOKEN", api_key_required=True)
+    paid = Backbone("paid", base_url="http://127.0.0.1:9/v1", model="m", api_key_env="PAID_KEY",
+                    api_key_required=True)
+    local = Backbone("local", base_url="http://127.0.0.1:9/v1", model="m")
+    config = dataclasses.replace(base, backbones={"local": local, "hf": hf, "paid": paid}, on_space=True)
+    services = Services(config)
+    refusals = [(["local", "hf"], {}, "Backbone 'hf' runs on your own account here: sign in with Hugging Face"),
+                (["local"], {}, "1 agent backbones were given for 2 agents; give one backbone per agent."),
+                (["local", ""], {}, "Agent 2 has no backbone; choose one for every agent"),
+                (["local", "nope"], {}, "Unknown backbone 'nope'; choose one of: local, hf, paid."),
+                (["local", "paid"], {"token": "hf_" + "X" * 20},
+                 "Backbone 'paid' needs PAID_KEY set where the app runs; in a mixed-model debate a pasted token "
+                 "serves only Hugging Face backbones.")]
+    for names, kw, sentence in refusals:
+        with pytest.raises(ConfigError) as caught:
+            services.mixed_backends(names, n_agents=2, **kw)
+        assert sentence in str(caught.value) and "X" * 20 not in str(caught.value)
+    aux, name, agents = services.mixed_backends(["local", "hf"], "hf", n_agents=2, token="hf_" + "X" * 20)
+    assert name == "hf" and [n for n, _ in agents] == ["local", "hf"] and agents[1][1] is aux

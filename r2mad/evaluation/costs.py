@@ -63,6 +63,12 @@ def format_cost(amount: float | None) -> str:
     return "unknown" if amount is None else format_dollars(amount)
 
 
+def total_words(costs: Mapping[str, float | None]) -> str:
+    """The total in dollars, or which model's price is missing: "$0.0012", "cost unknown: no price for b"."""
+    unknown = [name for name, c in costs.items() if c is None]
+    return format_dollars(total_cost(costs)) if not unknown else f"cost unknown: no price for {', '.join(unknown)}"
+
+
 def format_dollars(amount: float | None) -> str:
     """$ with enough digits to see sub-cent amounts: $12.30, $0.500, $0.0123, $0.0000450; – when unknown."""
     if amount is None or math.isnan(amount):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from r2mad.evaluation.costs import PriceTable, format_cost, model_costs, total_cost
+from r2mad.evaluation.costs import PriceTable, format_cost, model_costs, total_words
 from r2mad.types import (
     AgentTurn,
     Answer,
@@ -127,15 +127,16 @@ def final_markdown(t: Transcript, prices: PriceTable | None = None) -> str:
     finished = [r for r in t.rounds if not r.details.get("running")]
     usage, per_model = t.usage(), t.usage_by_model()
     costs = model_costs(per_model, prices or {})
-    money = "" if costs is None else f" ({format_cost(total_cost(costs))})"
+    money = "" if costs is None else f" ({esc(total_words(costs))})"
     models = agent_models(t)
     on = mix_words(models) if models else esc(t.backbone)
     text = (f"**{esc(outcome_line(t))}**  \n{esc(t.method)} on {on} · {len(finished)} round(s) · "
             f"{usage.calls} calls · {usage.tokens} tokens{money} · {t.seconds:.1f} s")
     if len(per_model) > 1:
         text += "  \nBy model: " + "; ".join(
-            f"{esc(name)} {u.calls} calls · {u.tokens} tokens"
-            + ("" if costs is None else f" ({format_cost(costs[name])})") for name, u in per_model.items())
+            f"{esc(name)} {u.calls} call{'s' if u.calls != 1 else ''} · {u.tokens} tokens"
+            + ("" if costs is None else f" ({'price unknown' if costs[name] is None else format_cost(costs[name])})")
+            for name, u in per_model.items())
     return text
 
 
