@@ -31,7 +31,7 @@ def test_an_eval_with_agent_backbones_runs_each_agent_on_its_server_and_reports_
             "right": {"base_url": right.base_url, "model": "m", "timeout_s": 5, "max_retries": 0}}}))
         out = tmp_path / "results"
         args = ["--config-dir", str(folder), "eval", "--task", "demo-mcq", "--limit", "2", "--methods", "cot,mad",
-                "--no-early-stop", "--no-progress", "--out", str(out)]
+                "--no-early-stop", "--no-progress", "--out", str(out)]  # --out last (replaced below)
         assert main([*args, "--agent-backbones", "left,right,left"]) == 0
         # per question: MAD's 3 rounds × 3 agents (agent 2 on right) and CoT's one call on agent 1's backbone
         assert (left.hits, right.hits) == (2 * (6 + 1), 2 * 3)
@@ -70,3 +70,10 @@ def test_an_eval_with_agent_backbones_runs_each_agent_on_its_server_and_reports_
         assert main(args) == 2  # nor without the mix
         assert main([*args, "--agent-backbones", "left,right,left"]) == 0  # the same mix continues (all done)
         assert (left.hits, right.hits) == (14, 6)
+
+        left.hits = right.hits = 0  # two debate methods share round 0: the per-model totals count it once
+        assert main([*args[:-1], str(tmp_path / "shared"), "--methods", "mad,truemad", "--agent-backbones",
+                     "left,right,left"]) == 0
+        report = (tmp_path / "shared" / "report.md").read_text()
+        assert f"| left | {left.hits} | {left.hits * 100} |" in report
+        assert f"| right | {right.hits} | {right.hits * 100} |" in report

@@ -29,9 +29,18 @@ def per_model_section(res: Results) -> list[str]:
     """Tokens and cost per model over every row of the run (every method and seed), when more than one
     model made calls. A model without a price says "unknown"; the total is then unknown too."""
     usage: dict[str, Usage] = {}
-    for t in (t for by_method in res.by_seed.values() for ts in by_method.values() for t in ts):
-        for name, u in t.usage_by_model().items():
-            usage[name] = usage.get(name, Usage()) + Usage(u.calls, u.tokens_in, u.tokens_out)
+    shared: set = set()  # (seed, question id) whose shared round 0 is counted already
+    for seed, by_method in res.by_seed.items():
+        for t in (t for ts in by_method.values() for t in ts):
+            for rnd in t.rounds:
+                if rnd.details.get("shared"):
+                    if (seed, t.task.id) in shared:
+                        continue
+                    shared.add((seed, t.task.id))
+                for item in (*rnd.turns, *rnd.aux):
+                    if item.error is None:
+                        name = item.backbone or t.backbone
+                        usage[name] = usage.get(name, Usage()) + Usage(1, item.tokens_in, item.tokens_out)
     if len(usage) < 2:
         return []
     prices = price_table_of(res.run)
@@ -45,5 +54,6 @@ def per_model_section(res: Results) -> list[str]:
             "run's total." if unknown else "Prices from configs/backbones.yaml, as run.json recorded them.")
     return ["", "## Tokens and cost per model", "",
             table(["Model", "Calls", "Input tokens", "Output tokens", "Cost"], rows), "",
-            "Totals over every row of the run (all methods and sampling seeds), agents' and auxiliary calls. "
+            "Totals over every row of the run (all methods and sampling seeds; a round 0 shared by the debate "
+            "methods counted once), agents' and auxiliary calls. "
             + note]
