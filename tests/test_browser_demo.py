@@ -157,6 +157,7 @@ def test_a_live_run_streams_the_scoreboard_with_run_off_and_stop_on(page, served
     page.click("#run")
     page.locator("#scoreboard .chip-pending").first.wait_for(timeout=10_000)  # agents still writing
     assert not page.locator("#run").is_enabled() and page.locator("#stop").is_enabled()
+    assert not page.locator("#debate-fork").is_visible()  # a fork is offered once the debate is saved
     shot(page, "live-running", full=False)
     text = wait_final(page, "Final answer: B — correct")
     assert "Final answer: B — correct" in text
@@ -164,6 +165,10 @@ def test_a_live_run_streams_the_scoreboard_with_run_off_and_stop_on(page, served
     page.wait_for_function("() => !document.querySelector('#run').disabled", timeout=5_000)
     assert not page.locator("#stop").is_enabled()
     shot(page, "live-finished")
+    page.click("#debate-fork-button")  # fork the debate just watched, from round 1
+    page.get_by_text("Run id (from Inspect runs)").wait_for(timeout=15_000)
+    fork_tab = page.locator("#fork-button").locator("xpath=ancestor::div[@role='tabpanel']")
+    assert fork_tab.locator("input, textarea").first.input_value() == served[2].store.list_runs()[0].id
 
 
 def test_stopped_after_round_0_says_there_is_no_final_answer(page, served):

@@ -81,6 +81,7 @@ class DebateTab:
     run_fn: Any
     unload_fn: Any
     state: Any
+    fork_offer: tuple[Any, Any, Any]  # (saved run id, round, "Fork from this round"): layout.py opens the Fork tab
 
 
 def needs_token(config, backbone: str) -> bool:
@@ -134,6 +135,12 @@ def build(services: Services, visitor_id) -> DebateTab:
                                         min_width=70)
     status = gr.Markdown(elem_id="final")
     scoreboard = gr.HTML("", elem_id="scoreboard")
+    saved_run = gr.State("")
+    with gr.Row(visible=False, equal_height=True, elem_id="debate-fork") as fork_box:  # under a finished debate
+        fork_round = gr.Dropdown([], label="Fork from round", show_label=False, container=False, scale=0,
+                                 min_width=90, elem_id="debate-fork-round")
+        fork_button = gr.Button("Fork from this round", size="sm", scale=0, min_width=180,
+                                elem_id="debate-fork-button")
     with gr.Column(visible=False) as single_box:  # the full texts, shown with the first debate
         single_chat = gr.Chatbot(label="Full texts, per round and agent (click an agent to open it)",
                                  height=560, elem_id="chat-single", group_consecutive_messages=False,
@@ -206,7 +213,7 @@ def build(services: Services, visitor_id) -> DebateTab:
               max_tokens, seed, answer_guard, question, *options, gold, visitor_id, run_profile, mixed, aux_backbone,
               *agent_backbones]
     outputs = [status, single_box, single_chat, compare_box, *columns, summary, transcript_json, download, state,
-               scoreboard, matrix, summary_file, *tabs]
+               scoreboard, matrix, summary_file, *tabs, saved_run, fork_box, fork_round]
     fill = [backbone, methods, bank, agents, rounds, k, gamma, temperature, max_tokens, seed, answer_guard,
             question, *options, gold, mixed, aux_backbone, *agent_backbones]
 
@@ -284,4 +291,5 @@ def build(services: Services, visitor_id) -> DebateTab:
         button.click(lambda i=i: fill_card(i), None, [*fill, single_box, compare_box, live_button],
                      queue=False, show_progress="hidden", api_visibility="private").then(
             lambda i=i: card_texts(i), None, outputs, queue=False, show_progress="hidden", api_visibility="private")
-    return DebateTab(inputs, outputs, fill, run_event, stop_button, run_fn, debate.unload, state)
+    return DebateTab(inputs, outputs, fill, run_event, stop_button, run_fn, debate.unload, state,
+                     (saved_run, fork_round, fork_button))

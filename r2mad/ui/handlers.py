@@ -191,7 +191,7 @@ class DebateHandlers:
                 done = all(t.status != "running" for t in transcripts.values())
                 # what the page shows and downloads holds no key, even one an endpoint echoed back
                 yield view({m: store.scrub_transcript(t) for m, t in transcripts.items()}, final=done,
-                           prices=prices)
+                           prices=prices, saved=live.run_ids)
             for notice in store.take_notices():
                 warn(notice)
             for m, t in live.results.items():

@@ -72,10 +72,12 @@ def build_app(config: Config | None = None, *, secrets: Iterable[str] = (),
             with gr.Tab("About", id="about"):
                 gr.Markdown(about_text())
         gr.Markdown(kept_notice(config), elem_id="kept")
-        # "Fork from here" in Inspect's run drawer: the Fork tab opens on that run and round
-        inspected.fork_button.click(lambda run, start: (run, start or 1, gr.Tabs(selected="fork")),
-                                    [inspected.run_id, inspected.fork_round], [fork_run, fork_round, tabs],
-                                    api_visibility="private", queue=False)
+        # "Fork from this round" under a finished debate and in Inspect's run drawer: the Fork tab opens
+        # on that run and round
+        for run, start, button in ((inspected.run_id, inspected.fork_round, inspected.fork_button),
+                                   debate.fork_offer):
+            button.click(lambda run, start: (run, start or 1, gr.Tabs(selected="fork")), [run, start],
+                         [fork_run, fork_round, tabs], api_visibility="private", queue=False)
         demo.load(lambda known: known or new_browser_id(), [visitor_id], [visitor_id], api_visibility="private",
                   queue=False)
         demo.unload(debate.unload_fn)

@@ -12,6 +12,7 @@ from pathlib import Path
 import gradio as gr
 
 from r2mad.evaluation.costs import PriceTable
+from r2mad.methods import is_debate
 from r2mad.types import Transcript, to_dict
 from r2mad.ui.render import chat_messages, esc, final_markdown
 from r2mad.ui.scoreboard import matrix_html, scoreboard_html
@@ -51,9 +52,10 @@ def compare_status(transcripts: dict[str, Transcript]) -> str:
             f"{shared}  \n{progress}")
 
 
-def view(transcripts: dict[str, Transcript], *, final: bool, prices: PriceTable | None = None) -> tuple:
+def view(transcripts: dict[str, Transcript], *, final: bool, prices: PriceTable | None = None,
+         saved: dict[str, str] | None = None) -> tuple:
     """Updates for DebateTab.outputs (see debate_tab.build for the order); `prices`: each backbone's by
-    name, for the cost in money."""
+    name, for the cost in money; `saved`: each method's run id (a finished single debate offers a fork)."""
     methods = list(transcripts)
     compare = len(methods) > 1
     first = transcripts[methods[0]] if methods else None
@@ -73,10 +75,21 @@ def view(transcripts: dict[str, Transcript], *, final: bool, prices: PriceTable 
             matrix_html(transcripts, {m: title_of(m) for m in methods}) if compare else "",
             gr.DownloadButton(value=write_summary_csv(transcripts), visible=True) if final and compare
             else gr.skip(),
-            *tabs)
+            *tabs, *fork_offer(None if compare else first, (saved or {}).get(methods[0]) if methods else None,
+                               final))
 
 
-VIEW_OUTPUTS = 15 + MAX_COLUMNS  # what view() returns
+def fork_offer(t: Transcript | None, run_id: str | None, final: bool) -> tuple:
+    """(the saved run a fork starts from, the "Fork from this round" row, its rounds): shown under a finished
+    single debate, hidden while one runs."""
+    debate = t is not None and final and run_id and is_debate(t.method)
+    rounds = len(t.finished().rounds) if debate else 0
+    if not rounds:
+        return gr.skip(), gr.Row(visible=False), gr.skip()
+    return run_id, gr.Row(visible=True), gr.Dropdown(choices=list(range(1, rounds + 1)), value=1)
+
+
+VIEW_OUTPUTS = 18 + MAX_COLUMNS  # what view() returns
 
 
 def idle(message: str) -> tuple:
