@@ -96,7 +96,7 @@ def print_transcript(t: Transcript, out=None, show_text: bool = False, prices=No
         for call in rnd.aux:
             who = f" agent {call.source + 1} -> agent {call.target + 1}" if call.source is not None else ""
             outcome = f"failed: {call.error}" if call.error else f"{call.tokens_in}+{call.tokens_out} tokens"
-            w(f"  [{call.kind}{who}] {call.label or ''} · {outcome}\n")
+            w(f"  [{call.kind}{who}] {call.label + ' · ' if call.label else ''}{outcome}\n")
     u = t.usage()
     verdict = "" if t.correct is None else (" — correct" if t.correct else f" — wrong (gold {t.task.gold})")
     w(f"\nFinal answer: {t.final}{verdict}  [{t.status}]\n")

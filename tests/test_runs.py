@@ -344,6 +344,7 @@ def test_a_short_id_finds_its_run_only_when_one_run_has_it(tmp_path):
     store = RunStore(tmp_path / "runs.db")
     ids = [save_run(store, make_transcript(MCQ, [["A"]], "A", True)) for _ in range(2)]
     assert store.full_id(ids[0][:8]) == ids[0] and store.full_id(ids[1][:8]) == ids[1]
+    assert store.get_run(ids[1][:8]).id == ids[1]  # so every command and tab takes the short id
     assert store.full_id("") == "" and store.full_id("zz%") == "zz%"  # no run, no pattern: unchanged
     common = next((n for n in range(8, 0, -1) if ids[0][:n] == ids[1][:n]), 0)
     assert store.full_id(ids[0][:common]) == ids[0][:common]  # several runs share it: unchanged

@@ -301,6 +301,8 @@ class RunStore:
         return rows[0]["id"] if len(rows) == 1 else run_id
 
     def get_run(self, run_id: str) -> RunRecord:
+        """A run by its id, or by the short id the app and the CLI show when only one run has it."""
+        run_id = self.full_id(run_id)
         with self.transaction(write=False) as conn:
             row = conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:

@@ -80,7 +80,7 @@ class InspectHandlers:
         if not run_id:
             raise gr.Error("No run chosen; click a row of the list or paste a run id.")
         try:
-            record = self.services.store.get_run(self.services.store.full_id(run_id))
+            record = self.services.store.get_run(run_id)
         except KeyError:
             record = None
         if record is None or not visitor.can_read(record.owner):
