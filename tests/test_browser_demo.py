@@ -281,6 +281,8 @@ def test_inspect_on_a_phone_shows_the_question_and_the_outcome(browser, served):
 
 
 def test_inspect_shows_label_chips_and_a_run_drawer_that_forks_from_a_round(page, served):
+    from r2mad.steer.fork import ForkSpec
+    from r2mad.steer.links import link_fork
     from r2mad.types import AgentTurn, Answer, Round, Task, Transcript
 
     store = served[2].store
@@ -288,9 +290,13 @@ def test_inspect_shows_label_chips_and_a_run_drawer_that_forks_from_a_round(page
     rounds = tuple(Round(r, tuple(AgentTurn(a, r, "P", (), f"(({x}))", Answer(x, "double_paren"))
                                   for a, x in enumerate(xs)), 1.0) for r, xs in enumerate(["BCC", "CCC"]))
     t = Transcript(task, "mad", "fake", {"agents": 3}, rounds, Answer("C", "double_paren"), False, "done")
+    child = store.start_run(method="mad", backbone="fake", bank=None, task=task, settings={"rounds": 2}, seed=0,
+                            code_version="t", source="fork")  # saved first: the parent is the newest row
+    store.save_transcript(child, t, "done")
     run_id = store.start_run(method="mad", backbone="fake", bank=None, task=task, settings={"rounds": 2}, seed=0,
                              code_version="t", source="app")
     store.save_transcript(run_id, t, "done")
+    link_fork(store, child, run_id, ForkSpec(1))
     first, second = list(store.taxonomy)[:2]
     store.annotate(run_id, annotator="ann1", labels=[first, second])
     store.annotate(run_id, annotator="ann2", labels=[first])
@@ -306,6 +312,7 @@ def test_inspect_shows_label_chips_and_a_run_drawer_that_forks_from_a_round(page
     drawer.locator("#inspect-scoreboard .chip-gold").first.wait_for(timeout=15_000)  # agent 1's B in round 0
     assert drawer.locator("#inspect-header").get_by_text("Which wall fell in 1989").is_visible()
     assert "Final answer: C — wrong (gold B)" in drawer.locator("#inspect-final").inner_text()
+    assert drawer.locator("#inspect-lineage").inner_text() == f"Forked into {child[:8]}."
     box = drawer.bounding_box()
     assert box["x"] + box["width"] <= DESKTOP["width"] + 1 and box["width"] <= 721  # a drawer, not the page
     shot(page, "inspect-drawer", full=False)

@@ -12,6 +12,7 @@ from r2mad.config import SECTION_OF
 from r2mad.methods import METHODS, is_debate
 from r2mad.runs.io import export_jsonl, export_runs_csv
 from r2mad.runs.store import STATUSES
+from r2mad.steer.links import fork_of, forks_of
 from r2mad.ui.debate_tab import mix_values
 from r2mad.ui.handlers import warn
 from r2mad.ui.render import chat_messages, esc, final_markdown, task_markdown
@@ -20,6 +21,7 @@ from r2mad.ui.services import Services
 from r2mad.ui.tables import (
     RUN_DATATYPES,
     RUN_HEADERS,
+    SHORT_ID,
     annotations_markdown,
     run_header_markdown,
     run_rows,
@@ -103,16 +105,31 @@ class InspectHandlers:
 
     def drawer(self, run_id: str, visitor_id: str | None = None, request: gr.Request = None,
                profile: gr.OAuthProfile | None = None, oauth_token: gr.OAuthToken | None = None):
-        """The run drawer opened on a run: its scoreboard and the rounds a fork can start from."""
+        """The run drawer opened on a run: its scoreboard, the rounds a fork can start from, and the runs
+        it was forked from or into."""
+        visitor = self.visitor(visitor_id, request, profile, oauth_token)
         try:
-            record = self._record(run_id, self.visitor(visitor_id, request, profile, oauth_token))
+            record = self._record(run_id, visitor)
         except gr.Error:
-            return gr.skip(), gr.skip(), gr.skip()
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
         t = record.transcript
         rounds = len(t.finished().rounds) if t else 0
         starts = list(range(1, rounds + 1)) if t and is_debate(record.method) else []
         return (gr.Column(visible=True), scoreboard_html(t) if t else "",
-                gr.Dropdown(choices=starts, value=starts[0] if starts else None, interactive=bool(starts)))
+                gr.Dropdown(choices=starts, value=starts[0] if starts else None, interactive=bool(starts)),
+                self._lineage(record.id, visitor))
+
+    def _lineage(self, run_id: str, visitor: Visitor) -> str:
+        """"Fork of run … (what changed)" and "Forked into …", naming only runs this visitor may read."""
+        store = self.services.store
+        parent, spec = fork_of(store, run_id)
+        mine = [f for f in forks_of(store, run_id) if visitor.can_read(store.get_run(f).owner)]
+        lines = []
+        if parent and visitor.can_read(store.get_run(parent).owner):
+            lines.append(f"Fork of run `{parent[:SHORT_ID]}`" + (f" ({esc(spec.describe())})." if spec else "."))
+        if mine:
+            lines.append("Forked into " + ", ".join(f"`{f[:SHORT_ID]}`" for f in mine) + ".")
+        return "  \n".join(lines)
 
     def select(self, ids: list[str], visitor_id: str | None, evt: gr.SelectData, request: gr.Request,
                profile: gr.OAuthProfile | None = None, oauth_token: gr.OAuthToken | None = None):
@@ -200,6 +217,7 @@ def build(services: Services, debate, tabs, tab: gr.Tab, visitor_id) -> InspectT
             gr.Markdown("### Run", elem_id="drawer-title")
             close = gr.Button("Close", size="sm", scale=0, min_width=80, elem_id="drawer-close")
         header = gr.Markdown(elem_id="inspect-header")
+        lineage = gr.Markdown(elem_id="inspect-lineage")
         final = gr.Markdown(elem_id="inspect-final")
         scoreboard = gr.HTML("", elem_id="inspect-scoreboard")
         with gr.Row(equal_height=True, elem_id="drawer-actions"):
@@ -219,7 +237,7 @@ def build(services: Services, debate, tabs, tab: gr.Tab, visitor_id) -> InspectT
         save = gr.Button("Save annotation", variant="primary")
 
     filters = [method, backbone, bank, outcome, flags, status, visitor_id]
-    drawn = [drawer, scoreboard, fork_round]
+    drawn = [drawer, scoreboard, fork_round, lineage]
     refresh.click(h.list_runs, filters, [runs, ids], api_name="inspect_list_runs")
     for button, fmt in ((export, "jsonl"), (export_csv, "csv")):
         button.click(lambda listed, fmt=fmt: h.export(listed, fmt), [ids], [exported],
