@@ -1,6 +1,7 @@
 """THE debate loop shared by every method: round 0 alone, then debate rounds whose agents answer
 concurrently, early stop on unanimity, a plurality vote, and an event for every step. Methods are
-strategies that override the hooks of `Method`; this module knows nothing of any one method."""
+strategies that override the hooks of `r2mad.methods.base.Method`, which this loop calls with a
+`RoundContext`; it knows nothing of any one method."""
 from __future__ import annotations
 
 import asyncio
@@ -17,13 +18,10 @@ from r2mad.answers import (
     strip_think,
 )
 from r2mad.backends.base import BackendError, ChatBackend
-from r2mad.config import DebateSettings
 from r2mad.guard import guard_answer
-from r2mad.prompts import common, mad
+from r2mad.methods.base import ABSTAINED, Agent, EventSink, Method, RoundContext, seed_for
 from r2mad.types import (
     AgentTurn,
-    Answer,
-    AuxCall,
     Event,
     Message,
     Round,
@@ -31,178 +29,6 @@ from r2mad.types import (
     Transcript,
     to_dict,
 )
-
-EventSink = Callable[[Event], None]
-ABSTAINED = Answer(None, "abstained")
-
-
-@dataclasses.dataclass
-class Agent:
-    index: int
-    name: str
-    history: list[Message]  # everything this agent has been shown and has said
-    text: str = ""  # its latest response, <think> removed (what peers see)
-    answer: Answer = ABSTAINED
-    hidden: bool = False  # its latest response is kept from its peers (a fork's mask)
-
-    @property
-    def label(self) -> str:
-        return f"Agent {self.index + 1} ({self.name})"
-
-
-class Steerable:
-    """A fork's changes a strategy's round hooks take (read from RoundContext.steer)."""
-    steers: tuple[str, ...] = ()  # kinds of fork change its hooks act on
-
-    def check_steer(self, change, settings: DebateSettings) -> str | None:
-        """Why `change` cannot act on these hooks, in one sentence naming the fix (None: it can)."""
-        return None
-
-
-class Plugin(Steerable):
-    """Work the loop runs beside any method's own hooks (TrueMAD's advice): after the method's
-    before_round, and on each agent's debate message."""
-
-    async def before_round(self, ctx: RoundContext) -> None:
-        """Work between rounds, after the method's own."""
-
-    def extend_message(self, ctx: RoundContext, agent: int, message: str) -> str:
-        return message
-
-
-class Method(Steerable):
-    """Default strategy = MAD. Subclasses override only the hooks they change; `plugins` add work
-    the loop runs beside them."""
-    name = "mad"
-    wants_logprobs = False
-
-    def __init__(self, settings: DebateSettings):
-        self.settings = settings
-        self.plugins: list[Plugin] = []
-
-    def n_agents(self) -> int:
-        return self.settings.agents
-
-    def n_rounds(self) -> int:
-        return self.settings.rounds
-
-    solo = False  # a single-agent baseline: the first debater's persona, "solve step by step"
-
-    def persona(self, task: Task, agent: int) -> tuple[str, str]:
-        """The task's persona; under the paper profile the answer format sits in the system prompt."""
-        name, system = common.persona(task.kind, agent, 1 if self.solo else self.n_agents(), task.source)
-        return name, common.paper_system(system, task) if self.settings.profile == "paper" else system
-
-    def opening(self, task: Task, agent: int, system: str) -> list[Message]:
-        """Round 0: the agent answers alone (paper profile: the format is in the system prompt already)."""
-        user = common.format_task(task) if self.settings.profile == "paper" else common.task_prompt(task)
-        return [Message("system", system), Message("user", user)]
-
-    async def before_round(self, ctx: RoundContext) -> None:
-        """Work between rounds t-1 and t (summaries, retrieval, masks, advice)."""
-
-    def prepare(self, backend: ChatBackend) -> list[str]:
-        """Check the backend's capabilities before any token is spent; return visible notices."""
-        return []
-
-    def round_started(self, ctx: RoundContext) -> None:
-        """Called as round t's agents start answering (round 0 included, unless it was shared)."""
-
-    def on_turn(self, turn: AgentTurn) -> None:
-        """Called as soon as one agent's answer arrives, while the others may still be generating."""
-
-    def visible_peers(self, ctx: RoundContext, agent: int) -> list[Agent]:
-        """The peers whose previous response this agent sees; abstainers and hidden ones are left out."""
-        return [p for p in ctx.agents if p.index != agent and p.answer.how != "abstained" and not p.hidden]
-
-    def peers(self, ctx: RoundContext, agent: int) -> list[tuple[str, str]]:
-        """(label, text) pairs shown to the agent."""
-        return self.fit(ctx, agent, [(p.label, p.text) for p in self.visible_peers(ctx, agent)])
-
-    prompt_reserve = 512  # tokens kept free for the instructions around the peers' responses
-
-    def fit(self, ctx: RoundContext, agent: int, peers: list[tuple[str, str]]) -> list[tuple[str, str]]:
-        """Peers' responses whole, unless the prompt would overflow the backend's context window (known
-        for the embedded model): then clipped (common.fit_to_window), and that is recorded."""
-        window = getattr(ctx.backend, "n_ctx", None)
-        if not window:
-            return peers
-        used = sum(len(m.content) for m in ctx.agents[agent].history)
-        fitted, share, clipped = common.fit_to_window(peers, window - self.settings.max_tokens - self.prompt_reserve,
-                                                      used)
-        if clipped:
-            ctx.agent_details.setdefault(agent, {})["clipped_peers"] = clipped
-            if not ctx.details.get("clipped_peers"):
-                ctx.details["clipped_peers"] = True
-                ctx.notice(f"Round {ctx.index}: peers' responses were clipped to about {share} characters "
-                           f"each to fit the context window of {window} tokens.")
-        return fitted
-
-    def debate_message(self, ctx: RoundContext, agent: int) -> str:
-        return mad.debate_prompt(ctx.task, self.peers(ctx, agent))
-
-    def next_prompt(self, ctx: RoundContext, agent: Agent, message: str) -> list[Message]:
-        """The agent's whole prompt for round t > 0: its own history plus the debate message (MAD)."""
-        return [*agent.history, Message("user", message)]
-
-
-@dataclasses.dataclass
-class RoundContext:
-    """What a method's hooks see for round t and the helpers they use to record their work."""
-    task: Task
-    settings: DebateSettings
-    backend: ChatBackend  # summaries, judges, advice (agents may each have their own: Debate.agent_backends)
-    index: int
-    agents: list[Agent]
-    rounds: list[Round]  # finished rounds
-    emit_event: EventSink
-    aux: list[AuxCall] = dataclasses.field(default_factory=list)
-    arrived: dict[int, AgentTurn] = dataclasses.field(default_factory=dict)  # this round's turns so far
-    details: dict[str, Any] = dataclasses.field(default_factory=dict)
-    agent_details: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
-    notices: list[str] = dataclasses.field(default_factory=list)
-    backbone: str = ""  # the name of `backend`, recorded on each auxiliary call
-    steer: tuple = ()  # a fork's changes to this round's own hooks (its first live round only)
-
-    @property
-    def previous(self) -> Round:
-        return self.rounds[-1]
-
-    def steered(self, *kinds: str) -> list:
-        """This round's fork changes of these kinds (steer.fork.Change: kind, agent, value)."""
-        return [c for c in self.steer if c.kind in kinds]
-
-    def emit(self, kind: str, agent: int | None = None, **data: Any) -> None:
-        self.emit_event(Event(kind, self.index, agent, to_dict(data)))
-
-    def notice(self, text: str) -> None:
-        self.notices.append(text)
-        self.emit("notice", text=text)
-
-    async def aux_call(self, kind: str, messages: list[Message], *, source: int | None = None,
-                       target: int | None = None, max_tokens: int | None = None,
-                       labeler: Callable[[str], str] | None = None) -> AuxCall:
-        """One auxiliary model call (summary, judge, advice), recorded with the label `labeler` reads
-        from its text; a failure is recorded, not raised."""
-        s = self.settings
-        slot = 100 + 20 * (source if source is not None else 19) + (target if target is not None else 19)
-        try:
-            [c] = await self.backend.chat(messages, n=1, temperature=s.temperature, top_p=s.top_p,
-                                          max_tokens=max_tokens or s.max_tokens,
-                                          seed=_seed(s, self.index, slot))
-        except BackendError as exc:
-            call = AuxCall(kind, self.index, "", source=source, target=target, error=str(exc),
-                           backbone=self.backbone)
-        else:
-            call = AuxCall(kind, self.index, c.text, c.tokens_in, c.tokens_out, c.latency_s, source, target,
-                           labeler(c.text) if labeler else None, backbone=self.backbone,
-                           provider=c.provider)
-        self.aux.append(call)
-        return call
-
-
-def _seed(s: DebateSettings, round_index: int, agent: int) -> int | None:
-    return None if s.seed is None else s.seed + 1000 * round_index + agent
 
 
 class Debate:
@@ -335,7 +161,7 @@ class Debate:
         started = time.monotonic()
         try:
             [c] = await backend.chat(prompt, n=1, temperature=s.temperature, top_p=s.top_p,
-                                     max_tokens=s.max_tokens, seed=_seed(s, t, agent.index),
+                                     max_tokens=s.max_tokens, seed=seed_for(s, t, agent.index),
                                      logprobs=want_lp, **live)
         except BackendError as exc:
             turn = AgentTurn(agent.index, t, agent.name, prompt, "", ABSTAINED, started_at=started,
@@ -345,7 +171,7 @@ class Debate:
             answer = extract_answer(c.text, self.task)
             if not answer.parsed and s.answer_guard == "on":
                 answer, call = await guard_answer(backend, prompt, c.text, self.task, round_index=t,
-                                                  agent=agent.index, seed=_seed(s, t, 50 + agent.index))
+                                                  agent=agent.index, seed=seed_for(s, t, 50 + agent.index))
                 ctx.aux.append(dataclasses.replace(call, backbone=name))
             turn = AgentTurn(agent.index, t, agent.name, prompt, c.text, answer,
                              c.tokens_in, c.tokens_out, c.latency_s, started, time.monotonic(),

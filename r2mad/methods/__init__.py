@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from r2mad.config import ConfigError, DebateSettings
-from r2mad.debate import Method
+from r2mad.methods.base import Method
 
 DU, TIAN, BAO, JIN = ("Du et al. 2024", "Tian et al. 2026", "Bao et al. 2026; our re-implementation",
                       "Jin et al. 2026")

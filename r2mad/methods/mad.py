@@ -2,7 +2,7 @@
 agents' previous answers and gives an updated one. This is the loop's default behaviour."""
 from __future__ import annotations
 
-from r2mad.debate import Method
+from r2mad.methods.base import Method
 
 
 class MAD(Method):

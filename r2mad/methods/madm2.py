@@ -12,7 +12,7 @@ import re
 import statistics
 
 from r2mad.config import ConfigError
-from r2mad.debate import Agent, Method, RoundContext
+from r2mad.methods.base import Agent, Method, RoundContext
 from r2mad.prompts import common, mad
 from r2mad.prompts import madm2 as prompts
 from r2mad.types import Message

@@ -9,10 +9,10 @@ import dataclasses
 import itertools
 
 from r2mad.answers import is_unanimous, strip_think
-from r2mad.debate import Method, RoundContext
 from r2mad.memory.confidence import annotate, confidence_label
 from r2mad.memory.retrieval import render_state
 from r2mad.memory.summaries import SummaryCache
+from r2mad.methods.base import Method, RoundContext
 from r2mad.prompts import r2mad as prompts
 from r2mad.prompts.common import format_task
 

@@ -2,7 +2,7 @@
 samples, majority vote) and ICL-CoT (one agent with K cases from a memory bank as examples)."""
 from __future__ import annotations
 
-from r2mad.debate import Method
+from r2mad.methods.base import Method
 from r2mad.prompts import common, single
 from r2mad.types import Message, Task
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from r2mad.debate import Plugin, RoundContext
+from r2mad.methods.base import Plugin, RoundContext
 from r2mad.prompts import truemad as prompts
 
 _TYPE = re.compile(r"^\W*(SUPPORT|REBUTTAL|REFINEMENT|QUESTION)\b", re.IGNORECASE)
