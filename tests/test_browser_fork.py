@@ -29,6 +29,15 @@ def opened_text(chat) -> str:
     return chat.inner_text()
 
 
+def fork_tab(p, url: str):
+    """(browser, page) with the app's Fork tab open."""
+    browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+    page = browser.new_page(viewport={"width": 1400, "height": 1600})
+    page.goto(url)
+    page.get_by_role("tab", name="Fork").click()
+    return browser, page
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fork-browser")
@@ -56,10 +65,7 @@ def test_fork_from_a_round_runs_live_beside_its_parent(served):
     url, run_id, server = served
     assert server.hits == 9
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1600})
-        page.goto(url)
-        page.get_by_role("tab", name="Fork").click()
+        browser, page = fork_tab(p, url)
         page.locator("label:has-text('Run id') textarea, label:has-text('Run id') input").first.fill(run_id)
         page.locator("label:has-text('Answer or new message') textarea").first.fill("B")
         page.click("#fork-button")
@@ -82,10 +88,7 @@ def test_fork_from_a_round_runs_live_beside_its_parent(served):
 def test_pause_after_one_round_change_and_go_on(served):
     url, run_id, server = served
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1600})
-        page.goto(url)
-        page.get_by_role("tab", name="Fork").click()
+        browser, page = fork_tab(p, url)
         run_box = page.locator("label:has-text('Run id') textarea, label:has-text('Run id') input").first
         run_box.fill(run_id)
         page.locator("label:has-text('Answer or new message') textarea").first.fill("B")
@@ -114,10 +117,7 @@ def pick(page, box: str, option: str) -> None:
 def test_drop_an_advice_at_the_fork_round_from_the_dropdown(served):
     url, run_id, server = served
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1600})
-        page.goto(url)
-        page.get_by_role("tab", name="Fork").click()
+        browser, page = fork_tab(p, url)
         page.locator("label:has-text('Run id') textarea, label:has-text('Run id') input").first.fill(run_id)
         pick(page, "#fork-change", "drop the advice to it from the agent in the box")
         pick(page, "#fork-method", "truemad")

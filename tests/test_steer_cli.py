@@ -31,6 +31,17 @@ def herd(body):
     return ok("Going along. ((A))" if "((A))" in messages[-1]["content"] else "Jupiter. ((B))")
 
 
+def bank_config(tmp_path, server):
+    """A config on `server` with a small memory bank at tmp_path/memory/tiny (hash embedder: no model)."""
+    from tests.test_app_client import make_bank
+
+    folder = make_config(tmp_path, fake=server)
+    app_yaml = folder / "app.yaml"
+    app_yaml.write_text(app_yaml.read_text().replace("embedder: all-MiniLM-L6-v2", "embedder: hash-64"))
+    make_bank(tmp_path / "memory")
+    return folder
+
+
 def make_config(tmp_path, **servers):
     folder = tmp_path / "configs"
     shutil.copytree(ROOT / "configs", folder, dirs_exist_ok=True)
@@ -162,12 +173,7 @@ def test_a_fork_keeps_its_link_through_export_and_import(tmp_path, herd_server, 
 
 @pytest.mark.slow  # builds a Qdrant index on disk
 def test_a_mad_run_forked_into_r2mad_retrieves_from_the_named_bank(tmp_path, herd_server, capsys):
-    from tests.test_app_client import make_bank
-
-    folder = make_config(tmp_path, fake=herd_server)
-    app_yaml = folder / "app.yaml"
-    app_yaml.write_text(app_yaml.read_text().replace("embedder: all-MiniLM-L6-v2", "embedder: hash-64"))
-    make_bank(tmp_path / "memory")
+    folder = bank_config(tmp_path, herd_server)
     assert run(folder, "debate", *QUESTION, "--no-early-stop") == 0
     [parent] = store().list_runs()
     capsys.readouterr()
@@ -229,12 +235,7 @@ def test_fork_with_unmask_drop_advice_from_the_command_line(tmp_path, capsys):
 
 @pytest.mark.slow  # builds a Qdrant index on disk
 def test_an_r2mad_run_forked_with_drop_case(tmp_path, herd_server, capsys):
-    from tests.test_app_client import make_bank
-
-    folder = make_config(tmp_path, fake=herd_server)
-    app_yaml = folder / "app.yaml"
-    app_yaml.write_text(app_yaml.read_text().replace("embedder: all-MiniLM-L6-v2", "embedder: hash-64"))
-    make_bank(tmp_path / "memory")
+    folder = bank_config(tmp_path, herd_server)
     bank = str(tmp_path / "memory" / "tiny")
     assert run(folder, "debate", *QUESTION, "--no-early-stop", "--method", "r2mad", "--bank", bank) == 0
     [parent] = store().list_runs()
