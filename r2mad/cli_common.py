@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from r2mad.steer.fork import steer_notes
 from r2mad.types import Transcript
 
 SETTING_FLAGS = {  # flag -> DebateSettings field
@@ -131,21 +132,7 @@ def detail_lines(d: dict) -> list[str]:
     if "shown" in d:
         lines.append("shown after masking: " + (", ".join(f"agent {j + 1}" for j in d["shown"]) or "none")
                      + (" (solved again alone)" if d.get("resolved_alone") else ""))
-    steer = d.get("steer") or {}
-    if steer.get("mask"):
-        lines.append("fork: hidden from its peers in the next round")
-    for kind in ("edit", "answer"):
-        if kind in steer:
-            lines.append(f"fork: {'message edited' if kind == 'edit' else 'answer forced'} "
-                         f"(was {steer['original_answer']})")
-    if "dropped" in steer:
-        lines.append(f"fork: case {steer['drop-case']} ({steer['dropped']}) dropped from its memory block")
-    if "replaced" in steer:
-        lines.append(f"fork: case {steer['replace-case']} ({steer['replaced']}) replaced by {steer['by']}")
-    if "drop-advice" in steer:
-        lines.append(f"fork: advice from agent {steer['drop-advice']} dropped (not asked for)")
-    if steer.get("unmasked"):
-        lines.append("fork: shown unmasked: " + ", ".join(f"agent {j + 1}" for j in steer["unmasked"]))
+    lines += [f"fork: {note}" for note in steer_notes(d)]
     if d.get("advice_from"):
         lines.append("advice from: " + ", ".join(d["advice_from"]))
     return lines

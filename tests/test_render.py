@@ -266,3 +266,17 @@ def test_the_outcome_line_gives_the_cost_in_money_when_the_backbone_has_prices()
     # 201 tokens in and 80 out at $2 / $10 per million: 0.000402 + 0.0008 = $0.001202 -> "$0.00120"
     assert "281 tokens ($0.00120) ·" in final_markdown(t, {t.backbone: Prices(2.0, 10.0)})
     assert "$" not in final_markdown(t)  # a backbone without prices: no money figure
+
+
+def test_a_turn_a_fork_changed_says_what_changed_before_its_memory():
+    from r2mad.ui.render import turn_body
+
+    turn = AgentTurn(1, 1, "Skeptic", (), "Now ((B)).", Answer("B", "double_paren"),
+                     details={"steer": {"drop-case": 1, "dropped": "q7:a1:r0", "unmasked": [2]},
+                              "shown": [0, 2]})
+    body = turn_body(turn, "mcq")
+    assert body.startswith("**Changed by the fork:** case 1 (q7:a1:r0) dropped from its memory block; "
+                           "shown unmasked: agent 3")
+    assert body.index("Changed by the fork") < body.index("Shown after masking") < body.index("**Response**")
+    plain = AgentTurn(1, 1, "Skeptic", (), "Now ((B)).", Answer("B", "double_paren"))
+    assert "fork" not in turn_body(plain, "mcq")

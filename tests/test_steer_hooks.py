@@ -178,3 +178,12 @@ def test_describe_says_what_each_change_does_and_where():
     assert spec.describe() == ("from round 2, agent 2 case 1 dropped at round 2, agent 3 case 2 replaced by case-9 "
                                "at round 2, agent 1 advice from agent 3 dropped at round 2, agent 1 unmasked at "
                                "round 2")
+
+
+def test_a_change_at_a_round_early_stop_never_reaches_is_refused():
+    t, _ = parent("madm2-subjective")
+    unanimous = parse_changes(answers=["1=A", "2=A", "3=A"], unmasks=["1"])  # round 0 made unanimous
+    with pytest.raises(ValueError, match="every agent agrees after round 0, so the debate stops early before it; "
+                                         r"turn early stop off \(--no-early-stop\)"):
+        plan_fork(t, ForkSpec(1, unanimous), SETTINGS.replace(early_stop=True))
+    assert plan_fork(t, ForkSpec(1, unanimous), SETTINGS.replace(early_stop=False))[0] == "madm2-subjective"

@@ -172,3 +172,20 @@ def align(parent: Transcript, fork: Transcript) -> list[tuple[str, str, str]]:
     verdict = {True: "correct", False: "wrong", None: "no gold"}
     rows.append(("final", f"{parent.final} ({verdict[parent.correct]})", f"{fork.final} ({verdict[fork.correct]})"))
     return rows
+
+
+def steer_notes(details: dict) -> list[str]:
+    """What a fork changed about one agent's turn, in words (from its details["steer"])."""
+    steer = details.get("steer") or {}
+    notes = ["hidden from its peers in the next round"] if steer.get("mask") else []
+    notes += [f"{'message edited' if kind == 'edit' else 'answer forced'} (was {steer['original_answer']})"
+              for kind in ("edit", "answer") if kind in steer]
+    if "dropped" in steer:
+        notes.append(f"case {steer['drop-case']} ({steer['dropped']}) dropped from its memory block")
+    if "replaced" in steer:
+        notes.append(f"case {steer['replace-case']} ({steer['replaced']}) replaced by {steer['by']}")
+    if "drop-advice" in steer:
+        notes.append(f"advice from agent {steer['drop-advice']} dropped (not asked for)")
+    if steer.get("unmasked"):
+        notes.append("shown unmasked: " + ", ".join(f"agent {j + 1}" for j in steer["unmasked"]))
+    return notes

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from r2mad.answers import is_unanimous
 from r2mad.backends.base import ChatBackend
 from r2mad.config import DebateSettings
 from r2mad.methods import is_debate, make_method, spec_of
@@ -34,11 +35,12 @@ def plan_fork(parent: Transcript, spec: ForkSpec, settings: DebateSettings,
     if settings.rounds < spec.from_round:
         raise ValueError(f"The fork would have {settings.rounds} rounds, fewer than the {spec.from_round} it "
                          f"replays; raise --rounds to at least {spec.from_round}.")
-    _check_live_changes(spec, method, settings, replay[-1], bank)
+    _check_live_changes(spec, method, settings, replay[-1], bank, parent.task.kind)
     return method, replay
 
 
-def _check_live_changes(spec: ForkSpec, method: str, settings: DebateSettings, before: Round, bank) -> None:
+def _check_live_changes(spec: ForkSpec, method: str, settings: DebateSettings, before: Round, bank,
+                        kind: str) -> None:
     """Each change to round T's hooks must meet a hook of the fork's method that takes it, in a round the
     fork runs, about a response there was."""
     live = [c for c in spec.changes if c.kind in LIVE_KINDS]
@@ -47,6 +49,10 @@ def _check_live_changes(spec: ForkSpec, method: str, settings: DebateSettings, b
     if settings.rounds <= spec.from_round:
         raise ValueError(f"{HOOKS[live[0].kind][0]} acts on round {spec.from_round}, which this fork does not run; "
                          f"fork from an earlier round or raise the rounds above {spec.from_round}.")
+    if settings.early_stop and is_unanimous([t.answer for t in before.turns], kind):
+        raise ValueError(f"{HOOKS[live[0].kind][0]} acts on round {spec.from_round}, but every agent agrees after "
+                         f"round {before.index}, so the debate stops early before it; turn early stop off "
+                         "(--no-early-stop) or fork from an earlier round.")
     strategy = make_method(method, settings, bank=bank)
     for change in live:
         taker = next((x for x in (strategy, *strategy.plugins) if change.kind in x.steers), None)

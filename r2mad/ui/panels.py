@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from r2mad.steer.fork import steer_notes
 from r2mad.types import Round
 from r2mad.ui.text import esc as _esc
 
@@ -145,7 +146,10 @@ def advice_received_panel(d: Mapping[str, Any]) -> str:
 def turn_panels(details: Mapping[str, Any] | None, round_summary: str | None = None) -> str:
     """Everything a method recorded for one agent in one round."""
     d = details or {}
-    return "\n\n".join(p for p in (memory_panel(d, round_summary), shown_panel(d), advice_received_panel(d)) if p)
+    changed = steer_notes(d)
+    fork = ("**Changed by the fork:** " + _esc("; ".join(changed))) if changed else ""
+    return "\n\n".join(p for p in (fork, memory_panel(d, round_summary), shown_panel(d), advice_received_panel(d))
+                       if p)
 
 
 def summary_input(previous: Round | None) -> str:
