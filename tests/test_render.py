@@ -269,7 +269,7 @@ def test_the_outcome_line_gives_the_cost_in_money_when_the_backbone_has_prices()
 
 
 def test_a_turn_a_fork_changed_says_what_changed_before_its_memory():
-    from r2mad.ui.render import turn_body
+    from r2mad.ui.render import turn_body, turn_title
 
     turn = AgentTurn(1, 1, "Skeptic", (), "Now ((B)).", Answer("B", "double_paren"),
                      details={"steer": {"drop-case": 1, "dropped": "q7:a1:r0", "unmasked": [2]},
@@ -278,5 +278,6 @@ def test_a_turn_a_fork_changed_says_what_changed_before_its_memory():
     assert body.startswith("**Changed by the fork:** case 1 (q7:a1:r0) dropped from its memory block; "
                            "shown unmasked: agent 3")
     assert body.index("Changed by the fork") < body.index("Shown after masking") < body.index("**Response**")
+    assert turn_title(turn).endswith(" · changed by the fork")
     plain = AgentTurn(1, 1, "Skeptic", (), "Now ((B)).", Answer("B", "double_paren"))
-    assert "fork" not in turn_body(plain, "mcq")
+    assert "fork" not in turn_body(plain, "mcq") + turn_title(plain)

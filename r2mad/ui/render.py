@@ -64,7 +64,8 @@ def turn_title(turn: AgentTurn, task: Task | None = None, max_tokens: int | None
             said = esc(chip.why)
         elif "cut" in chip.note:
             said += " · cut at the token limit"
-    return f"{who} — {said} · {turn.tokens_in}+{turn.tokens_out} tokens · {turn.seconds:.1f} s"
+    fork = " · changed by the fork" if turn.details.get("steer") else ""
+    return f"{who} — {said} · {turn.tokens_in}+{turn.tokens_out} tokens · {turn.seconds:.1f} s{fork}"
 
 
 def turn_body(turn: AgentTurn, kind: str, round_summary: str | None = None) -> str:
