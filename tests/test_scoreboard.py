@@ -104,6 +104,15 @@ def test_matrix_has_one_row_per_method_and_one_column_per_round():
     html = matrix_html({"mad": transcript([r0, r1]), "cot": transcript([r0], rounds_planned=3)},
                        {"mad": "MAD", "cot": "CoT <b>"})
     assert html.count("<tr>") == 3 and html.count("Round ") == 3  # rounds 0..2 as columns
-    assert "CoT &lt;b&gt;" in html and "<b>" not in html.replace("<b>cut</b>", "").replace(
-        "<b>rejected</b>", "").replace("<b>changed</b>", "").replace("<b>guard</b>", "")
+    assert "CoT &lt;b&gt;" in html and "<b>" not in re.sub(r"<b>(cut|rejected|changed|guard|fork)</b>", "", html)
     assert "consensus 1.00" in html and "Final answer: B — correct" in html
+
+
+def test_a_turn_a_fork_changed_is_marked_fork_and_a_forced_answer_says_so():
+    import dataclasses
+
+    forced = dataclasses.replace(turn(0, 0, "B", how="forced"), details={"steer": {"answer": "B"}})
+    chip = chip_for(forced, BERLIN, previous=None)
+    assert (chip.kind, chip.note) == ("gold", "fork")
+    assert "forced by a fork" in chip.why and chip.why.endswith("this turn was changed by a fork")
+    assert chip_for(turn(0, 0, "B"), BERLIN).note == ""

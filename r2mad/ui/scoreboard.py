@@ -33,6 +33,7 @@ HOW_WORDS = {
     "guarded": "asked again for the answer alone (answer guard)",
     "unparsed": "no answer found",
     "abstained": "abstained: the model call failed",
+    "forced": "forced by a fork",
 }
 _CITATION = re.compile(r"^\(?([A-Ja-j])[).:]\s*(.+?)\s*[.!]?$")
 
@@ -102,12 +103,16 @@ def chip_for(turn: AgentTurn, task: Task, *, max_tokens: int | None = None,
     kind = "answer" if correct is None else ("gold" if correct else "wrong")
     changed = (previous is not None and previous.answer.value is not None
                and not same_answer(previous.answer, a, task.kind))
-    notes = [n for n, on in (("cut", cut), ("guard", a.how == "guarded"), ("changed", changed)) if on]
+    forked = bool((turn.details or {}).get("steer"))
+    notes = [n for n, on in (("cut", cut), ("guard", a.how == "guarded"), ("changed", changed), ("fork", forked))
+             if on]
     why = f"{a.value}: {KIND_WORDS[kind]}; {HOW_WORDS.get(a.how, a.how)}"
     if cut:
         why += "; cut at the token limit"
     if changed:
         why += f"; changed from {previous.answer.value}"
+    if forked:
+        why += "; this turn was changed by a fork"
     return Chip(a.value, kind, " · ".join(notes), why)
 
 
@@ -219,7 +224,7 @@ def legend_html() -> str:
              chip_html(Chip("no answer", "none", "", "no answer")) + " no answer in the task's format"]
     marks = ("Marks: <b>cut</b> = stopped at the token limit · <b>rejected</b> = cited a letter with another "
              "option's text · <b>changed</b> = changed answer since the previous round · <b>guard</b> = asked "
-             "again for the answer alone. Hover a chip for how its answer was read.")
+             "again for the answer alone · <b>fork</b> = changed by a fork. Hover a chip for how its answer was read.")
     return ("<div style='font-size:13px;color:#374151;margin-top:6px;line-height:2'>"
             + " &nbsp; ".join(parts) + f"<br>{marks}</div>")
 
