@@ -49,10 +49,6 @@ def _check_live_changes(spec: ForkSpec, method: str, settings: DebateSettings, b
     if settings.rounds <= spec.from_round:
         raise ValueError(f"{HOOKS[live[0].kind][0]} acts on round {spec.from_round}, which this fork does not run; "
                          f"fork from an earlier round or raise the rounds above {spec.from_round}.")
-    if settings.early_stop and is_unanimous([t.answer for t in before.turns], kind):
-        raise ValueError(f"{HOOKS[live[0].kind][0]} acts on round {spec.from_round}, but every agent agrees after "
-                         f"round {before.index}, so the debate stops early before it; turn early stop off "
-                         "(--no-early-stop) or fork from an earlier round.")
     strategy = make_method(method, settings, bank=bank)
     for change in live:
         taker = next((x for x in (strategy, *strategy.plugins) if change.kind in x.steers), None)
@@ -68,6 +64,10 @@ def _check_live_changes(spec: ForkSpec, method: str, settings: DebateSettings, b
                              "call failed); unmask another agent.")
         if change.kind == "unmask" and any(c.kind == "mask" and c.agent == change.agent for c in spec.changes):
             raise ValueError(f"Agent {change.agent + 1} is both masked and unmasked; keep one of the two changes.")
+    if settings.early_stop and is_unanimous([t.answer for t in before.turns], kind):
+        raise ValueError(f"{HOOKS[live[0].kind][0]} acts on round {spec.from_round}, but every agent agrees after "
+                         f"round {before.index}, so the debate stops early before it; turn early stop off "
+                         "(--no-early-stop) or fork from an earlier round.")
 
 
 async def fork_debate(parent: Transcript, spec: ForkSpec, backend: ChatBackend, settings: DebateSettings, *,
