@@ -17,7 +17,7 @@ from r2mad.types import Transcript
 from r2mad.ui.api import USER_ERRORS, _sentence, fork_saved, readable
 from r2mad.ui.render import chat_messages
 from r2mad.ui.services import Services
-from r2mad.ui.visitors import Visitor, identify
+from r2mad.ui.visitors import VisitorHandlers
 
 SAME = "(same as the run)"
 CHANGES = {"force its answer to": "answer", "replace its message with": "edit", "mask it from the peers": "mask",
@@ -28,14 +28,7 @@ CHANGES = {"force its answer to": "answer", "replace its message with": "edit", 
 VALUE_FORMS = {"drop-case": "drop_cases", "replace-case": "replace_cases", "drop-advice": "drop_advice"}
 
 
-class ForkHandlers:
-    def __init__(self, services: Services):
-        self.services = services
-
-    def visitor(self, visitor_id, request, profile, oauth_token) -> Visitor:
-        return identify(self.services.config, browser_id=visitor_id, profile=profile, token=oauth_token,
-                        session=getattr(request, "session_hash", None))
-
+class ForkHandlers(VisitorHandlers):
     def show(self, run_id: str, visitor_id: str | None = None, request: gr.Request = None,
              profile: gr.OAuthProfile | None = None, oauth_token: gr.OAuthToken | None = None):
         """The parent's chat as soon as an id of a run this visitor may read is given."""

@@ -55,6 +55,18 @@ def identify(config: Config, *, browser_id: str | None, session: str | None, pro
     return Visitor(f"browser:{key}" if len(key) >= 16 else f"session:{session or new_browser_id()}", None, False)
 
 
+class VisitorHandlers:
+    """Event handlers whose answers depend on who asks; `services` is the app's r2mad.ui.services.Services."""
+
+    def __init__(self, services: Any):
+        self.services = services
+
+    def visitor(self, visitor_id: str | None, request: Any, profile: Any, oauth_token: Any) -> Visitor:
+        """The visitor behind a Gradio event: its browser id, login, token and page session."""
+        return identify(self.services.config, browser_id=visitor_id, profile=profile, token=oauth_token,
+                        session=getattr(request, "session_hash", None))
+
+
 @functools.lru_cache(maxsize=256)
 def _orgs_of(token: str) -> tuple[str, ...]:
     """The organisations a signed-in visitor belongs to (from the Hub; none when it cannot say)."""
