@@ -17,6 +17,7 @@ from r2mad.evaluation.results import (  # noqa: F401 - load_results and Results 
     fmt_ci,
     label,
     load_results,
+    save_plot,
     table,
 )
 from r2mad.methods import REGISTRY, is_debate
@@ -216,11 +217,7 @@ def plot_accuracy_vs_tokens(res: Results, path: Path) -> Path:
         ax.legend(fontsize=8)
     ax.set(xlabel="tokens per query", ylabel="accuracy (plurality, 95% CI)", ylim=(-0.02, 1.02),
            title=f"{res.benchmark} on {res.run['backbone']}")
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_plot(plt, fig, ax, path)
 
 
 def plot_consensus(res: Results, path: Path) -> Path:
@@ -236,11 +233,7 @@ def plot_consensus(res: Results, path: Path) -> Path:
     ax.set(xlabel="round", ylabel="mean consensus Cons(Z)", ylim=(0, 1.05),
            title=f"Consensus per round — {res.benchmark}")
     ax.xaxis.get_major_locator().set_params(integer=True)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_plot(plt, fig, ax, path)
 
 
 def write_table1(results_dirs: Sequence[str | Path], out_path: str | Path) -> Path:

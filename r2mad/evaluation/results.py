@@ -1,5 +1,5 @@
 """A results folder read back (run.json + rows.jsonl, every sampling seed) and the formatting the report's
-sections share: method labels, numbers, markdown tables. Not for the sections themselves (report.py,
+sections share: method labels, numbers, markdown tables, saving a plot. Not for the sections themselves (report.py,
 trust.py)."""
 from __future__ import annotations
 
@@ -85,3 +85,12 @@ def fmt_tokens(x: float) -> str:
 def table(header: Sequence[str], rows: list[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(map(str, r)) + " |" for r in rows])
+
+
+def save_plot(plt, fig, ax, path: Path) -> Path:
+    """How every plot of the report ends: a light grid, a tight layout, a PNG at 120 dpi, the figure freed."""
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -15,7 +15,7 @@ from r2mad.evaluation import budget, paired
 from r2mad.evaluation import metrics as m
 from r2mad.evaluation.costs import format_dollars, model_costs, total_cost
 from r2mad.evaluation.models import per_model_section, price_table_of
-from r2mad.evaluation.results import Results, fmt, fmt_tokens, label, table
+from r2mad.evaluation.results import Results, fmt, fmt_tokens, label, save_plot, table
 from r2mad.methods import is_debate
 
 REPORT_RNG_SEED = 0  # the bootstrap's generator: a report rebuilt from the same rows is the same report
@@ -238,8 +238,4 @@ def plot_compute_matched(res: Results, path: Path, plt) -> Path | None:
     ax.legend(fontsize=8)
     ax.set(xlabel="tokens per question", ylabel="accuracy (plurality)", ylim=(-0.02, 1.02),
            title=f"Compute-matched: {res.benchmark} on {res.run['backbone']}")
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_plot(plt, fig, ax, path)
