@@ -31,7 +31,7 @@ from r2mad.memory.files import (
     write_quarantine,
 )
 from r2mad.memory.index import BankIndex, point_id
-from r2mad.memory.retrieval import WHOLE_BANK, policy_lambda, select_cases
+from r2mad.memory.retrieval import WHOLE_BANK, case_reward, policy_lambda, select_cases
 from r2mad.memory.stores import STORES, IndexStoreError
 from r2mad.types import Case, to_dict
 
@@ -378,7 +378,7 @@ class MemoryBank:
 
 
 def _rewards(candidates: Sequence[Candidate], reward: str) -> list[float]:
-    return [float(c.case.own_correct) if reward == "round" else float(c.case.reward) for c in candidates]
+    return [case_reward(c.case, reward) for c in candidates]
 
 
 def _haystack(case: Case) -> str:

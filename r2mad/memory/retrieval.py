@@ -6,6 +6,8 @@ from typing import Sequence
 
 import numpy as np
 
+from r2mad.types import Case
+
 POLICIES = (
     "state-aware",  # MMR with lambda = 1 - gamma * Cons(Z^(t-1)) (the paper's policy; the default)
     "fixed-0.25",   # MMR with lambda fixed at 0.25
@@ -22,6 +24,11 @@ WHOLE_BANK = ("positive", "random")  # policies the bank applies to all of an ag
 def consensus_lambda(consensus: float, gamma: float = 0.9) -> float:
     """Eq. 8: lambda_t = 1 - gamma * Cons(Z^(t-1)). Low consensus -> large lambda -> relevant positives."""
     return 1.0 - gamma * consensus
+
+
+def case_reward(case: Case, reward: str) -> float:
+    """r(e): the case agent's correctness at the case's round ("round") or at the debate's end ("final")."""
+    return float(case.own_correct) if reward == "round" else float(case.reward)
 
 
 def policy_lambda(policy: str, consensus: float, gamma: float = 0.9) -> float | None:

@@ -10,7 +10,7 @@ import itertools
 
 from r2mad.answers import is_unanimous, strip_think
 from r2mad.memory.confidence import annotate, confidence_label
-from r2mad.memory.retrieval import render_state
+from r2mad.memory.retrieval import case_reward, render_state
 from r2mad.memory.summaries import SummaryCache
 from r2mad.methods.base import Method, RoundContext
 from r2mad.prompts import r2mad as prompts
@@ -202,8 +202,8 @@ class R2MAD(Method):
                 steer.update({"drop-case": rank, "dropped": old.id})
             else:
                 new = self.bank.case(change.case_id)
-                reward = float(new.own_correct) if self.settings.r2mad.reward == "round" else float(new.reward)
-                cases[rank - 1], picked[rank - 1] = new, (new.id, None, reward, None)
+                cases[rank - 1] = new
+                picked[rank - 1] = (new.id, None, case_reward(new, self.settings.r2mad.reward), None)
                 steer.update({"replace-case": rank, "replaced": old.id, "by": new.id})
             found = dataclasses.replace(found, cases=tuple(cases), picked=tuple(picked))
         return found, steer
