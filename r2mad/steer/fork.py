@@ -148,6 +148,14 @@ def _changed(turn, change: Change, task: Task):
     return dataclasses.replace(turn, text=text, answer=answer, error=None, details={**turn.details, "steer": steer})
 
 
+def fork_starts(t: Transcript | None) -> list[int]:
+    """The rounds a fork of `t` can start from: 1 to its number of finished rounds, for a debate (a
+    single-agent baseline, or a run without a finished round, has none)."""
+    from r2mad.methods import is_debate  # the registry: imported when asked, not with the fork's data types
+
+    return list(range(1, len(t.finished().rounds) + 1)) if t is not None and is_debate(t.method) else []
+
+
 def is_replayed(rnd: Round) -> bool:
     return bool(rnd.details.get("replayed") or rnd.details.get("shared"))
 

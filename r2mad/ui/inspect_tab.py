@@ -9,9 +9,10 @@ from pathlib import Path
 import gradio as gr
 
 from r2mad.config import SECTION_OF
-from r2mad.methods import METHODS, is_debate
+from r2mad.methods import METHODS
 from r2mad.runs.io import export_jsonl, export_runs_csv
 from r2mad.runs.store import STATUSES
+from r2mad.steer.fork import fork_starts
 from r2mad.steer.links import fork_of, forks_of
 from r2mad.ui.debate_tab import mix_values
 from r2mad.ui.handlers import warn
@@ -26,7 +27,7 @@ from r2mad.ui.tables import (
     run_header_markdown,
     run_rows,
 )
-from r2mad.ui.visitors import Visitor, identify
+from r2mad.ui.visitors import Visitor, VisitorHandlers
 
 ANY = "any"
 
@@ -39,14 +40,7 @@ FLAGS = ("shared misconception", "correct→wrong flip", "parse failures")
 LETTERS = "ABCDEFGHIJ"
 
 
-class InspectHandlers:
-    def __init__(self, services: Services):
-        self.services = services
-
-    def visitor(self, visitor_id, request, profile, oauth_token) -> Visitor:
-        return identify(self.services.config, browser_id=visitor_id, profile=profile, token=oauth_token,
-                        session=getattr(request, "session_hash", None))
-
+class InspectHandlers(VisitorHandlers):
     def list_runs(self, method: str, backbone: str, bank: str, outcome: str, flags: list[str], status: str,
                   visitor_id: str | None = None, request: gr.Request = None,
                   profile: gr.OAuthProfile | None = None, oauth_token: gr.OAuthToken | None = None):
@@ -112,9 +106,7 @@ class InspectHandlers:
             record = self._record(run_id, visitor)
         except gr.Error:
             return gr.skip(), gr.skip(), gr.skip(), gr.skip()
-        t = record.transcript
-        rounds = len(t.finished().rounds) if t else 0
-        starts = list(range(1, rounds + 1)) if t and is_debate(record.method) else []
+        t, starts = record.transcript, fork_starts(record.transcript)
         return (gr.Column(visible=True), scoreboard_html(t) if t else "",
                 gr.Dropdown(choices=starts, value=starts[0] if starts else None, interactive=bool(starts)),
                 self._lineage(record.id, visitor))
@@ -123,9 +115,12 @@ class InspectHandlers:
         """"Fork of run … (what changed)" and "Forked into …", naming only runs this visitor may read."""
         store = self.services.store
         parent, spec = fork_of(store, run_id)
-        mine = [f for f in forks_of(store, run_id) if visitor.can_read(store.get_run(f).owner)]
+        forks = forks_of(store, run_id)
+        readable = {r.id for r in store.list_runs(ids=[*forks, *([parent] if parent else [])],
+                                                  owner=visitor.list_filter, limit=len(forks) + 1)}
+        mine = [f for f in forks if f in readable]
         lines = []
-        if parent and visitor.can_read(store.get_run(parent).owner):
+        if parent in readable:
             lines.append(f"Fork of run `{parent[:SHORT_ID]}`" + (f" ({esc(spec.describe())})." if spec else "."))
         if mine:
             lines.append("Forked into " + ", ".join(f"`{f[:SHORT_ID]}`" for f in mine) + ".")

@@ -12,7 +12,7 @@ from pathlib import Path
 import gradio as gr
 
 from r2mad.evaluation.costs import PriceTable
-from r2mad.methods import is_debate
+from r2mad.steer.fork import fork_starts
 from r2mad.types import Transcript, to_dict
 from r2mad.ui.render import chat_messages, esc, final_markdown
 from r2mad.ui.scoreboard import matrix_html, scoreboard_html
@@ -82,11 +82,10 @@ def view(transcripts: dict[str, Transcript], *, final: bool, prices: PriceTable 
 def fork_offer(t: Transcript | None, run_id: str | None, final: bool) -> tuple:
     """(the saved run a fork starts from, the "Fork from this round" row, its rounds): shown under a finished
     single debate, hidden while one runs."""
-    debate = t is not None and final and run_id and is_debate(t.method)
-    rounds = len(t.finished().rounds) if debate else 0
-    if not rounds:
+    starts = fork_starts(t) if final and run_id else []
+    if not starts:
         return gr.skip(), gr.Row(visible=False), gr.skip()
-    return run_id, gr.Row(visible=True), gr.Dropdown(choices=list(range(1, rounds + 1)), value=1)
+    return run_id, gr.Row(visible=True), gr.Dropdown(choices=starts, value=1)
 
 
 VIEW_OUTPUTS = 18 + MAX_COLUMNS  # what view() returns
