@@ -77,7 +77,16 @@ def ask(page, question: str, *, token: str) -> None:
     page.locator("#token input").fill(token)
     page.locator("#question textarea").fill(question)
     page.click("#run")
-    page.locator("#final").get_by_text("Final answer", exact=False).first.wait_for(timeout=60_000)
+    try:
+        page.locator("#final").get_by_text("Final answer", exact=False).first.wait_for(timeout=60_000)
+    except sync_api.TimeoutError:  # say what the page showed instead (and keep a picture of it)
+        SHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(SHOTS / "space-no-final-answer.png"), full_page=True)
+        raise AssertionError(f"no final answer after 60 s; the status line reads: {final_text(page)!r}") from None
+
+
+def final_text(page) -> str:
+    return page.locator("#final").inner_text()
 
 
 def test_a_pasted_token_is_used_and_then_found_in_no_browser_storage(space, page):
