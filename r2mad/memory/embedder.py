@@ -82,7 +82,12 @@ class OnnxEmbedder(Embedder):
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.enable_truncation(int(config.get("max_seq_length", 256)))
         self.tokenizer.enable_padding(pad_id=self.tokenizer.token_to_id("[PAD]") or 0)
-        self.session = onnxruntime.InferenceSession(str(graph), providers=["CPUExecutionProvider"])
+        # One thread that sleeps when idle: ONNX Runtime's default (a spinning thread per core) takes the
+        # cores the embedded model decodes on, and a state text is short enough for one thread.
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.session.get_inputs()]
         self.id, self.graph, self._lock = model_id, graph, threading.Lock()
         self.dim = int(json.loads((folder / "config.json").read_text(encoding="utf-8"))["hidden_size"])
