@@ -165,6 +165,8 @@ class Backbone:
     api_key_required: bool = False
     timeout_s: float = field(default=60.0, metadata=_limits(0.1, 3600))
     max_retries: int = field(default=2, metadata=_limits(0, 10))
+    # a streamed answer's bound on total time (unset: timeout_s + 0.05 s per max token); timeout_s bounds the gaps
+    total_timeout_s: float | None = field(default=None, metadata=_limits(0.1, 86400))
     supports_logprobs: bool = True
     stream: bool = False  # read answers as server-sent events (live text in the app)
     n_ctx: int = field(default=8192, metadata=_limits(512, 131072))

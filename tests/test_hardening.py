@@ -147,3 +147,14 @@ def test_injection_in_a_retrieved_case_stays_in_the_data_block(tmp_path):
         block = prompt[prompt.index("<memory case 1>"):prompt.index("</memory case 1>")]
         assert evil in block and prompt.count(evil) == 1
     assert len(bank) == 3  # a live debate never writes to the bank
+
+
+def test_total_timeout_is_read_from_the_backbone_and_range_checked(config_dir):
+    from r2mad.backends import make_backend
+
+    path = config_dir / "backbones.yaml"
+    path.write_text(path.read_text().replace("timeout_s: 2\n", "timeout_s: 2\n    total_timeout_s: 45\n", 1))
+    assert make_backend(load_config(config_dir).backbone("fake")).total_bound(4096) == 45
+    path.write_text(path.read_text().replace("total_timeout_s: 45", "total_timeout_s: 0"))
+    with pytest.raises(ConfigError, match=r"backbones\.yaml: fake\.total_timeout_s: 0\.0 is out of range"):
+        load_config(config_dir)
