@@ -158,3 +158,27 @@ def test_total_timeout_is_read_from_the_backbone_and_range_checked(config_dir):
     path.write_text(path.read_text().replace("total_timeout_s: 45", "total_timeout_s: 0"))
     with pytest.raises(ConfigError, match=r"backbones\.yaml: fake\.total_timeout_s: 0\.0 is out of range"):
         load_config(config_dir)
+
+
+HUGE = "Z" * 1_048_576
+
+
+@pytest.mark.parametrize("args", [
+    ["--option", "A=Mars", "--option", "B=Jupiter", "--gold", HUGE],  # the gold answer
+    ["--option", HUGE, "--option", "B=Jupiter"],  # an option without its letter
+    ["--method", HUGE],
+    ["--backbone", HUGE],
+])
+def test_a_huge_value_is_quoted_back_clipped_with_its_length(config_dir, server, capsys, args):
+    assert cli(config_dir, "--question", "Largest planet?", *args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) < 500 and "1,048,576 characters" in err
+    assert server.hits == 0
+
+
+def test_a_huge_setting_is_quoted_back_clipped():
+    from r2mad.config import DebateSettings
+
+    with pytest.raises(ConfigError) as info:
+        DebateSettings.from_dict({"policy": HUGE})
+    assert len(str(info.value)) < 500 and "…" in str(info.value) and "1,048,576 characters" in str(info.value)

@@ -11,6 +11,7 @@ import gradio as gr
 from r2mad.backends.base import BackendError
 from r2mad.config import ConfigError
 from r2mad.methods import METHODS, needs_bank
+from r2mad.text import quoted
 from r2mad.types import Transcript
 from r2mad.ui.services import Services
 from r2mad.ui.visitors import Visitor, identify
@@ -85,7 +86,7 @@ class Api:
         s = self.services
         try:
             if method not in METHODS:
-                raise ConfigError(f"Unknown method '{method}'; choose one of: {', '.join(METHODS)}.")
+                raise ConfigError(f"Unknown method {quoted(method)}; choose one of: {', '.join(METHODS)}.")
             name = self._backbone(backbone)
             settings = s.config.settings
             task = task_from_input(question, {k.strip().upper(): v for k, v in (options or {}).items()} or None,
@@ -120,7 +121,7 @@ class Api:
             correct: "yes", "no" or "any".
         """
         if correct not in ("yes", "no", "any"):
-            raise gr.Error(f"correct is '{correct}'; use yes, no or any.")
+            raise gr.Error(f"correct is {quoted(correct)}; use yes, no or any.")
         rows = self.services.store.list_runs(method=method or None, correct={"yes": True, "no": False}.get(correct),
                                              owner=self.visitor(request).list_filter,
                                              limit=max(1, min(int(limit), 200)))
@@ -203,9 +204,9 @@ class Api:
         s = self.services
         folder = bank or s.config.app.default_bank or ""
         if folder not in s.bank_choices():
-            raise gr.Error(f"No bank '{folder}' here; choose one of: {', '.join(s.bank_choices()) or 'none'}.")
+            raise gr.Error(f"No bank {quoted(folder)} here; choose one of: {', '.join(s.bank_choices()) or 'none'}.")
         if correct not in ("yes", "no", "any"):
-            raise gr.Error(f"correct is '{correct}'; use yes, no or any.")
+            raise gr.Error(f"correct is {quoted(correct)}; use yes, no or any.")
         try:
             cases = s.bank(folder).search(query or None, agent=int(agent) - 1 if int(agent) > 0 else None,
                                           correct={"yes": True, "no": False}.get(correct),

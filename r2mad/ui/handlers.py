@@ -14,6 +14,7 @@ from r2mad.config import PAPER_PROFILE, ConfigError, DebateSettings, with_profil
 from r2mad.evaluation.costs import price_table
 from r2mad.methods import METHODS, needs_bank
 from r2mad.tasks import task_from_input
+from r2mad.text import quoted
 from r2mad.ui.live import LiveRun, stream
 from r2mad.ui.services import Services
 from r2mad.ui.views import idle, view  # the Debate tab's component updates (issue 16)
@@ -91,7 +92,7 @@ class DebateHandlers:
         services = self.services
         unknown = [m for m in req.methods if m.removesuffix("+advice") not in METHODS]
         if unknown:
-            raise ConfigError(f"Unknown method '{unknown[0]}'; choose methods from the list.")
+            raise ConfigError(f"Unknown method {quoted(unknown[0])}; choose methods from the list.")
         settings = req.settings(services.config.settings)
         chosen = {letter: text for letter, text in zip("ABCDEFGHIJ", req.options) if (text or "").strip()}
         task = task_from_input(req.question, chosen or None, req.gold, max_chars=settings.max_question_chars)
