@@ -86,7 +86,7 @@ class DebateSettings:
     temperature: float = field(default=0.7, metadata=_limits(0.0, 2.0))
     top_p: float = field(default=1.0, metadata=_limits(0.0, 1.0))
     max_tokens: int = field(default=384, metadata=_limits(16, 32768))
-    seed: int | None = 0
+    seed: int | None = field(default=0, metadata=_limits(0, 2**31 - 1))  # seeds derived from it stay in 32 bits
     max_question_chars: int = field(default=4000, metadata=_limits(1, 100000))
     deadline_s: float = field(default=900.0, metadata=_limits(1, 86400))
     samples: int = field(default=9, metadata=_limits(1, 64))  # Self-Consistency paths
@@ -274,6 +274,8 @@ def _check(where: str, hint: Any, value: Any, limits: Any) -> Any:
         return value if isinstance(value, base) else validate(base, value, where)
     if base is bool and not isinstance(value, bool):
         raise ConfigError(f"{where}: expected true or false, got {quoted(value)}.")
+    if base is int and isinstance(value, float) and value.is_integer():  # a form's number field sends 3.0
+        value = int(value)
     if base is int and (isinstance(value, bool) or not isinstance(value, int)):
         raise ConfigError(f"{where}: expected a whole number, got {quoted(value)}.")
     if base is float:
@@ -288,6 +290,18 @@ def _check(where: str, hint: Any, value: Any, limits: Any) -> Any:
     if lo is not None and not (lo <= value <= hi):
         raise ConfigError(f"{where}: {quoted(value)} is out of range; allowed {lo} to {hi}.")
     return value
+
+
+def bounds(name: str) -> tuple[float, float]:
+    """The (lowest, highest) value a debate setting allows, by its plain name: forms bound their fields by it."""
+    cls = SECTIONS.get(SECTION_OF.get(name), DebateSettings)
+    limits = next(f.metadata for f in dataclasses.fields(cls) if f.name == name)
+    return limits["lo"], limits["hi"]
+
+
+def whole_number(value: Any, where: str, lo: int, hi: int) -> int:
+    """A whole number from a form or an API call (3.0 counts) within lo..hi, else one ConfigError sentence."""
+    return _check(where, int, value, _limits(lo, hi))
 
 
 @dataclass(frozen=True)

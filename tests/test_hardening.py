@@ -182,3 +182,31 @@ def test_a_huge_setting_is_quoted_back_clipped():
     with pytest.raises(ConfigError) as info:
         DebateSettings.from_dict({"policy": HUGE})
     assert len(str(info.value)) < 500 and "…" in str(info.value) and "1,048,576 characters" in str(info.value)
+
+
+def test_a_huge_seed_is_refused_in_one_sentence_before_any_call(config_dir, server, capsys):
+    assert cli(config_dir, "--question", "Hi?", "--seed", str(10**30)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "seed" in err and "out of range; allowed 0 to 2147483647" in err
+    assert server.hits == 0
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("seed", 1e30, "seed: 1000000000000000019884624838656 is out of range; allowed 0 to 2147483647"),
+    ("seed", float("inf"), "seed: expected a whole number, got inf"),
+    ("agents", float("nan"), "agents: expected a whole number, got nan"),
+    ("temperature", float("nan"), "temperature: nan is out of range"),
+    ("max_tokens", 2.5, "max_tokens: expected a whole number, got 2.5"),
+    ("k", 1e9, "k: 1000000000 is out of range; allowed 1 to 32"),
+])
+def test_numbers_from_the_app_form_are_checked_by_the_settings(field, value, message):
+    from r2mad.config import load_config
+    from r2mad.ui.handlers import DebateRequest
+
+    typed = dict(backbone="smollm2-135m", token=None, base_url="", model="", methods=("mad",), bank="", agents=3.0,
+                 rounds=3.0, k=1.0, gamma=0.9, temperature=0.7, max_tokens=384.0, seed=0.0, answer_guard="auto",
+                 question="q", options=(), gold="")
+    assert DebateRequest(**typed).settings(load_config().settings).agents == 3  # a form's 3.0 reads as 3
+    with pytest.raises(ConfigError, match=re.escape(message)) as info:
+        DebateRequest(**{**typed, field: value}).settings(load_config().settings)
+    assert "\n" not in str(info.value)

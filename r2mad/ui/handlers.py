@@ -59,11 +59,10 @@ class DebateRequest:
     def settings(self, base: DebateSettings) -> DebateSettings:
         if self.profile == "paper":
             base = with_profile(base, "paper")
-        return base.replace(profile=self.profile or "demo", agents=int(self.agents), rounds=int(self.rounds),
-                            k=int(self.k),
-                            gamma=float(self.gamma), temperature=float(self.temperature),
-                            max_tokens=int(self.max_tokens),
-                            seed=None if self.seed in (None, "") else int(self.seed),
+        # numbers go as typed: the settings check each one's type and range in one sentence
+        return base.replace(profile=self.profile or "demo", agents=self.agents, rounds=self.rounds, k=self.k,
+                            gamma=self.gamma, temperature=self.temperature, max_tokens=self.max_tokens,
+                            seed=None if self.seed in (None, "") else self.seed,
                             answer_guard=self.answer_guard or "auto")
 
 
