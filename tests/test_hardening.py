@@ -210,3 +210,14 @@ def test_numbers_from_the_app_form_are_checked_by_the_settings(field, value, mes
     with pytest.raises(ConfigError, match=re.escape(message)) as info:
         DebateRequest(**{**typed, field: value}).settings(load_config().settings)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["eval", "--task", "demo-mcq", "--out", "x", "--seeds", str(10**30)], "--seeds: 1000000000000000000000000000000 is out of range; allowed 1 to 100"),
+    (["build-memory", "--task", "demo-mcq", "--out", "x", "--concurrency", "0"], "--concurrency: 0 is out of range"),
+    (["fork", "some-run", "--from-round", "1.5"], "--from-round: expected a whole number, got '1.5'"),
+])
+def test_whole_number_flags_outside_the_settings_are_range_checked(config_dir, server, capsys, args, message):
+    with pytest.raises(SystemExit) as info:
+        main(["--config-dir", str(config_dir), *args])
+    assert info.value.code == 2 and message in capsys.readouterr().err and server.hits == 0
