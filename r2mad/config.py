@@ -339,8 +339,8 @@ def load_config(config_dir: Path | str = CONFIG_DIR, env: dict[str, str] | None 
         raise ConfigError(f"{path}: 'backbones' must map names to backbone settings.")
     for name, spec in entries.items():
         if spec is not None and not isinstance(spec, dict):
-            raise ConfigError(f"{path}: backbone {quoted(name)} is given as {quoted(spec)}; give it settings as indented "
-                              "`key: value` lines (kind, base_url, model, ...).")
+            raise ConfigError(f"{path}: backbone {quoted(name)} is given as {quoted(spec)}; give it settings as "
+                              "indented `key: value` lines (kind, base_url, model, ...).")
     backbones = {name: validate(Backbone, {**(spec or {}), "name": name}, f"{path}: {name}")
                  for name, spec in entries.items()}
     default = raw.get("default", next(iter(backbones)))

@@ -213,7 +213,8 @@ def test_numbers_from_the_app_form_are_checked_by_the_settings(field, value, mes
 
 
 @pytest.mark.parametrize("args, message", [
-    (["eval", "--task", "demo-mcq", "--out", "x", "--seeds", str(10**30)], "--seeds: 1000000000000000000000000000000 is out of range; allowed 1 to 100"),
+    (["eval", "--task", "demo-mcq", "--out", "x", "--seeds", str(10**30)],
+     "--seeds: 1000000000000000000000000000000 is out of range; allowed 1 to 100"),
     (["build-memory", "--task", "demo-mcq", "--out", "x", "--concurrency", "0"], "--concurrency: 0 is out of range"),
     (["fork", "some-run", "--from-round", "1.5"], "--from-round: expected a whole number, got '1.5'"),
 ])

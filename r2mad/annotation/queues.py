@@ -41,7 +41,8 @@ def save_queue(store: RunStore, queue: Queue) -> Queue:
     if unknown:
         raise ValueError(f"Unknown queue filter(s) {', '.join(unknown)}; use {', '.join(FILTER_KEYS)}.")
     if queue.filters.get("status") not in (None, *STATUSES):
-        raise ValueError(f"Queue status {quoted(queue.filters['status'])} is unknown; use one of {', '.join(STATUSES)}.")
+        raise ValueError(f"Queue status {quoted(queue.filters['status'])} is unknown; use one of "
+                         f"{', '.join(STATUSES)}.")
     if not 1 <= int(queue.annotators_per_run) <= 20:
         raise ValueError("Annotators per run must be between 1 and 20; pick a number in that range.")
     filters = {k: v for k, v in queue.filters.items() if v not in (None, "")}

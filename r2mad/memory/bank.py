@@ -302,7 +302,8 @@ class MemoryBank:
             case = self._cases.get(case_id)
             vectors = None if case is None else self._index.store.responses(case.agent, point_id(case_id))
         if vectors is None:
-            raise BankError(f"No case {quoted(case_id)} in the index of bank {self.path}; reopen the bank to rebuild it.")
+            raise BankError(f"No case {quoted(case_id)} in the index of bank {self.path}; reopen the bank to "
+                            "rebuild it.")
         return np.asarray(vectors, dtype=np.float32)
 
     def retrieve(self, agent: int, state_text: str, peer_responses: dict[int, str], consensus: float,

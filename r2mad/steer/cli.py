@@ -143,6 +143,7 @@ def register(sub) -> None:
     f.set_defaults(func=cmd_fork)
     b = sub.add_parser("blame", help="find the single turn of a failed run whose removal fixes the answer")
     b.add_argument("run_id")
-    b.add_argument("--budget", type=whole_in(1, 10**6), default=60, help="most model calls to spend on replays (default 60)")
+    b.add_argument("--budget", type=whole_in(1, 10**6), default=60,
+                   help="most model calls to spend on replays (default 60)")
     add_settings_flags(b)
     b.set_defaults(func=cmd_blame, agent_backbones=None, aux_backbone=None)

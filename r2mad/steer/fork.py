@@ -109,7 +109,8 @@ def forced_answer(task: Task, value: str) -> tuple[str, Answer]:
     value = value.strip().upper() if task.kind == "mcq" else value.strip()
     letters = [letter for letter, _ in task.options]
     if task.kind == "mcq" and value not in letters:
-        raise ValueError(f"Answer {quoted(value)} is not an option of this question; choose one of {', '.join(letters)}.")
+        raise ValueError(f"Answer {quoted(value)} is not an option of this question; choose one of "
+                         f"{', '.join(letters)}.")
     text = answer_statement(task, value)
     return text, Answer(extract_answer(text, task).value, "forced")
 
