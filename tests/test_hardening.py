@@ -222,3 +222,18 @@ def test_whole_number_flags_outside_the_settings_are_range_checked(config_dir, s
     with pytest.raises(SystemExit) as info:
         main(["--config-dir", str(config_dir), *args])
     assert info.value.code == 2 and message in capsys.readouterr().err and server.hits == 0
+
+
+def test_stream_errors_on_the_first_calls_cost_no_agent_its_turn(config_dir, server, tmp_path):
+    import json
+
+    from r2mad.fakeserver import sse_error
+
+    path = config_dir / "backbones.yaml"
+    path.write_text(path.read_text().replace("timeout_s: 2\n", "timeout_s: 2\n    stream: true\n", 1))
+    server.script([sse_error(), sse_error()])  # the first 2 calls of round 0 fail mid-stream
+    out = tmp_path / "t.json"
+    assert cli(config_dir, "--question", "Largest planet?", "--option", "A=Mars", "--option", "B=Jupiter",
+               "--rounds", "1", "--json", str(out)) == 0
+    turns = json.loads(out.read_text())["rounds"][0]["turns"]
+    assert len(turns) == 3 and not [t for t in turns if t.get("error")] and server.hits == 5
