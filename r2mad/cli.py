@@ -26,6 +26,7 @@ from r2mad.methods import METHODS
 from r2mad.runs import cli as runs_cli
 from r2mad.runs.store import StoreBusy
 from r2mad.steer import cli as steer_cli
+from r2mad.text import quoted
 from r2mad.types import Transcript
 
 
@@ -34,7 +35,7 @@ def parse_options(items: list[str]) -> dict[str, str] | None:
     for item in items or []:
         letter, sep, text = item.partition("=")
         if not sep or not text.strip():
-            raise ConfigError(f"Option '{item}' should look like A=\"text of option A\".")
+            raise ConfigError(f"Option {quoted(item)} should look like A=\"text of option A\".")
         options[letter.strip().upper()] = text.strip()
     return options or None
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from r2mad.config import ConfigError, whole_number
 from r2mad.steer.fork import steer_notes
+from r2mad.text import quoted
 from r2mad.types import Transcript
 
 SETTING_FLAGS = {  # flag -> DebateSettings field
@@ -15,6 +17,17 @@ SETTING_FLAGS = {  # flag -> DebateSettings field
     # where the paper text and the authors' code differ (the default is the authors' code)
     "summary": str, "confidence_terms": str, "reward": str, "context": str, "case_tokens": int,
 }
+
+
+def whole_in(lo: int, hi: int):
+    """An argparse type for a flag's whole number within lo..hi; argparse says the problem and the range."""
+    def parse(text: str) -> int:
+        try:
+            return whole_number(int(text), "the value", lo, hi)
+        except ValueError as exc:  # not a whole number, or ConfigError: out of range
+            problem = str(exc) if isinstance(exc, ConfigError) else f"expected a whole number, got {quoted(text)}"
+            raise argparse.ArgumentTypeError(problem.removeprefix("the value: ").rstrip(".")) from None
+    return parse
 
 
 def add_settings_flags(p: argparse.ArgumentParser) -> None:

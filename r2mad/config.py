@@ -12,6 +12,8 @@ from typing import Any
 
 import yaml
 
+from r2mad.text import quoted
+
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIR = ROOT / "configs"
 
@@ -84,7 +86,7 @@ class DebateSettings:
     temperature: float = field(default=0.7, metadata=_limits(0.0, 2.0))
     top_p: float = field(default=1.0, metadata=_limits(0.0, 1.0))
     max_tokens: int = field(default=384, metadata=_limits(16, 32768))
-    seed: int | None = 0
+    seed: int | None = field(default=0, metadata=_limits(0, 2**31 - 1))  # seeds derived from it stay in 32 bits
     max_question_chars: int = field(default=4000, metadata=_limits(1, 100000))
     deadline_s: float = field(default=900.0, metadata=_limits(1, 86400))
     samples: int = field(default=9, metadata=_limits(1, 64))  # Self-Consistency paths
@@ -128,7 +130,7 @@ PAPER_PROFILE = {"profile": "paper", "temperature": 1.0, "top_p": 1.0, "max_toke
 def with_profile(settings: DebateSettings, profile: str) -> DebateSettings:
     """The settings under a profile: "paper" sets the papers' decoding; "demo" leaves them as they are."""
     if profile not in ("demo", "paper"):
-        raise ConfigError(f"Unknown profile {profile!r}; choose demo or paper.")
+        raise ConfigError(f"Unknown profile {quoted(profile)}; choose demo or paper.")
     return settings.replace(**PAPER_PROFILE) if profile == "paper" else settings.replace(profile="demo")
 
 
@@ -165,6 +167,8 @@ class Backbone:
     api_key_required: bool = False
     timeout_s: float = field(default=60.0, metadata=_limits(0.1, 3600))
     max_retries: int = field(default=2, metadata=_limits(0, 10))
+    # a streamed answer's bound on total time (unset: timeout_s + 0.05 s per max token); timeout_s bounds the gaps
+    total_timeout_s: float | None = field(default=None, metadata=_limits(0.1, 86400))
     supports_logprobs: bool = True
     stream: bool = False  # read answers as server-sent events (live text in the app)
     n_ctx: int = field(default=8192, metadata=_limits(512, 131072))
@@ -247,7 +251,7 @@ def validate(cls: type, data: Any, where: str) -> Any:
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - set(fields))
     if unknown:
-        raise ConfigError(f"{where}: unknown key '{unknown[0]}'; allowed keys: {', '.join(fields)}.")
+        raise ConfigError(f"{where}: unknown key {quoted(unknown[0])}; allowed keys: {', '.join(fields)}.")
     hints = typing.get_type_hints(cls)
     values = {}
     for name, value in data.items():
@@ -269,21 +273,35 @@ def _check(where: str, hint: Any, value: Any, limits: Any) -> Any:
     if dataclasses.is_dataclass(base):
         return value if isinstance(value, base) else validate(base, value, where)
     if base is bool and not isinstance(value, bool):
-        raise ConfigError(f"{where}: expected true or false, got {value!r}.")
+        raise ConfigError(f"{where}: expected true or false, got {quoted(value)}.")
+    if base is int and isinstance(value, float) and value.is_integer():  # a form's number field sends 3.0
+        value = int(value)
     if base is int and (isinstance(value, bool) or not isinstance(value, int)):
-        raise ConfigError(f"{where}: expected a whole number, got {value!r}.")
+        raise ConfigError(f"{where}: expected a whole number, got {quoted(value)}.")
     if base is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{where}: expected a number, got {value!r}.")
+            raise ConfigError(f"{where}: expected a number, got {quoted(value)}.")
         value = float(value)
     if base is str and not isinstance(value, str):
-        raise ConfigError(f"{where}: expected text, got {value!r}.")
+        raise ConfigError(f"{where}: expected text, got {quoted(value)}.")
     lo, hi, choices = limits.get("lo"), limits.get("hi"), limits.get("choices", ())
     if choices and value not in choices:
-        raise ConfigError(f"{where}: {value!r} is not allowed; choose one of {', '.join(choices)}.")
+        raise ConfigError(f"{where}: {quoted(value)} is not allowed; choose one of {', '.join(choices)}.")
     if lo is not None and not (lo <= value <= hi):
-        raise ConfigError(f"{where}: {value!r} is out of range; allowed {lo} to {hi}.")
+        raise ConfigError(f"{where}: {quoted(value)} is out of range; allowed {lo} to {hi}.")
     return value
+
+
+def bounds(name: str) -> tuple[float, float]:
+    """The (lowest, highest) value a debate setting allows, by its plain name: forms bound their fields by it."""
+    cls = SECTIONS.get(SECTION_OF.get(name), DebateSettings)
+    limits = next(f.metadata for f in dataclasses.fields(cls) if f.name == name)
+    return limits["lo"], limits["hi"]
+
+
+def whole_number(value: Any, where: str, lo: int, hi: int) -> int:
+    """A whole number from a form or an API call (3.0 counts) within lo..hi, else one ConfigError sentence."""
+    return _check(where, int, value, _limits(lo, hi))
 
 
 @dataclass(frozen=True)
@@ -305,7 +323,7 @@ class Config:
 
     def backbone(self, name: str) -> Backbone:
         if name not in self.backbones:
-            raise ConfigError(f"Unknown backbone '{name}'; choose one of: {', '.join(self.backbones)}.")
+            raise ConfigError(f"Unknown backbone {quoted(name)}; choose one of: {', '.join(self.backbones)}.")
         return self.backbones[name]
 
 
@@ -321,13 +339,13 @@ def load_config(config_dir: Path | str = CONFIG_DIR, env: dict[str, str] | None 
         raise ConfigError(f"{path}: 'backbones' must map names to backbone settings.")
     for name, spec in entries.items():
         if spec is not None and not isinstance(spec, dict):
-            raise ConfigError(f"{path}: backbone '{name}' is given as {spec!r}; give it settings as indented "
-                              "`key: value` lines (kind, base_url, model, ...).")
+            raise ConfigError(f"{path}: backbone {quoted(name)} is given as {quoted(spec)}; give it settings as "
+                              "indented `key: value` lines (kind, base_url, model, ...).")
     backbones = {name: validate(Backbone, {**(spec or {}), "name": name}, f"{path}: {name}")
                  for name, spec in entries.items()}
     default = raw.get("default", next(iter(backbones)))
     if default not in backbones:
-        raise ConfigError(f"{path}: default '{default}' is not one of the backbones listed there.")
+        raise ConfigError(f"{path}: default {quoted(default)} is not one of the backbones listed there.")
     app_raw = load_mapping(config_dir / "app.yaml")
     app = validate(AppConfig, app_raw, str(config_dir / "app.yaml"))
     on_space = bool(env.get("SPACE_ID"))

@@ -8,7 +8,8 @@
 When the script queue is empty, `responder(body)` decides (default: ok("ok")). Every sleep is capped
 and wakes early when the server stops, so a test can never hang on it. Like vLLM and OpenAI it answers `n`
 with n choices (`ignore_n` plays a server that does not); `provider` plays the HF router's
-x-inference-provider header.
+x-inference-provider header. Faults of a connection that was reached: `short_body` (a body shorter than its
+Content-Length), `sse_error` (an error event inside a stream), `drip` (a stream with a pause before each chunk).
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ class Ok:
     completion_tokens: int | None = None  # per choice; default: len(logprobs) or words in the text
     finish_reason: str = "stop"
     ignore_n: bool = False  # answer with one choice whatever `n` asked for
+    drip_s: float = 0.0  # streams only: the pause before each chunk
 
 
 @dataclass
@@ -66,6 +68,17 @@ class ContentNull:
 @dataclass
 class SseCut:
     text: str = "partial answer that never"  # streamed word by word, then the connection drops
+
+
+@dataclass
+class ShortBody:
+    """200 whose Content-Length promises a whole chat.completion but only its first half is sent."""
+
+
+@dataclass
+class SseError:
+    text: str = "partial"  # streamed word by word, then an error event, as vLLM and the HF router send one
+    message: str = "upstream overloaded"
 
 
 @dataclass
@@ -101,6 +114,18 @@ def sse_cut(text: str = "partial answer that never") -> SseCut:
     return SseCut(text)
 
 
+def short_body() -> ShortBody:
+    return ShortBody()
+
+
+def sse_error(text: str = "partial", message: str = "upstream overloaded") -> SseError:
+    return SseError(text, message)
+
+
+def drip(text: str, every_s: float) -> Ok:
+    return Ok(text, drip_s=every_s)
+
+
 def context_length() -> Status:
     return Status(400, message=CONTEXT_ERROR, error_code="context_length_exceeded")
 
@@ -109,7 +134,7 @@ def unauthorized(echo_key: bool = False) -> Unauthorized:
     return Unauthorized(echo_key)
 
 
-Behaviour = Ok | Status | Hang | TruncatedJson | ContentNull | SseCut | Unauthorized
+Behaviour = Ok | Status | Hang | TruncatedJson | ContentNull | SseCut | ShortBody | SseError | Unauthorized
 
 
 # --- response bodies ----------------------------------------------------------------------------
@@ -297,7 +322,7 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                 server._sleep(b.per_token_latency_s * n_tokens)
                 if body.get("stream"):
                     self._stream(b.text if isinstance(b.text, str) else b.text[0], body, finish=b.finish_reason,
-                                 logprobs=b.logprobs)
+                                 logprobs=b.logprobs, drip_s=b.drip_s)
                 else:
                     self._json(200, completion_body(b, body), headers=self._provider())
             elif isinstance(b, Status):
@@ -317,6 +342,16 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                 self._json(200, obj)
             elif isinstance(b, SseCut):
                 self._stream(b.text, body, finish=None)
+            elif isinstance(b, ShortBody):
+                full = json.dumps(completion_body(Ok("this body is cut short"), body)).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(full)))
+                self.end_headers()
+                self.wfile.write(full[: len(full) // 2])
+                self.close_connection = True
+            elif isinstance(b, SseError):
+                self._stream(b.text, body, finish=None, error=b.message)
             elif isinstance(b, Unauthorized):
                 token = headers.get("authorization", "").removeprefix("Bearer ")
                 message = f"Incorrect API key provided: {token}." if b.echo_key else "Invalid credentials."
@@ -327,10 +362,11 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
         def _provider(self) -> dict[str, str] | None:
             return {"x-inference-provider": server.provider} if server.provider else None
 
-        def _stream(self, text: str, body: dict, finish: str | None, logprobs: list[float] | None = None) -> None:
-            """SSE chunks (one per logprob when given, else word by word) that join back to `text`, then the
-            finish_reason, a usage chunk when stream_options asks for one, and [DONE]; finish=None cuts the
-            stream before all of that."""
+        def _stream(self, text: str, body: dict, finish: str | None, logprobs: list[float] | None = None,
+                    drip_s: float = 0.0, error: str | None = None) -> None:
+            """SSE chunks (one per logprob when given, else word by word, each after `drip_s`) that join back to
+            `text`, then the finish_reason, a usage chunk when stream_options asks for one, and [DONE];
+            finish=None cuts the stream before all of that, after an error event when `error` is given."""
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             for key, value in (self._provider() or {}).items():
@@ -343,11 +379,14 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
             else:
                 pieces = [w if i == 0 else " " + w for i, w in enumerate(text.split(" "))]
             for i, piece in enumerate(pieces):
+                server._sleep(drip_s)
                 delta = {"index": 0, "delta": {"content": piece}, "finish_reason": None}
                 if logprobs is not None and body.get("logprobs"):
                     delta["logprobs"] = {"content": [{"token": piece, "logprob": logprobs[i], "bytes": None,
                                                       "top_logprobs": []}], "refusal": None}
                 self._event({**base, "choices": [delta]})
+            if error is not None:
+                self._event(error_body(error, "server_error", "server_error"))
             if finish is None:
                 self.close_connection = True
                 return

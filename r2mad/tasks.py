@@ -7,6 +7,7 @@ import re
 import unicodedata
 from typing import Iterable, Sequence
 
+from r2mad.text import quoted
 from r2mad.types import Task
 
 # --- rendering and ad-hoc questions -------------------------------------------------------------
@@ -37,7 +38,7 @@ def task_from_input(question: str, options: dict[str, str] | Sequence[tuple[str,
         letters = [letter for letter, _ in pairs]
         gold_text = gold_text.strip("()").upper()
         if gold_text and gold_text not in letters:
-            raise ValueError(f"The gold answer {gold_text!r} is not one of the option letters "
+            raise ValueError(f"The gold answer {quoted(gold_text)} is not one of the option letters "
                              f"{', '.join(letters)}; pick one of them or leave it empty.")
     task = Task("mcq" if pairs else "math", question, pairs, gold_text or None, source="input")
     size = len(format_task(task))
@@ -57,7 +58,7 @@ def _option_pairs(options: dict[str, str] | Iterable[tuple[str, str]] | None) ->
     for raw_letter, raw_text in items:
         letter = clean_text(str(raw_letter)).strip().upper()
         if not re.fullmatch(r"[A-Z]", letter):
-            raise ValueError(f"Option label {raw_letter!r} is not a single letter A-Z; label options A, B, C ...")
+            raise ValueError(f"Option label {quoted(raw_letter)} is not a single letter A-Z; label options A, B, C ...")
         if any(letter == seen for seen, _ in pairs):
             raise ValueError(f"Option letter {letter} appears twice; give each option its own letter.")
         text = clean_text(str(raw_text)).strip()

@@ -94,6 +94,9 @@ def test_run_debate_get_run_list_runs_and_fork_run(app, client):
     ("/get_run", {"run_id": "missing"}, "No saved run of yours has that id"),
     ("/fork_run", {"run_id": "missing", "from_round": 1}, "No saved run of yours has that id"),
     ("/search_bank", {"bank": "elsewhere"}, "No bank 'elsewhere' here"),
+    ("/search_bank", {"limit": 2.5}, "limit: expected a whole number, got 2.5"),
+    ("/list_runs", {"limit": 10**30}, "limit: 1000000000000000000000000000000 is out of range; allowed 1 to 200"),
+    ("/fork_run", {"run_id": "missing", "from_round": 1e30}, "from_round: 1000000000000000019884624838656 is out"),
 ])
 def test_bad_input_gets_one_sentence_and_runs_nothing(app, client, endpoint, kwargs, problem):
     hits = app[2].hits

@@ -147,3 +147,93 @@ def test_injection_in_a_retrieved_case_stays_in_the_data_block(tmp_path):
         block = prompt[prompt.index("<memory case 1>"):prompt.index("</memory case 1>")]
         assert evil in block and prompt.count(evil) == 1
     assert len(bank) == 3  # a live debate never writes to the bank
+
+
+def test_total_timeout_is_read_from_the_backbone_and_range_checked(config_dir):
+    from r2mad.backends import make_backend
+
+    path = config_dir / "backbones.yaml"
+    path.write_text(path.read_text().replace("timeout_s: 2\n", "timeout_s: 2\n    total_timeout_s: 45\n", 1))
+    assert make_backend(load_config(config_dir).backbone("fake")).total_bound(4096) == 45
+    path.write_text(path.read_text().replace("total_timeout_s: 45", "total_timeout_s: 0"))
+    with pytest.raises(ConfigError, match=r"backbones\.yaml: fake\.total_timeout_s: 0\.0 is out of range"):
+        load_config(config_dir)
+
+
+HUGE = "Z" * 1_048_576
+
+
+@pytest.mark.parametrize("args", [
+    ["--option", "A=Mars", "--option", "B=Jupiter", "--gold", HUGE],  # the gold answer
+    ["--option", HUGE, "--option", "B=Jupiter"],  # an option without its letter
+    ["--method", HUGE],
+    ["--backbone", HUGE],
+])
+def test_a_huge_value_is_quoted_back_clipped_with_its_length(config_dir, server, capsys, args):
+    assert cli(config_dir, "--question", "Largest planet?", *args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) < 500 and "1,048,576 characters" in err
+    assert server.hits == 0
+
+
+def test_a_huge_setting_is_quoted_back_clipped():
+    from r2mad.config import DebateSettings
+
+    with pytest.raises(ConfigError) as info:
+        DebateSettings.from_dict({"policy": HUGE})
+    assert len(str(info.value)) < 500 and "…" in str(info.value) and "1,048,576 characters" in str(info.value)
+
+
+def test_a_huge_seed_is_refused_in_one_sentence_before_any_call(config_dir, server, capsys):
+    assert cli(config_dir, "--question", "Hi?", "--seed", str(10**30)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "seed" in err and "out of range; allowed 0 to 2147483647" in err
+    assert server.hits == 0
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("seed", 1e30, "seed: 1000000000000000019884624838656 is out of range; allowed 0 to 2147483647"),
+    ("seed", float("inf"), "seed: expected a whole number, got inf"),
+    ("agents", float("nan"), "agents: expected a whole number, got nan"),
+    ("temperature", float("nan"), "temperature: nan is out of range"),
+    ("max_tokens", 2.5, "max_tokens: expected a whole number, got 2.5"),
+    ("k", 1e9, "k: 1000000000 is out of range; allowed 1 to 32"),
+])
+def test_numbers_from_the_app_form_are_checked_by_the_settings(field, value, message):
+    from r2mad.config import load_config
+    from r2mad.ui.handlers import DebateRequest
+
+    typed = dict(backbone="smollm2-135m", token=None, base_url="", model="", methods=("mad",), bank="", agents=3.0,
+                 rounds=3.0, k=1.0, gamma=0.9, temperature=0.7, max_tokens=384.0, seed=0.0, answer_guard="auto",
+                 question="q", options=(), gold="")
+    assert DebateRequest(**typed).settings(load_config().settings).agents == 3  # a form's 3.0 reads as 3
+    with pytest.raises(ConfigError, match=re.escape(message)) as info:
+        DebateRequest(**{**typed, field: value}).settings(load_config().settings)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["eval", "--task", "demo-mcq", "--out", "x", "--seeds", str(10**30)],
+     "--seeds: 1000000000000000000000000000000 is out of range; allowed 1 to 100"),
+    (["build-memory", "--task", "demo-mcq", "--out", "x", "--concurrency", "0"], "--concurrency: 0 is out of range"),
+    (["fork", "some-run", "--from-round", "1.5"], "--from-round: expected a whole number, got '1.5'"),
+])
+def test_whole_number_flags_outside_the_settings_are_range_checked(config_dir, server, capsys, args, message):
+    with pytest.raises(SystemExit) as info:
+        main(["--config-dir", str(config_dir), *args])
+    assert info.value.code == 2 and message in capsys.readouterr().err and server.hits == 0
+
+
+def test_stream_errors_on_the_first_calls_cost_no_agent_its_turn(config_dir, server, tmp_path):
+    import json
+
+    from r2mad.fakeserver import sse_error
+
+    path = config_dir / "backbones.yaml"
+    path.write_text(path.read_text().replace("timeout_s: 2\n", "timeout_s: 2\n    stream: true\n", 1))
+    server.script([sse_error(), sse_error()])  # the first 2 calls of round 0 fail mid-stream
+    out = tmp_path / "t.json"
+    assert cli(config_dir, "--question", "Largest planet?", "--option", "A=Mars", "--option", "B=Jupiter",
+               "--rounds", "1", "--json", str(out)) == 0
+    turns = json.loads(out.read_text())["rounds"][0]["turns"]
+    assert len(turns) == 3 and not [t for t in turns if t.get("error")] and server.hits == 5

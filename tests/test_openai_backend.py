@@ -15,9 +15,12 @@ from r2mad.fakeserver import (
     burst,
     content_null,
     context_length,
+    drip,
     hang,
     ok,
+    short_body,
     sse_cut,
+    sse_error,
     status,
     truncated_json,
     unauthorized,
@@ -235,6 +238,17 @@ def test_content_null_at_the_length_limit_is_an_empty_answer_not_a_retry():
     assert c.text == "" and c.finish_reason == "length"
 
 
+def test_body_shorter_than_its_content_length_is_retried_and_said_to_be_cut_not_unreachable():
+    with FakeServer(responder=lambda body: short_body()) as srv:
+        srv.script([short_body(), ok("whole")])
+        [c] = chat(backend(srv))
+        assert c.text == "whole" and srv.hits == 2
+        err, _ = failure(backend(srv, max_retries=1))
+        assert srv.hits == 4
+    assert err.transient and "closed its answer before it was complete after 2 attempts" in str(err)
+    assert "Could not reach" not in str(err) and "check the server's logs" in str(err)
+
+
 def test_unreachable_port_fails_quickly_naming_the_url():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -275,6 +289,45 @@ def test_stream_cut_every_time_fails_transiently_with_one_sentence():
         assert srv.hits == 3
     assert err.transient and "kept ending its answer stream before it was complete" in str(err)
     assert "partial" not in str(err) and KEY not in str(err)
+
+
+def test_error_event_inside_a_stream_is_retried_then_named():
+    with FakeServer(responder=lambda body: sse_error("The answer", "upstream overloaded")) as srv:
+        srv.script([sse_error(), sse_error(), ok("The answer is ((B))")])
+        [c] = chat(backend(srv, stream=True, max_retries=2))
+        assert c.text == "The answer is ((B))" and srv.hits == 3
+        err, _ = failure(backend(srv, stream=True, max_retries=1))
+        assert srv.hits == 5
+    assert err.transient and "kept sending an error inside its answer stream ('upstream overloaded')" in str(err)
+    assert KEY not in str(err) and "\n" not in str(err)
+
+
+def test_a_stalled_stream_is_cut_at_timeout_s_between_tokens_and_retried():
+    with FakeServer(responder=lambda body: drip("one two three four", 3.0)) as srv:
+        srv.script([drip("one two", 3.0), ok("The answer is 4")])
+        [c] = chat(backend(srv, stream=True, max_retries=1))  # timeout_s 1
+        assert c.text == "The answer is 4" and srv.hits == 2
+        err, _ = failure(backend(srv, stream=True, max_retries=0))
+        assert srv.hits == 3
+    assert err.transient and "stopped sending its answer: no new token came for 1s" in str(err)
+    assert "timeout_s" in str(err)
+
+
+def test_a_steady_but_slow_stream_ends_at_its_total_bound_without_a_retry():
+    seen = []
+    with FakeServer(responder=lambda body: drip("one two three four five six seven eight nine ten", 0.3)) as srv:
+        err, _ = failure(backend(srv, stream=True, total_timeout_s=1.5, max_retries=2), on_text=seen.append)
+        assert srv.hits == 1  # a retry would be as slow
+    assert 0 < len(seen) < 10  # tokens kept coming, each within timeout_s (1 s), until the total bound
+    assert err.transient and "was still sending its answer after 1.5s" in str(err) and "total_timeout_s" in str(err)
+
+
+def test_the_default_total_bound_grows_with_max_tokens():
+    b = OpenAICompatBackend(base_url="http://127.0.0.1:9/v1", model="m", api_key=None, timeout_s=5)
+    assert b.total_bound(100) < b.total_bound(1000)
+    assert b.total_bound(16) > 5  # never tighter than a whole answer's own timeout
+    assert OpenAICompatBackend(base_url="http://x/v1", model="m", api_key=None, timeout_s=5,
+                               total_timeout_s=30).total_bound(1000) == 30
 
 
 def test_several_samples_are_not_streamed():

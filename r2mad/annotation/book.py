@@ -11,6 +11,7 @@ from typing import Any, Sequence
 from r2mad.annotation.detectors import NO_LABEL, VERSION, counterfactual, detect
 from r2mad.runs.records import dumps
 from r2mad.runs.store import RunStore
+from r2mad.text import quoted
 
 Blame = dict[str, dict[str, int]]  # label -> {"round": r, "agent": a} (0-based agent)
 
@@ -131,7 +132,7 @@ class LabelBook:
             raise ValueError("Adjudicator name is empty; enter your name before writing final labels.")
         with self.store.transaction() as conn:
             if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
-                raise KeyError(f"No run {run_id!r} in {self.store.path}; check the id.")
+                raise KeyError(f"No run {quoted(run_id)} in {self.store.path}; check the id.")
             conn.execute("INSERT OR REPLACE INTO final_labels VALUES (?, ?, ?, ?, ?)",
                          (run_id, dumps(labels), dumps({k: v for k, v in (blame or {}).items() if k in labels}),
                           adjudicator.strip(), time.time()))

@@ -10,6 +10,7 @@ from typing import Any
 
 from r2mad.runs.records import STATUSES, RunSummary, dumps
 from r2mad.runs.store import RunStore
+from r2mad.text import quoted
 
 FILTER_KEYS = ("method", "backbone", "bank", "status", "correct", "shared_misconception", "flip",
                "parse_failures", "detector")
@@ -40,7 +41,8 @@ def save_queue(store: RunStore, queue: Queue) -> Queue:
     if unknown:
         raise ValueError(f"Unknown queue filter(s) {', '.join(unknown)}; use {', '.join(FILTER_KEYS)}.")
     if queue.filters.get("status") not in (None, *STATUSES):
-        raise ValueError(f"Queue status {queue.filters['status']!r} is unknown; use one of {', '.join(STATUSES)}.")
+        raise ValueError(f"Queue status {quoted(queue.filters['status'])} is unknown; use one of "
+                         f"{', '.join(STATUSES)}.")
     if not 1 <= int(queue.annotators_per_run) <= 20:
         raise ValueError("Annotators per run must be between 1 and 20; pick a number in that range.")
     filters = {k: v for k, v in queue.filters.items() if v not in (None, "")}
@@ -60,7 +62,7 @@ def queues(store: RunStore) -> dict[str, Queue]:
 def get_queue(store: RunStore, name: str) -> Queue:
     found = queues(store).get((name or "").strip())
     if found is None:
-        raise KeyError(f"No queue named {name!r}; pick one from the list or create it from a filter.")
+        raise KeyError(f"No queue named {quoted(name)}; pick one from the list or create it from a filter.")
     return found
 
 

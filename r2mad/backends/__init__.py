@@ -24,7 +24,7 @@ def make_backend(backbone: Backbone, *, api_key: str | None = None) -> ChatBacke
         raise BackendError(f"Backbone '{backbone.name}' has no base_url; set one in configs/backbones.yaml.")
     return OpenAICompatBackend(base_url=backbone.base_url, model=backbone.model, api_key=api_key,
                                name=backbone.name, timeout_s=backbone.timeout_s,
-                               max_retries=backbone.max_retries,
+                               max_retries=backbone.max_retries, total_timeout_s=backbone.total_timeout_s,
                                supports_logprobs=backbone.supports_logprobs, stream=backbone.stream,
                                key_source=backbone.api_key_env or "the token field",
                                structured_output=backbone.structured_output,

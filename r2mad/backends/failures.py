@@ -8,7 +8,11 @@ from typing import Any
 
 import openai
 
+from r2mad.text import quoted
+
 TRANSIENT_STATUS = {408, 409, 425, 429}
+# transport errors (httpx's, or its fork's, by name) of a server that was reached and then stopped mid-answer
+_CLOSED_ERRORS = {"RemoteProtocolError", "ReadError", "WriteError"}
 _QUOTA_WORDS = ("insufficient_quota", "insufficient credits", "exceeded your current quota", "credit balance",
                 "included credits")
 
@@ -25,14 +29,21 @@ def classify(exc: Exception) -> Retryable | tuple[int | None, str, bool]:
     """A Retryable, or (HTTP status or None, error text, out of quota) for a failure retrying cannot fix."""
     if isinstance(exc, openai.APITimeoutError):
         return Retryable("timeout")
-    if isinstance(exc, openai.APIConnectionError):
-        return Retryable("unreachable", type(exc.__cause__ or exc).__name__)
+    if isinstance(exc, openai.APIConnectionError):  # reached, then cut off: closed; never reached: unreachable
+        cause = exc.__cause__
+        closed = any(c.__name__ in _CLOSED_ERRORS for c in type(cause).__mro__)
+        return Retryable("closed" if closed else "unreachable", type(cause or exc).__name__)
     if isinstance(exc, openai.APIStatusError):
         code, text = exc.status_code, error_text(exc)
         quota = any(w in text.lower() for w in _QUOTA_WORDS)
         if (code in TRANSIENT_STATUS or code >= 500) and not quota:
             return Retryable(f"status {code}", text, retry_after(exc.response))
         return code, text, quota
+    if isinstance(exc, openai.APIError):  # an error event inside an answer stream ("upstream overloaded")
+        text = str(getattr(exc, "message", "") or "")[:500]
+        if any(w in text.lower() for w in _QUOTA_WORDS):
+            return 402, text, True
+        return Retryable("stream error", text)
     if isinstance(exc, ValueError):  # a 200 whose body is not JSON (cut, an HTML page from a proxy, ...)
         return Retryable("unreadable", type(exc).__name__)
     return None, str(exc), False
@@ -59,11 +70,21 @@ def permanent_message(code: int, text: str, quota: bool, *, base_url: str, model
             "backbone's model name and sampling settings.")
 
 
-def give_up_message(kind: str, where: str, attempts: int, elapsed: float, timeout_s: float) -> str:
-    """The sentence for a call whose retries ran out; `kind` is the last attempt's."""
+def give_up_message(kind: str, where: str, attempts: int, elapsed: float, timeout_s: float,
+                    detail: str = "") -> str:
+    """The sentence for a call whose retries ran out; `kind` and `detail` are the last attempt's."""
     tries = f"after {attempts} attempt{'s' if attempts != 1 else ''} within {elapsed:.1f}s"
     if kind == "unreachable":
         return f"Could not reach {where} {tries}; is the server running?"
+    if kind == "closed":
+        return (f"{where} closed its answer before it was complete {tries}; try again later, and check the "
+                "server's logs if it keeps happening.")
+    if kind == "stalled":
+        return (f"{where} stopped sending its answer: no new token came for {timeout_s:g}s (the backbone's "
+                f"timeout_s) {tries}; the server may be overloaded, so try again later or raise timeout_s.")
+    if kind == "stream error":
+        return (f"{where} kept sending an error inside its answer stream ({quoted(detail or 'no detail', 200)}) "
+                f"{tries}; try again later or set stream: false for this backbone.")
     if kind == "timeout":
         return (f"{where} did not answer within {timeout_s:g}s {tries}; the server may be overloaded, "
                 "so raise the timeout or try again later.")
@@ -77,6 +98,12 @@ def give_up_message(kind: str, where: str, attempts: int, elapsed: float, timeou
     if kind == "status 429":
         return f"{where} kept rate-limiting (429) {tries}; run fewer agents at once or try again later."
     return f"{where} kept failing ({kind.replace('status ', 'HTTP ')}) {tries}; try again later."
+
+
+def too_slow_message(where: str, total_s: float) -> str:
+    """The sentence for an answer still streaming when its bound on total time ran out (not retried)."""
+    return (f"{where} was still sending its answer after {total_s:g}s, the bound on one answer's total time "
+            "(the backbone's total_timeout_s); raise total_timeout_s, lower max tokens, or use a faster server.")
 
 
 def error_text(exc: Any) -> str:

@@ -1,7 +1,8 @@
 """ChatBackend over any OpenAI-compatible endpoint (HF router, vLLM, OpenAI, llama.cpp server) with bounded,
 deadline-aware retries and one-sentence errors (classed and worded in failures.py); answers are read whole
 or, with `stream`, as server-sent events (a stream cut before its finish_reason is retried, never taken as
-an answer).
+an answer). A streamed answer is bounded twice: no new chunk for `timeout_s` is a stall (retried), and
+the whole answer taking over `total_timeout_s` ends the call (not retried: a retry would be as slow).
 
 Accounting when one request returns several choices: the request's prompt tokens go on the first completion
 it produced and 0 on the others (so summing completions gives the true cost); each choice's completion tokens
@@ -30,12 +31,14 @@ from r2mad.backends.failures import (
     classify,
     give_up_message,
     permanent_message,
+    too_slow_message,
 )
 from r2mad.types import AnswerShape, Completion, Message
 
 BACKOFF_START_S = 0.5
 BACKOFF_CAP_S = 8.0
 MAX_RETRY_AFTER_S = 30.0  # without a deadline, a longer Retry-After ends the call instead of waiting
+TOTAL_PER_TOKEN_S = 0.05  # default bound on a streamed answer: timeout_s plus this per max token (>= 20 tokens/s)
 PROVIDER_HEADER = "x-inference-provider"
 NO_KEY = "not-needed"  # local servers take no key; a placeholder keeps the client from reading the environment
 
@@ -45,11 +48,13 @@ class OpenAICompatBackend:
                  timeout_s: float = 60, max_retries: int = 2, deadline_s: float | None = None,
                  supports_logprobs: bool = True, extra_body: dict | None = None, stream: bool = False,
                  key_source: str = "the token field or HF_TOKEN", structured_output: str | None = None,
-                 guard_by_default: bool = False, native_n: bool = False):
+                 guard_by_default: bool = False, native_n: bool = False,
+                 total_timeout_s: float | None = None):
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.name = name or model or self.base_url
         self.timeout_s = float(timeout_s)
+        self.total_timeout_s = None if total_timeout_s is None else float(total_timeout_s)
         self.max_retries = max(0, int(max_retries))
         self.deadline_s = deadline_s
         self.supports_logprobs = supports_logprobs
@@ -124,7 +129,7 @@ class OpenAICompatBackend:
                 args["extra_body"] = extra
             if self.stream and wanted == 1:
                 results += await self._with_retries(
-                    lambda timeout, args=args: self._complete_streamed(args, timeout, on_text), deadline)
+                    lambda timeout, args=args: self._complete_streamed(args, timeout, on_text, deadline), deadline)
                 continue
             results += await self._with_retries(
                 lambda timeout, args=args, wanted=wanted: self._complete(args, timeout, wanted), deadline)
@@ -151,17 +156,23 @@ class OpenAICompatBackend:
                            finish_reason=getattr(c, "finish_reason", None), provider=provider)
                 for i, c in enumerate(choices)]
 
+    def total_bound(self, max_tokens: int) -> float:
+        """The most one streamed answer may take in all: total_timeout_s, or timeout_s plus
+        TOTAL_PER_TOKEN_S per token it may have."""
+        return self.total_timeout_s or self.timeout_s + TOTAL_PER_TOKEN_S * max_tokens
+
     async def _complete_streamed(self, args: dict[str, Any], timeout: float,
-                                 on_text: Callable[[str], None] | None) -> list[Completion]:
+                                 on_text: Callable[[str], None] | None, deadline: float | None) -> list[Completion]:
         """One completion read as server-sent events. openai returns the partial text of a stream cut
         before its finish_reason without an error: such a stream is a failed attempt, not an answer."""
         started = time.monotonic()
+        total = self.total_bound(args["max_tokens"])
         raw = await self._get_client().chat.completions.with_raw_response.create(
             **args, stream=True, stream_options={"include_usage": True}, timeout=timeout)
         stream = raw.parse()
         text, logprobs, finish, usage, chunks = "", [], None, None, 0
         async with stream:
-            async for chunk in stream:
+            async for chunk in self._bounded(stream, started, timeout, total, deadline):
                 usage = getattr(chunk, "usage", None) or usage
                 for choice in getattr(chunk, "choices", None) or []:
                     piece = getattr(choice.delta, "content", None) if choice.delta else None
@@ -180,6 +191,26 @@ class OpenAICompatBackend:
                            latency_s=round(time.monotonic() - started, 6),
                            logprobs=(tuple(logprobs) or None) if "logprobs" in args else None,
                            finish_reason=finish, provider=_provider(raw))]
+
+    async def _bounded(self, stream: Any, started: float, gap: float, total: float, deadline: float | None):
+        """The stream's chunks, each within `gap` seconds of the one before (or of the request) and all within
+        `total` of the request; the call's deadline, when nearer, cuts it as a timeout."""
+        chunks, last, end = stream.__aiter__(), started, started + total
+        while True:
+            stall = last + gap
+            cut = min(stall, end, deadline if deadline is not None else end)
+            try:
+                chunk = await asyncio.wait_for(chunks.__anext__(), max(0.0, cut - time.monotonic()))
+            except StopAsyncIteration:
+                return
+            except (asyncio.TimeoutError, openai.APITimeoutError):
+                if deadline is not None and deadline < min(stall, end):
+                    raise Retryable("timeout") from None
+                if end < stall:
+                    raise BackendError(self._redact(too_slow_message(self.base_url, total)), transient=True) from None
+                raise Retryable("stalled", f"no chunk for {gap:g}s") from None
+            last = time.monotonic()
+            yield chunk
 
     async def _model(self, deadline: float | None) -> str:
         """The configured model, or the first one the server lists (asked once, then cached)."""
@@ -250,7 +281,8 @@ class OpenAICompatBackend:
                 wait = min(wait, max(0.0, deadline - time.monotonic()))
             await asyncio.sleep(wait)
         raise BackendError(self._redact(give_up_message(last.kind if last else "timeout", self.base_url, attempts,
-                                                        time.monotonic() - started, self.timeout_s)), transient=True)
+                                                        time.monotonic() - started, self.timeout_s,
+                                                        last.detail if last else "")), transient=True)
 
     def _permanent(self, exc: Exception, code: int | None, text: str, quota: bool) -> str:
         if code is None:

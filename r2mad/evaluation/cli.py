@@ -6,7 +6,14 @@ import asyncio
 import sys
 from pathlib import Path
 
-from r2mad.cli_common import add_backbone_flags, add_settings_flags, backbone_label, backbone_plan, settings_from
+from r2mad.cli_common import (
+    add_backbone_flags,
+    add_settings_flags,
+    backbone_label,
+    backbone_plan,
+    settings_from,
+    whole_in,
+)
 from r2mad.config import ConfigError
 from r2mad.evaluation.costs import prices_of
 from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED, load_split
@@ -24,18 +31,18 @@ def register(sub) -> None:
     e.add_argument("--task", help="truthfulqa, math500, economics, engineering, demo-mcq or demo-math")
     e.add_argument("--split", default="test", help="train, test or all (default test)")
     e.add_argument("--data", default=None, help="local data file (jsonl, json or parquet) in the hub schema")
-    e.add_argument("--limit", type=int, default=None, help="only the first N questions of the split")
-    e.add_argument("--split-seed", type=int, default=DEFAULT_SPLIT_SEED,
+    e.add_argument("--limit", type=whole_in(1, 10**7), default=None, help="only the first N questions of the split")
+    e.add_argument("--split-seed", type=whole_in(0, 2**31 - 1), default=DEFAULT_SPLIT_SEED,
                    help=f"seed of the 3:1 train/test split (default {DEFAULT_SPLIT_SEED}; build-memory's default too)")
     e.add_argument("--methods", default="cot,mad", help=f"comma-separated, from: {', '.join(METHODS)}")
     e.add_argument("--backbone", default=None)
     e.add_argument("--bank", default=None, help="memory bank folder for r2mad, its ablations and icl-cot")
-    e.add_argument("--concurrency", type=int, default=None,
+    e.add_argument("--concurrency", type=whole_in(1, 1024), default=None,
                    help="questions in flight at once (default 32; 1 on a backend that answers one call at a time, "
                         "where more would only wait in line and run into the debate deadline)")
     e.add_argument("--independent-round0", action="store_true",
                    help="each debate method computes its own round 0 instead of sharing one")
-    e.add_argument("--seeds", type=int, default=1,
+    e.add_argument("--seeds", type=whole_in(1, 100), default=1,
                    help="run each method with N sampling seeds (seed, seed+1, ...); the report gives mean and spread")
     e.add_argument("--retry-failed", action="store_true", help="rerun rows whose debate failed")
     e.add_argument("--no-progress", action="store_true", help="hide the progress bar")

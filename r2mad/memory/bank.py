@@ -33,6 +33,7 @@ from r2mad.memory.files import (
 from r2mad.memory.index import BankIndex, point_id
 from r2mad.memory.retrieval import WHOLE_BANK, case_reward, policy_lambda, select_cases
 from r2mad.memory.stores import STORES, IndexStoreError
+from r2mad.text import quoted
 from r2mad.types import Case, to_dict
 
 __all__ = ["BankError", "Candidate", "MemoryBank", "Retrieval", "STORES"]
@@ -228,7 +229,7 @@ class MemoryBank:
     def _set_quarantined(self, case_id: str, flag: bool) -> None:
         with self._lock:
             if case_id not in self._cases:
-                raise BankError(f"No case {case_id!r} in bank {self.path}; pick an id from its cases.")
+                raise BankError(f"No case {quoted(case_id)} in bank {self.path}; pick an id from its cases.")
             if flag:
                 self._quarantined.add(case_id)
             else:
@@ -301,7 +302,8 @@ class MemoryBank:
             case = self._cases.get(case_id)
             vectors = None if case is None else self._index.store.responses(case.agent, point_id(case_id))
         if vectors is None:
-            raise BankError(f"No case {case_id!r} in the index of bank {self.path}; reopen the bank to rebuild it.")
+            raise BankError(f"No case {quoted(case_id)} in the index of bank {self.path}; reopen the bank to "
+                            "rebuild it.")
         return np.asarray(vectors, dtype=np.float32)
 
     def retrieve(self, agent: int, state_text: str, peer_responses: dict[int, str], consensus: float,

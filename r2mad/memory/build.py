@@ -75,20 +75,21 @@ async def build(tasks, bank, backend, settings, *, backbone: str = "", concurren
 
 
 def register(sub) -> None:
+    from r2mad.cli_common import add_settings_flags, whole_in
+
     p = sub.add_parser("build-memory", help="debate a training split and write a memory bank")
     p.add_argument("--task", required=True, help="dataset: demo-mcq, demo-math, truthfulqa, math500, economics, "
                    "engineering (or mcq / math for files in the demo schema)")
     p.add_argument("--data", default=None, help="a local data file in the dataset's schema")
     p.add_argument("--split", default="train")
-    p.add_argument("--split-seed", type=int, default=None,
+    p.add_argument("--split-seed", type=whole_in(0, 2**31 - 1), default=None,
                    help="seed of the 3:1 train/test split; use eval's --split-seed (both default to 0)")
-    p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--limit", type=whole_in(1, 10**7), default=None)
     p.add_argument("--memory-backbone", "--backbone", dest="backbone", default=None, metavar="NAME",
                    help="the one model that writes every debater's turns in the bank's debates, whatever "
                    "the debaters of a later eval are (as the authors built theirs); default: the default backbone")
     p.add_argument("--out", required=True, help="bank folder, e.g. memory/my-bank")
-    p.add_argument("--concurrency", type=int, default=1)
-    from r2mad.cli_common import add_settings_flags
+    p.add_argument("--concurrency", type=whole_in(1, 1024), default=1)
     add_settings_flags(p)
     p.set_defaults(func=cmd_build)
 

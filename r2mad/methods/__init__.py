@@ -8,6 +8,7 @@ from typing import Any, Callable, Mapping
 
 from r2mad.config import ConfigError, DebateSettings
 from r2mad.methods.base import Method
+from r2mad.text import quoted
 
 DU, TIAN, BAO, JIN = ("Du et al. 2024", "Tian et al. 2026", "Bao et al. 2026; our re-implementation",
                       "Jin et al. 2026")
@@ -102,7 +103,7 @@ def spec_of(name: str) -> MethodSpec:
     """The registry entry of a method name (a `+advice` suffix names the same method with advice)."""
     base = name.removesuffix("+advice")
     if base not in REGISTRY:
-        raise ConfigError(f"Unknown method '{name}'; choose one of: {', '.join(METHODS)} "
+        raise ConfigError(f"Unknown method {quoted(name)}; choose one of: {', '.join(METHODS)} "
                           "(debate methods also take a '+advice' suffix).")
     return REGISTRY[base]
 

@@ -12,6 +12,7 @@ from r2mad.cli_common import (
     open_store,
     print_transcript,
     settings_from,
+    whole_in,
 )
 from r2mad.steer.fork import ForkSpec, align, live_usage, parse_changes
 
@@ -118,7 +119,7 @@ def cmd_blame(args, config) -> int:
 def register(sub) -> None:
     f = sub.add_parser("fork", help="replay a saved debate up to a round, change one thing, go on live")
     f.add_argument("run_id")
-    f.add_argument("--from-round", type=int, required=True, metavar="T",
+    f.add_argument("--from-round", type=whole_in(1, 100), required=True, metavar="T",
                    help="rounds before T are replayed from the record; --edit/--answer/--mask change round "
                         "T-1, the others act on round T's own hooks")
     f.add_argument("--edit", action="append", metavar="AGENT=TEXT", help="replace an agent's message (repeat)")
@@ -142,6 +143,7 @@ def register(sub) -> None:
     f.set_defaults(func=cmd_fork)
     b = sub.add_parser("blame", help="find the single turn of a failed run whose removal fixes the answer")
     b.add_argument("run_id")
-    b.add_argument("--budget", type=int, default=60, help="most model calls to spend on replays (default 60)")
+    b.add_argument("--budget", type=whole_in(1, 10**6), default=60,
+                   help="most model calls to spend on replays (default 60)")
     add_settings_flags(b)
     b.set_defaults(func=cmd_blame, agent_backbones=None, aux_backbone=None)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from r2mad.answers import consensus_ratio, extract_answer
+from r2mad.text import quoted
 from r2mad.types import Answer, Round, Task, Transcript, Usage
 
 KINDS = ("edit", "answer", "mask")  # act on the recorded round T-1
@@ -86,7 +87,7 @@ def parse_changes(edits: Sequence[str] = (), answers: Sequence[str] = (), masks:
             value = value.strip()
             if not sep or not value or (kind in _VALUE and not re.fullmatch(_VALUE[kind], value)):
                 form, example = FORMS[kind]
-                raise ValueError(f"--{kind} '{item}' should look like {form}, e.g. --{kind} {example}.")
+                raise ValueError(f"--{kind} {quoted(item)} should look like {form}, e.g. --{kind} {example}.")
             changes.append(Change(kind, _agent(agent, kind), value))
     changes += [Change("mask", _agent(item, "mask")) for item in masks or ()]
     changes += [Change("unmask", _agent(item, "unmask")) for item in unmasks or ()]
@@ -95,7 +96,7 @@ def parse_changes(edits: Sequence[str] = (), answers: Sequence[str] = (), masks:
 
 def _agent(text: str, flag: str) -> int:
     if not text.strip().isdigit() or int(text) < 1:
-        raise ValueError(f"--{flag} names agent '{text}'; give its number as shown, counting from 1.")
+        raise ValueError(f"--{flag} names agent {quoted(text)}; give its number as shown, counting from 1.")
     return int(text) - 1
 
 
@@ -108,7 +109,8 @@ def forced_answer(task: Task, value: str) -> tuple[str, Answer]:
     value = value.strip().upper() if task.kind == "mcq" else value.strip()
     letters = [letter for letter, _ in task.options]
     if task.kind == "mcq" and value not in letters:
-        raise ValueError(f"Answer '{value}' is not an option of this question; choose one of {', '.join(letters)}.")
+        raise ValueError(f"Answer {quoted(value)} is not an option of this question; choose one of "
+                         f"{', '.join(letters)}.")
     text = answer_statement(task, value)
     return text, Answer(extract_answer(text, task).value, "forced")
 
@@ -127,7 +129,7 @@ def replay_rounds(parent: Transcript, spec: ForkSpec) -> tuple[Round, ...]:
     turns = list(last.turns)
     for change in spec.changes:
         if change.kind not in KINDS + LIVE_KINDS:
-            raise ValueError(f"Unknown change '{change.kind}'; use one of {', '.join(KINDS + LIVE_KINDS)}.")
+            raise ValueError(f"Unknown change {quoted(change.kind)}; use one of {', '.join(KINDS + LIVE_KINDS)}.")
         if not 0 <= change.agent < len(turns):
             raise ValueError(f"Agent {change.agent + 1} is not in this run, which has agents 1 to {len(turns)}.")
         if change.kind in KINDS:

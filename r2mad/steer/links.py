@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 
 from r2mad.runs.store import RunStore
 from r2mad.steer.fork import Change, ForkSpec
+from r2mad.text import quoted
 
 
 def link_fork(store: RunStore, run_id: str, parent_id: str, spec: ForkSpec) -> None:
@@ -21,7 +22,7 @@ def fork_of(store: RunStore, run_id: str) -> tuple[str | None, ForkSpec | None]:
     with store.transaction(write=False) as conn:
         row = conn.execute("SELECT parent_id, fork FROM runs WHERE id = ?", (run_id,)).fetchone()
     if row is None:
-        raise KeyError(f"No run {run_id!r} in {store.path}; check the id.")
+        raise KeyError(f"No run {quoted(run_id)} in {store.path}; check the id.")
     if not row["fork"]:
         return row["parent_id"], None
     data = json.loads(row["fork"])

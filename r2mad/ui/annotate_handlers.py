@@ -24,6 +24,7 @@ from r2mad.annotation.queues import (
     save_queue,
     step,
 )
+from r2mad.text import quoted
 from r2mad.ui.annotate_view import (
     NO_TURN,
     disagreement_rows,
@@ -270,7 +271,7 @@ class AnnotateHandlers:
             try:
                 record = self.store.get_run(rid)
             except KeyError:
-                warn(f"No saved run has id {rid!r}; check it against the queue or the Inspect list.")
+                warn(f"No saved run has id {quoted(rid)}; check it against the queue or the Inspect list.")
                 return gr.skip(), gr.skip()
             if record.transcript is None:
                 warn(f"Run {rid} stopped before round 0, so there is nothing to compare; pick a finished run.")
@@ -303,7 +304,7 @@ class AnnotateHandlers:
             return (typed, gr.Tabs(selected="annotate"), gr.skip(), *self._show(None, run, me))
         if queue:
             if queue not in self.queue_names():
-                warn(f"No queue named {queue!r}; pick one from the list or create it from a filter.")
+                warn(f"No queue named {quoted(queue)}; pick one from the list or create it from a filter.")
                 return (typed, gr.Tabs(selected="annotate"), gr.skip(), *[gr.skip()] * 12)
             return (typed, gr.Tabs(selected="annotate"), gr.update(choices=self.queue_names(), value=queue),
                     *self._open_queue(queue, me))

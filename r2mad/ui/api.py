@@ -9,8 +9,9 @@ from typing import Any, Callable
 import gradio as gr
 
 from r2mad.backends.base import BackendError
-from r2mad.config import ConfigError
+from r2mad.config import ConfigError, whole_number
 from r2mad.methods import METHODS, needs_bank
+from r2mad.text import quoted
 from r2mad.types import Transcript
 from r2mad.ui.services import Services
 from r2mad.ui.visitors import Visitor, identify
@@ -85,7 +86,7 @@ class Api:
         s = self.services
         try:
             if method not in METHODS:
-                raise ConfigError(f"Unknown method '{method}'; choose one of: {', '.join(METHODS)}.")
+                raise ConfigError(f"Unknown method {quoted(method)}; choose one of: {', '.join(METHODS)}.")
             name = self._backbone(backbone)
             settings = s.config.settings
             task = task_from_input(question, {k.strip().upper(): v for k, v in (options or {}).items()} or None,
@@ -120,10 +121,10 @@ class Api:
             correct: "yes", "no" or "any".
         """
         if correct not in ("yes", "no", "any"):
-            raise gr.Error(f"correct is '{correct}'; use yes, no or any.")
+            raise gr.Error(f"correct is {quoted(correct)}; use yes, no or any.")
         rows = self.services.store.list_runs(method=method or None, correct={"yes": True, "no": False}.get(correct),
                                              owner=self.visitor(request).list_filter,
-                                             limit=max(1, min(int(limit), 200)))
+                                             limit=_whole(limit, "limit", 1, 200))
         return [{"run_id": r.id, "created_at": r.created_at, "status": r.status, "method": r.method,
                  "backbone": r.backbone, "question": r.question[:200], "gold": r.gold, "final": r.final_answer,
                  "correct": r.correct, "rounds": r.rounds, "tokens": r.tokens} for r in rows]
@@ -182,7 +183,7 @@ class Api:
             changes = parse_changes(pairs(edits), pairs(answers), [str(m) for m in masks or ()],
                                     [str(m) for m in unmasks or ()], pairs(drop_cases), pairs(replace_cases),
                                     pairs(drop_advice))
-            spec = ForkSpec(int(from_round), changes, method or None, backbone or None)
+            spec = ForkSpec(whole_number(from_round, "from_round", 1, 100), changes, method or None, backbone or None)
             parent_id, fork_id, t = await fork_saved(self.services, run_id, spec, source="api-fork",
                                                      visitor=self.visitor(request))
         except USER_ERRORS as exc:
@@ -203,13 +204,14 @@ class Api:
         s = self.services
         folder = bank or s.config.app.default_bank or ""
         if folder not in s.bank_choices():
-            raise gr.Error(f"No bank '{folder}' here; choose one of: {', '.join(s.bank_choices()) or 'none'}.")
+            raise gr.Error(f"No bank {quoted(folder)} here; choose one of: {', '.join(s.bank_choices()) or 'none'}.")
         if correct not in ("yes", "no", "any"):
-            raise gr.Error(f"correct is '{correct}'; use yes, no or any.")
+            raise gr.Error(f"correct is {quoted(correct)}; use yes, no or any.")
         try:
-            cases = s.bank(folder).search(query or None, agent=int(agent) - 1 if int(agent) > 0 else None,
+            agent = _whole(agent, "agent", 0, 100)
+            cases = s.bank(folder).search(query or None, agent=agent - 1 if agent > 0 else None,
                                           correct={"yes": True, "no": False}.get(correct),
-                                          limit=max(1, min(int(limit), 100)))
+                                          limit=_whole(limit, "limit", 1, 100))
         except (ValueError, OSError) as exc:
             raise gr.Error(_sentence(exc)) from None
         return [{"case_id": c.id, "agent": c.agent + 1, "round": c.round, "question": c.question[:500],
@@ -267,6 +269,14 @@ async def fork_saved(services: Services, run_id: str, spec, *, source: str, visi
     t = await fork_debate(parent.transcript, spec, backend, settings, backbone=name, bank=opened,
                           bank_notices=tuple(notices), agent_backends=agents, record=on_record, summaries=s.summaries)
     return parent.id, fork_id, t
+
+
+def _whole(value: Any, name: str, lo: int, hi: int) -> int:
+    """An API call's whole-number argument within lo..hi, or a gr.Error sentence saying what is allowed."""
+    try:
+        return whole_number(value, name, lo, hi)
+    except ConfigError as exc:
+        raise gr.Error(str(exc)) from None
 
 
 def _sentence(exc: BaseException) -> str:

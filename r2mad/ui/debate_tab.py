@@ -11,6 +11,7 @@ from typing import Any
 
 import gradio as gr
 
+from r2mad.config import bounds
 from r2mad.methods import REGISTRY, names
 from r2mad.ui import handlers
 from r2mad.ui.examples import BACKBONE, CARDS, SEED, cached, card_task
@@ -195,7 +196,8 @@ def build(services: Services, visitor_id) -> DebateTab:
                                        elem_id="max-tokens")
             with gr.Row():
                 temperature = gr.Slider(0.0, 2.0, value=s.temperature, step=0.05, label="Temperature")
-                seed = gr.Number(value=s.seed, precision=0, label="Seed (empty = random)", elem_id="seed")
+                seed = gr.Number(value=s.seed, precision=0, minimum=0, maximum=bounds("seed")[1],
+                                 label="Seed (empty = random)", elem_id="seed")
                 answer_guard = gr.Radio(["auto", "on", "off"], value=s.answer_guard, label="Answer guard",
                                         elem_id="answer-guard",
                                         info="Ask once more for the answer alone when none is found "

@@ -11,6 +11,7 @@ import html
 
 import gradio as gr
 
+from r2mad.config import bounds
 from r2mad.methods import names
 from r2mad.steer.fork import Change, ForkSpec, align, live_usage, parse_changes
 from r2mad.types import Transcript
@@ -108,9 +109,9 @@ def build(services: Services, visitor_id: gr.BrowserState) -> tuple[gr.Textbox, 
                 "ranks are counted from 1, as shown.")
     with gr.Row():
         run_id = gr.Textbox(label="Run id (from Inspect runs)", scale=3)
-        from_round = gr.Number(label="Fork from round", value=1, minimum=1, precision=0)
+        from_round = gr.Number(label="Fork from round", value=1, minimum=1, maximum=bounds("rounds")[1], precision=0)
     with gr.Row():
-        agent = gr.Number(label="Agent", value=1, minimum=1, precision=0)
+        agent = gr.Number(label="Agent", value=1, minimum=1, maximum=bounds("agents")[1], precision=0)
         change = gr.Dropdown(list(CHANGES), value="force its answer to", label="Change", elem_id="fork-change")
         value = gr.Textbox(label="Answer or new message · case rank · advice source", scale=2)
     with gr.Row():
@@ -118,7 +119,8 @@ def build(services: Services, visitor_id: gr.BrowserState) -> tuple[gr.Textbox, 
                              elem_id="fork-method")
         backbone = gr.Dropdown([SAME, *services.config.backbones], value=SAME, label="Go on with backbone")
     with gr.Row():
-        rounds = gr.Number(label="Rounds in all (0: the run's)", value=0, minimum=0, precision=0)
+        rounds = gr.Number(label="Rounds in all (0: the run's)", value=0, minimum=0, maximum=bounds("rounds")[1],
+                           precision=0)
         pause = gr.Checkbox(label="Pause after one round (step), to change and go on", value=False,
                             elem_id="fork-pause")
     go = gr.Button("Run the fork", variant="primary", elem_id="fork-button")

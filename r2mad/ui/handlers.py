@@ -14,6 +14,7 @@ from r2mad.config import PAPER_PROFILE, ConfigError, DebateSettings, with_profil
 from r2mad.evaluation.costs import price_table
 from r2mad.methods import METHODS, needs_bank
 from r2mad.tasks import task_from_input
+from r2mad.text import quoted
 from r2mad.ui.live import LiveRun, stream
 from r2mad.ui.services import Services
 from r2mad.ui.views import idle, view  # the Debate tab's component updates (issue 16)
@@ -58,11 +59,10 @@ class DebateRequest:
     def settings(self, base: DebateSettings) -> DebateSettings:
         if self.profile == "paper":
             base = with_profile(base, "paper")
-        return base.replace(profile=self.profile or "demo", agents=int(self.agents), rounds=int(self.rounds),
-                            k=int(self.k),
-                            gamma=float(self.gamma), temperature=float(self.temperature),
-                            max_tokens=int(self.max_tokens),
-                            seed=None if self.seed in (None, "") else int(self.seed),
+        # numbers go as typed: the settings check each one's type and range in one sentence
+        return base.replace(profile=self.profile or "demo", agents=self.agents, rounds=self.rounds, k=self.k,
+                            gamma=self.gamma, temperature=self.temperature, max_tokens=self.max_tokens,
+                            seed=None if self.seed in (None, "") else self.seed,
                             answer_guard=self.answer_guard or "auto")
 
 
@@ -91,7 +91,7 @@ class DebateHandlers:
         services = self.services
         unknown = [m for m in req.methods if m.removesuffix("+advice") not in METHODS]
         if unknown:
-            raise ConfigError(f"Unknown method '{unknown[0]}'; choose methods from the list.")
+            raise ConfigError(f"Unknown method {quoted(unknown[0])}; choose methods from the list.")
         settings = req.settings(services.config.settings)
         chosen = {letter: text for letter, text in zip("ABCDEFGHIJ", req.options) if (text or "").strip()}
         task = task_from_input(req.question, chosen or None, req.gold, max_chars=settings.max_question_chars)

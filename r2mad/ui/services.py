@@ -15,6 +15,7 @@ from r2mad.config import ROOT, Backbone, Config, ConfigError
 from r2mad.memory.summaries import SummaryCache
 from r2mad.runner import check_bank
 from r2mad.runs.store import RunStore
+from r2mad.text import quoted
 
 log = logging.getLogger("r2mad.ui")
 HF_KEY_ENV = "HF_TOKEN"  # backbones keyed by it run on HF Inference Providers: a login's token fits them
@@ -146,7 +147,7 @@ class Services:
                 raise ConfigError("Custom endpoints are switched off here; choose one of the listed backbones.")
             url = base_url.strip()
             if not url.startswith(("http://", "https://")):
-                raise ConfigError(f"The endpoint {url!r} is not an http(s) URL; give one like "
+                raise ConfigError(f"The endpoint {quoted(url)} is not an http(s) URL; give one like "
                                   "http://localhost:8000/v1.")
             spec = Backbone(name="custom", kind="openai", label="custom endpoint", base_url=url,
                             model=(model or "").strip() or None)
