@@ -10,6 +10,8 @@ import re
 import string
 from fractions import Fraction
 
+from r2mad import mathworker
+
 
 def balanced(text: str, start: int) -> str | None:
     """Content from `start` up to the brace closing an already-open `{`; None if it never closes."""
@@ -130,6 +132,48 @@ def tame(expr, sum_power_limit: int | None = None) -> bool:
     return True
 
 
+# Binomials are evaluated while parsing, so tame() comes too late for \binom{10^{9}}{500000}.
+_BINOMIAL = re.compile(r"\\[dt]?binom\s*|\\choose\b|\bC\s*\(|\bbinomial\s*\(")
+_FACTORIAL = re.compile(r"(?:\d{5,}|[)}])\s*!")
+_HUGE = re.compile(r"\d{5,}|\^|\*\*")  # a number of five digits or more, or a power
+
+
+def _closing(s: str, i: int, pair: str = "()") -> int:
+    """Index of the bracket closing one already open before s[i] (len(s) if it never closes)."""
+    depth = 1
+    for j in range(i, len(s)):
+        depth += (s[j] == pair[0]) - (s[j] == pair[1])
+        if depth == 0:
+            return j
+    return len(s)
+
+
+def too_big(text: str) -> bool:
+    """True for a binomial or factorial that sympy could work on for minutes (one with an argument that
+    holds a number of five digits or more, or a power): a cheap textual check made before parsing."""
+    for m in _BINOMIAL.finditer(text):
+        if m[0].startswith("\\choose"):
+            arguments = text  # {n \choose k}: the group around it, at most the whole answer
+        elif m[0].endswith("("):
+            arguments = text[m.end():_closing(text, m.end())]
+        else:  # \binom{n}{k}: its next two groups (or single characters)
+            end = m.end()
+            for _ in range(2):
+                end = _closing(text, end + 1, "{}") + 1 if text.startswith("{", end) else end + 1
+            arguments = text[m.end():end]
+        if _HUGE.search(arguments):
+            return True
+    for m in _FACTORIAL.finditer(text):
+        if m[0][0] in ")}":
+            start, pair = m.start(), "()" if m[0][0] == ")" else "{}"
+            opening = _closing(text[start - 1::-1], 0, pair[::-1]) if start else 0
+            if _HUGE.search(text[start - opening:start]):
+                return True
+        else:
+            return True
+    return False
+
+
 SUM_POWER_LIMIT = 12  # (x+1)^{12} expands in well under a second; (x+1)^{100} took 15 s here
 
 
@@ -234,26 +278,65 @@ def _sympy_equal(a: str, b: str) -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=4096)
-def math_equivalent(a: str, b: str) -> bool:
-    """Same spelling after normalize_math, same number (relative tolerance 1e-6), the same words,
-    math-verify's verdict in either direction, or (when math-verify cannot read a side) the same
-    sympy expression. Never raises: anything unparsable is simply not equivalent."""
+def symbolic_equal(a: str, b: str) -> bool:
+    """math-verify's verdict in either direction, or (when it cannot read a side) the same sympy
+    expression: the slow part of math_equivalent, which runs it in a child process under a bound."""
+    verdict = verified_equal(b, a)
+    if verdict is None:
+        return _sympy_equal(normalize_math(a), normalize_math(b))
+    return verdict or bool(verified_equal(a, b))
+
+
+def warm_up() -> None:
+    """Import math-verify and sympy and build the LaTeX parser once (a checker child does this first)."""
+    verified_equal("1", "1")
+
+
+def _shorten(answer: str, limit: int = 40) -> str:
+    return f"'{answer}'" if len(answer) <= limit else f"'{answer[:limit]}…'"
+
+
+@functools.lru_cache(maxsize=16384)
+def _checked(a: str, b: str) -> tuple[bool, str | None]:
+    """check_math on a pair in one fixed order (the check is symmetric, so one entry serves both)."""
     try:
         na, nb = normalize_math(a), normalize_math(b)
         if not na or not nb or len(na) > 400 or len(nb) > 400:
-            return na == nb != ""
+            return na == nb != "", None
         if na == nb:
-            return True
+            return True, None
         x, y = to_number(na), to_number(nb)
         if x is not None and y is not None:
-            return math.isclose(x, y, rel_tol=1e-6, abs_tol=1e-12)
+            return math.isclose(x, y, rel_tol=1e-6, abs_tol=1e-12), None
         words = [_WORDS.fullmatch(s.strip()) for s in (a, b)]
         if all(words):  # "Evelyn", "\text{odd}": words, not products of letters
-            return words[0][1].strip().casefold() == words[1][1].strip().casefold()
-        verdict = verified_equal(b, a)
-        if verdict is None:
-            return _sympy_equal(na, nb)
-        return verdict or bool(verified_equal(a, b))
+            return words[0][1].strip().casefold() == words[1][1].strip().casefold(), None
+        huge = next((s for s in (a, b) if too_big(s)), None)
+        if huge is not None:
+            return False, (f"The answer {_shorten(huge)} is too large to check (a binomial or factorial of a "
+                           f"huge number), so it was treated as different from {_shorten(b if huge == a else a)}.")
+        try:
+            return mathworker.bounded(_SLOW_CHECK, a, b), None
+        except mathworker.Overrun as exc:
+            return False, (f"Comparing the answer {_shorten(a)} with {_shorten(b)} was stopped ({exc}), so "
+                           "they were treated as different.")
     except Exception:  # sympy, math-verify and Fraction raise many kinds; a failed parse is "not equal"
-        return False
+        return False, None
+
+
+_SLOW_CHECK = symbolic_equal  # what the checker child runs (a test may point it at a slower function)
+
+
+def check_math(a: str, b: str) -> tuple[bool, str | None]:
+    """(equivalent, notice): same spelling after normalize_math, same number (relative tolerance 1e-6),
+    the same words, or symbolic_equal within mathworker's bound. Never raises and never hangs: an
+    answer too_big to check, or a check past its bound, is "not equivalent" with a notice that says so."""
+    return _checked(*sorted((a, b)))
+
+
+check_math.cache_clear = _checked.cache_clear  # as on an lru_cache (tests judge a pair afresh)
+
+
+def math_equivalent(a: str, b: str) -> bool:
+    """check_math's verdict alone (see there)."""
+    return check_math(a, b)[0]
