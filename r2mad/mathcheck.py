@@ -1,6 +1,7 @@
 """Math answer equivalence: normalisation, plain numbers, HF's math-verify (matrices, sets, intervals,
-tuples, mixed numbers, units) behind a guard against expressions that would not finish, and a small
-sympy fallback. Pure functions on answer strings; extraction stays in answers.py."""
+tuples, mixed numbers, units) and a small sympy fallback, the slow part in a child process under a
+hard bound (mathworker), after the guards of mathguard. Pure functions on answer strings; extraction
+stays in answers.py."""
 from __future__ import annotations
 
 import functools
@@ -11,6 +12,7 @@ import string
 from fractions import Fraction
 
 from r2mad import mathworker
+from r2mad.mathguard import SUM_POWER_LIMIT, tame, too_big
 
 
 def balanced(text: str, start: int) -> str | None:
@@ -95,7 +97,7 @@ def to_number(s: str) -> float | None:
 
 class _DropTimeoutWarning(logging.Filter):
     """math-verify warns once that its timeouts are off; they are off on purpose (signals work only in
-    the main thread, and eval checks answers in worker threads): `tame` bounds the work instead."""
+    the main thread, and eval checks answers in worker threads): mathguard and mathworker's bound do."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         return "Timeout is disabled" not in record.getMessage()
@@ -109,72 +111,6 @@ def _math_verify():
     for name in ("math_verify.parser", "math_verify.grader"):
         logging.getLogger(name).addFilter(_DropTimeoutWarning())
     return parse, verify
-
-
-def tame(expr, sum_power_limit: int | None = None) -> bool:
-    """False for what sympy could work on for minutes: a power tower (9^{9^{9}}), a numeric
-    exponent above 1000, a factorial of more than 1000, and, with `sum_power_limit`, a sum with
-    symbols raised above that power ((x+1)^{100}: math-verify's simplify would expand it)."""
-    import sympy
-    if not isinstance(expr, sympy.Basic):
-        return True  # a string the parser kept as it was
-    for node in sympy.preorder_traversal(expr):
-        if isinstance(node, sympy.Pow) and node.exp.is_number:
-            inner = [p for p in sympy.preorder_traversal(node.exp)
-                     if isinstance(p, sympy.Pow) and not (p.exp.is_Rational and abs(p.exp) <= 3)]
-            if inner or abs(complex(node.exp.evalf())) > 1000:
-                return False
-            if (sum_power_limit is not None and node.base.free_symbols and node.base.atoms(sympy.Add)
-                    and abs(complex(node.exp.evalf())) > sum_power_limit):
-                return False
-        if isinstance(node, sympy.factorial) and node.args[0].is_number and abs(node.args[0].evalf()) > 1000:
-            return False
-    return True
-
-
-# Binomials are evaluated while parsing, so tame() comes too late for \binom{10^{9}}{500000}.
-_BINOMIAL = re.compile(r"\\[dt]?binom\s*|\\choose\b|\bC\s*\(|\bbinomial\s*\(")
-_FACTORIAL = re.compile(r"(?:\d{5,}|[)}])\s*!")
-_HUGE = re.compile(r"\d{5,}|\^|\*\*")  # a number of five digits or more, or a power
-
-
-def _closing(s: str, i: int, pair: str = "()") -> int:
-    """Index of the bracket closing one already open before s[i] (len(s) if it never closes)."""
-    depth = 1
-    for j in range(i, len(s)):
-        depth += (s[j] == pair[0]) - (s[j] == pair[1])
-        if depth == 0:
-            return j
-    return len(s)
-
-
-def too_big(text: str) -> bool:
-    """True for a binomial or factorial that sympy could work on for minutes (one with an argument that
-    holds a number of five digits or more, or a power): a cheap textual check made before parsing."""
-    for m in _BINOMIAL.finditer(text):
-        if m[0].startswith("\\choose"):
-            arguments = text  # {n \choose k}: the group around it, at most the whole answer
-        elif m[0].endswith("("):
-            arguments = text[m.end():_closing(text, m.end())]
-        else:  # \binom{n}{k}: its next two groups (or single characters)
-            end = m.end()
-            for _ in range(2):
-                end = _closing(text, end + 1, "{}") + 1 if text.startswith("{", end) else end + 1
-            arguments = text[m.end():end]
-        if _HUGE.search(arguments):
-            return True
-    for m in _FACTORIAL.finditer(text):
-        if m[0][0] in ")}":
-            start, pair = m.start(), "()" if m[0][0] == ")" else "{}"
-            opening = _closing(text[start - 1::-1], 0, pair[::-1]) if start else 0
-            if _HUGE.search(text[start - opening:start]):
-                return True
-        else:
-            return True
-    return False
-
-
-SUM_POWER_LIMIT = 12  # (x+1)^{12} expands in well under a second; (x+1)^{100} took 15 s here
 
 
 _WORDS = re.compile(r"(?:\\text\{\s*)?([A-Za-z][A-Za-z ]{2,})\}?")
@@ -287,11 +223,6 @@ def symbolic_equal(a: str, b: str) -> bool:
     return verdict or bool(verified_equal(a, b))
 
 
-def warm_up() -> None:
-    """Import math-verify and sympy and build the LaTeX parser once (a checker child does this first)."""
-    verified_equal("1", "1")
-
-
 def _shorten(answer: str, limit: int = 40) -> str:
     return f"'{answer}'" if len(answer) <= limit else f"'{answer[:limit]}…'"
 
@@ -301,8 +232,8 @@ def _checked(a: str, b: str) -> tuple[bool, str | None]:
     """check_math on a pair in one fixed order (the check is symmetric, so one entry serves both)."""
     try:
         na, nb = normalize_math(a), normalize_math(b)
-        if not na or not nb or len(na) > 400 or len(nb) > 400:
-            return na == nb != "", None
+        if not na or not nb or max(len(na), len(nb)) > 400 or max(len(a), len(b)) > 1000:
+            return na == nb != "", None  # too long for a formula: compared as spelled
         if na == nb:
             return True, None
         x, y = to_number(na), to_number(nb)
@@ -331,7 +262,11 @@ def check_math(a: str, b: str) -> tuple[bool, str | None]:
     """(equivalent, notice): same spelling after normalize_math, same number (relative tolerance 1e-6),
     the same words, or symbolic_equal within mathworker's bound. Never raises and never hangs: an
     answer too_big to check, or a check past its bound, is "not equivalent" with a notice that says so."""
-    return _checked(*sorted((a, b)))
+    a, b = sorted((a, b))
+    return _checked(a, b) if len(a) + len(b) <= CACHED_LENGTH else _checked.__wrapped__(a, b)
+
+
+CACHED_LENGTH = 2000  # longer pairs are compared as strings at once, and not kept in memory
 
 
 check_math.cache_clear = _checked.cache_clear  # as on an lru_cache (tests judge a pair afresh)

@@ -2,6 +2,7 @@
 wall-clock bound, callable from any thread (no signals). Not for the cheap checks, which stay in-process."""
 from __future__ import annotations
 
+import importlib
 import multiprocessing
 import os
 import threading
@@ -10,6 +11,7 @@ from typing import Any, Callable
 CHECK_BOUND_S = 3.0  # past this a check is given up: its child is killed and the pair counts as different
 START_BOUND_S = 120.0  # a fresh child imports sympy and math-verify first; not counted in CHECK_BOUND_S
 MAX_WORKERS = max(1, min(4, os.cpu_count() or 1))
+PRELOAD = ("sympy", "math_verify")  # imported by a fresh child before it says it is ready (about 1 s)
 
 
 class Overrun(Exception):
@@ -17,10 +19,9 @@ class Overrun(Exception):
 
 
 def _serve(conn) -> None:
-    """The child: warm up, say ready, then run (function, args) requests until the pipe closes."""
-    from r2mad.mathcheck import warm_up
-
-    warm_up()
+    """The child: import PRELOAD, say ready, then run (function, args) requests until the pipe closes."""
+    for name in PRELOAD:
+        importlib.import_module(name)
     conn.send("ready")
     while True:
         try:
