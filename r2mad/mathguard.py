@@ -29,7 +29,7 @@ def tame(expr, sum_power_limit: int | None = None) -> bool:
 # Binomials are evaluated while parsing, so tame() comes too late for \binom{10^{9}}{500000}.
 _BINOMIAL = re.compile(r"\\[dt]?binom\s*|\\choose\b|\bC\s*\(|\bbinomial\s*\(")
 _FACTORIAL = re.compile(r"(?:\d{5,}|[)}])\s*!")
-_HUGE = re.compile(r"\d{5,}|\^|\*\*")  # a number of five digits or more, or a power
+_HUGE = re.compile(r"\d{5,}|\^|\*\*|!")  # a number of five digits or more, a power, a factorial
 
 
 def _closing(s: str, i: int, pair: str = "()") -> int:
@@ -44,10 +44,11 @@ def _closing(s: str, i: int, pair: str = "()") -> int:
 
 def too_big(text: str) -> bool:
     """True for a binomial or factorial that sympy could work on for minutes (one with an argument that
-    holds a number of five digits or more, or a power): a cheap textual check made before parsing."""
+    holds a number of five digits or more, a power, a factorial or another binomial): a cheap textual
+    check made before parsing."""
     for m in _BINOMIAL.finditer(text):
         if m[0].startswith("\\choose"):
-            arguments = text  # {n \choose k}: the group around it, at most the whole answer
+            arguments = text[:m.start()] + text[m.end():]  # {n \choose k}: the group around it, at most the answer
         elif m[0].endswith("("):
             arguments = text[m.end():_closing(text, m.end())]
         else:  # \binom{n}{k}: its next two groups (or single characters)
@@ -55,7 +56,7 @@ def too_big(text: str) -> bool:
             for _ in range(2):
                 end = _closing(text, end + 1, "{}") + 1 if text.startswith("{", end) else end + 1
             arguments = text[m.end():end]
-        if _HUGE.search(arguments):
+        if _HUGE.search(arguments) or _BINOMIAL.search(arguments):  # a binomial of a binomial
             return True
     for m in _FACTORIAL.finditer(text):
         if m[0][0] in ")}":

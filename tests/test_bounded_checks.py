@@ -70,7 +70,8 @@ def debate_with_ticker(task: Task, replies: list[str]):
 
 
 @pytest.mark.parametrize("answer", [HUGE, r"\dbinom{2000000}{1000}", r"{100000 \choose 3}", "C(100000, 5000)",
-                                    "binomial(10**9, 3)", "100000!", "(10^{9})!", r"{10^9}!"])
+                                    "binomial(10**9, 3)", "100000!", "(10^{9})!", r"{10^9}!",
+                                    r"\binom{\binom{30}{15}}{\binom{20}{10}}", r"{{30 \choose 15} \choose 9}"])
 def test_huge_binomials_and_factorials_are_refused_by_their_text(answer):
     assert too_big(answer)
 
