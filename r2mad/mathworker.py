@@ -1,11 +1,17 @@
 """Killable child processes that run the slow part of a math check (math-verify, sympy) under a hard
-wall-clock bound, callable from any thread (no signals). Not for the cheap checks, which stay in-process."""
+wall-clock bound, callable from any thread (no signals). Not for the cheap checks, which stay in-process.
+A child is a fresh `python -m r2mad.mathworker` (POSIX), not a multiprocessing spawn, which would
+import the parent's __main__ (the whole app) into every child."""
 from __future__ import annotations
 
+import atexit
 import importlib
-import multiprocessing
 import os
+import socket
+import subprocess
+import sys
 import threading
+from multiprocessing.connection import Connection
 from typing import Any, Callable
 
 CHECK_BOUND_S = 3.0  # past this a check is given up: its child is killed and the pair counts as different
@@ -35,14 +41,16 @@ def _serve(conn) -> None:
 
 
 class _Worker:
-    """One child and our end of its pipe; used by one thread at a time."""
+    """One child and our end of its socket; used by one thread at a time."""
 
     def __init__(self) -> None:
-        ctx = multiprocessing.get_context("spawn")  # fork is unsafe in a process with threads
-        self.conn, child_end = ctx.Pipe()
-        self.process = ctx.Process(target=_serve, args=(child_end,), daemon=True, name="r2mad-mathcheck")
-        self.process.start()
-        child_end.close()
+        ours, theirs = socket.socketpair()
+        with theirs:  # the child finds this process's modules (and tests) where this process does
+            path = os.pathsep.join(p or os.getcwd() for p in sys.path)
+            self.process = subprocess.Popen([sys.executable, "-m", "r2mad.mathworker", str(theirs.fileno())],
+                                            pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+                                            env={**os.environ, "PYTHONPATH": path})
+        self.conn = Connection(ours.detach())
         self.ready = False
 
     def call(self, fn: Callable, args: tuple, bound_s: float) -> Any:
@@ -63,7 +71,7 @@ class _Worker:
 
     def kill(self) -> None:
         self.process.kill()
-        self.process.join(5)
+        self.process.wait(5)
         self.conn.close()
 
 
@@ -125,7 +133,10 @@ def bounded(fn: Callable, *args: Any, bound_s: float | None = None) -> Any:
     """`fn(*args)` in a child process, its result back; raises Overrun past `bound_s` (CHECK_BOUND_S by
     default), after killing the child, and RuntimeError when `fn` raised. `fn` must be importable by
     name (a module-level function), and `args` and the result picklable."""
-    worker = _pool.take()
+    try:
+        worker = _pool.take()
+    except OSError as exc:  # no process could be started
+        raise Overrun(f"the math checker could not start ({exc})") from exc
     try:
         value = worker.call(fn, args, CHECK_BOUND_S if bound_s is None else bound_s)
     except RuntimeError:  # `fn` raised; its child is fine
@@ -142,3 +153,9 @@ def bounded(fn: Callable, *args: Any, bound_s: float | None = None) -> Any:
 
 def shut_down() -> None:
     _pool.shut()
+
+
+atexit.register(shut_down)  # a busy child is killed by its caller; an idle one would wait for EOF anyway
+
+if __name__ == "__main__":
+    _serve(Connection(int(sys.argv[1])))
