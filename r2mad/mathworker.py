@@ -25,18 +25,18 @@ class Overrun(Exception):
 
 
 def _serve(conn) -> None:
-    """The child: import PRELOAD, say ready, then run (function, args) requests until the pipe closes."""
+    """The child: import PRELOAD, say ready, then run (function, args) requests until the parent closes
+    its end."""
     for name in PRELOAD:
         importlib.import_module(name)
     conn.send("ready")
     while True:
         try:
             fn, args = conn.recv()
+            conn.send((True, fn(*args)))
         except EOFError:
             return
-        try:
-            conn.send((True, fn(*args)))
-        except Exception as exc:  # the parent decides what a failed check means
+        except Exception as exc:  # a function that raised or could not be imported: the parent decides
             conn.send((False, f"{type(exc).__name__}: {exc}"))
 
 
