@@ -6,7 +6,7 @@ import re
 import unicodedata
 from typing import Sequence
 
-from r2mad.mathcheck import balanced, math_equivalent
+from r2mad.mathcheck import math_equivalent
 from r2mad.types import UNPARSED, Answer, Task
 
 # --- reasoning blocks ---------------------------------------------------------------------------
@@ -14,7 +14,8 @@ from r2mad.types import UNPARSED, Answer, Task
 def strip_think(text: str) -> str:
     """Drop <think>…</think> blocks, a leading block whose opening tag the template ate, and an
     unterminated trailing block."""
-    text = re.sub(r"<think>.*?</think>", "", text, flags=re.S)
+    head, close, tail = text.rpartition("</think>")  # after the last close no block can end: not searched
+    text = re.sub(r"<think>.*?</think>", "", head + close, flags=re.S) + tail
     if "</think>" in text:  # reasoning with no opening tag: everything before the close
         text = text.rsplit("</think>", 1)[1]
     if "<think>" in text:  # never closed: the answer never came
@@ -50,16 +51,43 @@ def _leading_expression(rest: str) -> str | None:
     return value if _MATHY_MARK.search(value) else None
 
 
+def closing_braces(text: str) -> dict[int, int]:
+    """For every `{` that closes, the index of its `}`, in one pass (escaped braces such as \\{ and \\}
+    are skipped, as in mathcheck.balanced): linear however many boxes never close."""
+    closes, open_at, i = {}, [], 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "{":
+            open_at.append(i)
+        elif ch == "}" and open_at:
+            closes[open_at.pop()] = i
+        i += 1
+    return closes
+
+
+_PHRASE_WINDOW = 2000  # "the answer is <expr>": the expression is looked for this far after the phrase
+
+
 def extract_math(text: str) -> Answer:
-    """The last non-empty \\boxed{…} (or \\fbox{…}); else the last "the answer is <expr>"."""
-    boxes = []
+    """The last non-empty \\boxed{…} (or \\fbox{…}); else the last "the answer is <expr>". Linear in the
+    length of the text."""
+    boxes, closes = [], None
     for m in _BOX.finditer(text):
-        content = m.group(1) if m.group(1) is not None else balanced(text, m.end())
+        if m.group(1) is None:
+            closes = closing_braces(text) if closes is None else closes
+            end = closes.get(m.end() - 1)
+            content = None if end is None else text[m.end():end]
+        else:
+            content = m.group(1)
         if content and content.strip().rstrip(".,"):
             boxes.append(content.strip() if m.group(1) is None else content.rstrip(".,"))
     if boxes:
         return Answer(boxes[-1], "boxed")
-    found = [v for m in _ANSWER_PHRASE.finditer(text) if (v := _leading_expression(text[m.end():]))]
+    found = [v for m in _ANSWER_PHRASE.finditer(text)
+             if (v := _leading_expression(text[m.end():m.end() + _PHRASE_WINDOW]))]
     return Answer(found[-1], "answer_is") if found else UNPARSED
 
 

@@ -9,19 +9,14 @@ import dataclasses
 import time
 from typing import Any, Callable, Sequence
 
-from r2mad.answers import (
-    consensus_ratio,
-    extract_answer,
-    is_correct,
-    is_unanimous,
-    plurality_vote,
-    strip_think,
-)
+from r2mad.answers import consensus_ratio, is_correct, is_unanimous, plurality_vote, strip_think
 from r2mad.backends.base import BackendError, ChatBackend
 from r2mad.guard import guard_answer
 from r2mad.methods.base import ABSTAINED, Agent, EventSink, Method, RoundContext, seed_for
+from r2mad.offloop import extract, settle
 from r2mad.types import (
     AgentTurn,
+    Answer,
     Event,
     Message,
     Round,
@@ -50,6 +45,7 @@ class Debate:
         self.rounds: list[Round] = []
         self.running: RoundContext | None = None  # the round in progress
         self.notices: list[str] = []
+        self.answered: list[Answer] = []  # the round's answers so far, settled with each other as they arrive
 
     async def run(self, task: Task, *, replay: Sequence[Round] = (), notices: tuple[str, ...] = (),
                   steer: Sequence[Any] = ()) -> Transcript:
@@ -73,6 +69,7 @@ class Debate:
                 for t in range(self.method.n_rounds()):
                     if t < len(replay):
                         rnd = self._adopt(replay[t])
+                        await self._settle([x.answer for x in rnd.turns], t)
                     else:
                         rnd = await self._round(t, tuple(steer) if t == len(replay) else ())
                     self.rounds.append(rnd)
@@ -138,6 +135,7 @@ class Debate:
                     message = plugin.extend_message(ctx, a.index, message)
                 a.history = self.method.next_prompt(ctx, a, message)
         self.method.round_started(ctx)
+        self.answered = []
         turns = await asyncio.gather(*(self._call(a, t, ctx) for a in self.agents))
         self.notices.extend(ctx.notices)
         for a, turn in zip(self.agents, turns):
@@ -151,6 +149,13 @@ class Debate:
         self.running = None
         return Round(t, tuple(turns), consensus_ratio([x.answer for x in turns], self.task.kind),
                      tuple(ctx.aux), to_dict(ctx.details))
+
+    async def _settle(self, answers: list[Answer], t: int) -> None:
+        """Check the answers against each other and the gold off the loop, before anything compares them
+        (see offloop.settle); a pair that could not be checked gets its notice once."""
+        for text in await settle(answers, self.task):
+            if text not in self.notices:
+                self.notice(text, t)
 
     async def _call(self, agent: Agent, t: int, ctx: RoundContext) -> AgentTurn:
         s, details = self.settings, ctx.agent_details.get(agent.index, {})
@@ -168,11 +173,13 @@ class Debate:
                              ended_at=time.monotonic(), error=str(exc), details=to_dict(details), backbone=name)
         else:
             mean_lp = sum(c.logprobs) / len(c.logprobs) if c.logprobs else None
-            answer = extract_answer(c.text, self.task)
+            answer = await extract(c.text, self.task)
             if not answer.parsed and s.answer_guard == "on":
                 answer, call = await guard_answer(backend, prompt, c.text, self.task, round_index=t,
                                                   agent=agent.index, seed=seed_for(s, t, 50 + agent.index))
                 ctx.aux.append(dataclasses.replace(call, backbone=name))
+            self.answered.append(answer)
+            await self._settle(self.answered, t)
             turn = AgentTurn(agent.index, t, agent.name, prompt, c.text, answer,
                              c.tokens_in, c.tokens_out, c.latency_s, started, time.monotonic(),
                              mean_lp, details=to_dict(details), backbone=name,

@@ -1,6 +1,7 @@
 """Math answer equivalence: normalisation, plain numbers, HF's math-verify (matrices, sets, intervals,
-tuples, mixed numbers, units) behind a guard against expressions that would not finish, and a small
-sympy fallback. Pure functions on answer strings; extraction stays in answers.py."""
+tuples, mixed numbers, units) and a small sympy fallback, the slow part in a child process under a
+hard bound (mathworker), after the guards of mathguard. Pure functions on answer strings; extraction
+stays in answers.py."""
 from __future__ import annotations
 
 import functools
@@ -9,6 +10,9 @@ import math
 import re
 import string
 from fractions import Fraction
+
+from r2mad import mathworker
+from r2mad.mathguard import SUM_POWER_LIMIT, tame, too_big
 
 
 def balanced(text: str, start: int) -> str | None:
@@ -93,7 +97,7 @@ def to_number(s: str) -> float | None:
 
 class _DropTimeoutWarning(logging.Filter):
     """math-verify warns once that its timeouts are off; they are off on purpose (signals work only in
-    the main thread, and eval checks answers in worker threads): `tame` bounds the work instead."""
+    the main thread, and eval checks answers in worker threads): mathguard and mathworker's bound do."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         return "Timeout is disabled" not in record.getMessage()
@@ -107,30 +111,6 @@ def _math_verify():
     for name in ("math_verify.parser", "math_verify.grader"):
         logging.getLogger(name).addFilter(_DropTimeoutWarning())
     return parse, verify
-
-
-def tame(expr, sum_power_limit: int | None = None) -> bool:
-    """False for what sympy could work on for minutes: a power tower (9^{9^{9}}), a numeric
-    exponent above 1000, a factorial of more than 1000, and, with `sum_power_limit`, a sum with
-    symbols raised above that power ((x+1)^{100}: math-verify's simplify would expand it)."""
-    import sympy
-    if not isinstance(expr, sympy.Basic):
-        return True  # a string the parser kept as it was
-    for node in sympy.preorder_traversal(expr):
-        if isinstance(node, sympy.Pow) and node.exp.is_number:
-            inner = [p for p in sympy.preorder_traversal(node.exp)
-                     if isinstance(p, sympy.Pow) and not (p.exp.is_Rational and abs(p.exp) <= 3)]
-            if inner or abs(complex(node.exp.evalf())) > 1000:
-                return False
-            if (sum_power_limit is not None and node.base.free_symbols and node.base.atoms(sympy.Add)
-                    and abs(complex(node.exp.evalf())) > sum_power_limit):
-                return False
-        if isinstance(node, sympy.factorial) and node.args[0].is_number and abs(node.args[0].evalf()) > 1000:
-            return False
-    return True
-
-
-SUM_POWER_LIMIT = 12  # (x+1)^{12} expands in well under a second; (x+1)^{100} took 15 s here
 
 
 _WORDS = re.compile(r"(?:\\text\{\s*)?([A-Za-z][A-Za-z ]{2,})\}?")
@@ -234,26 +214,64 @@ def _sympy_equal(a: str, b: str) -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=4096)
-def math_equivalent(a: str, b: str) -> bool:
-    """Same spelling after normalize_math, same number (relative tolerance 1e-6), the same words,
-    math-verify's verdict in either direction, or (when math-verify cannot read a side) the same
-    sympy expression. Never raises: anything unparsable is simply not equivalent."""
+def symbolic_equal(a: str, b: str) -> bool:
+    """math-verify's verdict in either direction, or (when it cannot read a side) the same sympy
+    expression: the slow part of math_equivalent, which runs it in a child process under a bound."""
+    verdict = verified_equal(b, a)
+    if verdict is None:
+        return _sympy_equal(normalize_math(a), normalize_math(b))
+    return verdict or bool(verified_equal(a, b))
+
+
+def _shorten(answer: str, limit: int = 40) -> str:
+    return f"'{answer}'" if len(answer) <= limit else f"'{answer[:limit]}…'"
+
+
+@functools.lru_cache(maxsize=16384)
+def _checked(a: str, b: str) -> tuple[bool, str | None]:
+    """check_math on a pair in one fixed order (the check is symmetric, so one entry serves both)."""
     try:
         na, nb = normalize_math(a), normalize_math(b)
-        if not na or not nb or len(na) > 400 or len(nb) > 400:
-            return na == nb != ""
+        if not na or not nb or max(len(na), len(nb)) > 400 or max(len(a), len(b)) > 1000:
+            return na == nb != "", None  # too long for a formula: compared as spelled
         if na == nb:
-            return True
+            return True, None
         x, y = to_number(na), to_number(nb)
         if x is not None and y is not None:
-            return math.isclose(x, y, rel_tol=1e-6, abs_tol=1e-12)
+            return math.isclose(x, y, rel_tol=1e-6, abs_tol=1e-12), None
         words = [_WORDS.fullmatch(s.strip()) for s in (a, b)]
         if all(words):  # "Evelyn", "\text{odd}": words, not products of letters
-            return words[0][1].strip().casefold() == words[1][1].strip().casefold()
-        verdict = verified_equal(b, a)
-        if verdict is None:
-            return _sympy_equal(na, nb)
-        return verdict or bool(verified_equal(a, b))
+            return words[0][1].strip().casefold() == words[1][1].strip().casefold(), None
+        huge = next((s for s in (a, b) if too_big(s)), None)
+        if huge is not None:
+            return False, (f"The answer {_shorten(huge)} is too large to check (a binomial or factorial of a "
+                           f"huge number), so it was treated as different from {_shorten(b if huge == a else a)}.")
+        try:
+            return mathworker.bounded(_SLOW_CHECK, a, b), None
+        except mathworker.Overrun as exc:
+            return False, (f"Comparing the answer {_shorten(a)} with {_shorten(b)} was stopped ({exc}), so "
+                           "they were treated as different.")
     except Exception:  # sympy, math-verify and Fraction raise many kinds; a failed parse is "not equal"
-        return False
+        return False, None
+
+
+_SLOW_CHECK = symbolic_equal  # what the checker child runs (a test may point it at a slower function)
+
+
+def check_math(a: str, b: str) -> tuple[bool, str | None]:
+    """(equivalent, notice): same spelling after normalize_math, same number (relative tolerance 1e-6),
+    the same words, or symbolic_equal within mathworker's bound. Never raises and never hangs: an
+    answer too_big to check, or a check past its bound, is "not equivalent" with a notice that says so."""
+    a, b = sorted((a, b))
+    return _checked(a, b) if len(a) + len(b) <= CACHED_LENGTH else _checked.__wrapped__(a, b)
+
+
+CACHED_LENGTH = 2000  # longer pairs are compared as strings at once, and not kept in memory
+
+
+check_math.cache_clear = _checked.cache_clear  # as on an lru_cache (tests judge a pair afresh)
+
+
+def math_equivalent(a: str, b: str) -> bool:
+    """check_math's verdict alone (see there)."""
+    return check_math(a, b)[0]

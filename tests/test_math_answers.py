@@ -5,7 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from r2mad.answers import extract_answer, is_correct
-from r2mad.mathcheck import math_equivalent, tame, verified_equal
+from r2mad.mathcheck import check_math, math_equivalent, tame, verified_equal
 from r2mad.types import Task
 
 MATRIX = r"\begin{pmatrix} 4 & 1 \\ -9 & -2 \end{pmatrix}"
@@ -95,6 +95,7 @@ def test_math_verify_runs_in_worker_threads_without_signal_timeouts():
     pairs = [(r"\begin{pmatrix} 2 \\ 7 \end{pmatrix}", r"\begin{pmatrix} 4/2 \\ 7 \end{pmatrix}", True),
              (r"(1.5, 2)", r"(\frac32, 2)", True), (r"(1.5, 2)", r"(\frac32, 3)", False)]
     assert all(verified_equal(a, b) is not None for a, b, _ in pairs)  # each one is math-verify's to judge
+    check_math.cache_clear()  # judged now, in the threads, not read from the cache
     with ThreadPoolExecutor(2) as pool:
-        verdicts = list(pool.map(lambda p: math_equivalent.__wrapped__(p[0], p[1]), pairs))
+        verdicts = list(pool.map(lambda p: math_equivalent(p[0], p[1]), pairs))
     assert verdicts == [p[2] for p in pairs]

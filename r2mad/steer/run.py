@@ -2,6 +2,7 @@
 Receives backends and a bank; reads no config and no environment."""
 from __future__ import annotations
 
+import asyncio
 from typing import Callable, Sequence
 
 from r2mad.answers import is_unanimous
@@ -77,7 +78,7 @@ async def fork_debate(parent: Transcript, spec: ForkSpec, backend: ChatBackend, 
                       summaries=None) -> Transcript:
     """The fork of `parent` described by `spec`: rounds before `spec.from_round` taken from the record
     (no model call), the changes applied, then the debate goes on live with `spec.method` or the parent's."""
-    method, replay = plan_fork(parent, spec, settings, bank)
+    method, replay = await asyncio.to_thread(plan_fork, parent, spec, settings, bank)  # compares answers
     return await run_debate(parent.task, method, backend, settings, backbone=backbone, bank=bank,
                             notices=bank_notices, record=record, emit=emit, summaries=summaries,
                             replay=replay, steer=tuple(c for c in spec.changes if c.kind in LIVE_KINDS),

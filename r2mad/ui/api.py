@@ -3,6 +3,7 @@
 launched with mcp_server=True. The UI's own events are kept out of the public API (undocumented)."""
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 from typing import Any, Callable
 
@@ -253,7 +254,7 @@ async def fork_saved(services: Services, run_id: str, spec, *, source: str, visi
     target = spec.method or parent.method
     folder = parent.bank if needs_bank(target) else None
     opened, notices = s.bank_for_task(folder, parent.task.kind)
-    plan_fork(parent.transcript, spec, settings, opened)  # refused before anything is saved
+    await asyncio.to_thread(plan_fork, parent.transcript, spec, settings, opened)  # refused before anything is saved
     agents = [] if spec.backbone else [(n, s.backend(n)[0]) for n in parent.transcript.agent_backbones()]
     backend, name = s.backend(name)
     fork_id = s.store.start_run(method=target, backbone=name, bank=folder, task=parent.task,

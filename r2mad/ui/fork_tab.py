@@ -68,7 +68,7 @@ class ForkHandlers(VisitorHandlers):
         updates: asyncio.Queue[Transcript] = asyncio.Queue()
         job = asyncio.ensure_future(fork_saved(self.services, run_id, spec, source="app-fork", visitor=visitor,
                                                record=updates.put_nowait))
-        parent_chat = chat_messages(parent) if parent else []
+        parent_chat = await asyncio.to_thread(chat_messages, parent) if parent else []  # it checks answers
         try:
             while not job.done():
                 getter = asyncio.ensure_future(updates.get())
