@@ -26,7 +26,8 @@ class Overrun(Exception):
 
 def _serve(conn) -> None:
     """The child: import PRELOAD, say ready, then run (function, args) requests until the parent closes
-    its end."""
+    its end. It runs at a lower priority, so a long check never slows the model's decoding."""
+    os.nice(10)
     for name in PRELOAD:
         importlib.import_module(name)
     conn.send("ready")
