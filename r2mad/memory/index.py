@@ -19,6 +19,7 @@ from r2mad.memory.embedder import Embedder
 from r2mad.memory.files import BankError, now, write_atomic
 from r2mad.memory.retrieval import render_state
 from r2mad.memory.stores import IndexStoreError, open_local, open_server
+from r2mad.safewrite import is_disk_full
 from r2mad.types import Case
 
 MARKER = "r2mad-index.json"
@@ -91,7 +92,17 @@ class BankIndex:
             ready = None
         if ready is None:
             started = time.perf_counter()
-            self.build(cases, progress)
+            try:
+                self.build(cases, progress)
+            except Exception as exc:  # nothing half-built stays: the next opening starts afresh
+                self.store.close()
+                self.store = None
+                shutil.rmtree(target, ignore_errors=True)
+                if not is_disk_full(exc):
+                    raise
+                raise BankError(f"The index of {self.bank_path} could not be built in {target} because the disk "
+                                "is full, and the partial index was removed; free some space there and open the "
+                                "bank again.") from None
             if cases:
                 self.notices.append(f"Built the index of {self.bank_path} ({len(cases)} cases) in "
                                     f"{time.perf_counter() - started:.1f} s.")

@@ -13,6 +13,7 @@ from r2mad.backends.base import BackendError
 from r2mad.config import PAPER_PROFILE, ConfigError, DebateSettings, with_profile
 from r2mad.evaluation.costs import price_table
 from r2mad.methods import METHODS, needs_bank
+from r2mad.runs.faults import StoreError
 from r2mad.tasks import task_from_input
 from r2mad.ui.live import LiveRun, stream
 from r2mad.ui.services import Services
@@ -21,7 +22,7 @@ from r2mad.ui.visitors import Visitor, identify
 
 log = logging.getLogger("r2mad.ui")
 MAX_COLUMNS = 4
-USER_ERRORS = (BackendError, ConfigError, ValueError)
+USER_ERRORS = (BackendError, ConfigError, ValueError, StoreError)  # StoreError: a full or locked run store
 
 
 def warn(message: str, secret: str | None = None) -> None:
