@@ -73,7 +73,7 @@ def _records(fh: BinaryIO, path: str | Path) -> Iterator[tuple[int, dict[str, An
         if not head.strip():
             continue
         if not head.lstrip().startswith(b"{"):
-            raise _not_export(path, number, f"starts with {head.lstrip()[:12]!r}, not a JSON object")
+            raise _not_export(path, number, "not a JSON object")
         line = head if head.endswith(b"\n") else head + fh.readline()
         try:
             record = json.loads(line)

@@ -87,6 +87,7 @@ class RunStore:
         self._unsaved: dict[str, dict[str, Any]] = {}  # run id -> export record no disk took yet
         self._behind = True  # interrupted runs and recovery files may wait: see _catch_up
         self._catching = threading.Lock()
+        self._told_unwritable = False
         try:
             self._open()
         except StoreFailed as exc:
@@ -331,8 +332,11 @@ class RunStore:
             self._catching.release()
 
     def _note_unwritable(self, exc: StoreFailed) -> None:
-        self.notices.append(f"{exc.problem}, so its runs can be read but no new run can be saved until it "
-                            f"can be written; {exc.fix}.")
+        """Said once per store: later failed writes say their own sentence."""
+        if not self._told_unwritable:
+            self._told_unwritable = True
+            self.notices.append(f"{exc.problem}, so it opens for reading and what waits to be saved (recovery "
+                                f"files, interrupted runs) waits until it can be written; {exc.fix}.")
 
     def _outcome(self, transcript: Transcript, status: str) -> dict[str, Any]:
         """The columns a (possibly partial) transcript sets."""
