@@ -288,3 +288,46 @@ def test_a_waiting_cli_says_what_it_waits_for_then_goes_on(config_dir, capsys):
     notes = capsys.readouterr().err.splitlines()
     assert notes == [f"note: Waiting up to 30 s for another program that is writing to the run store {db}."]
     assert RunStore(db).count_runs(status="done") == 1
+
+
+def test_the_app_says_a_full_store_in_one_sentence_and_keeps_serving(config_dir, server, full_disk, monkeypatch):
+    import asyncio
+    from types import SimpleNamespace
+
+    from r2mad.ui import handlers
+    from r2mad.ui.services import Services
+
+    said: list[str] = []
+    monkeypatch.setattr(handlers, "warn", lambda message, secret=None: said.append(message))
+    form = ["fake", "", "", "", ["mad"], "", 2, 1, 1, 0.9, 0.7, 32, 0, "off", "Largest planet?", "Mars", "Jupiter",
+            *[""] * 8, "B"]
+
+    def debate(session):
+        async def collect():
+            return [u async for u in handlers.DebateHandlers(services).run_debate(
+                *form, visitor_id="f" * 32, request=SimpleNamespace(session_hash=session))]
+        return asyncio.run(collect())
+
+    full_disk.full = True
+    services = Services(load_config(config_dir))  # the store cannot be written: the app still starts
+    updates = debate("s1")
+    assert len(said) == 1 and "could not be written because the disk is full" in said[0]
+    assert "Not started" in str(updates[-1]) and server.hits == 0  # refused before any call
+    full_disk.full = False
+    said.clear()
+    recorder = services.store.recorder
+
+    def filling_at_the_end(run_id):  # the disk fills while the next debate runs
+        save = recorder(run_id)
+
+        def record(t):
+            full_disk.full = t.status != "running"
+            save(t)
+        return record
+    monkeypatch.setattr(services.store, "recorder", filling_at_the_end)
+    updates = debate("s2")
+    assert len(said) == 1 and "so run" in said[0] and "recovery" in said[0] and "Jupiter" in str(updates[-1])
+    full_disk.full = False
+    [kept] = (data_dir(config_dir) / "recovery").glob("*.jsonl")
+    start(services.store)  # the next write saves it
+    assert services.store.get_run(kept.stem).status == "done" and not kept.exists()

@@ -206,6 +206,8 @@ class DebateHandlers:
             warn(str(exc), token)
             if live is not None:
                 yield view(live.transcripts(), final=True)
+            else:  # refused before it started (e.g. a full run store)
+                yield idle("Not started: " + html.escape(str(exc).replace(token or chr(0), "[redacted]"), quote=False))
         except Exception as exc:  # a bug, not the visitor's fault: log it (no secrets in it) and say so
             log.exception("debate failed")
             warn(f"The debate stopped on an internal error ({type(exc).__name__}); the partial transcript is kept.")
