@@ -264,15 +264,15 @@ class RunStore:
         finishes, and whole (a stopped round included, for its cost) when the debate ends. A save in
         the middle that meets a lock or a fault is retried at the next round; if the debate ends still
         unsaved, its transcript is kept (see _keep) and `notices` says where, never raised."""
-        saved = [0]
+        tried = [0]  # finished rounds in the last save tried: a failed one waits for the next round
 
         def record(t: Transcript) -> None:
-            if t.status == "running" and len(t.finished().rounds) == saved[0]:
+            if t.status == "running" and len(t.finished().rounds) == tried[0]:
                 return
             final = t.status != "running"
+            tried[0] = len(t.finished().rounds)
             try:
                 self.save_transcript(run_id, t if final else t.finished(), t.status, wait=final)
-                saved[0] = len(t.finished().rounds)
             except StoreError as exc:
                 if final:
                     self._keep(run_id, t, exc)
@@ -321,7 +321,10 @@ class RunStore:
                     continue
                 path.unlink()
             for run_id, record in list(self._unsaved.items()):
-                import_records(self, [record], f"run {run_id} kept in memory")
+                try:
+                    import_records(self, [record], f"run {run_id} kept in memory")
+                except ValueError as exc:  # cannot be: we made it; said rather than raised into a caller's write
+                    self.notices.append(str(exc))
                 self._unsaved.pop(run_id)
             self.mark_interrupted(self.stale_after_s)
         except StoreError as exc:
