@@ -319,7 +319,7 @@ class RunStore:
                     self.notices.append(f"The recovery file {path} could not be imported ({exc}); it is left "
                                         "there for a look.")
                     continue
-                path.unlink()
+                path.unlink(missing_ok=True)  # another process opening the store may have taken it first
             for run_id, record in list(self._unsaved.items()):
                 try:
                     import_records(self, [record], f"run {run_id} kept in memory")
