@@ -226,6 +226,34 @@ def test_an_index_build_on_a_full_disk_is_one_sentence_and_removes_the_partial_i
     assert not [p for p in (tmp_path / "index").iterdir() if p.is_dir()]
 
 
+def test_an_index_write_the_disk_has_no_room_for_is_refused_before_qdrant_maps_it(tmp_path, monkeypatch):
+    """Qdrant Edge writes through mmap: on a full disk the process would die of SIGBUS, so room is checked first."""
+    from collections import namedtuple
+
+    import r2mad.memory.index
+    from r2mad.memory.bank import MemoryBank
+    from r2mad.memory.embedder import HashEmbedder
+    from r2mad.memory.files import BankError
+
+    bank = MemoryBank.create(tmp_path / "bank", task_kind="mcq", split="train", backbone="x",
+                             embedder=HashEmbedder(64), code_version="t", index_root=tmp_path / "index")
+    usage = namedtuple("usage", "total used free")
+    try:
+        with monkeypatch.context() as patch:
+            patch.setattr(r2mad.memory.index.shutil, "disk_usage", lambda path: usage(10**6, 10**6 - 300_000, 300_000))
+            with pytest.raises(BankError, match=r"needs about 1\.\d MB in .* but its disk has 0\.3 MB free; free "
+                                                r"some space there and open the bank again"):
+                bank.add([Case("q:a0:r1", "q", "mcq", 0, 1, "Q?", "((A))", "s", 0.5, ("((A))",), ("A",), "A",
+                               (True,), 1.0)])
+    finally:
+        bank.close()
+    reopened = MemoryBank.open(tmp_path / "bank", HashEmbedder(64), index_root=tmp_path / "index")
+    try:  # the case reached cases.jsonl; the index is rebuilt from it once there is room
+        assert len(reopened) == 1 and reopened.retrieve(0, "Q?", {0: "((A))"}, consensus=1.0).cases
+    finally:
+        reopened.close()
+
+
 def test_importing_what_is_no_export_names_the_file_and_the_line(config_dir, tmp_path, capsys):
     garbage = tmp_path / "photo.jpg"
     garbage.write_bytes(b"\x95\xff\xd8 binary" * 1000)
