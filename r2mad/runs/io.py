@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import csv
 import json
-import sqlite3
 import time
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Sequence
 
+from r2mad.runs.merge import merge_records, read_records
 from r2mad.runs.records import BOOL_COLUMNS, REDACTED, dumps
 from r2mad.runs.store import RunStore
 from r2mad.safewrite import atomic_open
 
 _JSON_COLUMNS = ("settings", "task", "transcript")
-_PEEK = 64 * 1024  # bytes of a line read before knowing it is a JSON object
 _CSV_HEADER = ("run_id", "annotator", "labels", "note", "created_at", "updated_at", "method", "backbone",
                "bank", "question", "gold", "final_answer", "correct")
 
@@ -57,87 +56,14 @@ def import_jsonl(store: RunStore, path: str | Path) -> int:
     """Insert the runs of an export (all or nothing), read one line at a time. A run or annotation
     already here is kept unless the file's copy is newer, so importing a file twice changes nothing.
     Returns how many runs were added or changed; a file that is no export is a ValueError naming it."""
-    with open(path, "rb") as fh:
-        return import_records(store, _records(fh, path), str(path))
+    with open(path, "rb") as fh, store.transaction() as conn:
+        return merge_records(store, conn, read_records(fh, path), str(path))
 
 
-def _records(fh: BinaryIO, path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, run dict) per line; what is no JSON object fails at its first bytes, so a big binary
-    file is never read whole."""
-    number = 0
-    while True:
-        head = fh.readline(_PEEK)
-        if not head:
-            return
-        number += 1
-        if not head.strip():
-            continue
-        if not head.lstrip().startswith(b"{"):
-            raise _not_export(path, number, "not a JSON object")
-        line = head if head.endswith(b"\n") else head + fh.readline()
-        try:
-            record = json.loads(line)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise _not_export(path, number, getattr(exc, "msg", None) or exc.reason) from None
-        yield number, record
-
-
-def _not_export(path: str | Path, number: int, why: str) -> ValueError:
-    return ValueError(f"{path} is not a JSONL export of runs (line {number}: {why}); export it again with "
-                      "`python -m r2mad export --out runs.jsonl` and import that file.")
-
-
-def import_records(store: RunStore, records: Iterable[dict[str, Any] | tuple[int, dict[str, Any]]],
-                   source: str) -> int:
-    """Insert exported run dicts, or (line number, dict) pairs, all or nothing; see import_jsonl."""
-    changed = 0
+def import_records(store: RunStore, records: Iterable[dict[str, Any]], source: str) -> int:
+    """Insert exported run dicts (all or nothing); see import_jsonl."""
     with store.transaction() as conn:
-        columns = [r[1] for r in conn.execute("PRAGMA table_info(runs)").fetchall()]
-        for number, record in enumerate(records, 1):
-            line, record = record if isinstance(record, tuple) else (None, record)
-            try:
-                changed += _import_one(store, conn, record, columns)
-            except (KeyError, TypeError, AttributeError, sqlite3.IntegrityError) as exc:
-                if line is not None:
-                    raise _not_export(source, line, f"{type(exc).__name__}: {exc}") from None
-                raise ValueError(f"Run {number} of {source} is not a valid export ({exc}); "
-                                 "nothing was imported.") from None
-    return changed
-
-
-def _import_one(store: RunStore, conn: sqlite3.Connection, record: dict[str, Any],
-                columns: list[str]) -> int:
-    values = {col: record.get(col) for col in columns}
-    values["settings"] = dumps(store.scrub(values["settings"]))
-    values["task"] = dumps(store.scrub(values["task"], keys=False))
-    if values["transcript"]:
-        values["transcript"] = store.clean_transcript(values["transcript"], values["status"])
-    old = conn.execute("SELECT updated_at FROM runs WHERE id = ?", (record["id"],)).fetchone()
-    changed = old is None or record["updated_at"] > old["updated_at"]
-    if old is None:
-        conn.execute(f"INSERT INTO runs ({', '.join(columns)}) VALUES "
-                     f"({', '.join('?' * len(columns))})", [values[c] for c in columns])
-    elif changed:  # the columns the record has (a recovery record lacks e.g. a fork's parent)
-        given = [c for c in columns if c in record]
-        conn.execute(f"UPDATE runs SET {', '.join(f'{c} = ?' for c in given)} WHERE id = ?",
-                     [values[c] for c in given] + [record["id"]])
-    for a in record.get("annotations") or []:
-        have = conn.execute("SELECT id, updated_at FROM annotations WHERE run_id = ? AND "
-                            "annotator = ?", (record["id"], a["annotator"])).fetchone()
-        if have is not None and a["updated_at"] <= have["updated_at"]:
-            continue
-        if have is not None:
-            conn.execute("DELETE FROM annotations WHERE id = ?", (have["id"],))
-        annotation_id = conn.execute(
-            "INSERT INTO annotations (run_id, annotator, labels, note, created_at, updated_at, blame) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)", (record["id"], a["annotator"], dumps(a["labels"]),
-                                             store.scrub(a["note"]), a["created_at"],
-                                             a["updated_at"], dumps(a.get("blame") or {}))).lastrowid
-        conn.executemany("INSERT INTO annotation_edits VALUES (?, ?, ?, ?, ?)",
-                         [(annotation_id, e["seq"], e["edited_at"], dumps(e["labels"]),
-                           store.scrub(e["note"])) for e in a.get("history") or []])
-        changed = True
-    return int(changed)
+        return merge_records(store, conn, records, source)
 
 
 def export_annotations_csv(store: RunStore, path: str | Path) -> int:

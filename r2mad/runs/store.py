@@ -25,6 +25,7 @@ from r2mad.runs.faults import (
     store_fault,
     write_recovery,
 )
+from r2mad.runs.merge import merge_records, read_records
 from r2mad.runs.records import (
     BOOL_COLUMNS,
     MIGRATIONS,
@@ -75,7 +76,6 @@ class RunStore:
                  lock_wait_s: float = 30.0, on_wait: Callable[[str], None] | None = None):
         self.path = Path(path)
         self.recovery_dirs = recovery_folders(self.path)
-        self.recovery_dir = self.recovery_dirs[0]
         self._secrets = secrets or (lambda: ())
         self._taxonomy = taxonomy
         self.lock_wait_s, self.stale_after_s, self.on_wait = lock_wait_s, stale_after_s, on_wait
@@ -303,14 +303,13 @@ class RunStore:
         then runs whose process ended are marked (in that order: a recovered run is no interrupted one)."""
         if not self._catching.acquire(blocking=False):
             return  # already catching up (its own writes come back here)
-        from r2mad.runs.io import import_jsonl, import_records
-
         try:
             self._behind = False
             for path in recovery_files(self.recovery_dirs):
                 try:
                     if path.suffix == ".jsonl":
-                        import_jsonl(self, path)
+                        with open(path, "rb") as fh, self.transaction() as conn:
+                            merge_records(self, conn, read_records(fh, path), str(path))
                     else:  # a recovery file of an older version: run id, status and transcript
                         data = json.loads(path.read_text(encoding="utf-8"))
                         self.save_transcript(data["run_id"], Transcript.from_json(dumps(data["transcript"])),
@@ -322,7 +321,8 @@ class RunStore:
                 path.unlink(missing_ok=True)  # another process opening the store may have taken it first
             for run_id, record in list(self._unsaved.items()):
                 try:
-                    import_records(self, [record], f"run {run_id} kept in memory")
+                    with self.transaction() as conn:
+                        merge_records(self, conn, [record], f"run {run_id} kept in memory")
                 except ValueError as exc:  # cannot be: we made it; said rather than raised into a caller's write
                     self.notices.append(str(exc))
                 self._unsaved.pop(run_id)
