@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from r2mad.runs.records import dumps
-from r2mad.safewrite import WriteFailed, is_disk_full, write_atomic
+from r2mad.safewrite import WriteFailed, is_disk_full, write_atomic, write_failed
 
 # SQLite's words for a file it cannot write, as opposed to a bug in a statement
 _UNWRITABLE = ("disk I/O error", "readonly database", "unable to open", "read-only")
@@ -68,10 +68,11 @@ def write_recovery(folders: list[Path], run_id: str, record: dict) -> Path:
     for folder in folders:
         path = folder / f"{run_id}.jsonl"
         try:
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)  # a shared temp dir: for this user only
             write_atomic(path, dumps(record) + "\n", fsync=True)
             return path
-        except WriteFailed as exc:
-            failed = exc
+        except OSError as exc:
+            failed = write_failed(path, exc)
     raise failed or WriteFailed(0, "No recovery folder was given.")
 
 
