@@ -24,7 +24,8 @@ from r2mad.evaluation import cli as evaluate
 from r2mad.memory import build
 from r2mad.methods import METHODS
 from r2mad.runs import cli as runs_cli
-from r2mad.runs.store import StoreBusy
+from r2mad.runs.faults import StoreError
+from r2mad.safewrite import WriteFailed, is_disk_full, write_atomic, write_failed
 from r2mad.steer import cli as steer_cli
 from r2mad.text import quoted
 from r2mad.types import Transcript
@@ -76,7 +77,7 @@ def cmd_debate(args, config) -> int:
 
     print_transcript(transcript, show_text=args.show_text, prices=price_table(config.backbones.values()))
     if args.json:
-        Path(args.json).write_text(transcript.to_json(indent=1), encoding="utf-8")
+        write_atomic(Path(args.json), transcript.to_json(indent=1))
         print(f"Transcript written to {args.json}")
     return 0 if transcript.status == "done" else 1
 
@@ -110,8 +111,15 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "backbone", "unset") is None:
             args.backbone = config.default_backbone
         return args.func(args, config)
-    except (ConfigError, BackendError, ValueError, StoreBusy) as exc:
+    except (ConfigError, BackendError, ValueError, StoreError, WriteFailed) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a full disk met by a library that writes files of its own (Qdrant, tqdm, ...)
+        if not is_disk_full(exc):
+            raise
+        print(f"error: {write_failed(exc.filename, exc)}" if exc.filename else
+              f"error: A write failed because the disk is full ({exc.strerror}); free some space and try again.",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

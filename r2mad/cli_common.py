@@ -72,7 +72,8 @@ def open_store(config):
 
     keys = env_secrets(config)
     store = RunStore(config.app.runs_db, secrets=lambda: keys, taxonomy=config.taxonomy_file,
-                     lock_wait_s=config.app.store_lock_wait_s)
+                     lock_wait_s=config.app.store_lock_wait_s,
+                     on_wait=lambda text: print(f"note: {text}", file=sys.stderr, flush=True))
     report_notices(store)
     return store
 

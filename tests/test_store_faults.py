@@ -57,7 +57,7 @@ def test_a_lock_held_too_long_keeps_the_debate_in_a_recovery_file_saved_at_the_n
     record(t)  # the debate ends while the store is locked
     notices = store.take_notices()
     assert len(notices) == 1 and "stayed locked" in notices[0] and "recovery/" in notices[0]
-    assert json.loads((tmp_path / "recovery" / f"{run_id}.json").read_text())["status"] == "done"
+    assert json.loads((tmp_path / "recovery" / f"{run_id}.jsonl").read_text())["status"] == "done"
     other.close()
     store.close()
     reopened = RunStore(db)

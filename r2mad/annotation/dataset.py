@@ -13,6 +13,7 @@ from r2mad.annotation.book import LabelBook
 from r2mad.annotation.detectors import VERSION
 from r2mad.runs.io import export_records, import_records
 from r2mad.runs.records import REDACTED, dumps
+from r2mad.safewrite import atomic_open
 
 LABEL_COLUMNS = ("run", "method", "backbone", "question", "gold", "final", "correct", "label", "kind",
                  "annotator", "round", "agent", "agents", "evidence", "summary", "note", "reviews", "created_at")
@@ -69,11 +70,14 @@ def write_dataset(book: LabelBook, folder: str | Path, run_ids: Sequence[str] | 
     records = book.store.scrub(export_records(book.store, run_ids), keys=False)
     labels = label_rows(book, records)
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(labels, schema=_label_schema()), folder / "labels.parquet")
     runs = [{k: dumps(v) if k in _RUN_JSON else v for k, v in r.items()} for r in records]
-    pq.write_table(pa.Table.from_pylist(runs), folder / "runs.parquet")
-    (folder / "README.md").write_text(card.dataset_card(book, len(runs), labels), encoding="utf-8")
+    # all three or none: each is renamed into place only once every one was written (a full disk: none)
+    with atomic_open(folder / "labels.parquet", "wb") as label_file, \
+            atomic_open(folder / "runs.parquet", "wb") as runs_file, \
+            atomic_open(folder / "README.md", "w", encoding="utf-8") as readme:
+        pq.write_table(pa.Table.from_pylist(labels, schema=_label_schema()), label_file)
+        pq.write_table(pa.Table.from_pylist(runs), runs_file)
+        readme.write(card.dataset_card(book, len(runs), labels))
     return {"runs": len(runs), "labels": len(labels)}
 
 

@@ -3,6 +3,7 @@ Qdrant index derived from them (bank_index.py, adapters in index_store.py) finds
 `retrieve` does one agent-round of R²-MAD retrieval. The policy maths lives in retrieval.py/confidence.py."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -33,6 +34,7 @@ from r2mad.memory.files import (
 from r2mad.memory.index import BankIndex, point_id
 from r2mad.memory.retrieval import WHOLE_BANK, case_reward, policy_lambda, select_cases
 from r2mad.memory.stores import STORES, IndexStoreError
+from r2mad.safewrite import is_disk_full
 from r2mad.text import quoted
 from r2mad.types import Case, to_dict
 
@@ -191,23 +193,42 @@ class MemoryBank:
             data = "".join(json.dumps(to_dict(c), ensure_ascii=False) + "\n" for c in fresh).encode()
             if self._needs_newline:
                 data = b"\n" + data
-            with open(self.path / CASES, "r+b" if (self.path / CASES).exists() else "wb") as handle:
-                handle.truncate(self._valid_len)  # drops an incomplete line left by a killed writer
-                handle.seek(self._valid_len)
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
+            self._append(data)
             self._valid_len += len(data)
             self._needs_newline = False
             self._hasher.update(data)
             self._file_sha = self._hasher.hexdigest()
             for case in fresh:
                 self._remember(case)
-            self._index.upsert(fresh, vectors)
-            self._index.store.flush()
+            try:
+                self._index.upsert(fresh, vectors)
+                self._index.store.flush()
+            except Exception as exc:  # cases.jsonl holds them; the index is rebuilt from it when next opened
+                if not is_disk_full(exc):
+                    raise
+                raise BankError(f"The index of bank {self.path} could not take the new cases because the disk is "
+                                "full; they are saved in cases.jsonl and the index is rebuilt from it when the bank "
+                                "is next opened, so free some space and open it again.") from None
             self._write_manifest()
             self._index.mark(self._file_sha, complete=True)
         return len(fresh)
+
+    def _append(self, data: bytes) -> None:
+        """One fsynced append after the valid lines; a failed one (a full disk) is cut off again."""
+        with open(self.path / CASES, "r+b" if (self.path / CASES).exists() else "wb") as handle:
+            handle.truncate(self._valid_len)  # drops an incomplete line left by a killed writer
+            handle.seek(self._valid_len)
+            try:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    handle.truncate(self._valid_len)
+                why = "because the disk is full" if is_disk_full(exc) else f"({exc.strerror or exc})"
+                raise BankError(f"Bank {self.path} could not take new cases {why}; it keeps its earlier ones, so "
+                                "free some space (or fix the folder) and run build-memory again, which skips "
+                                "the questions already in it.") from None
 
     def _write_manifest(self) -> None:
         total = len(self._cases)

@@ -5,14 +5,13 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
-import os
-import threading
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
+from r2mad import safewrite
 from r2mad.types import Case
 
 MANIFEST, CASES, QUARANTINE = "manifest.yaml", "cases.jsonl", "quarantine.txt"
@@ -143,12 +142,11 @@ def write_quarantine(path: Path, case_ids: set[str]) -> None:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    """Whole and fsynced, or not at all (a full disk is a BankError naming the file)."""
+    try:
+        safewrite.write_atomic(path, text, fsync=True)
+    except safewrite.WriteFailed as exc:
+        raise BankError(str(exc)) from None
 
 
 def now() -> str:

@@ -19,10 +19,12 @@ from r2mad.memory.embedder import Embedder
 from r2mad.memory.files import BankError, now, write_atomic
 from r2mad.memory.retrieval import render_state
 from r2mad.memory.stores import IndexStoreError, open_local, open_server
+from r2mad.safewrite import is_disk_full
 from r2mad.types import Case
 
 MARKER = "r2mad-index.json"
 Progress = Callable[[int, int], None]  # (cases embedded so far, cases in all)
+SHARD_ROOM = 1 << 20  # bytes a fresh shard may need before its first vector (measured: ~190 KB)
 _POINT_NAMESPACE = uuid.UUID("5b0d3f52-8a4e-4c1e-9d0a-2f6c1e7a9b10")
 
 
@@ -91,7 +93,17 @@ class BankIndex:
             ready = None
         if ready is None:
             started = time.perf_counter()
-            self.build(cases, progress)
+            try:
+                self.build(cases, progress)
+            except Exception as exc:  # nothing half-built stays: the next opening starts afresh
+                self.store.close()
+                self.store = None
+                shutil.rmtree(target, ignore_errors=True)
+                if not is_disk_full(exc):
+                    raise
+                raise BankError(f"The index of {self.bank_path} could not be built in {target} because the disk "
+                                "is full, and the partial index was removed; free some space there and open the "
+                                "bank again.") from None
             if cases:
                 self.notices.append(f"Built the index of {self.bank_path} ({len(cases)} cases) in "
                                     f"{time.perf_counter() - started:.1f} s.")
@@ -120,6 +132,8 @@ class BankIndex:
         return dict(zip(texts, self.embedder.encode(texts)))
 
     def upsert(self, cases: Sequence[Case], vectors: dict[str, np.ndarray]) -> None:
+        if self.folder is not None:
+            self._check_room(cases)
         rows: dict[int, list] = {}
         for c in cases:
             payload = {"case_id": c.id, "question_id": c.question_id, "agent": c.agent, "round": c.round,
@@ -128,6 +142,18 @@ class BankIndex:
                                                  np.stack([vectors[r] for r in c.responses]), payload))
         for agent, agent_rows in rows.items():
             self.store.upsert(agent, agent_rows)
+
+    def _check_room(self, cases: Sequence[Case]) -> None:
+        """Qdrant Edge writes through memory-mapped files, so a full disk kills the process (SIGBUS) instead
+        of raising: refuse, in a sentence, a write the disk has no generous room for."""
+        agents = {c.agent for c in cases}
+        need = len(agents) * SHARD_ROOM + sum(1 + len(c.responses) for c in cases) * self.embedder.dim * 8 \
+            + len(cases) * 2048
+        free = shutil.disk_usage(self.folder).free
+        if free < need:
+            raise BankError(f"The index of {self.bank_path} needs about {need / 1e6:.1f} MB in {self.folder} but "
+                            f"its disk has {free / 1e6:.1f} MB free; free some space there and open the bank "
+                            "again (cases.jsonl keeps every case and the index is rebuilt from it).")
 
     def close(self) -> None:
         if self.store is not None:

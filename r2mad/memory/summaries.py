@@ -4,9 +4,10 @@ cache kept in a file of the data dir, so that later processes start warm."""
 from __future__ import annotations
 
 import json
-import os
 import threading
 from pathlib import Path
+
+from r2mad.safewrite import write_atomic
 
 
 class SummaryCache:
@@ -30,13 +31,9 @@ class SummaryCache:
             if self._file is None:
                 return
             merged = {**self._read(), **self._items}  # another process may have added some meanwhile
-            partial = self._file.with_name(f"{self._file.name}.{os.getpid()}.part")
             try:
-                self._file.parent.mkdir(parents=True, exist_ok=True)
-                partial.write_text(json.dumps([[*k, v] for k, v in merged.items()], ensure_ascii=False),
-                                   encoding="utf-8")
-                os.replace(partial, self._file)
-            except OSError:  # a read-only data dir: the cache stays in memory, the debate goes on
+                write_atomic(self._file, json.dumps([[*k, v] for k, v in merged.items()], ensure_ascii=False))
+            except OSError:  # a read-only or full data dir: the cache stays in memory, the debate goes on
                 self._file = None
 
     def clear(self) -> None:

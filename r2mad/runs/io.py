@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import sqlite3
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
+from r2mad.runs.merge import merge_records, read_records
 from r2mad.runs.records import BOOL_COLUMNS, REDACTED, dumps
 from r2mad.runs.store import RunStore
+from r2mad.safewrite import atomic_open
 
 _JSON_COLUMNS = ("settings", "task", "transcript")
 _CSV_HEADER = ("run_id", "annotator", "labels", "note", "created_at", "updated_at", "method", "backbone",
@@ -20,10 +20,12 @@ _CSV_HEADER = ("run_id", "annotator", "labels", "note", "created_at", "updated_a
 
 def export_jsonl(store: RunStore, path: str | Path, run_ids: Sequence[str] | None = None) -> int:
     """Write one JSON object per run (oldest first): every column, the parsed transcript and the
-    annotations with their edit history. Returns the number of runs written."""
-    lines = [dumps(record) + "\n" for record in export_records(store, run_ids)]
-    _write_atomic(Path(path), "".join(lines))
-    return len(lines)
+    annotations with their edit history, whole or not at all. Returns the number of runs written."""
+    records = export_records(store, run_ids)
+    with atomic_open(path, "w", encoding="utf-8") as fh:
+        for record in records:
+            fh.write(dumps(record) + "\n")
+    return len(records)
 
 
 def export_records(store: RunStore, run_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
@@ -51,66 +53,17 @@ def export_records(store: RunStore, run_ids: Sequence[str] | None = None) -> lis
 
 
 def import_jsonl(store: RunStore, path: str | Path) -> int:
-    """Insert the runs of an export (all or nothing). A run or annotation already here is kept
-    unless the file's copy is newer, so importing a file twice changes nothing. Returns how many
-    runs were added or changed."""
-    records = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"Line {number} of {path} is not JSON ({exc.msg}); "
-                                 "import only files written by export.") from None
-    return import_records(store, records, str(path))
+    """Insert the runs of an export (all or nothing), read one line at a time. A run or annotation
+    already here is kept unless the file's copy is newer, so importing a file twice changes nothing.
+    Returns how many runs were added or changed; a file that is no export is a ValueError naming it."""
+    with open(path, "rb") as fh, store.transaction() as conn:
+        return merge_records(store, conn, read_records(fh, path), str(path))
 
 
-def import_records(store: RunStore, records: Sequence[dict[str, Any]], source: str) -> int:
+def import_records(store: RunStore, records: Iterable[dict[str, Any]], source: str) -> int:
     """Insert exported run dicts (all or nothing); see import_jsonl."""
-    changed = 0
     with store.transaction() as conn:
-        columns = [r[1] for r in conn.execute("PRAGMA table_info(runs)").fetchall()]
-        for number, record in enumerate(records, 1):
-            try:
-                changed += _import_one(store, conn, record, columns)
-            except (KeyError, TypeError, sqlite3.IntegrityError) as exc:
-                raise ValueError(f"Run {number} of {source} is not a valid export ({exc}); "
-                                 "nothing was imported.") from None
-    return changed
-
-
-def _import_one(store: RunStore, conn: sqlite3.Connection, record: dict[str, Any],
-                columns: list[str]) -> int:
-    values = {col: record.get(col) for col in columns}
-    values["settings"] = dumps(store.scrub(values["settings"]))
-    values["task"] = dumps(store.scrub(values["task"], keys=False))
-    if values["transcript"]:
-        values["transcript"] = store.clean_transcript(values["transcript"], values["status"])
-    old = conn.execute("SELECT updated_at FROM runs WHERE id = ?", (record["id"],)).fetchone()
-    changed = old is None or record["updated_at"] > old["updated_at"]
-    if old is None:
-        conn.execute(f"INSERT INTO runs ({', '.join(columns)}) VALUES "
-                     f"({', '.join('?' * len(columns))})", [values[c] for c in columns])
-    elif changed:
-        conn.execute(f"UPDATE runs SET {', '.join(f'{c} = ?' for c in columns)} WHERE id = ?",
-                     [values[c] for c in columns] + [record["id"]])
-    for a in record.get("annotations") or []:
-        have = conn.execute("SELECT id, updated_at FROM annotations WHERE run_id = ? AND "
-                            "annotator = ?", (record["id"], a["annotator"])).fetchone()
-        if have is not None and a["updated_at"] <= have["updated_at"]:
-            continue
-        if have is not None:
-            conn.execute("DELETE FROM annotations WHERE id = ?", (have["id"],))
-        annotation_id = conn.execute(
-            "INSERT INTO annotations (run_id, annotator, labels, note, created_at, updated_at, blame) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)", (record["id"], a["annotator"], dumps(a["labels"]),
-                                             store.scrub(a["note"]), a["created_at"],
-                                             a["updated_at"], dumps(a.get("blame") or {}))).lastrowid
-        conn.executemany("INSERT INTO annotation_edits VALUES (?, ?, ?, ?, ?)",
-                         [(annotation_id, e["seq"], e["edited_at"], dumps(e["labels"]),
-                           store.scrub(e["note"])) for e in a.get("history") or []])
-        changed = True
-    return int(changed)
+        return merge_records(store, conn, records, source)
 
 
 def export_annotations_csv(store: RunStore, path: str | Path) -> int:
@@ -121,8 +74,7 @@ def export_annotations_csv(store: RunStore, path: str | Path) -> int:
             "r.method, r.backbone, r.bank, r.question, r.gold, r.final_answer, r.correct "
             "FROM annotations a JOIN runs r ON r.id = a.run_id "
             "ORDER BY r.created_at, a.run_id, a.annotator").fetchall()
-    tmp = Path(path).with_name(Path(path).name + ".tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as fh:
+    with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(_CSV_HEADER)
         for row in rows:
@@ -130,7 +82,6 @@ def export_annotations_csv(store: RunStore, path: str | Path) -> int:
             values[2] = ";".join(json.loads(values[2]))
             values[4:6] = [_iso(values[4]), _iso(values[5])]
             writer.writerow(values)
-    os.replace(tmp, path)
     return len(rows)
 
 
@@ -143,8 +94,7 @@ def export_runs_csv(store: RunStore, path: str | Path, run_ids: Sequence[str]) -
     """One CSV row per run, newest first: its summary columns and labels (every annotator's, joined by
     ";"), for a spreadsheet; the JSONL export is the one that imports back."""
     runs = store.list_runs(ids=list(run_ids), limit=max(len(run_ids), 1))
-    tmp = Path(path).with_name(Path(path).name + ".tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as fh:
+    with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(RUNS_CSV_HEADER)
         for r in runs:
@@ -152,7 +102,6 @@ def export_runs_csv(store: RunStore, path: str | Path, run_ids: Sequence[str]) -
             writer.writerow([r.id, _iso(r.created_at), r.status, r.source, r.method, r.backbone, r.bank or "",
                              r.question, r.gold or "", r.final_answer or "", flags[0], r.tokens, r.seconds,
                              r.rounds, *flags[1:], r.parse_failures, ";".join(r.labels), ";".join(r.final_labels)])
-    os.replace(tmp, path)
     return len(runs)
 
 
@@ -180,9 +129,3 @@ def push_to_hub(export_path: str | Path, repo_id: str, token: str | None) -> str
 def _iso(ts: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)

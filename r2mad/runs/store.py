@@ -10,11 +10,22 @@ import sqlite3
 import threading
 import time
 import uuid
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from r2mad.runs.faults import (
+    StoreBusy,
+    StoreError,
+    StoreFailed,
+    is_locked,
+    recovery_files,
+    recovery_folders,
+    store_fault,
+    write_recovery,
+)
+from r2mad.runs.merge import merge_records, read_records
 from r2mad.runs.records import (
     BOOL_COLUMNS,
     MIGRATIONS,
@@ -33,7 +44,8 @@ from r2mad.runs.records import (
 from r2mad.types import Task, Transcript, from_dict, to_dict
 
 __all__ = ["STATUSES", "Annotation", "AnnotationEdit", "RunRecord", "RunStore", "RunSummary", "StoreBusy",
-           "load_taxonomy", "scrub"]
+           "StoreError", "StoreFailed", "load_taxonomy", "scrub"]
+QUICK_WAIT_S = 0.25  # a save in the middle of a debate waits no longer for a lock: the next round retries
 
 
 def _pid_alive(pid: int) -> bool:
@@ -48,52 +60,73 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-class StoreBusy(RuntimeError):
-    """The database stayed locked by another program longer than the store waits."""
-
-
 class RunStore:
     """SQLite run store shared by the app and the CLI. WAL mode and one transaction per write, so
     several threads and processes can write at once; one connection per thread.
 
     Faults lose nothing: a damaged file is moved aside and a fresh store started (`notices` says so);
-    a debate whose saves meet a lock held too long keeps its transcript and writes it to a recovery
-    file, which the next opening of the store imports."""
+    a debate whose saves meet a lock held too long or a full disk keeps its transcript and writes it to a
+    recovery file (see faults.py), imported at the store's next successful write or opening. A store
+    that cannot be written opens for reading, with a notice (start_run then raises StoreFailed). Every
+    fault is raised as a one-sentence StoreError; `on_wait(text)` hears it when a write must wait for
+    another program's lock."""
 
     def __init__(self, path: str | Path, *, secrets: Callable[[], Iterable[str]] | None = None,
                  taxonomy: dict[str, str] | str | Path | None = None, stale_after_s: float = 3600.0,
-                 lock_wait_s: float = 30.0):
+                 lock_wait_s: float = 30.0, on_wait: Callable[[str], None] | None = None):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.recovery_dir = self.path.parent / "recovery"
+        self.recovery_dirs = recovery_folders(self.path)
         self._secrets = secrets or (lambda: ())
         self._taxonomy = taxonomy
-        self.lock_wait_s = lock_wait_s
+        self.lock_wait_s, self.stale_after_s, self.on_wait = lock_wait_s, stale_after_s, on_wait
         self.notices: list[str] = []  # one sentence per fault met (damaged file, deferred saves)
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
+        self._started: dict[str, dict[str, Any]] = {}  # run id -> its start row, until its final save
+        self._unsaved: dict[str, dict[str, Any]] = {}  # run id -> export record no disk took yet
+        self._behind = True  # interrupted runs and recovery files may wait: see _catch_up
+        self._catching = threading.Lock()
+        self._told_unwritable = False
         try:
             self._open()
-        except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.OperationalError):
+        except StoreFailed as exc:
+            if not exc.damaged:
                 raise
-            self._move_aside(exc)
+            self._move_aside(exc.detail)
             self._open()
-        self.mark_interrupted(stale_after_s)
-        self._recover()
+        try:
+            with self.transaction(wait=False):  # its commit catches up (see _catch_up)
+                pass
+        except StoreBusy:
+            pass  # another program is writing: we catch up at our first write
+        except StoreFailed as exc:
+            self._note_unwritable(exc)
 
     def _open(self) -> None:
-        self._conn().execute("PRAGMA journal_mode = WAL")
-        self._migrate()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = self._conn()
+            conn.execute("PRAGMA journal_mode = WAL")
+            current = conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+        except (sqlite3.Error, OSError) as exc:
+            self._raise_fault(exc, self.lock_wait_s)
+        if not current:
+            self._migrate()
 
-    def _move_aside(self, exc: Exception) -> None:
+    def _raise_fault(self, exc: BaseException, waited_s: float) -> None:
+        fault = store_fault(exc, self.path, waited_s)
+        if fault is None:
+            raise exc
+        raise fault from None
+
+    def _move_aside(self, detail: str) -> None:
         self.close()
         aside = self.path.with_name(f"{self.path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
         for suffix in ("", "-wal", "-shm"):
             if Path(f"{self.path}{suffix}").exists():
                 os.replace(f"{self.path}{suffix}", f"{aside}{suffix}")
-        self.notices.append(f"The run store {self.path} was damaged ({exc}); it was moved to {aside.name} "
+        self.notices.append(f"The run store {self.path} was damaged ({detail}); it was moved to {aside.name} "
                             "and a fresh store started.")
 
     # --- connections and transactions ---------------------------------------------------------
@@ -113,21 +146,51 @@ class RunStore:
         return conn
 
     @contextmanager
-    def transaction(self, write: bool = True) -> Iterator[sqlite3.Connection]:
-        conn = self._conn()
+    def transaction(self, write: bool = True, *, wait: bool = True) -> Iterator[sqlite3.Connection]:
+        """One transaction; a write waits up to lock_wait_s for another program's lock (QUICK_WAIT_S
+        when not `wait`). A lock, a full disk or another disk fault is raised as a StoreError."""
+        wait_s = self.lock_wait_s if wait else min(QUICK_WAIT_S, self.lock_wait_s)
         try:
-            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc):
-                raise
-            raise StoreBusy(f"The run store {self.path} stayed locked by another program for "
-                            f"{self.lock_wait_s:.0f} s; close that program and try again.") from None
+            conn = self._conn()
+            if write:
+                self._begin(conn, wait_s)
+            else:
+                conn.execute("BEGIN")
+        except (sqlite3.Error, OSError) as exc:
+            self._raise_fault(exc, wait_s)
         try:
             yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            if conn.in_transaction:  # SQLite may have rolled back itself (e.g. on a full disk)
+                with suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            if isinstance(exc, (sqlite3.Error, OSError)):
+                self._raise_fault(exc, wait_s)
             raise
-        conn.execute("COMMIT")
+        if write and self._behind:
+            self._catch_up()
+
+    def _begin(self, conn: sqlite3.Connection, wait_s: float) -> None:
+        """BEGIN IMMEDIATE; a lock held longer than a moment is said once through on_wait."""
+        first = min(wait_s, QUICK_WAIT_S)
+        try:
+            self._begin_within(conn, first)
+            return
+        except sqlite3.OperationalError as exc:
+            if not is_locked(exc) or wait_s <= first:
+                raise
+        if self.on_wait:
+            self.on_wait(f"Waiting up to {wait_s:.0f} s for another program that is writing to the run store "
+                         f"{self.path}.")
+        self._begin_within(conn, wait_s - first)
+
+    def _begin_within(self, conn: sqlite3.Connection, seconds: float) -> None:
+        conn.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.lock_wait_s * 1000)}")
 
     def _migrate(self) -> None:
         with self.transaction() as conn:
@@ -185,83 +248,124 @@ class RunStore:
         Space (see ui/visitors.py); None for runs everyone with access to the store may read."""
         run_id, now = uuid.uuid4().hex, time.time()
         task_data = self.scrub(to_dict(task), keys=False)
+        row = {"id": run_id, "created_at": now, "updated_at": now, "status": "running", "source": source,
+               "method": method, "backbone": backbone, "bank": bank, "seed": seed, "code_version": code_version,
+               "settings": self.scrub(settings), "task": task_data, "task_id": task_data["id"],
+               "question": task_data["question"], "gold": task_data["gold"], "pid": os.getpid(),
+               "hostname": socket.gethostname(), "owner": owner}
         with self.transaction() as conn:
-            conn.execute(
-                "INSERT INTO runs (id, created_at, updated_at, status, source, method, backbone, "
-                "bank, seed, code_version, settings, task, task_id, question, gold, pid, hostname, owner) "
-                "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (run_id, now, now, source, method, backbone, bank, seed, code_version,
-                 dumps(self.scrub(settings)), dumps(task_data), task_data["id"],
-                 task_data["question"], task_data["gold"], os.getpid(), socket.gethostname(), owner))
+            conn.execute(f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                         [dumps(v) if k in ("settings", "task") else v for k, v in row.items()])
+        self._started[run_id] = row
         return run_id
 
     def recorder(self, run_id: str) -> Callable[[Transcript], None]:
         """A debate's `record` hook (see runner.run_debate) for this run: saved each time a round
-        finishes, and whole (a stopped round included, for its cost) when the debate ends. A save
-        that meets a lock is retried at the next round; if the debate ends still locked out, its
-        transcript goes to a recovery file (and `notices` says so) instead of being lost."""
-        saved = [0]
+        finishes, and whole (a stopped round included, for its cost) when the debate ends. A save in
+        the middle that meets a lock or a fault is retried at the next round; if the debate ends still
+        unsaved, its transcript is kept (see _keep) and `notices` says where, never raised."""
+        tried = [0]  # finished rounds in the last save tried: a failed one waits for the next round
 
         def record(t: Transcript) -> None:
-            if t.status == "running" and len(t.finished().rounds) == saved[0]:
+            if t.status == "running" and len(t.finished().rounds) == tried[0]:
                 return
             final = t.status != "running"
+            tried[0] = len(t.finished().rounds)
             try:
-                self.save_transcript(run_id, t if final else t.finished(), t.status)
-                saved[0] = len(t.finished().rounds)
-            except StoreBusy as exc:
+                self.save_transcript(run_id, t if final else t.finished(), t.status, wait=final)
+            except StoreError as exc:
                 if final:
-                    self._write_recovery(run_id, t)
-                    self.notices.append(f"{exc} This run ({run_id[:8]}) was kept in "
-                                        f"{self.recovery_dir.name}/ and is saved when the store next opens.")
+                    self._keep(run_id, t, exc)
+            else:
+                if final:
+                    self._started.pop(run_id, None)
         return record
 
-    def _write_recovery(self, run_id: str, t: Transcript) -> None:
-        self.recovery_dir.mkdir(parents=True, exist_ok=True)
-        path = self.recovery_dir / f"{run_id}.json"
-        path.with_suffix(".tmp").write_text(dumps({"run_id": run_id, "status": t.status,
-                                                   "transcript": json.loads(self.clean_transcript(
-                                                       to_dict(t), t.status))}), encoding="utf-8")
-        os.replace(path.with_suffix(".tmp"), path)
+    def _keep(self, run_id: str, t: Transcript, exc: StoreError) -> None:
+        """A finished debate the store could not take: marked failed when the store lets us, its export
+        record written to a recovery folder (or kept in memory), imported at the next write or opening."""
+        with suppress(StoreError):  # a full database may still take this small change
+            self.set_status(run_id, "failed", f"not saved: {exc.problem}; its transcript was kept in a "
+                                              "recovery file and is saved when the store can take it", wait=False)
+        record = {**self._started.pop(run_id, {"id": run_id}), **self._outcome(t, t.status), "annotations": []}
+        record["transcript"] = json.loads(record["transcript"])
+        self._behind = True
+        try:
+            where = f"kept in {write_recovery(self.recovery_dirs, run_id, record)}"
+        except OSError:
+            self._unsaved[run_id] = record
+            where = "kept in memory only (no disk took it)"
+        self.notices.append(f"{exc.problem}, so run {run_id[:8]} was {where} and is saved when the store can "
+                            f"take it; {exc.fix}.")
 
-    def _recover(self) -> None:
-        """Save the transcripts that debates could not save while the store was locked."""
-        for path in sorted(self.recovery_dir.glob("*.json")) if self.recovery_dir.is_dir() else ():
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-                transcript = Transcript.from_json(dumps(data["transcript"]))
-                self.save_transcript(data["run_id"], transcript, data["status"])
-            except StoreBusy:
-                return  # still locked: the files wait for the next opening
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                self.notices.append(f"The recovery file {path} could not be imported ({exc}); it is left "
-                                    "there for a look.")
-                continue
-            path.unlink()
+    def _catch_up(self) -> None:
+        """What faults put off, once a write succeeds: recovery files and runs kept in memory are imported,
+        then runs whose process ended are marked (in that order: a recovered run is no interrupted one)."""
+        if not self._catching.acquire(blocking=False):
+            return  # already catching up (its own writes come back here)
+        try:
+            self._behind = False
+            for path in recovery_files(self.recovery_dirs):
+                try:
+                    if path.suffix == ".jsonl":
+                        with open(path, "rb") as fh, self.transaction() as conn:
+                            merge_records(self, conn, read_records(fh, path), str(path))
+                    else:  # a recovery file of an older version: run id, status and transcript
+                        data = json.loads(path.read_text(encoding="utf-8"))
+                        self.save_transcript(data["run_id"], Transcript.from_json(dumps(data["transcript"])),
+                                             data["status"])
+                except (OSError, ValueError, KeyError, TypeError) as exc:
+                    self.notices.append(f"The recovery file {path} could not be imported ({exc}); it is left "
+                                        "there for a look.")
+                    continue
+                path.unlink(missing_ok=True)  # another process opening the store may have taken it first
+            for run_id, record in list(self._unsaved.items()):
+                try:
+                    with self.transaction() as conn:
+                        merge_records(self, conn, [record], f"run {run_id} kept in memory")
+                except ValueError as exc:  # cannot be: we made it; said rather than raised into a caller's write
+                    self.notices.append(str(exc))
+                self._unsaved.pop(run_id)
+            self.mark_interrupted(self.stale_after_s)
+        except StoreError as exc:
+            self._behind = True
+            if isinstance(exc, StoreFailed):
+                self._note_unwritable(exc)
+        finally:
+            self._catching.release()
 
-    def save_transcript(self, run_id: str, transcript: Transcript, status: str) -> None:
+    def _note_unwritable(self, exc: StoreFailed) -> None:
+        """Said once per store: later failed writes say their own sentence."""
+        if not self._told_unwritable:
+            self._told_unwritable = True
+            self.notices.append(f"{exc.problem}, so it opens for reading and what waits to be saved (recovery "
+                                f"files, interrupted runs) waits until it can be written; {exc.fix}.")
+
+    def _outcome(self, transcript: Transcript, status: str) -> dict[str, Any]:
+        """The columns a (possibly partial) transcript sets."""
+        shared, flip, failures = derived_flags(transcript)
+        return {"transcript": self.clean_transcript(to_dict(transcript), status), "status": status,
+                "status_note": None, "updated_at": time.time(), "final_answer": transcript.final.value,
+                "correct": transcript.correct, "tokens": transcript.usage().tokens, "seconds": transcript.seconds,
+                "rounds": len(transcript.finished().rounds), "shared_misconception": shared, "flip": flip,
+                "parse_failures": failures, "pid": os.getpid(), "hostname": socket.gethostname()}
+
+    def save_transcript(self, run_id: str, transcript: Transcript, status: str, *, wait: bool = True) -> None:
         """Store the (possibly partial) transcript and its outcome columns; call every round."""
         if status not in STATUSES:
             raise ValueError(f"Unknown run status {status!r}; use one of {', '.join(STATUSES)}.")
-        shared, flip, failures = derived_flags(transcript)
-        row = (self.clean_transcript(to_dict(transcript), status), status, time.time(),
-               transcript.final.value, transcript.correct, transcript.usage().tokens,
-               transcript.seconds, len(transcript.finished().rounds), shared, flip, failures, os.getpid(),
-               socket.gethostname(), run_id)
-        with self.transaction() as conn:
-            cur = conn.execute(
-                "UPDATE runs SET transcript = ?, status = ?, status_note = NULL, updated_at = ?, "
-                "final_answer = ?, correct = ?, tokens = ?, seconds = ?, rounds = ?, "
-                "shared_misconception = ?, flip = ?, parse_failures = ?, pid = ?, hostname = ? "
-                "WHERE id = ?", row)
+        values = self._outcome(transcript, status)
+        with self.transaction(wait=wait) as conn:
+            cur = conn.execute(f"UPDATE runs SET {', '.join(f'{c} = ?' for c in values)} WHERE id = ?",
+                               [*values.values(), run_id])
             if cur.rowcount == 0:
                 raise KeyError(f"No run {run_id!r} in {self.path}; call start_run first.")
 
-    def set_status(self, run_id: str, status: str, note: str | None = None) -> None:
+    def set_status(self, run_id: str, status: str, note: str | None = None, *, wait: bool = True) -> None:
         """Change a run's status without a new transcript (e.g. cancelled before round 0)."""
         if status not in STATUSES:
             raise ValueError(f"Unknown run status {status!r}; use one of {', '.join(STATUSES)}.")
-        with self.transaction() as conn:
+        with self.transaction(wait=wait) as conn:
             self._set_status(conn, run_id, status, note)
 
     def _set_status(self, conn: sqlite3.Connection, run_id: str, status: str,

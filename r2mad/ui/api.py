@@ -12,6 +12,7 @@ import gradio as gr
 from r2mad.backends.base import BackendError
 from r2mad.config import ConfigError, whole_number
 from r2mad.methods import METHODS, needs_bank
+from r2mad.runs.faults import StoreError
 from r2mad.text import quoted
 from r2mad.types import Transcript
 from r2mad.ui.services import Services
@@ -19,7 +20,7 @@ from r2mad.ui.visitors import Visitor, identify
 
 ENDPOINTS = ("run_debate", "list_runs", "get_run", "fork_run", "search_bank")
 TEXT_LIMIT = 1200  # characters of each agent's response in a compact transcript
-USER_ERRORS = (BackendError, ConfigError, ValueError, KeyError)
+USER_ERRORS = (BackendError, ConfigError, ValueError, KeyError, StoreError)
 NOT_YOURS = "No saved run of yours has that id; list your runs with list_runs and use one of their ids."
 
 

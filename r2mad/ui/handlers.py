@@ -13,6 +13,7 @@ from r2mad.backends.base import BackendError
 from r2mad.config import PAPER_PROFILE, ConfigError, DebateSettings, with_profile
 from r2mad.evaluation.costs import price_table
 from r2mad.methods import METHODS, needs_bank
+from r2mad.runs.faults import StoreError
 from r2mad.tasks import task_from_input
 from r2mad.text import quoted
 from r2mad.ui.live import LiveRun, stream
@@ -22,7 +23,7 @@ from r2mad.ui.visitors import Visitor, identify
 
 log = logging.getLogger("r2mad.ui")
 MAX_COLUMNS = 4
-USER_ERRORS = (BackendError, ConfigError, ValueError)
+USER_ERRORS = (BackendError, ConfigError, ValueError, StoreError)  # StoreError: a full or locked run store
 
 
 def warn(message: str, secret: str | None = None) -> None:
@@ -205,6 +206,8 @@ class DebateHandlers:
             warn(str(exc), token)
             if live is not None:
                 yield view(live.transcripts(), final=True)
+            else:  # refused before it started (e.g. a full run store)
+                yield idle("Not started: " + html.escape(str(exc).replace(token or chr(0), "[redacted]"), quote=False))
         except Exception as exc:  # a bug, not the visitor's fault: log it (no secrets in it) and say so
             log.exception("debate failed")
             warn(f"The debate stopped on an internal error ({type(exc).__name__}); the partial transcript is kept.")
