@@ -41,6 +41,7 @@ from r2mad.runs.records import (
     load_taxonomy,
     scrub,
 )
+from r2mad.text import quoted
 from r2mad.types import Task, Transcript, from_dict, to_dict
 
 __all__ = ["STATUSES", "Annotation", "AnnotationEdit", "RunRecord", "RunStore", "RunSummary", "StoreBusy",
@@ -359,7 +360,7 @@ class RunStore:
             cur = conn.execute(f"UPDATE runs SET {', '.join(f'{c} = ?' for c in values)} WHERE id = ?",
                                [*values.values(), run_id])
             if cur.rowcount == 0:
-                raise KeyError(f"No run {run_id!r} in {self.path}; call start_run first.")
+                raise KeyError(f"No run {quoted(run_id)} in {self.path}; call start_run first.")
 
     def set_status(self, run_id: str, status: str, note: str | None = None, *, wait: bool = True) -> None:
         """Change a run's status without a new transcript (e.g. cancelled before round 0)."""
@@ -372,7 +373,7 @@ class RunStore:
                     note: str | None) -> None:
         row = conn.execute("SELECT transcript FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
-            raise KeyError(f"No run {run_id!r} in {self.path}; check the id.")
+            raise KeyError(f"No run {quoted(run_id)} in {self.path}; check the id.")
         text = row["transcript"] and self.clean_transcript(json.loads(row["transcript"]), status)
         conn.execute("UPDATE runs SET status = ?, status_note = ?, updated_at = ?, transcript = ? "
                      "WHERE id = ?", (status, note and self.scrub(note), time.time(), text,
@@ -410,7 +411,7 @@ class RunStore:
         with self.transaction(write=False) as conn:
             row = conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:
-                raise KeyError(f"No run {run_id!r} in {self.path}; check the id.")
+                raise KeyError(f"No run {quoted(run_id)} in {self.path}; check the id.")
             annotations = tuple(self.annotations_of(conn, run_id))
         data = {k: row[k] for k in row.keys()}
         for col in BOOL_COLUMNS:
@@ -471,7 +472,7 @@ class RunStore:
         blame_text = dumps({k: v for k, v in (blame or {}).items() if k in labels})
         with self.transaction() as conn:
             if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
-                raise KeyError(f"No run {run_id!r} in {self.path}; check the id.")
+                raise KeyError(f"No run {quoted(run_id)} in {self.path}; check the id.")
             old = conn.execute("SELECT id, labels, note, blame, updated_at FROM annotations "
                                "WHERE run_id = ? AND annotator = ?", (run_id, annotator)).fetchone()
             if old is None:
