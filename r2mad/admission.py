@@ -25,6 +25,7 @@ class Ticket:
     entered: float
     admitted_at: float | None = None
     left: bool = False
+    measured: bool = False  # a caller's note that the debate ran to its end (see line.admitted)
     _admitted: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 
     @property
@@ -180,10 +181,10 @@ def about(seconds: float) -> str:
     return f"about {math.ceil(seconds / 60)} min"
 
 
-def waiting_words(place: int, estimate_s: float | None, waited_s: float, skip_hint: str = "") -> str:
+def waiting_words(place: int, estimate_s: float | None, waited_s: float, skip_hint: str = "", *,
+                  leave: str = "Press Stop to leave the line") -> str:
     """The status of a debate in line, in one line: place, estimate (only from a measurement), time waited,
-    how to leave and, where one is open to the visitor, a backbone that skips the line."""
+    how to `leave` and, where one is open to the visitor, a backbone that skips the line."""
     eta = f" — starts in {about(estimate_s)}" if estimate_s is not None else ""
     hint = f"; or {skip_hint} to skip the line" if skip_hint else ""
-    return (f"Waiting in line: place {place}{eta} · waited {waited_s:.0f} s. "
-            f"Press Stop to leave the line{hint}.")
+    return f"Waiting in line: place {place}{eta} · waited {waited_s:.0f} s. {leave}{hint}."
