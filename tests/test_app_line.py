@@ -85,7 +85,7 @@ def test_a_waiting_visitor_sees_their_place_and_stop_takes_them_out_of_the_line(
     runs_before = services.store.count_runs()
     second = bob.submit(**FORM, visitor_id="b" * 32, api_name="/debate")
     shown = until(lambda: "Waiting in line" in status_of(second) and status_of(second), "bob's place in line")
-    assert shown.startswith("Waiting in line: place 1") and "Press Stop to leave the line" in shown
+    assert shown.startswith("**Waiting in line: place 1**") and "Press Stop to leave the line" in shown
     assert "about" not in shown  # no debate has finished yet: no estimate, only the place
     # bob presses Run in another tab: one debate of his may wait, and he is told where it is
     refused = bob_again.predict(**FORM, visitor_id="b" * 32, api_name="/debate")

@@ -111,6 +111,16 @@ class DebateHandlers:
             login_token=login_token)
         return task, settings, backend, backbone_name, []
 
+    async def _skip_hint(self, lane: str, token: str | None, login_token: str | None) -> str:
+        """The remote backbone this visitor could pick to skip the line ("" when none is theirs to use)."""
+        def usable(name: str) -> bool:
+            try:
+                self.services.backend(name, token=token, login_token=login_token)
+            except USER_ERRORS:
+                return False
+            return True
+        return await asyncio.to_thread(skip_hint, self.services.config, lane, usable)
+
     async def _open_bank(self, bank: str, task_kind: str, stop: asyncio.Event):
         """Yield status lines while the bank opens off the event loop (the first opening loads the
         embedder and may build the index), then (bank or None, notices); None when stopped first."""
@@ -184,15 +194,17 @@ class DebateHandlers:
                 return
             lane = lane_of(services.config, req.agent_backbones + (req.aux_backbone,) if req.agent_backbones
                            else (req.backbone,), custom=bool((req.base_url or "").strip()))
-            hint = skip_hint(services.config, lane, bool(token))
             try:
                 ticket = services.admission.enter(key, lane)
+                hint = await self._skip_hint(lane, req.token, login_token) if ticket.waiting else ""
             except Refused as exc:
+                hint = await self._skip_hint(lane, req.token, login_token)
                 warn(refusal(str(exc), hint))
                 yield idle(f"Not started: {html.escape(refusal(str(exc), hint), quote=False)}")
                 return
             async for words in wait_turn(services.admission, ticket, stop=stop_signal, since=asked, hint=hint):
-                yield idle(html.escape(words, quote=False))
+                place, _, rest = words.partition(" · ")
+                yield idle(f"**{html.escape(place, quote=False)}** · {html.escape(rest, quote=False)}")
             if ticket.left:
                 yield idle("Stopped while waiting in line; nothing was run.")
                 return

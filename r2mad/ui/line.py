@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import AsyncIterator, Iterable
+from typing import AsyncIterator, Callable, Iterable
 
 from r2mad.admission import Admission, Ticket, waiting_words
 from r2mad.config import Config
@@ -32,13 +32,14 @@ def lane_of(config: Config, backbones: Iterable[str], *, custom: bool = False) -
     return EMBEDDED if EMBEDDED in kinds or not kinds else REMOTE
 
 
-def skip_hint(config: Config, lane: str, has_token: bool) -> str:
+def skip_hint(config: Config, lane: str, usable: Callable[[str], bool]) -> str:
     """'pick Qwen2.5-7B-Instruct (HF Inference Providers) under Advanced' when the debate waits for the
-    embedded model and the visitor has a token (signed in or pasted) for a remote Hugging Face backbone."""
-    if lane != EMBEDDED or not has_token:
+    embedded model and a Hugging Face backbone is `usable` by this visitor (their login's or pasted token, or
+    a key the app may spend for them); "" otherwise."""
+    if lane != EMBEDDED:
         return ""
-    spec = next((b for b in config.backbones.values() if b.kind != "embedded" and b.api_key_env == HF_KEY_ENV),
-                None)
+    spec = next((b for b in config.backbones.values()
+                 if b.kind != "embedded" and b.api_key_env == HF_KEY_ENV and usable(b.name)), None)
     return f"pick {spec.label or spec.name} under Advanced" if spec else ""
 
 
