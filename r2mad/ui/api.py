@@ -8,11 +8,11 @@ from typing import Any, Callable
 
 import gradio as gr
 
+from r2mad.admission import Refused, Ticket
 from r2mad.backends.base import BackendError
 from r2mad.config import ConfigError
 from r2mad.methods import METHODS, needs_bank
 from r2mad.types import Transcript
-from r2mad.admission import Refused, Ticket
 from r2mad.ui.line import admitted, lane_of
 from r2mad.ui.services import Services
 from r2mad.ui.visitors import Visitor, identify

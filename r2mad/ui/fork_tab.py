@@ -70,9 +70,10 @@ class ForkHandlers(VisitorHandlers):
         updates: asyncio.Queue[Transcript] = asyncio.Queue()
         tickets: list[Ticket] = []
         asked, line = time.time(), self.services.admission
+        key = visitor.owner or (f"browser:{visitor_id}" if visitor_id else  # as the Debate tab's line knows them
+                                f"session:{getattr(request, 'session_hash', None) or 'anonymous'}")
         job = asyncio.ensure_future(fork_saved(self.services, run_id, spec, source="app-fork", visitor=visitor,
-                                               record=updates.put_nowait, waiting=tickets.append,
-                                               line_key=visitor.owner or (f"browser:{visitor_id}" if visitor_id else None)))
+                                               record=updates.put_nowait, waiting=tickets.append, line_key=key))
         parent_chat = chat_messages(parent) if parent else []
         try:
             while not job.done():

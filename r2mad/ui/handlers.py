@@ -10,12 +10,12 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from r2mad.admission import Refused
 from r2mad.backends.base import BackendError
 from r2mad.config import PAPER_PROFILE, ConfigError, DebateSettings, with_profile
 from r2mad.evaluation.costs import price_table
 from r2mad.methods import METHODS, needs_bank
 from r2mad.tasks import task_from_input
-from r2mad.admission import Refused
 from r2mad.ui.line import lane_of, refusal, skip_hint, wait_turn
 from r2mad.ui.live import LiveRun, stream
 from r2mad.ui.services import Services
