@@ -114,3 +114,23 @@ def test_an_api_caller_waits_in_the_same_line_and_is_refused_as_an_error(held):
     assert "final answer" in running.result()[0].lower()
     assert waiting.result()["status"] == "done"
     assert services.admission.mean_duration("remote") is not None  # finished debates now give an estimate
+
+
+def test_once_a_debate_has_run_to_its_end_the_waiting_visitor_is_given_an_estimate(held):
+    demo, url, server, gate = held
+    services = demo.r2mad_services
+    if services.admission.mean_duration("remote") is None:  # this test alone: one debate to measure first
+        gate.set()
+        UIClient(url, verbose=False).predict(**FORM, visitor_id="m" * 32, api_name="/debate")
+    gate.clear()
+    hits = server.hits
+    running = UIClient(url, verbose=False).submit(**FORM, visitor_id="d" * 32, api_name="/debate")
+    until(lambda: server.hits > hits, "the running debate's first model call")
+    eve = UIClient(url, verbose=False)
+    waiting = eve.submit(**FORM, visitor_id="e" * 32, api_name="/debate")
+    shown = until(lambda: "Waiting in line" in status_of(waiting) and status_of(waiting), "eve's place in line")
+    assert "**Waiting in line: place 1 — starts in about " in shown
+    eve.predict(api_name="/stop")
+    assert waiting.result()[0] == "Stopped while waiting in line; nothing was run."
+    gate.set()
+    running.result()
