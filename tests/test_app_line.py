@@ -134,3 +134,22 @@ def test_once_a_debate_has_run_to_its_end_the_waiting_visitor_is_given_an_estima
     assert waiting.result()[0] == "Stopped while waiting in line; nothing was run."
     gate.set()
     running.result()
+
+
+def test_a_fork_waits_in_the_same_line(held):
+    demo, url, server, gate = held
+    services = demo.r2mad_services
+    api = Client(url, verbose=False)
+    gate.set()
+    parent = api.predict(question="What is 5+5?", method="mad", backbone="held", api_name="/run_debate")
+    gate.clear()
+    hits = server.hits
+    running = UIClient(url, verbose=False).submit(**FORM, visitor_id="f" * 32, api_name="/debate")
+    until(lambda: server.hits > hits, "the running debate's first model call")
+    runs = services.store.count_runs()
+    fork = api.submit(run_id=parent["run_id"], from_round=1, answers={"1": "3"}, api_name="/fork_run")
+    until(lambda: services.admission.waiting_count() == 1, "the fork in line")
+    assert services.store.count_runs() == runs  # nothing is saved while it waits
+    gate.set()
+    assert fork.result()["forked_from"] == parent["run_id"]
+    running.result()
