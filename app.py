@@ -19,6 +19,8 @@ def serve(config, *, port: int | None = None, block: bool = True, warm: bool = T
         from r2mad.runs.backup import start_backup
         demo.r2mad_backup = start_backup(demo.r2mad_services.store, config.app.persist_repo,
                                          every_min=config.app.persist_every_min, token=os.environ.get("HF_TOKEN"))
+    # Debate events carry their own limit (the line's capacity): the app's line (services.admission) holds
+    # them back and tells each visitor their place, so none waits unseen in Gradio's queue.
     demo.queue(default_concurrency_limit=config.app.concurrency_limit, max_size=config.app.max_queue)
     # No allowed_paths: memory/ and configs/ are never served as files. No run history: Gradio would
     # keep every call's inputs (a pasted token among them) in the visitor's browser storage.

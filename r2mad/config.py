@@ -187,6 +187,8 @@ class AppConfig:
     port: int = field(default=7860, metadata=_limits(1, 65535))
     concurrency_limit: int = field(default=4, metadata=_limits(1, 256))
     max_queue: int = field(default=32, metadata=_limits(1, 10000))
+    remote_concurrency_limit: int = field(default=16, metadata=_limits(1, 1024))  # debates on remote backbones
+    per_visitor_limit: int = field(default=2, metadata=_limits(1, 64))  # running or waiting, one of them waiting
     allow_custom_endpoint: bool = True  # forced off on a Space
     data_dir: str = "var"
     memory_dirs: tuple[str, ...] = ("memory",)

@@ -9,18 +9,20 @@ from typing import Any, Callable
 
 import gradio as gr
 
+from r2mad.admission import Refused, Ticket
 from r2mad.backends.base import BackendError
 from r2mad.config import ConfigError, whole_number
 from r2mad.methods import METHODS, needs_bank
 from r2mad.runs.faults import StoreError
 from r2mad.text import quoted
 from r2mad.types import Transcript
+from r2mad.ui.line import admitted, lane_of
 from r2mad.ui.services import Services
 from r2mad.ui.visitors import Visitor, identify
 
 ENDPOINTS = ("run_debate", "list_runs", "get_run", "fork_run", "search_bank")
 TEXT_LIMIT = 1200  # characters of each agent's response in a compact transcript
-USER_ERRORS = (BackendError, ConfigError, ValueError, KeyError, StoreError)
+USER_ERRORS = (BackendError, ConfigError, ValueError, KeyError, StoreError, Refused)  # Refused: not let in the line
 NOT_YOURS = "No saved run of yours has that id; list your runs with list_runs and use one of their ids."
 
 
@@ -55,6 +57,10 @@ class Api:
     def visitor(self, request: gr.Request | None) -> Visitor:
         """Who calls: on a public Space each API session reads and forks only its own runs."""
         return identify(self.services.config, browser_id=None, session=getattr(request, "session_hash", None))
+
+    def line_key(self, request: gr.Request | None) -> str:
+        """Who calls, to the line for debates: the API session (each gradio_client Client is one)."""
+        return self.visitor(request).owner or f"session:{getattr(request, 'session_hash', None) or 'anonymous'}"
 
     def _backbone(self, name: str) -> str:
         name = (name or "").strip() or self.services.config.default_backbone
@@ -101,14 +107,18 @@ class Api:
                                                          n_agents=settings.agents)
             else:
                 backend, name = s.backend(name)
-            run_id = s.store.start_run(method=method, backbone=saved_backbone(method, name, [n for n, _ in agents]),
-                                       bank=folder, task=task,
-                                       settings=dataclasses.asdict(settings), seed=settings.seed,
-                                       code_version=r2mad.__version__, source="api",
-                                       owner=self.visitor(request).owner)
-            t = await run_debate(task, method, backend, settings, backbone=name, bank=opened,
-                                 notices=tuple(notices), record=s.store.recorder(run_id), summaries=s.summaries,
-                                 agent_backends=agents)
+            lane = lane_of(s.config, [*(agent_backbones or ()), aux_backbone] if agent_backbones else [name])
+            async with admitted(s.admission, self.line_key(request), lane) as ticket:  # nothing saved while waiting
+                run_id = s.store.start_run(method=method,
+                                           backbone=saved_backbone(method, name, [n for n, _ in agents]),
+                                           bank=folder, task=task,
+                                           settings=dataclasses.asdict(settings), seed=settings.seed,
+                                           code_version=r2mad.__version__, source="api",
+                                           owner=self.visitor(request).owner)
+                t = await run_debate(task, method, backend, settings, backbone=name, bank=opened,
+                                     notices=tuple(notices), record=s.store.recorder(run_id), summaries=s.summaries,
+                                     agent_backends=agents)
+                ticket.measured = t.status == "done"
         except USER_ERRORS as exc:
             raise gr.Error(_sentence(exc)) from None
         return compact(t, run_id)
@@ -187,7 +197,7 @@ class Api:
                                     pairs(drop_advice))
             spec = ForkSpec(whole_number(from_round, "from_round", 1, 100), changes, method or None, backbone or None)
             parent_id, fork_id, t = await fork_saved(self.services, run_id, spec, source="api-fork",
-                                                     visitor=self.visitor(request))
+                                                     visitor=self.visitor(request), line_key=self.line_key(request))
         except USER_ERRORS as exc:
             raise gr.Error(_sentence(exc)) from None
         return {**compact(t, fork_id), "forked_from": parent_id, "fork": asdict(spec)}
@@ -233,10 +243,12 @@ def readable(store, run_id: str, visitor: Visitor):
 
 
 async def fork_saved(services: Services, run_id: str, spec, *, source: str, visitor: Visitor,
-                     record: Callable[[Transcript], None] | None = None) -> tuple[str, str, Transcript]:
+                     record: Callable[[Transcript], None] | None = None, line_key: str | None = None,
+                     waiting: Callable[[Ticket], None] | None = None) -> tuple[str, str, Transcript]:
     """Run `spec` on the saved run `run_id` (one `visitor` may read) with the app's services, saved as a
     new run of theirs linked to it: (parent id, fork id, the fork's transcript). `record` also receives
-    the fork's transcript as it grows."""
+    the fork's transcript as it grows. The fork waits its turn in the line for debates as `line_key`
+    (Refused when it may not); `waiting` gets its ticket first, so a caller can show its place."""
     import dataclasses
 
     import r2mad
@@ -258,18 +270,28 @@ async def fork_saved(services: Services, run_id: str, spec, *, source: str, visi
     await asyncio.to_thread(plan_fork, parent.transcript, spec, settings, opened)  # refused before anything is saved
     agents = [] if spec.backbone else [(n, s.backend(n)[0]) for n in parent.transcript.agent_backbones()]
     backend, name = s.backend(name)
-    fork_id = s.store.start_run(method=target, backbone=name, bank=folder, task=parent.task,
-                                settings=dataclasses.asdict(settings), seed=settings.seed,
-                                code_version=r2mad.__version__, source=source, owner=visitor.owner)
-    link_fork(s.store, fork_id, parent.id, spec)
-    saving = s.store.recorder(fork_id)
+    lane = lane_of(s.config, [name, *(n for n, _ in agents)])
+    ticket = s.admission.enter(line_key or visitor.owner or "anonymous", lane)
+    try:
+        if waiting is not None:
+            waiting(ticket)
+        await ticket.admitted()  # nothing is saved while the fork waits
+        fork_id = s.store.start_run(method=target, backbone=name, bank=folder, task=parent.task,
+                                    settings=dataclasses.asdict(settings), seed=settings.seed,
+                                    code_version=r2mad.__version__, source=source, owner=visitor.owner)
+        link_fork(s.store, fork_id, parent.id, spec)
+        saving = s.store.recorder(fork_id)
 
-    def on_record(t: Transcript) -> None:
-        saving(t)
-        if record:
-            record(t)
-    t = await fork_debate(parent.transcript, spec, backend, settings, backbone=name, bank=opened,
-                          bank_notices=tuple(notices), agent_backends=agents, record=on_record, summaries=s.summaries)
+        def on_record(t: Transcript) -> None:
+            saving(t)
+            if record:
+                record(t)
+        t = await fork_debate(parent.transcript, spec, backend, settings, backbone=name, bank=opened,
+                              bank_notices=tuple(notices), agent_backends=agents, record=on_record,
+                              summaries=s.summaries)
+        ticket.measured = t.status == "done"
+    finally:
+        s.admission.leave(ticket, measured=ticket.measured)
     return parent.id, fork_id, t
 
 
@@ -313,6 +335,7 @@ def install(demo: gr.Blocks, services: Services) -> Api:
     api = Api(services)
     for name in ENDPOINTS:
         slow = name in ("run_debate", "fork_run")
+        # the app's own line (services.admission) holds debates back; the framework gives each a worker
         gr.api(getattr(api, name), api_name=name, concurrency_id="debate" if slow else None,
-               concurrency_limit="default" if slow else None)
+               concurrency_limit=services.admission.capacity if slow else None)
     return api

@@ -233,8 +233,11 @@ def build(services: Services, visitor_id) -> DebateTab:
     # signals it (see live.stream), so Stop needs no Gradio cancels=.
     started = gr.on([run_button.click, live_button.click, question.submit], lock, None, buttons,
                     queue=False, show_progress="hidden", api_visibility="private")
+    # the app's line (services.admission) holds debates back and tells each its place; the framework's own
+    # limit for them is the line's capacity, so a debate waiting there is never hidden in the framework's queue
     run_event = started.then(run_fn, inputs, outputs, api_name="debate", concurrency_id="debate",
-                             trigger_mode="multiple", show_progress="hidden")
+                             concurrency_limit=services.admission.capacity, trigger_mode="multiple",
+                             show_progress="hidden")
     run_event.then(unlock, None, buttons, queue=False, show_progress="hidden", api_visibility="private")
     stop_button.click(debate.stop, None, None, api_name="stop", queue=False)
     run_profile.change(debate.profile_values, [run_profile], [temperature, max_tokens], api_visibility="private",

@@ -8,14 +8,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import html
+import time
 
 import gradio as gr
 
+from r2mad.admission import Ticket, waiting_words
 from r2mad.config import bounds
 from r2mad.methods import names
 from r2mad.steer.fork import Change, ForkSpec, align, live_usage, parse_changes
 from r2mad.types import Transcript
 from r2mad.ui.api import USER_ERRORS, _sentence, fork_saved, readable
+from r2mad.ui.line import REFRESH_S
 from r2mad.ui.render import chat_messages
 from r2mad.ui.services import Services
 from r2mad.ui.visitors import VisitorHandlers
@@ -66,13 +69,23 @@ class ForkHandlers(VisitorHandlers):
             return
         parent = record.transcript
         updates: asyncio.Queue[Transcript] = asyncio.Queue()
+        tickets: list[Ticket] = []
+        asked, line = time.time(), self.services.admission
+        key = visitor.owner or (f"browser:{visitor_id}" if visitor_id else  # as the Debate tab's line knows them
+                                f"session:{getattr(request, 'session_hash', None) or 'anonymous'}")
         job = asyncio.ensure_future(fork_saved(self.services, run_id, spec, source="app-fork", visitor=visitor,
-                                               record=updates.put_nowait))
+                                               record=updates.put_nowait, waiting=tickets.append, line_key=key))
         parent_chat = await asyncio.to_thread(chat_messages, parent) if parent else []  # it checks answers
         try:
             while not job.done():
                 getter = asyncio.ensure_future(updates.get())
-                await asyncio.wait({job, getter}, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait({job, getter}, timeout=REFRESH_S, return_when=asyncio.FIRST_COMPLETED)
+                if tickets and tickets[0].waiting:
+                    getter.cancel()
+                    words = waiting_words(line.place(tickets[0]), line.estimate_s(tickets[0]), time.time() - asked,
+                                          leave="Closing the page gives up your place")
+                    yield html.escape(words, quote=False), parent_chat, *skip[:5]
+                    continue
                 if getter.done():
                     t = getter.result()
                     yield (f"Forking {html.escape(spec.describe())} — running…", parent_chat, chat_messages(t),
@@ -135,5 +148,5 @@ def build(services: Services, visitor_id: gr.BrowserState) -> tuple[gr.Textbox, 
     run_id.change(h.show, [run_id, visitor_id], [parent_chat], api_visibility="private", queue=False)
     go.click(h.fork, [run_id, from_round, agent, change, value, method, backbone, rounds, pause, visitor_id],
              [status, parent_chat, fork_chat, table, run_id, from_round, rounds], api_visibility="private",
-             concurrency_id="debate")
+             concurrency_id="debate", concurrency_limit=services.admission.capacity)  # the line is services.admission
     return run_id, from_round

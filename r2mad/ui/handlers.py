@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import html
 import logging
+import time
 from dataclasses import dataclass
 
 import gradio as gr
 
+from r2mad.admission import Refused
 from r2mad.backends.base import BackendError
 from r2mad.config import PAPER_PROFILE, ConfigError, DebateSettings, with_profile
 from r2mad.evaluation.costs import price_table
@@ -16,14 +18,16 @@ from r2mad.methods import METHODS, needs_bank
 from r2mad.runs.faults import StoreError
 from r2mad.tasks import task_from_input
 from r2mad.text import quoted
+from r2mad.ui.line import lane_of, refusal, skip_hint, wait_turn
 from r2mad.ui.live import LiveRun, stream
 from r2mad.ui.services import Services
-from r2mad.ui.views import idle, view  # the Debate tab's component updates (issue 16)
+from r2mad.ui.views import idle, status_line, view  # the Debate tab's component updates (issue 16)
 from r2mad.ui.visitors import Visitor, identify
 
 log = logging.getLogger("r2mad.ui")
 MAX_COLUMNS = 4
 USER_ERRORS = (BackendError, ConfigError, ValueError, StoreError)  # StoreError: a full or locked run store
+TICK_S = 1.0  # the running status line's seconds move on at least this often
 
 
 def warn(message: str, secret: str | None = None) -> None:
@@ -108,6 +112,16 @@ class DebateHandlers:
             login_token=login_token)
         return task, settings, backend, backbone_name, []
 
+    async def _skip_hint(self, lane: str, token: str | None, login_token: str | None) -> str:
+        """The remote backbone this visitor could pick to skip the line ("" when none is theirs to use)."""
+        def usable(name: str) -> bool:
+            try:
+                self.services.backend(name, token=token, login_token=login_token)
+            except USER_ERRORS:
+                return False
+            return True
+        return await asyncio.to_thread(skip_hint, self.services.config, lane, usable)
+
     async def _open_bank(self, bank: str, task_kind: str, stop: asyncio.Event):
         """Yield status lines while the bank opens off the event loop (the first opening loads the
         embedder and may build the index), then (bank or None, notices); None when stopped first."""
@@ -141,14 +155,20 @@ class DebateHandlers:
                             (option_a, option_b, option_c, option_d, option_e, option_f, option_g, option_h,
                              option_i, option_j), gold, run_profile or "demo",
                             tuple(b or "" for b in chosen) if mixed_models else (), aux_backbone or "")
+        asked = time.time()  # the visitor's clock starts here: the status line counts from the press of Run
         session = getattr(request, "session_hash", None) or "anonymous"
         visitor = identify(self.services.config, browser_id=visitor_id, session=session, profile=profile,
                            token=oauth_token)
-        async for update in self._run(req, session, visitor, getattr(oauth_token, "token", None)):
+        key = visitor.owner or (f"browser:{visitor_id}" if visitor_id else f"session:{session}")
+        async for update in self._run(req, session, visitor, getattr(oauth_token, "token", None), asked=asked,
+                                      key=key):
             yield update
 
-    async def _run(self, req: DebateRequest, session: str, visitor: Visitor, login_token: str | None = None):
+    async def _run(self, req: DebateRequest, session: str, visitor: Visitor, login_token: str | None = None, *,
+                   asked: float | None = None, key: str | None = None):
+        """`asked`: time.time() when the visitor pressed Run; `key`: who they are to the line (cap per visitor)."""
         services, methods, bank = self.services, req.methods, req.bank
+        asked, key = asked or time.time(), key or visitor.owner or f"session:{session}"
         token = req.token or login_token  # whichever reaches the endpoint is scrubbed from what is kept
         if not (req.question or "").strip():
             warn("The question is empty; type a question before starting a debate.")
@@ -163,7 +183,8 @@ class DebateHandlers:
             warn("A debate is already running in this browser tab; stop it or wait until it ends.")
             yield idle("A debate is already running here; wait or press Stop.")
             return
-        store = live = None
+        store = live = ticket = None
+        finished = False
         try:
             try:
                 task, settings, backend, backbone_name, agent_backends = await self._prepare(req, login_token)
@@ -171,6 +192,22 @@ class DebateHandlers:
                 warn(str(exc), token)
                 text = html.escape(str(exc).replace(token or chr(0), "[redacted]"), quote=False)
                 yield idle(f"Not started: {text}")
+                return
+            lane = lane_of(services.config, req.agent_backbones + (req.aux_backbone,) if req.agent_backbones
+                           else (req.backbone,), custom=bool((req.base_url or "").strip()))
+            try:
+                ticket = services.admission.enter(key, lane)
+                hint = await self._skip_hint(lane, req.token, login_token) if ticket.waiting else ""
+            except Refused as exc:
+                hint = await self._skip_hint(lane, req.token, login_token)
+                warn(refusal(str(exc), hint))
+                yield idle(f"Not started: {html.escape(refusal(str(exc), hint), quote=False)}")
+                return
+            async for words in wait_turn(services.admission, ticket, stop=stop_signal, since=asked, hint=hint):
+                place, _, rest = words.partition(" · ")
+                yield idle(f"**{html.escape(place, quote=False)}** · {html.escape(rest, quote=False)}")
+            if ticket.left:
+                yield idle("Stopped while waiting in line; nothing was run.")
                 return
             bank_obj, notices = None, []
             if bank and any(map(needs_bank, methods)):
@@ -186,13 +223,17 @@ class DebateHandlers:
             prices = price_table(services.config.backbones.values())  # a custom endpoint has none
             live = LiveRun(task, list(methods), backbone_name, settings, bank or None, store, owner=visitor.owner,
                            agent_backends=agent_backends)
-            yield view(live.transcripts(), final=False)
+            yield view(live.transcripts(), final=False, elapsed=time.time() - asked)
             async for transcripts in stream(live, backend, bank=bank_obj, bank_notices=tuple(notices),
-                                            stop=stop_signal, summaries=services.summaries):
-                done = all(t.status != "running" for t in transcripts.values())
+                                            stop=stop_signal, summaries=services.summaries, tick_s=TICK_S):
                 # what the page shows and downloads holds no key, even one an endpoint echoed back
-                yield view({m: store.scrub_transcript(t) for m, t in transcripts.items()}, final=done,
-                           prices=prices, saved=live.run_ids)
+                shown = {m: store.scrub_transcript(t) for m, t in (transcripts or live.transcripts()).items()}
+                if not transcripts:  # nothing new for a while: only the clock on the status line moves
+                    yield idle(status_line(shown, prices, time.time() - asked))
+                    continue
+                done = all(t.status != "running" for t in transcripts.values())
+                yield view(shown, final=done, prices=prices, saved=live.run_ids, elapsed=time.time() - asked)
+            finished = bool(live.results) and all(t.status == "done" for t in live.results.values())
             for notice in store.take_notices():
                 warn(notice)
             for m, t in live.results.items():
@@ -214,6 +255,8 @@ class DebateHandlers:
             if live is not None:
                 yield view(live.transcripts(), final=True)
         finally:
+            if ticket is not None:
+                services.admission.leave(ticket, measured=finished)
             services.end(session)
             if store is not None and store is not services.store:
                 store.close()

@@ -113,10 +113,13 @@ class LiveRun:
 
 
 async def stream(live: LiveRun, backend: Any, *, bank: Any = None, bank_notices: tuple[str, ...] = (),
-                 stop: asyncio.Event | None = None, summaries: Any = None) -> AsyncIterator[dict[str, Transcript]]:
+                 stop: asyncio.Event | None = None, summaries: Any = None,
+                 tick_s: float | None = None) -> AsyncIterator[dict[str, Transcript]]:
     """Yield the partial transcripts after every event, then the finished ones. Setting `stop` (or
     cancelling the consumer) cancels the debate and saves it as "cancelled" with the rounds it has;
-    after `stop` the cancelled transcripts are yielded last. An exception saves it as "failed"."""
+    after `stop` the cancelled transcripts are yielded last. An exception saves it as "failed".
+    `tick_s`: after that many seconds without an event, an empty dict is yielded (nothing new: a clock
+    shown beside the debate may move on)."""
     queue: asyncio.Queue[tuple[str, Event]] = asyncio.Queue()
     stop = stop or asyncio.Event()
 
@@ -136,15 +139,24 @@ async def stream(live: LiveRun, backend: Any, *, bank: Any = None, bank_notices:
             agent_backends=live.agent_backends))
     stopper = asyncio.ensure_future(stop.wait())
     shown_at = 0.0
+    getter: asyncio.Future | None = None
+    unshown = False  # live text received but not yet shown
     try:
         while True:
-            getter = asyncio.ensure_future(queue.get())
-            done, _ = await asyncio.wait({getter, job, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            getter = getter or asyncio.ensure_future(queue.get())
+            done, _ = await asyncio.wait({getter, job, stopper}, timeout=tick_s, return_when=asyncio.FIRST_COMPLETED)
+            if not done:
+                shown_at = time.monotonic() if unshown else shown_at
+                yield live.transcripts() if unshown else {}
+                unshown = False
+                continue
             if getter not in done:
                 getter.cancel()
                 break
             kinds = {live.receive(*getter.result())} | _drain(queue, live)
-            if kinds == {"delta"} and time.monotonic() - shown_at < TYPING_REFRESH_S:
+            getter = None
+            unshown = kinds == {"delta"} and time.monotonic() - shown_at < TYPING_REFRESH_S
+            if unshown:
                 continue
             shown_at = time.monotonic()
             yield live.transcripts()
@@ -168,6 +180,8 @@ async def stream(live: LiveRun, backend: Any, *, bank: Any = None, bank_notices:
         raise
     finally:
         stopper.cancel()
+        if getter is not None:
+            getter.cancel()
     yield live.transcripts()
 
 

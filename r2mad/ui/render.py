@@ -122,9 +122,11 @@ def aux_usage(aux: Iterable[AuxCall]) -> str:
     return "*Extra calls this round: " + "; ".join(parts) + ".*"
 
 
-def final_markdown(t: Transcript, prices: PriceTable | None = None) -> str:
+def final_markdown(t: Transcript, prices: PriceTable | None = None, elapsed: float | None = None) -> str:
     """The outcome in words (see states.outcome_line), then what it cost (in money too, given the models'
-    prices: backbone name -> Prices); a mixed-model debate names each agent's model and the usage per model."""
+    prices: backbone name -> Prices); a mixed-model debate names each agent's model and the usage per model.
+    `elapsed`: while the debate runs, the seconds since the visitor asked for it, shown instead of the
+    loop's own (which move only when the loop hands over a transcript)."""
     finished = [r for r in t.rounds if not r.details.get("running")]
     usage, per_model = t.usage(), t.usage_by_model()
     costs = model_costs(per_model, prices or {})
@@ -132,13 +134,19 @@ def final_markdown(t: Transcript, prices: PriceTable | None = None) -> str:
     models = agent_models(t)
     on = mix_words(models) if models else esc(t.backbone)
     text = (f"**{esc(outcome_line(t))}**  \n{esc(t.method)} on {on} · {len(finished)} round(s) · "
-            f"{usage.calls} calls · {usage.tokens} tokens{money} · {t.seconds:.1f} s")
+            f"{usage.calls} calls · {usage.tokens} tokens{money} · {_seconds(t, elapsed)}")
     if len(per_model) > 1:
         text += "  \nBy model: " + "; ".join(
             f"{esc(name)} {u.calls} call{'s' if u.calls != 1 else ''} · {u.tokens} tokens"
             + ("" if costs is None else f" ({'price unknown' if costs[name] is None else format_cost(costs[name])})")
             for name, u in per_model.items())
     return text
+
+
+def _seconds(t: Transcript, elapsed: float | None) -> str:
+    if t.status == "running" and elapsed is not None:
+        return f"{elapsed:.0f} s so far"
+    return f"{t.seconds:.1f} s"
 
 
 def mix_words(models: dict[int, str]) -> str:

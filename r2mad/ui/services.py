@@ -16,6 +16,7 @@ from r2mad.memory.summaries import SummaryCache
 from r2mad.runner import check_bank
 from r2mad.runs.store import RunStore
 from r2mad.text import quoted
+from r2mad.ui.line import make_admission
 
 log = logging.getLogger("r2mad.ui")
 HF_KEY_ENV = "HF_TOKEN"  # backbones keyed by it run on HF Inference Providers: a login's token fits them
@@ -37,6 +38,7 @@ class Services:
         self.warming: dict[Path, str] = {}  # bank -> what its first opening is doing now
         self._backends: dict[str, Any] = {}
         self._active: dict[str, tuple[asyncio.Event, Any]] = {}  # session -> (stop signal, its loop)
+        self.admission = make_admission(config)  # which debates run now, and the fair line of the others
 
     # --- memory banks ---------------------------------------------------------------------------
 

@@ -43,23 +43,34 @@ def write_summary_csv(transcripts: dict[str, Transcript]) -> str:
     return str(path)
 
 
-def compare_status(transcripts: dict[str, Transcript]) -> str:
+def compare_status(transcripts: dict[str, Transcript], elapsed: float | None = None) -> str:
     running = any(t.status == "running" for t in transcripts.values())
     shared = " Round 0 was computed once and shared by the debate methods." if any(
         t.shared_round0 for t in transcripts.values()) else ""
     progress = "  \n".join(esc(progress_line(title_of(m), t)) for m, t in transcripts.items())
-    return (f"**Side by side: {len(transcripts)} methods — {'running…' if running else 'finished'}.**"
+    clock = f" ({elapsed:.0f} s so far)" if running and elapsed is not None else ""
+    return (f"**Side by side: {len(transcripts)} methods — {'running…' if running else 'finished'}{clock}.**"
             f"{shared}  \n{progress}")
 
 
+def status_line(transcripts: dict[str, Transcript], prices: PriceTable | None = None,
+                elapsed: float | None = None) -> str:
+    """The status line above the debate: the outcome (or progress), its cost and, while it runs, the seconds
+    since the visitor asked (`elapsed`)."""
+    if len(transcripts) > 1:
+        return compare_status(transcripts, elapsed)
+    return final_markdown(next(iter(transcripts.values())), prices, elapsed) if transcripts else ""
+
+
 def view(transcripts: dict[str, Transcript], *, final: bool, prices: PriceTable | None = None,
-         saved: dict[str, str] | None = None) -> tuple:
+         saved: dict[str, str] | None = None, elapsed: float | None = None) -> tuple:
     """Updates for DebateTab.outputs (see debate_tab.build for the order); `prices`: each backbone's by
-    name, for the cost in money; `saved`: each method's run id (a finished single debate offers a fork)."""
+    name, for the cost in money; `saved`: each method's run id (a finished single debate offers a fork);
+    `elapsed`: the seconds since the visitor asked, shown while the debate runs."""
     methods = list(transcripts)
     compare = len(methods) > 1
     first = transcripts[methods[0]] if methods else None
-    status = compare_status(transcripts) if compare else (final_markdown(first, prices) if first else "")
+    status = status_line(transcripts, prices, elapsed)
     single = chat_messages(first) if first is not None and not compare else []
     columns = [gr.Chatbot(value=chat_messages(transcripts[methods[i]]), label=title_of(methods[i]))
                if compare and i < len(methods) else gr.Chatbot(value=[]) for i in range(MAX_COLUMNS)]

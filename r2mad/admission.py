@@ -1,0 +1,190 @@
+"""Fair admission of debates to a shared machine: a few slots per lane (e.g. the embedded model's CPU), a
+bounded line in front of them that advances round-robin across visitors, caps per visitor, a place in
+line and an estimate from measured durations, and one-sentence refusals. asyncio only; no Gradio, no I/O.
+Not a scheduler of model calls (the backends batch those); it decides which debates run at all."""
+from __future__ import annotations
+
+import asyncio
+import heapq
+import math
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+class Refused(Exception):
+    """A debate not admitted; the message is the sentence to show."""
+
+
+@dataclass(eq=False)
+class Ticket:
+    """One debate's entry: waiting in `lane` until admitted, then running until it leaves."""
+    visitor: str
+    lane: str
+    entered: float
+    admitted_at: float | None = None
+    left: bool = False
+    measured: bool = False  # a caller's note that the debate ran to its end (see line.admitted)
+    _admitted: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+
+    @property
+    def running(self) -> bool:
+        return self.admitted_at is not None and not self.left
+
+    @property
+    def waiting(self) -> bool:
+        return self.admitted_at is None and not self.left
+
+    async def admitted(self) -> None:
+        """Return once the debate may run."""
+        await self._admitted.wait()
+
+
+@dataclass
+class _Lane:
+    slots: int
+    running: list[Ticket] = field(default_factory=list)
+    rotation: deque[str] = field(default_factory=deque)  # visitors with someone waiting, whose turn is next
+    waiting: dict[str, deque[Ticket]] = field(default_factory=dict)
+    durations: deque[float] = field(default_factory=lambda: deque(maxlen=10))  # recent admitted debates, s
+
+    def order(self) -> list[Ticket]:
+        """The waiting tickets in the order they will be admitted: one per visitor per turn, visitors in
+        rotation order (a visitor served goes to the back), so many entries of one never starve another."""
+        queues = [self.waiting[v] for v in self.rotation]
+        depth = max((len(q) for q in queues), default=0)
+        return [q[k] for k in range(depth) for q in queues if k < len(q)]
+
+
+class Admission:
+    """`lanes`: slots per lane (debates running at once); `max_waiting`: the line's length over all lanes;
+    `per_visitor`: debates one visitor may have running or waiting; `waiting_per_visitor`: of which waiting.
+    Call every method from the event loop the debates run on."""
+
+    def __init__(self, lanes: dict[str, int], *, max_waiting: int, per_visitor: int = 2,
+                 waiting_per_visitor: int = 1, clock: Callable[[], float] = time.monotonic):
+        self.lanes = {name: _Lane(max(1, int(slots))) for name, slots in lanes.items()}
+        self.max_waiting, self.per_visitor = max_waiting, per_visitor
+        self.waiting_per_visitor, self.clock = waiting_per_visitor, clock
+
+    @property
+    def capacity(self) -> int:
+        """Debates admitted or waiting at most: each needs a worker of the web framework to wait in."""
+        return sum(lane.slots for lane in self.lanes.values()) + self.max_waiting
+
+    def waiting_count(self, lane: str | None = None) -> int:
+        lanes = [self.lanes[lane]] if lane else self.lanes.values()
+        return sum(len(q) for x in lanes for q in x.waiting.values())
+
+    def running_count(self, lane: str) -> int:
+        return len(self.lanes[lane].running)
+
+    def _mine(self, visitor: str) -> tuple[list[Ticket], list[Ticket]]:
+        running = [t for lane in self.lanes.values() for t in lane.running if t.visitor == visitor]
+        waiting = [t for lane in self.lanes.values() for t in lane.waiting.get(visitor, ())]
+        return running, waiting
+
+    def enter(self, visitor: str, lane: str) -> Ticket:
+        """Admit a debate at once when a slot is free and nobody waits, else put it in line; raises Refused
+        with the reason in one sentence when the visitor or the line is full."""
+        x = self.lanes[lane]
+        running, waiting = self._mine(visitor)
+        if waiting and len(waiting) >= self.waiting_per_visitor:
+            place = min(self.place(t) for t in waiting)
+            raise Refused(f"Your other debate is still waiting in line (place {place}); press Stop where it "
+                          "runs to take it out of the line, or wait until it starts.")
+        if len(running) + len(waiting) >= self.per_visitor:
+            raise Refused(f"You already have {len(running) + len(waiting)} debates running or waiting, the most "
+                          "one visitor may have here; press Stop on one or wait until one ends.")
+        ticket = Ticket(visitor, lane, self.clock())
+        if len(x.running) < x.slots and not x.rotation:
+            self._admit(x, ticket)
+            return ticket
+        if self.waiting_count() >= self.max_waiting:
+            raise Refused(f"The line is full ({self.max_waiting} debates waiting); try again in a few minutes.")
+        if visitor not in x.waiting:
+            x.waiting[visitor] = deque()
+            x.rotation.append(visitor)
+        x.waiting[visitor].append(ticket)
+        return ticket
+
+    def _admit(self, x: _Lane, ticket: Ticket) -> None:
+        ticket.admitted_at = self.clock()
+        x.running.append(ticket)
+        ticket._admitted.set()
+
+    def _advance(self, x: _Lane) -> None:
+        while len(x.running) < x.slots and x.rotation:
+            visitor = x.rotation.popleft()
+            queue = x.waiting[visitor]
+            ticket = queue.popleft()
+            if queue:
+                x.rotation.append(visitor)
+            else:
+                del x.waiting[visitor]
+            self._admit(x, ticket)
+
+    def leave(self, ticket: Ticket, *, measured: bool = False) -> None:
+        """Take a debate out: out of the line (Stop while waiting), or out of its slot when it ends; a
+        debate that ran to its end (`measured`) adds its duration to the estimate. Leaving twice is a no-op."""
+        if ticket.left:
+            return
+        ticket.left = True
+        x = self.lanes[ticket.lane]
+        if ticket.admitted_at is None:
+            queue = x.waiting.get(ticket.visitor)
+            if queue is not None and ticket in queue:
+                queue.remove(ticket)
+                if not queue:
+                    del x.waiting[ticket.visitor]
+                    x.rotation.remove(ticket.visitor)
+            return
+        x.running.remove(ticket)
+        if measured:
+            x.durations.append(self.clock() - ticket.admitted_at)
+        self._advance(x)
+
+    def place(self, ticket: Ticket) -> int:
+        """1 for the next debate to start; 0 once admitted (or gone)."""
+        if not ticket.waiting:
+            return 0
+        return self.lanes[ticket.lane].order().index(ticket) + 1
+
+    def mean_duration(self, lane: str) -> float | None:
+        """The mean duration of the lane's recent debates that ran to their end; None before the first."""
+        d = self.lanes[lane].durations
+        return sum(d) / len(d) if d else None
+
+    def estimate_s(self, ticket: Ticket) -> float | None:
+        """Seconds until this waiting debate starts, from the measured mean duration: each running debate
+        is taken to need the mean minus what it has run (at least a tenth of the mean), then every debate
+        ahead in line the mean. None without a measurement."""
+        mean, place = self.mean_duration(ticket.lane), self.place(ticket)
+        if mean is None or place == 0:
+            return None
+        x, now = self.lanes[ticket.lane], self.clock()
+        free = [max(mean - (now - t.admitted_at), mean / 10) for t in x.running]
+        free += [0.0] * (x.slots - len(free))
+        heapq.heapify(free)
+        start = 0.0
+        for _ in range(place):
+            start = heapq.heappop(free)
+            heapq.heappush(free, start + mean)
+        return start
+
+
+def about(seconds: float) -> str:
+    """'about 40 s', 'about 3 min' (rounded up: a promise kept rather than broken)."""
+    if seconds < 90:
+        return f"about {max(5, 5 * math.ceil(seconds / 5))} s"
+    return f"about {math.ceil(seconds / 60)} min"
+
+
+def waiting_words(place: int, estimate_s: float | None, waited_s: float, skip_hint: str = "", *,
+                  leave: str = "Press Stop to leave the line") -> str:
+    """The status of a debate in line, in one line: place, estimate (only from a measurement), time waited,
+    how to `leave` and, where one is open to the visitor, a backbone that skips the line."""
+    eta = f" — starts in {about(estimate_s)}" if estimate_s is not None else ""
+    hint = f"; or {skip_hint} to skip the line" if skip_hint else ""
+    return f"Waiting in line: place {place}{eta} · waited {waited_s:.0f} s. {leave}{hint}."
