@@ -28,7 +28,7 @@ class Services:
         self.env_secrets = [s for s in secrets if s]
         self.store_path = config.app.runs_db
         self.store = RunStore(self.store_path, secrets=lambda: self.env_secrets, taxonomy=config.taxonomy_file,
-                              lock_wait_s=config.app.store_lock_wait_s)
+                              lock_wait_s=config.app.store_lock_wait_s, on_wait=log.info)
         for notice in self.store.take_notices():
             log.warning(notice)
         self.summaries = SummaryCache(config.app.summaries_file)  # R²-MAD's round summaries, shared
@@ -198,7 +198,7 @@ class Services:
         if not tokens:
             return self.store
         return RunStore(self.store_path, secrets=lambda: [*tokens, *self.env_secrets],
-                        taxonomy=self.store.taxonomy, lock_wait_s=self.store.lock_wait_s)
+                        taxonomy=self.store.taxonomy, lock_wait_s=self.store.lock_wait_s, on_wait=log.info)
 
     # --- one debate per browser session ---------------------------------------------------------
 
