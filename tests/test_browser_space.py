@@ -49,7 +49,7 @@ def space(tmp_path_factory):
             (configs / name).write_text((ROOT / "configs" / name).read_text())
         (configs / "backbones.yaml").write_text(yaml.safe_dump({"backbones": {
             "fake": {"label": "Test server", "base_url": srv.base_url, "model": "m", "timeout_s": 10,
-                     "api_key_env": "R2MAD_TEST_TOKEN", "api_key_required": True}}}))
+                     "api_key_env": "R2MAD_TEST_TOKEN", "api_key_required": True, "visitor_token": True}}}))
         config = load_config(configs, env={**os.environ, "SPACE_ID": "someone/r2mad-studio",
                                            "R2MAD_DATA_DIR": str(tmp / "var")})
         with socket.socket() as s:

@@ -85,8 +85,9 @@ class DebateTab:
 
 
 def needs_token(config, backbone: str) -> bool:
+    """The token field is for backbones a visitor's own token may reach (`visitor_token`)."""
     spec = config.backbones.get(backbone)
-    return bool(spec and spec.kind != "embedded" and spec.api_key_env)
+    return bool(spec and spec.visitor_token)
 
 
 MAX_AGENTS = 8  # the Agents slider's maximum: one backbone dropdown each under Mixed models
