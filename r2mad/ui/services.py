@@ -116,8 +116,9 @@ class Services:
     # --- backends -------------------------------------------------------------------------------
 
     def browser_secret(self) -> str:
-        """The key the visitor ids kept in browsers are sealed with; kept in the data folder, so the
-        ids still open after a restart."""
+        """The key gr.BrowserState encrypts the visitor id with in the browser. Gradio sends it to every page
+        (in /config), so it protects nothing: the id alone is the visitor's identity, like a password their
+        browser keeps. It is kept in the data folder only so that ids stored before a restart still read back."""
         path = Path(self.config.app.data_dir) / "browser-secret"
         if not path.is_file():
             path.parent.mkdir(parents=True, exist_ok=True)
