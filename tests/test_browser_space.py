@@ -110,7 +110,7 @@ def test_a_pasted_token_is_used_and_then_found_in_no_browser_storage(space, page
 def test_links_in_questions_and_answers_render_as_inert_text(page):
     ask(page, f"What is 2+2? See {LINKS}", token="hf_" + "AnotherPastedToken" + "0" * 16)
     chat = page.locator("#chat-single")
-    chat.get_by_text("evil.example/b", exact=False).first.wait_for(timeout=10_000)  # the text is shown...
+    chat.get_by_text("evil.example/b", exact=False).first.wait_for(timeout=60_000)  # the text is shown...
     SHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SHOTS / "inert-links.png"), full_page=True)
     hrefs = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")

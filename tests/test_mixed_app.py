@@ -163,7 +163,7 @@ def open_mixed(browser, url, viewport):
     page.wait_for_selector("#question textarea", timeout=60_000)
     page.locator("#advanced").get_by_text("Advanced", exact=False).first.click()
     page.locator("#mixed-models input[type=checkbox]").check()
-    page.locator("#agent-backbone-3").wait_for(timeout=10_000)
+    page.locator("#agent-backbone-3").wait_for(timeout=60_000)
     return page
 
 
