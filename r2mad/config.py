@@ -165,6 +165,9 @@ class Backbone:
     model: str | None = None
     api_key_env: str | None = None
     api_key_required: bool = False
+    # a visitor's own token (pasted in the app, or their Hugging Face login's) may be sent here in place of
+    # api_key_env's key: true for the Hugging Face router's backbones only; a token never reaches the others
+    visitor_token: bool = False
     timeout_s: float = field(default=60.0, metadata=_limits(0.1, 3600))
     max_retries: int = field(default=2, metadata=_limits(0, 10))
     # a streamed answer's bound on total time (unset: timeout_s + 0.05 s per max token); timeout_s bounds the gaps
@@ -345,6 +348,10 @@ def load_config(config_dir: Path | str = CONFIG_DIR, env: dict[str, str] | None 
                               "indented `key: value` lines (kind, base_url, model, ...).")
     backbones = {name: validate(Backbone, {**(spec or {}), "name": name}, f"{path}: {name}")
                  for name, spec in entries.items()}
+    for b in backbones.values():
+        if b.visitor_token and (b.kind != "openai" or not b.api_key_env):
+            raise ConfigError(f"{path}: {b.name}.visitor_token is true but the backbone names no api_key_env; give "
+                              "it the key's variable (HF_TOKEN for the Hugging Face router) or remove visitor_token.")
     default = raw.get("default", next(iter(backbones)))
     if default not in backbones:
         raise ConfigError(f"{path}: default {quoted(default)} is not one of the backbones listed there.")
@@ -378,13 +385,14 @@ def env_secrets(config: Config, env: dict[str, str] | None = None) -> list[str]:
 
 
 def api_key_for(backbone: Backbone, env: dict[str, str] | None = None, pasted: str | None = None) -> str | None:
-    """The key for a backbone: a token the visitor pasted (this session only) or the named env var.
+    """The key for a backbone: a visitor's own token (pasted, or their login's; this session only) where the
+    backbone declares `visitor_token`, else the named env var; a visitor's token goes nowhere else.
     Raises before any call when a required key is missing."""
     env = os.environ if env is None else env
-    key = (pasted or "").strip() or (env.get(backbone.api_key_env, "").strip() if backbone.api_key_env else "")
+    key = ((pasted or "").strip() if backbone.visitor_token else "") or (env.get(backbone.api_key_env, "").strip() if backbone.api_key_env else "")
     if key and (any(c.isspace() for c in key) or not key.isprintable() or len(key) > 512):
         raise ConfigError("The API token has spaces or invalid characters; paste the token alone.")
     if backbone.api_key_required and not key:
-        raise ConfigError(f"Backbone '{backbone.name}' needs an API token: set {backbone.api_key_env} "
-                          "or paste a token in the app.")
+        raise ConfigError(f"Backbone '{backbone.name}' needs an API token: set {backbone.api_key_env}"
+                          + (" or paste a token in the app." if backbone.visitor_token else " where it runs."))
     return key or None

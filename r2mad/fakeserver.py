@@ -208,6 +208,7 @@ class FakeServer:
     hits: int = 0  # /chat/completions requests
     model_hits: int = 0  # GET /models requests
     requests: list[Received] = field(default_factory=list)  # /chat/completions requests only
+    model_requests: list[Received] = field(default_factory=list)  # GET /models requests
     provider: str | None = None  # sent as the x-inference-provider header of every answer, as the HF router does
     max_parallel: int | None = None  # answer at most this many chat requests at a time (a server with few slots)
 
@@ -289,6 +290,8 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
             if self.path.rstrip("/") == "/v1/models":
                 with server._lock:
                     server.model_hits += 1
+                    server.model_requests.append(Received("GET", self.path, {k.lower(): v for k, v in
+                                                                             self.headers.items()}, None))
                 data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in server.models]
                 self._json(200, {"object": "list", "data": data})
             else:

@@ -34,9 +34,9 @@ def config_dir(tmp_path, server):
     shutil.copytree(ROOT / "configs", folder)
     (folder / "backbones.yaml").write_text(yaml.safe_dump({"default": "fake", "backbones": {
         "fake": {"base_url": server.base_url, "model": "fake-model", "api_key_env": "R2MAD_TEST_TOKEN",
-                 "timeout_s": 2, "max_retries": 1},
+                 "visitor_token": True, "timeout_s": 30, "max_retries": 1},  # timeout: a hang guard
         "needs-token": {"base_url": server.base_url, "model": "fake-model", "api_key_env": "R2MAD_TEST_TOKEN",
-                        "api_key_required": True},
+                        "api_key_required": True, "visitor_token": True},
         "nowhere": {"base_url": "http://127.0.0.1:9/v1", "model": "m", "timeout_s": 0.5, "max_retries": 1},
     }}))
     return folder

@@ -158,7 +158,7 @@ def test_waiting_words_give_an_estimate_only_when_there_is_one():
 
 def test_the_app_puts_debates_on_the_embedded_model_in_its_lane_and_names_a_backbone_that_skips_it():
     from r2mad.config import load_config
-    from r2mad.ui.line import EMBEDDED, REMOTE, lane_of, refusal, skip_hint
+    from r2mad.ui.line import EMBEDDED, REMOTE, lane_of, skip_hint, with_hint
 
     config = load_config()  # the shipped backbones: the embedded SmolLM2 and Hugging Face ones
     assert lane_of(config, ["smollm2-135m"]) == EMBEDDED
@@ -168,6 +168,6 @@ def test_the_app_puts_debates_on_the_embedded_model_in_its_lane_and_names_a_back
     assert hint == "pick Qwen2.5-7B-Instruct (HF Inference Providers) under Advanced"
     assert skip_hint(config, EMBEDDED, lambda name: False) == ""  # no token for any: no hint
     assert skip_hint(config, REMOTE, lambda name: True) == ""  # already off the line
-    assert refusal("The line is full (32 debates waiting); try again in a few minutes.", hint) == (
+    assert with_hint("The line is full (32 debates waiting); try again in a few minutes.", hint) == (
         "The line is full (32 debates waiting); try again in a few minutes; or pick Qwen2.5-7B-Instruct "
         "(HF Inference Providers) under Advanced to skip the line.")

@@ -124,7 +124,7 @@ def test_five_runs_labelled_with_keys_alone_survive_a_reload(served, browser):
     first = run_shown(page)
     page.keyboard.press("J")
     page.wait_for_function("(id) => document.querySelector('#ann-run input, #ann-run textarea').value !== id",
-                           arg=first, timeout=20_000)
+                           arg=first, timeout=60_000)
     shown = run_shown(page)
     assert shown == order[order.index(first) + 1]
     page.wait_for_timeout(300)
@@ -148,7 +148,7 @@ def test_blind_queue_hides_the_other_label_until_you_submit(served, browser):
     page.keyboard.press("Escape")
     assert run_shown(page) == blind[0]
     others = page.locator("#ann-others")
-    others.filter(has_text="stay hidden until you submit").wait_for(timeout=10_000)
+    others.filter(has_text="stay hidden until you submit").wait_for(timeout=60_000)
     assert "backend_error" not in others.inner_text() and "timed out" not in others.inner_text()
     assert "ana" not in page.locator("#ann-suggestions").inner_text()  # nor her review of a suggestion
     shot(page, "annotate-blind-before.png")
@@ -158,7 +158,7 @@ def test_blind_queue_hides_the_other_label_until_you_submit(served, browser):
     assert run_shown(page) == blind[1]
     page.keyboard.press("K")
     wait_progress(page, "run 1 of 2")
-    others.filter(has_text="backend_error").wait_for(timeout=10_000)
+    others.filter(has_text="backend_error").wait_for(timeout=60_000)
     assert "ana rejected" in page.locator("#ann-suggestions").inner_text()
     assert "ana" in others.inner_text() and "the call timed out" in others.inner_text()
     shot(page, "annotate-blind-after.png")
@@ -176,15 +176,15 @@ def test_deep_link_opens_the_run_and_a_click_blames_a_turn(served, browser):
     page.locator("#ann-chat").get_by_text("Run 3 says I think ((B))").locator("visible=true").first.click()
     page.locator("#ann-turn input").first.wait_for()
     page.wait_for_function("() => document.querySelector('#ann-turn input').value === 'round 1 · agent 3'",
-                           timeout=10_000)
+                           timeout=60_000)
     page.locator("#ann-labels input[type=checkbox]").nth(8).check()  # other
     page.click("#ann-copy")
     page.wait_for_function("(id) => document.querySelector('#ann-link input, #ann-link textarea').value"
-                           ".endsWith('?run=' + id)", arg=runs[3], timeout=10_000)
+                           ".endsWith('?run=' + id)", arg=runs[3], timeout=60_000)
     page.get_by_text("Compare with another run · who moved whom").click()
     page.fill("#ann-other input, #ann-other textarea", runs[0])
     page.click("#ann-compare")
-    page.locator("#ann-graphs svg").nth(1).wait_for(timeout=20_000)
+    page.locator("#ann-graphs svg").nth(1).wait_for(timeout=60_000)
     # run 3: agent 3 took B from agents 1 and 2; run 0: agent 1 took B from agents 2 and 3
     assert page.locator("#ann-graphs svg").nth(0).locator("line.move").count() == 2
     assert page.locator("#ann-graphs svg").nth(1).locator('line[data-from="2"][data-to="1"]').count() == 1
@@ -217,14 +217,14 @@ def test_create_a_queue_measure_agreement_adjudicate_and_export(served, browser)
     agreement.filter(has_text="Krippendorff").wait_for(timeout=30_000)
     assert "advice_misled" in agreement.inner_text() and "precision" in agreement.inner_text()
     row = page.locator("#ann-disagreements").get_by_text(blind[1], exact=True).filter(visible=True).first
-    row.wait_for(timeout=10_000)
+    row.wait_for(timeout=60_000)
     assert "cy: other" in page.locator("#ann-disagreements").inner_text()
     row.click()
     page.wait_for_function("(id) => document.querySelector('#ann-run input, #ann-run textarea').value === id",
-                           arg=blind[1], timeout=20_000)
+                           arg=blind[1], timeout=60_000)
     page.locator("#ann-final").get_by_label("advice_misled").check()
     page.click("#ann-final-save")
-    page.locator("#ann-final-md").filter(has_text="Final labels by local: advice_misled").wait_for(timeout=10_000)
+    page.locator("#ann-final-md").filter(has_text="Final labels by local: advice_misled").wait_for(timeout=60_000)
     assert book.finals()[blind[1]].labels == ("advice_misled",)
     shot(page, "annotate-agreement.png")
     page.get_by_text("Export the labels as a dataset").click()

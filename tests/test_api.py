@@ -31,7 +31,7 @@ def app(tmp_path_factory):
     make_bank(tmp / "memory")
     with FakeServer(responder=answer) as server:
         config = load_config(env={**os.environ, "R2MAD_DATA_DIR": str(tmp / "var")})
-        fake = Backbone(name="fake", base_url=server.base_url, model="fake-model", timeout_s=5, max_retries=0)
+        fake = Backbone(name="fake", base_url=server.base_url, model="fake-model", timeout_s=60, max_retries=0)
         config = dataclasses.replace(
             config, backbones={**config.backbones, "fake": fake}, default_backbone="fake",
             settings=config.settings.replace(rounds=2, max_tokens=48),

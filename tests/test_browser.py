@@ -87,7 +87,7 @@ def test_side_by_side_shows_two_columns_and_a_summary(page):
     page.locator("#methods input").click()
     page.get_by_role("option", name=METHOD_LABELS["madm2-objective"]).click()
     page.keyboard.press("Escape")
-    page.wait_for_selector("#methods-hint :text('2 methods will run side by side')", timeout=10_000)
+    page.wait_for_selector("#methods-hint :text('2 methods will run side by side')", timeout=60_000)
     small_settings(page, agents=2, rounds=2, max_tokens=32)
     page.fill("#question textarea", "What is 3+4?")
     page.fill("#gold textarea, #gold input", "7")
@@ -98,7 +98,7 @@ def test_side_by_side_shows_two_columns_and_a_summary(page):
     assert "Round 0 (each agent alone) · shared by every method" in left.inner_text()
     page.get_by_role("tab", name="MAD-M² (O)").click()  # one tab of full texts per method
     right = page.locator("#chat-col-1")
-    right.wait_for(state="visible", timeout=10_000)
+    right.wait_for(state="visible", timeout=60_000)
     assert "Round 0 (each agent alone) · shared by every method" in right.inner_text()
     assert page.locator("#matrix tbody tr").count() == 2
     summary = page.locator("#summary").inner_text()

@@ -43,7 +43,7 @@ def served(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fork-browser")
     with FakeServer(responder=herd) as server:
         config = load_config(env={**os.environ, "R2MAD_DATA_DIR": str(tmp / "var")})
-        fake = Backbone(name="fake", base_url=server.base_url, model="fake-model", timeout_s=5, max_retries=0)
+        fake = Backbone(name="fake", base_url=server.base_url, model="fake-model", timeout_s=60, max_retries=0)
         config = dataclasses.replace(config, backbones={**config.backbones, "fake": fake}, default_backbone="fake",
                                      settings=config.settings.replace(early_stop=False),
                                      app=dataclasses.replace(config.app, default_bank=None))

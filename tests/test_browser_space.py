@@ -49,7 +49,7 @@ def space(tmp_path_factory):
             (configs / name).write_text((ROOT / "configs" / name).read_text())
         (configs / "backbones.yaml").write_text(yaml.safe_dump({"backbones": {
             "fake": {"label": "Test server", "base_url": srv.base_url, "model": "m", "timeout_s": 10,
-                     "api_key_env": "R2MAD_TEST_TOKEN", "api_key_required": True}}}))
+                     "api_key_env": "R2MAD_TEST_TOKEN", "api_key_required": True, "visitor_token": True}}}))
         config = load_config(configs, env={**os.environ, "SPACE_ID": "someone/r2mad-studio",
                                            "R2MAD_DATA_DIR": str(tmp / "var")})
         with socket.socket() as s:
@@ -110,7 +110,7 @@ def test_a_pasted_token_is_used_and_then_found_in_no_browser_storage(space, page
 def test_links_in_questions_and_answers_render_as_inert_text(page):
     ask(page, f"What is 2+2? See {LINKS}", token="hf_" + "AnotherPastedToken" + "0" * 16)
     chat = page.locator("#chat-single")
-    chat.get_by_text("evil.example/b", exact=False).first.wait_for(timeout=10_000)  # the text is shown...
+    chat.get_by_text("evil.example/b", exact=False).first.wait_for(timeout=60_000)  # the text is shown...
     SHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SHOTS / "inert-links.png"), full_page=True)
     hrefs = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")

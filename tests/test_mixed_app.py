@@ -55,7 +55,7 @@ def served(tmp_path_factory):
                      "price_output_per_m": 4.0},
             "right": {**server, "label": "Right test server", "base_url": right.base_url},
             "hf": {**server, "label": "HF-keyed test server", "base_url": hf.base_url, "api_key_env": "HF_TOKEN",
-                   "api_key_required": True}})
+                   "api_key_required": True, "visitor_token": True}})
         backbones["default"] = "left"
         (configs / "backbones.yaml").write_text(yaml.safe_dump(backbones))
         env = {k: v for k, v in os.environ.items() if k != "HF_TOKEN"}
@@ -163,7 +163,7 @@ def open_mixed(browser, url, viewport):
     page.wait_for_selector("#question textarea", timeout=60_000)
     page.locator("#advanced").get_by_text("Advanced", exact=False).first.click()
     page.locator("#mixed-models input[type=checkbox]").check()
-    page.locator("#agent-backbone-3").wait_for(timeout=10_000)
+    page.locator("#agent-backbone-3").wait_for(timeout=60_000)
     return page
 
 

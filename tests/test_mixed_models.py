@@ -130,7 +130,8 @@ def test_the_apps_mixed_backbones_follow_the_single_backbones_rules_in_one_sente
     from r2mad.ui.services import Services
 
     base = load_config(env={"R2MAD_DATA_DIR": str(tmp_path)})
-    hf = Backbone("hf", base_url="http://127.0.0.1:9/v1", model="m", api_key_env="HF_TOKEN", api_key_required=True)
+    hf = Backbone("hf", base_url="http://127.0.0.1:9/v1", model="m", api_key_env="HF_TOKEN", api_key_required=True,
+                  visitor_token=True)
     paid = Backbone("paid", base_url="http://127.0.0.1:9/v1", model="m", api_key_env="PAID_KEY",
                     api_key_required=True)
     local = Backbone("local", base_url="http://127.0.0.1:9/v1", model="m")

@@ -77,17 +77,17 @@ def test_without_persistent_storage_runs_go_to_a_private_dataset_and_come_back(t
     first = save_one(store, f"Largest planet? (token {TOKEN_IN_QUESTION})")
     store.annotate(first, annotator="ann", labels=["other"], note="checked")
     backup = start_backup(store, "owner/r2mad-runs", every_min=60, hf_api=hub)
-    backup.trigger().result(timeout=30)  # after the push made at start
+    backup.trigger().result(timeout=300)  # after the push made at start
     pushed = (tmp_path / "hub" / "owner" / "r2mad-runs" / EXPORT_NAME).read_text()
     assert hub.private["owner/r2mad-runs"] is True and first in pushed
     assert TOKEN_IN_QUESTION not in pushed and "[redacted]" in pushed
     second = save_one(store, "Smallest planet?")
-    backup.trigger().result(timeout=30)  # the next scheduled push
+    backup.trigger().result(timeout=300)  # the next scheduled push
     backup.stop()
     # a restart on a fresh disk: the runs and the annotation are read back before anything is pushed
     fresh = RunStore(tmp_path / "two" / "runs.sqlite")
     again = start_backup(fresh, "owner/r2mad-runs", every_min=60, hf_api=hub)
-    again.trigger().result(timeout=30)
+    again.trigger().result(timeout=300)
     again.stop()
     assert {r.id for r in fresh.list_runs()} == {first, second}
     assert [(a.annotator, a.note) for a in fresh.get_run(first).annotations] == [("ann", "checked")]
@@ -98,7 +98,7 @@ def test_without_persistent_storage_runs_go_to_a_private_dataset_and_come_back(t
 def test_a_repo_without_an_export_yet_starts_empty_and_a_missing_token_is_one_logged_sentence(tmp_path, caplog):
     store = RunStore(tmp_path / "runs.sqlite")
     backup = start_backup(store, "owner/new-repo", every_min=60, hf_api=LocalHub(tmp_path / "hub"))
-    backup.trigger().result(timeout=30)
+    backup.trigger().result(timeout=300)
     backup.stop()
     assert store.count_runs() == 0
     assert start_backup(store, "owner/new-repo", every_min=60, token=None) is None

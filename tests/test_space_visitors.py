@@ -38,7 +38,7 @@ def space_config(tmp: Path, base_url: str, **app_changes):
     (configs / "backbones.yaml").write_text(yaml.safe_dump({"backbones": {
         "fake": {"base_url": base_url, "model": "m", "timeout_s": 10},
         "hf-router": {"base_url": base_url, "model": "m", "timeout_s": 10, "api_key_env": "HF_TOKEN",
-                      "api_key_required": True}}}))
+                      "api_key_required": True, "visitor_token": True}}}))
     app_cfg = yaml.safe_load((ROOT / "configs" / "app.yaml").read_text())
     (configs / "app.yaml").write_text(yaml.safe_dump({**app_cfg, "default_bank": None, **app_changes}))
     return load_config(configs, env={**os.environ, "SPACE_ID": "someone/r2mad-studio", "HF_TOKEN": OWNER_TOKEN,

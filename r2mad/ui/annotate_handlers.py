@@ -37,6 +37,7 @@ from r2mad.ui.annotate_view import (
     turn_choices,
     turn_name,
 )
+from r2mad.ui.errors import refusal
 from r2mad.ui.handlers import warn
 from r2mad.ui.identity import current_annotator
 from r2mad.ui.render import chat_messages, esc, final_markdown
@@ -78,8 +79,8 @@ class AnnotateHandlers:
         name = current_annotator(self.services.config, request, typed, browser_id=visitor_id, profile=profile,
                                  token=oauth_token)
         if name is None:
-            raise gr.Error("The Annotate tab is for this Space's annotators; sign in with Hugging Face as one "
-                           "of them (the Space's owner lists them in R2MAD_ANNOTATORS).")
+            raise refusal("The Annotate tab is for this Space's annotators; sign in with Hugging Face as one "
+                          "of them (the Space's owner lists them in R2MAD_ANNOTATORS).")
         return name
 
     def show(self, queue_name, run_id, typed, visitor_id,

@@ -17,6 +17,7 @@ from r2mad.runs.faults import StoreError
 from r2mad.text import quoted
 from r2mad.types import Transcript
 from r2mad.ui.line import admitted, lane_of
+from r2mad.ui.errors import refusal
 from r2mad.ui.services import Services
 from r2mad.ui.visitors import Visitor, identify
 
@@ -120,7 +121,7 @@ class Api:
                                      agent_backends=agents)
                 ticket.measured = t.status == "done"
         except USER_ERRORS as exc:
-            raise gr.Error(_sentence(exc)) from None
+            raise refusal(_sentence(exc)) from None
         return compact(t, run_id)
 
     def list_runs(self, limit: int = 20, method: str = "", correct: str = "any",
@@ -133,7 +134,7 @@ class Api:
             correct: "yes", "no" or "any".
         """
         if correct not in ("yes", "no", "any"):
-            raise gr.Error(f"correct is {quoted(correct)}; use yes, no or any.")
+            raise refusal(f"correct is {quoted(correct)}; use yes, no or any.")
         rows = self.services.store.list_runs(method=method or None, correct={"yes": True, "no": False}.get(correct),
                                              owner=self.visitor(request).list_filter,
                                              limit=_whole(limit, "limit", 1, 200))
@@ -156,7 +157,7 @@ class Api:
             record = readable(store, run_id, self.visitor(request))
             parent, spec = fork_of(store, record.id)
         except KeyError as exc:
-            raise gr.Error(_sentence(exc)) from None
+            raise refusal(_sentence(exc)) from None
         data = compact(record.transcript, record.id) if record.transcript else {"run_id": record.id,
                                                                                 "status": record.status}
         data.update(forked_from=parent, fork=spec and asdict(spec), forks=forks_of(store, record.id),
@@ -199,7 +200,7 @@ class Api:
             parent_id, fork_id, t = await fork_saved(self.services, run_id, spec, source="api-fork",
                                                      visitor=self.visitor(request), line_key=self.line_key(request))
         except USER_ERRORS as exc:
-            raise gr.Error(_sentence(exc)) from None
+            raise refusal(_sentence(exc)) from None
         return {**compact(t, fork_id), "forked_from": parent_id, "fork": asdict(spec)}
 
     def search_bank(self, query: str = "", bank: str = "", agent: int = 0, correct: str = "any",
@@ -216,16 +217,16 @@ class Api:
         s = self.services
         folder = bank or s.config.app.default_bank or ""
         if folder not in s.bank_choices():
-            raise gr.Error(f"No bank {quoted(folder)} here; choose one of: {', '.join(s.bank_choices()) or 'none'}.")
+            raise refusal(f"No bank {quoted(folder)} here; choose one of: {', '.join(s.bank_choices()) or 'none'}.")
         if correct not in ("yes", "no", "any"):
-            raise gr.Error(f"correct is {quoted(correct)}; use yes, no or any.")
+            raise refusal(f"correct is {quoted(correct)}; use yes, no or any.")
         try:
             agent = _whole(agent, "agent", 0, 100)
             cases = s.bank(folder).search(query or None, agent=agent - 1 if agent > 0 else None,
                                           correct={"yes": True, "no": False}.get(correct),
                                           limit=_whole(limit, "limit", 1, 100))
         except (ValueError, OSError) as exc:
-            raise gr.Error(_sentence(exc)) from None
+            raise refusal(_sentence(exc)) from None
         return [{"case_id": c.id, "agent": c.agent + 1, "round": c.round, "question": c.question[:500],
                  "answer": c.answers[c.agent], "gold": c.gold, "correct": c.own_correct, "reward": c.reward,
                  "summary": c.summary, "response": c.responses[c.agent][:TEXT_LIMIT]} for c in cases]
@@ -300,7 +301,7 @@ def _whole(value: Any, name: str, lo: int, hi: int) -> int:
     try:
         return whole_number(value, name, lo, hi)
     except ConfigError as exc:
-        raise gr.Error(str(exc)) from None
+        raise refusal(str(exc)) from None
 
 
 def _sentence(exc: BaseException) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from r2mad.ui.errors import refusal
 from r2mad.ui.render import esc
 from r2mad.ui.services import Services
 from r2mad.ui.tables import CASE_HEADERS, case_markdown, case_rows
@@ -21,11 +22,11 @@ class BankHandlers:
 
     def _bank(self, folder: str):
         if not folder or folder not in self.services.bank_choices():
-            raise gr.Error("No such bank; pick one from the list (banks are folders under memory/).")
+            raise refusal("No such bank; pick one from the list (banks are folders under memory/).")
         try:
             return self.services.bank(folder)
         except (ValueError, OSError) as exc:
-            raise gr.Error(esc(str(exc))) from None
+            raise refusal(esc(str(exc))) from None
 
     def search(self, folder: str, text: str, agent: str, round_: str, outcome: str, limit: float):
         """Cases of the bank matching the text and filters; and a one-line description of the bank."""
@@ -49,7 +50,7 @@ class BankHandlers:
         case_id = (case_id or "").strip()
         found = [c for c in bank.cases() if c.id == case_id]
         if not found:
-            raise gr.Error("No case with that id in this bank; click a row of the search results.")
+            raise refusal("No case with that id in this bank; click a row of the search results.")
         return case_markdown(found[0])
 
     def select(self, folder: str, evt: gr.SelectData):
@@ -59,12 +60,12 @@ class BankHandlers:
 
     def set_quarantine(self, folder: str, case_id: str, flag: bool) -> str:
         if self.services.config.on_space:
-            raise gr.Error("Quarantine is switched off on a public Space; run the app locally to edit a bank.")
+            raise refusal("Quarantine is switched off on a public Space; run the app locally to edit a bank.")
         bank = self._bank(folder)
         try:
             (bank.quarantine if flag else bank.unquarantine)((case_id or "").strip())
         except ValueError as exc:
-            raise gr.Error(esc(str(exc))) from None
+            raise refusal(esc(str(exc))) from None
         return self.open_case(folder, case_id)
 
     def quarantine(self, folder: str, case_id: str) -> str:

@@ -86,8 +86,9 @@ class DebateTab:
 
 
 def needs_token(config, backbone: str) -> bool:
+    """The token field is for backbones a visitor's own token may reach (`visitor_token`)."""
     spec = config.backbones.get(backbone)
-    return bool(spec and spec.kind != "embedded" and spec.api_key_env)
+    return bool(spec and spec.visitor_token)
 
 
 MAX_AGENTS = 8  # the Agents slider's maximum: one backbone dropdown each under Mixed models
@@ -176,7 +177,8 @@ def build(services: Services, visitor_id) -> DebateTab:
                                        label="Summaries, judges and advice", min_width=180)
         token = gr.Textbox("", type="password", label="Hugging Face token", elem_id="token",
                            visible=needs_token(config, config.default_backbone),
-                           info="Used for this browser session only; never shown, logged or stored.")
+                           info="Sent only to the Hugging Face backbones (or a custom endpoint you give), for this "
+                                "browser session only; never shown, logged or stored.")
         with gr.Accordion("Custom OpenAI-compatible endpoint", open=False,
                           visible=config.app.allow_custom_endpoint):
             base_url = gr.Textbox("", label="base_url", placeholder="http://localhost:8000/v1",

@@ -18,7 +18,7 @@ from r2mad.methods import METHODS, needs_bank
 from r2mad.runs.faults import StoreError
 from r2mad.tasks import task_from_input
 from r2mad.text import quoted
-from r2mad.ui.line import lane_of, refusal, skip_hint, wait_turn
+from r2mad.ui.line import lane_of, skip_hint, wait_turn, with_hint
 from r2mad.ui.live import LiveRun, stream
 from r2mad.ui.services import Services
 from r2mad.ui.views import idle, status_line, view  # the Debate tab's component updates (issue 16)
@@ -200,8 +200,8 @@ class DebateHandlers:
                 hint = await self._skip_hint(lane, req.token, login_token) if ticket.waiting else ""
             except Refused as exc:
                 hint = await self._skip_hint(lane, req.token, login_token)
-                warn(refusal(str(exc), hint))
-                yield idle(f"Not started: {html.escape(refusal(str(exc), hint), quote=False)}")
+                warn(with_hint(str(exc), hint))
+                yield idle(f"Not started: {html.escape(with_hint(str(exc), hint), quote=False)}")
                 return
             async for words in wait_turn(services.admission, ticket, stop=stop_signal, since=asked, hint=hint):
                 place, _, rest = words.partition(" · ")

@@ -15,6 +15,7 @@ from r2mad.runs.store import STATUSES
 from r2mad.steer.fork import fork_starts
 from r2mad.steer.links import fork_of, forks_of
 from r2mad.ui.debate_tab import mix_values
+from r2mad.ui.errors import refusal
 from r2mad.ui.handlers import warn
 from r2mad.ui.render import chat_messages, esc, final_markdown, task_markdown
 from r2mad.ui.scoreboard import scoreboard_html
@@ -64,7 +65,7 @@ class InspectHandlers(VisitorHandlers):
         """The runs the list shows: JSONL (every column, transcript and annotations; imports back) or CSV
         (one summary row per run)."""
         if not ids:
-            raise gr.Error("The list is empty; change the filters so it shows the runs to export.")
+            raise refusal("The list is empty; change the filters so it shows the runs to export.")
         path = Path(tempfile.mkdtemp(prefix="r2mad-runs-")) / f"runs.{fmt}"
         (export_runs_csv if fmt == "csv" else export_jsonl)(self.services.store, path, ids)
         return str(path)
@@ -74,13 +75,13 @@ class InspectHandlers(VisitorHandlers):
         run reads as no run at all)."""
         run_id = (run_id or "").strip()
         if not run_id:
-            raise gr.Error("No run chosen; click a row of the list or paste a run id.")
+            raise refusal("No run chosen; click a row of the list or paste a run id.")
         try:
             record = self.services.store.get_run(run_id)
         except KeyError:
             record = None
         if record is None or not visitor.can_read(record.owner):
-            raise gr.Error("No saved run of yours has that id; refresh the list and pick one of its rows.")
+            raise refusal("No saved run of yours has that id; refresh the list and pick one of its rows.")
         return record
 
     def open_run(self, run_id: str, visitor_id: str | None = None, request: gr.Request = None,
@@ -140,8 +141,8 @@ class InspectHandlers(VisitorHandlers):
         public Space only the allow-listed annotators label, as their login (the typed name is ignored)."""
         visitor = self.visitor(visitor_id, request, profile, oauth_token)
         if not visitor.annotator:
-            raise gr.Error("Labelling runs is for this Space's annotators; sign in with Hugging Face as one "
-                           "(the owner lists them in R2MAD_ANNOTATORS).")
+            raise refusal("Labelling runs is for this Space's annotators; sign in with Hugging Face as one "
+                          "(the owner lists them in R2MAD_ANNOTATORS).")
         record = self._record(run_id, visitor)
         name = visitor.username if visitor.owner is not None else annotator
         try:

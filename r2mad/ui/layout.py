@@ -52,7 +52,8 @@ def build_app(config: Config | None = None, *, secrets: Iterable[str] = (),
         warnings.simplefilter("ignore", UserWarning)
         demo = gr.Blocks(title="R²-MAD Studio", theme=THEME, css=CSS)
     with demo:
-        # the key of this browser's runs on a public Space; sealed with a secret kept on the server
+        # the key of this browser's runs on a public Space: a random id that works like a password (whoever
+        # presents it reads those runs); the secret only keeps stored ids readable after a restart
         visitor_id = gr.BrowserState("", storage_key="r2mad-visitor", secret=services.browser_secret())
         with gr.Row():
             gr.Markdown(INTRO, elem_id="intro")

@@ -43,7 +43,7 @@ def skip_hint(config: Config, lane: str, usable: Callable[[str], bool]) -> str:
     return f"pick {spec.label or spec.name} under Advanced" if spec else ""
 
 
-def refusal(message: str, hint: str) -> str:
+def with_hint(message: str, hint: str) -> str:
     """A refusal sentence, with the backbone that skips the line where there is one."""
     return message.rstrip(".") + f"; or {hint} to skip the line." if hint else message
 

@@ -19,7 +19,6 @@ from r2mad.text import quoted
 from r2mad.ui.line import make_admission
 
 log = logging.getLogger("r2mad.ui")
-HF_KEY_ENV = "HF_TOKEN"  # backbones keyed by it run on HF Inference Providers: a login's token fits them
 
 
 class Services:
@@ -120,8 +119,9 @@ class Services:
     # --- backends -------------------------------------------------------------------------------
 
     def browser_secret(self) -> str:
-        """The key the visitor ids kept in browsers are sealed with; kept in the data folder, so the
-        ids still open after a restart."""
+        """The key gr.BrowserState encrypts the visitor id with in the browser. Gradio sends it to every page
+        (in /config), so it protects nothing: the id alone is the visitor's identity, like a password their
+        browser keeps. It is kept in the data folder only so that ids stored before a restart still read back."""
         path = Path(self.config.app.data_dir) / "browser-secret"
         if not path.is_file():
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -132,18 +132,16 @@ class Services:
 
     def backend(self, backbone: str, *, token: str | None = None, base_url: str | None = None,
                 model: str | None = None, login_token: str | None = None) -> tuple[Any, str]:
-        """(backend, backbone name to record). A pasted token comes first, then a signed-in visitor's
-        own token (for backbones on HF Inference Providers only: it goes nowhere else), then the
-        environment's key, which on a Space serves visitors only when the config says so. Backends
-        for configured backbones with the environment's key are shared; the others are never cached."""
+        """(backend, backbone name to record). A visitor's own token (pasted first, then a signed-in visitor's
+        login token) goes only to a backbone that declares `visitor_token` (the Hugging Face router's), and a
+        pasted one to a custom endpoint the visitor typed (off on a Space); every other backbone gets the
+        environment's key, which on a Space serves visitors only when the config says so. Backends for
+        configured backbones with the environment's key are shared; the others are never cached."""
         from r2mad.backends import make_backend
         from r2mad.config import api_key_for
         from r2mad.runner import backend_for
 
         token = (token or "").strip() or None
-        spec = self.config.backbone(backbone) if not (base_url and base_url.strip()) else None
-        if token is None and spec is not None and spec.api_key_env == HF_KEY_ENV:
-            token = (login_token or "").strip() or None
         if base_url and base_url.strip():
             if not self.config.app.allow_custom_endpoint:
                 raise ConfigError("Custom endpoints are switched off here; choose one of the listed backbones.")
@@ -152,13 +150,18 @@ class Services:
                 raise ConfigError(f"The endpoint {quoted(url)} is not an http(s) URL; give one like "
                                   "http://localhost:8000/v1.")
             spec = Backbone(name="custom", kind="openai", label="custom endpoint", base_url=url,
-                            model=(model or "").strip() or None)
+                            model=(model or "").strip() or None, visitor_token=True)
             return make_backend(spec, api_key=api_key_for(spec, {}, token)), f"custom:{spec.model or url}"
-        if token:
-            return backend_for(self.config, backbone, pasted_token=token), backbone
+        spec = self.config.backbone(backbone)
+        own = (token or (login_token or "").strip() or None) if spec.visitor_token else None
+        if own:
+            return backend_for(self.config, backbone, pasted_token=own), backbone
         if self.config.on_space and not self.config.app.visitors_use_owner_token and spec.api_key_required:
-            raise ConfigError(f"Backbone '{backbone}' runs on your own account here: sign in with Hugging "
-                              "Face (top of the page) or paste a token.")
+            if spec.visitor_token:
+                raise ConfigError(f"Backbone '{backbone}' runs on your own account here: sign in with Hugging "
+                                  "Face (top of the page) or paste a token.")
+            raise ConfigError(f"Backbone '{backbone}' needs the owner's {spec.api_key_env}, which visitors may not "
+                              "use here; choose a Hugging Face backbone or the embedded model.")
         with self._lock:
             if backbone not in self._backends:
                 env = {} if self.config.on_space and not self.config.app.visitors_use_owner_token else None
@@ -168,8 +171,8 @@ class Services:
     def mixed_backends(self, names: list[str], aux: str | None = None, *, n_agents: int, token: str | None = None,
                        login_token: str | None = None) -> tuple[Any, str, list[tuple[str, Any]]]:
         """(auxiliary backend, its name, one (name, backend) per agent) for a mixed-model debate; each backbone
-        under the rules of backend(). A pasted token serves only the backbones on HF Inference Providers (the
-        field's purpose), so it never reaches another provider; the others use the server's keys."""
+        under the rules of backend(), so a visitor's token reaches only the backbones declaring
+        `visitor_token`; the others use the server's keys."""
         names = [(n or "").strip() for n in names]
         if len(names) != n_agents:
             raise ConfigError(f"{len(names)} agent backbones were given for {n_agents} agents; give one backbone "
@@ -182,11 +185,10 @@ class Services:
         made = {}
         for name in dict.fromkeys([aux, *names]):
             spec = self.config.backbone(name)  # unknown: one sentence listing the backbones
-            on_hf = spec.api_key_env == HF_KEY_ENV
             try:
-                made[name] = self.backend(name, token=token if on_hf else None, login_token=login_token)[0]
+                made[name] = self.backend(name, token=token, login_token=login_token)[0]
             except ConfigError:
-                if on_hf or not token:
+                if spec.visitor_token or not token:
                     raise
                 raise ConfigError(f"Backbone '{name}' needs {spec.api_key_env} set where the app runs; in a "
                                   "mixed-model debate a pasted token serves only Hugging Face backbones.") from None

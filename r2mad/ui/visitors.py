@@ -1,7 +1,11 @@
 """Who is asking, and what they may read. On a local install every visitor reads every run and may
 annotate. On a public Space (`Config.private_runs`) each visitor reads and reruns only their own runs,
 kept under their Hugging Face login when signed in, else under a random id their browser keeps
-(`gr.BrowserState`); annotators from the allow-list, signed in, read every run and label as themselves."""
+(`gr.BrowserState`); annotators from the allow-list, signed in, read every run and label as themselves.
+That id is bound to nothing else: BrowserState's encryption key is sent to every page, and the id reaches
+the handlers as an input, so whoever presents it (a copy of the browser's storage, a script) reads those
+runs. It is unguessable (128 random bits), not secret from the browser that holds it; signing in is the
+stronger identity."""
 from __future__ import annotations
 
 import functools
@@ -14,8 +18,10 @@ from r2mad.config import Config
 KEPT = ("**What is kept.** Each debate you run here is saved with its question, settings and transcript "
         "so that you can open, rerun and download it later. {who} {how_long} A token you paste or your "
         "login's token is used for your own debates only and is never saved, logged or shown.")
-WHO_PRIVATE = ("Only you can see your runs (tied to your Hugging Face login when signed in, otherwise to "
-               "this browser), and the Space's annotators, who read failed debates to study why they fail.")
+WHO_PRIVATE = ("Only you can see your runs (tied to your Hugging Face login when signed in, otherwise to a "
+               "random id this browser keeps, which works like a password: anyone who copies it from this "
+               "browser's storage can read them too), and the Space's annotators, who read failed debates to "
+               "study why they fail.")
 WHO_LOCAL = "Everyone who can open this app can read every run."
 
 
