@@ -153,7 +153,7 @@ def test_total_timeout_is_read_from_the_backbone_and_range_checked(config_dir):
     from r2mad.backends import make_backend
 
     path = config_dir / "backbones.yaml"
-    path.write_text(path.read_text().replace("timeout_s: 2\n", "timeout_s: 2\n    total_timeout_s: 45\n", 1))
+    path.write_text(path.read_text().replace("timeout_s: 30\n", "timeout_s: 30\n    total_timeout_s: 45\n", 1))
     assert make_backend(load_config(config_dir).backbone("fake")).total_bound(4096) == 45
     path.write_text(path.read_text().replace("total_timeout_s: 45", "total_timeout_s: 0"))
     with pytest.raises(ConfigError, match=r"backbones\.yaml: fake\.total_timeout_s: 0\.0 is out of range"):
