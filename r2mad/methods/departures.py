@@ -5,16 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-ALWAYS = {
-    "truemad": "TrueMAD is our re-implementation from the paper: no official code exists.",
-    "madm2-objective": "MAD-M² objective scores use the mean log-probability of the response's own tokens "
-                       "(the paper's wording); the authors' code takes the top-1 token's log-probability at "
-                       "each position.",
-    "r2mad": "R²-MAD: the round summary is not asked once more after the last round (the authors' code does; "
-             "nothing reads it); memory cases show each response within r2mad.case_tokens (about 4 characters "
-             "a token), the authors' code shows it whole; peers' responses are clipped only where the "
-             "backbone's context window is known (the embedded model), and each clip is recorded.",
-}
+from r2mad.methods import REGISTRY
+
 POLICY_NOTE = ("With K = 1 every λ picks the same first case, so the fixed-λ rows differ from the "
                "state-aware row only by sampling noise (as in the authors' scripts).")
 
@@ -47,8 +39,8 @@ def departures(settings: Mapping[str, Any], methods: Sequence[str]) -> list[str]
     if bases & {"madm2-subjective", "madm2-objective"} and m2.get("context") == "history":
         out.append("MAD-M² agents keep their own history and see only kept peers (madm2.context=history, the "
                    "paper text's reading); the authors' code gives a fresh prompt with every kept response.")
-    for name, text in ALWAYS.items():
-        if name in bases or (name == "r2mad" and uses_r2) or (name == "truemad" and any(
-                m.endswith("+advice") for m in methods)):
-            out.append(text)
+    for name, spec in REGISTRY.items():  # a method's own line, an ablation's the full method's
+        if spec.departure and (name in bases or (name == "r2mad" and uses_r2) or (spec.advice and any(
+                m.endswith("+advice") for m in methods))):
+            out.append(spec.departure)
     return out

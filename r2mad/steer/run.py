@@ -8,15 +8,15 @@ from typing import Callable, Sequence
 from r2mad.answers import is_unanimous
 from r2mad.backends.base import ChatBackend
 from r2mad.config import DebateSettings
-from r2mad.methods import is_debate, make_method, spec_of
+from r2mad.methods import is_debate, make_method, spec_of, takers
 from r2mad.runner import run_debate
 from r2mad.steer.fork import LIVE_KINDS, ForkSpec, replay_rounds
 from r2mad.types import Round, Transcript
 
-HOOKS = {"unmask": ("Unmasking a response", "MAD-M²'s masks", "madm2-subjective"),
-         "drop-case": ("Dropping a retrieved case", "R²-MAD's memory block", "r2mad"),
-         "replace-case": ("Replacing a retrieved case", "R²-MAD's memory block", "r2mad"),
-         "drop-advice": ("Dropping advice", "TrueMAD's advice", "truemad")}
+HOOKS = {"unmask": ("Unmasking a response", "MAD-M²'s masks"),  # kind -> (what it does, what it acts on)
+         "drop-case": ("Dropping a retrieved case", "R²-MAD's memory block"),
+         "replace-case": ("Replacing a retrieved case", "R²-MAD's memory block"),
+         "drop-advice": ("Dropping advice", "TrueMAD's advice")}
 
 
 def plan_fork(parent: Transcript, spec: ForkSpec, settings: DebateSettings,
@@ -54,9 +54,9 @@ def _check_live_changes(spec: ForkSpec, method: str, settings: DebateSettings, b
     for change in live:
         taker = next((x for x in (strategy, *strategy.plugins) if change.kind in x.steers), None)
         if taker is None:
-            what, hooks, example = HOOKS[change.kind]
+            what, hooks = HOOKS[change.kind]
             raise ValueError(f"{what} acts on {hooks}, which '{method}' does not have; fork a run that has it "
-                             f"or go on with such a method (e.g. {example}).")
+                             f"or go on with such a method (e.g. {takers(change.kind)[0]}).")
         problem = taker.check_steer(change, strategy.settings)
         if problem:
             raise ValueError(problem)

@@ -23,31 +23,12 @@ from r2mad.ui.views import MAX_COLUMNS, layout_for, view
 
 LETTERS = "ABCDEFGHIJ"
 GROUPS = {"debate": "Debate methods", "baseline": "Single-agent baselines", "ablation": "R²-MAD ablations"}
-DESCRIPTIONS = {  # one line per method: what it does differently
-    "mad": "agents read each other's answers and revise",
-    "madm2-subjective": "the model judges each answer; unreliable ones are hidden",
-    "madm2-objective": "only the answers the model is surest of (lowest perplexity) are shown",
-    "truemad": "agents write one-to-one advice before revising (our re-implementation)",
-    "r2mad": "agents recall similar past debates and how reliable each peer was",
-    "cot": "one agent reasons step by step",
-    "sc": "nine samples of one agent, majority vote",
-    "icl-cot": "one agent with worked cases from the memory bank",
-    "r2mad-no-confidence": "no peer-confidence notes",
-    "r2mad-no-memory": "no retrieved cases",
-    "r2mad-random": "cases drawn at random from the bank",
-    "r2mad-similarity": "the most similar cases, reward ignored",
-    "r2mad-positive": "the most similar cases whose agent was right",
-    "r2mad-diversity": "the least redundant cases",
-    "r2mad-fixed-0.25": "MMR with λ fixed at 0.25",
-    "r2mad-fixed-0.5": "MMR with λ fixed at 0.50",
-    "r2mad-fixed-0.75": "MMR with λ fixed at 0.75",
-}
 ORDER = tuple(m for family in GROUPS for m in names(family))  # the method list, group by group
 
 
 def method_label(name: str) -> str:
     spec = REGISTRY[name]
-    what = getattr(spec, "description", None) or DESCRIPTIONS.get(name) or spec.title
+    what = spec.description or spec.title
     return f"{'R²-MAD, ' if spec.family == 'ablation' else ''}{spec.label} — {what}"
 
 
