@@ -22,7 +22,7 @@ from r2mad.cli_common import (
 from r2mad.config import ConfigError, load_config
 from r2mad.evaluation import cli as evaluate
 from r2mad.memory import build
-from r2mad.methods import METHODS
+from r2mad.methods import METHODS, PLAIN, with_advice
 from r2mad.runs import cli as runs_cli
 from r2mad.runs.faults import StoreError
 from r2mad.safewrite import WriteFailed, is_disk_full, write_atomic, write_failed
@@ -56,7 +56,7 @@ async def _debate(args, config, store) -> Transcript:
     backend = backend_for(config, aux)
     agents = agent_backends_for(config, names, settings.agents) if names else []
     bank, notices = open_bank(args.bank, config, task_kind=task.kind)
-    method = args.method + ("+advice" if args.advice and args.method != "truemad" else "")
+    method = with_advice(args.method) if args.advice else args.method
     run_id = store.start_run(method=method, backbone=saved_backbone(method, aux, names), bank=args.bank, task=task,
                              settings=dataclasses.asdict(settings), seed=settings.seed,
                              code_version=r2mad.__version__, source="cli")
@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--option", action="append", metavar='A="text"', help="a multiple-choice option (repeat)")
     d.add_argument("--gold", default=None, help="the correct answer, to score the debate")
     d.add_argument("--backbone", default=None)
-    d.add_argument("--method", default="mad", help=f"one of {', '.join(METHODS)}")
+    d.add_argument("--method", default=PLAIN, help=f"one of {', '.join(METHODS)}")
     d.add_argument("--bank", default=None, help="memory bank folder for r2mad / icl-cot")
     d.add_argument("--json", default=None, help="write the transcript as JSON here")
     d.add_argument("--show-text", action="store_true", help="print every agent's full response")

@@ -70,10 +70,6 @@ class TrueMadSettings:
     pairing: str = field(default="all", metadata=_limits(choices=("all", "ring")))
 
 
-SECTIONS = {"r2mad": R2madSettings, "madm2": Madm2Settings, "truemad": TrueMadSettings}
-# a method's own setting by its plain name (`k`, `strict`) -> its section: flags, forms and runs saved
-# before the sections existed name them flat
-SECTION_OF = {f.name: section for section, cls in SECTIONS.items() for f in dataclasses.fields(cls)}
 
 
 @dataclass(frozen=True)
@@ -122,6 +118,14 @@ class DebateSettings:
     def value(self, name: str) -> Any:
         """One setting by its plain name, whichever section holds it."""
         return getattr(getattr(self, SECTION_OF[name]), name) if name in SECTION_OF else getattr(self, name)
+
+
+# the settings sections, by DebateSettings field name (the method families' own settings dataclasses)
+SECTIONS = {f.name: f.default_factory for f in dataclasses.fields(DebateSettings)
+            if dataclasses.is_dataclass(f.default_factory)}
+# a method's own setting by its plain name (`k`, `strict`) -> its section: flags, forms and runs saved
+# before the sections existed name them flat
+SECTION_OF = {f.name: section for section, cls in SECTIONS.items() for f in dataclasses.fields(cls)}
 
 
 PAPER_PROFILE = {"profile": "paper", "temperature": 1.0, "top_p": 1.0, "max_tokens": 6144}

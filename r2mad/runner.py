@@ -11,7 +11,7 @@ from r2mad.backends import make_backend
 from r2mad.backends.base import ChatBackend
 from r2mad.config import Config, ConfigError, DebateSettings, api_key_for
 from r2mad.debate import Debate, EventSink
-from r2mad.methods import is_debate, make_method, needs_bank
+from r2mad.methods import PLAIN, is_debate, make_method, needs_bank
 from r2mad.types import Event, Round, Task, Transcript
 
 
@@ -114,7 +114,7 @@ async def compute_round0(task: Task, backend: ChatBackend, settings: DebateSetti
                          record: Callable[[Transcript], None] | None = None, backbone: str = "",
                          agent_backends: Sequence[tuple[str, ChatBackend]] = ()) -> Round:
     """Round 0 is the same for every debate method: each agent answers alone (on its own backbone)."""
-    method = make_method("mad", settings.replace(rounds=1, advice=False))
+    method = make_method(PLAIN, settings.replace(rounds=1, advice=False))
     method.wants_logprobs = True  # objective MAD-M² scores round 0 by its logprobs (when the backend has them)
     debate = Debate(backend, method, backbone=backbone, agent_backends=agent_backends)
     debate.emit = _recording(debate, record, emit)

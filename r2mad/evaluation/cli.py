@@ -21,7 +21,7 @@ from r2mad.evaluation.evaluate import ROWS, RUN, EvalRun, parse_methods, run_eva
 from r2mad.evaluation.leakage import bank_record, check_no_leakage
 from r2mad.evaluation.report import write_report, write_table1
 from r2mad.memory.summaries import SummaryCache
-from r2mad.methods import METHODS, is_debate, needs_bank
+from r2mad.methods import METHODS, is_debate, needs_bank, with_advice
 
 
 def register(sub) -> None:
@@ -87,8 +87,7 @@ def cmd_eval(args, config) -> int:
     agents = agent_backends_for(config, names, settings.agents) if names else []  # refused before any call
     agents = agents if mix != aux else []  # every agent on the auxiliary backbone: not a mix
     if args.advice:  # TrueMAD's advice on every debate method; baselines stay as they are
-        methods = tuple(dict.fromkeys(m if not is_debate(m) or m == "truemad" or m.endswith("+advice")
-                                      else m + "+advice" for m in methods))
+        methods = tuple(dict.fromkeys(with_advice(m) if is_debate(m) else m for m in methods))
     whole = load_split(args.task, args.split, data_file=args.data, seed=args.split_seed)
     split = whole.head(args.limit)
     bank, notices = None, []

@@ -20,14 +20,14 @@ from r2mad.evaluation.results import (  # noqa: F401 - load_results and Results 
     save_plot,
     table,
 )
-from r2mad.methods import REGISTRY, is_debate
+from r2mad.methods import FULL, PLAIN, REGISTRY, SAMPLING, is_debate
 from r2mad.methods.departures import departures
 from r2mad.types import Transcript
 
 TABLE1_ORDER = tuple(name for name, spec in REGISTRY.items() if "main" in spec.tables)
-TABLE2 = {name: "R²-MAD" if name == "r2mad" else f"- {spec.label}"
+TABLE2 = {name: "R²-MAD" if name == FULL else f"- {spec.label}"
           for name, spec in REGISTRY.items() if "components" in spec.tables}
-ABLATION_NAMES = (set(TABLE2) | set(TABLE3)) - {"r2mad"}
+ABLATION_NAMES = (set(TABLE2) | set(TABLE3)) - {FULL}
 EARLY_STOP = "All agents agree"
 MARKERS = "osD^vPX*<>"
 _f, _ci = fmt, fmt_ci
@@ -76,7 +76,7 @@ def _transition_totals(ts: Sequence[Transcript]) -> m.Transitions:
 def shared_subset(res: Results, name: str) -> list[Transcript]:
     """The paper's subset: questions where most of MAD's round-0 agents are wrong (each method's own
     round 0 when MAD was not run)."""
-    reference = res.by_method.get("mad") or None
+    reference = res.by_method.get(PLAIN) or None
     return m.shared_misconception_subset(res.by_method[name], reference)
 
 
@@ -105,17 +105,17 @@ def render_report(res: Results) -> str:
             table(_accuracy_header(res), accuracy_rows(res, main)), "",
             "Plurality: the voted final answer is correct. Strict majority (the R²-MAD code's metric): "
             "more than half of the last round's agents hold the gold answer. Wilson 95% intervals."]
-    if any(res.by_method.get(n) for n in set(TABLE2) - {"r2mad"}):
+    if any(res.by_method.get(n) for n in set(TABLE2) - {FULL}):
         out += ["", "## Ablations (Table 2 layout)", "",
                 table(_accuracy_header(res), accuracy_rows(res, _ordered(res, TABLE2), TABLE2))]
-    if any(res.by_method.get(n) for n in set(TABLE3) - {"r2mad"}):
+    if any(res.by_method.get(n) for n in set(TABLE3) - {FULL}):
         out += ["", "## Retrieval policies (Table 3 layout)", "",
                 table(_accuracy_header(res, "Policy"), accuracy_rows(res, _ordered(res, TABLE3), TABLE3))]
     out += trust.sections(res)
     out += _process_sections(res)
     out += ["", "## Plots", "", "![accuracy vs tokens](accuracy_vs_tokens.png)", "",
             "![consensus per round](consensus.png)"]
-    if res.by_method.get(trust.SC):
+    if res.by_method.get(SAMPLING):
         out += ["", "![compute-matched](compute_matched.png)"]
     out += ["", "## Departures from the papers", "",
             *(f"- {line}" for line in departures(settings, methods) or ["None."])]
@@ -137,8 +137,8 @@ def _process_sections(res: Results) -> list[str]:
                       [[label(n), *(_f(c[i]) if i < len(c) else "–" for i in range(depth))]
                        for n, c in curves.items()]), "",
                 "Mean correctness of every agent's answer; a debate that stopped early keeps its last answers."]
-    if "mad" in debaters:
-        ref = m.scored(res.by_method["mad"])
+    if PLAIN in debaters:
+        ref = m.scored(res.by_method[PLAIN])
         defined = (f"questions where more than half of MAD's round-0 agents are wrong: "
                    f"{sum(bool(m.shared_misconception(t)) for t in ref)} of {len(ref)}")
     else:

@@ -11,13 +11,13 @@ from typing import Sequence
 
 from r2mad.evaluation import metrics as m
 from r2mad.evaluation.evaluate import ROWS, RUN, read_rows, row_key
-from r2mad.methods import REGISTRY
+from r2mad.methods import FULL, REGISTRY
 from r2mad.types import Transcript, from_dict
 
 LABELS = {name: spec.label if spec.family != "ablation" else f"R²-MAD {spec.label}"
           for name, spec in REGISTRY.items()}
-TABLE3 = {**{name: spec.label for name, spec in REGISTRY.items() if "policies" in spec.tables and name != "r2mad"},
-          "r2mad": "Debate-State-Aware"}
+TABLE3 = {**{name: spec.label for name, spec in REGISTRY.items() if "policies" in spec.tables and name != FULL},
+          FULL: "Debate-State-Aware"}
 BENCHMARKS = {"math500": "MATH500", "mmlu-pro-economics": "Economics",
               "mmlu-pro-engineering": "Engineering", "truthfulqa": "TruthfulQA"}
 
@@ -61,7 +61,7 @@ def load_results(results_dir: str | Path) -> Results:
 
 def label(method: str) -> str:
     base = method.removesuffix("+advice")
-    if base in TABLE3 and base != "r2mad":
+    if base in TABLE3 and base != FULL:
         name = f"R²-MAD ({TABLE3[base].lower()} retrieval)"
     else:
         name = LABELS.get(base, base)

@@ -16,10 +16,9 @@ from r2mad.evaluation import metrics as m
 from r2mad.evaluation.costs import format_dollars, model_costs, total_cost
 from r2mad.evaluation.models import per_model_section, price_table_of
 from r2mad.evaluation.results import Results, fmt, fmt_tokens, label, save_plot, table
-from r2mad.methods import is_debate
+from r2mad.methods import SAMPLING, is_debate
 
 REPORT_RNG_SEED = 0  # the bootstrap's generator: a report rebuilt from the same rows is the same report
-SC = "sc"
 
 
 def _present(res: Results) -> list[str]:
@@ -118,7 +117,7 @@ def seeds_section(res: Results) -> list[str]:
 
 
 def compute_matched_section(res: Results) -> list[str]:
-    curve = budget.sc_curve(res.by_method.get(SC, []))
+    curve = budget.sc_curve(res.by_method.get(SAMPLING, []))
     if not curve:
         return []
     out = ["", "## Compute-matched baselines", "",
@@ -126,7 +125,7 @@ def compute_matched_section(res: Results) -> list[str]:
                  [[str(p.k), fmt_tokens(p.tokens), fmt(p.accuracy)] for p in curve]), ""]
     rows = []
     for name in _present(res):
-        if name == SC:
+        if name == SAMPLING:
             continue
         point = budget.matched(curve, res.by_method[name])
         rows.append([label(name), fmt_tokens(point.tokens), fmt(point.accuracy), fmt(point.sc_accuracy),
@@ -223,7 +222,7 @@ def write_ledger(res: Results, path: Path, run_ids: dict | None = None) -> Path 
 
 def plot_compute_matched(res: Results, path: Path, plt) -> Path | None:
     """Self-Consistency's accuracy-vs-tokens curve with every other method as a point on it."""
-    curve = budget.sc_curve(res.by_method.get(SC, []))
+    curve = budget.sc_curve(res.by_method.get(SAMPLING, []))
     if not curve:
         return None
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
@@ -232,7 +231,7 @@ def plot_compute_matched(res: Results, path: Path, plt) -> Path | None:
     for p in curve:
         ax.annotate(f"k={p.k}", (p.tokens, p.accuracy), textcoords="offset points", xytext=(0, 7), fontsize=7,
                     ha="center")
-    for i, name in enumerate(n for n in _present(res) if n != SC):
+    for i, name in enumerate(n for n in _present(res) if n != SAMPLING):
         point = budget.matched(curve, res.by_method[name])
         ax.plot([point.tokens], [point.accuracy], "osD^vPX*<>"[i % 10], markersize=8, label=label(name))
     ax.legend(fontsize=8)

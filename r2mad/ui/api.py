@@ -12,7 +12,7 @@ import gradio as gr
 from r2mad.admission import Refused, Ticket
 from r2mad.backends.base import BackendError
 from r2mad.config import ConfigError, whole_number
-from r2mad.methods import METHODS, needs_bank
+from r2mad.methods import METHODS, PLAIN, needs_bank
 from r2mad.runs.faults import StoreError
 from r2mad.text import quoted
 from r2mad.types import Transcript
@@ -69,7 +69,7 @@ class Api:
         return name
 
     async def run_debate(self, question: str, options: dict[str, str] | None = None, gold: str = "",
-                         method: str = "mad", backbone: str = "", bank: str = "",
+                         method: str = PLAIN, backbone: str = "", bank: str = "",
                          agent_backbones: list[str] | None = None, aux_backbone: str = "",
                          request: gr.Request = None) -> dict[str, Any]:
         """Run one debate and return its transcript in compact JSON.

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from r2mad.answers import is_correct, plurality_vote, same_answer
+from r2mad.methods import is_debate
 from r2mad.types import AgentTurn, Round, Task, Transcript
 from r2mad.ui.states import outcome_line
 
@@ -131,7 +132,7 @@ def chip_html(chip: Chip) -> str:
 def _agents(t: Transcript) -> list[int]:
     seen = {turn.agent for r in t.rounds for turn in r.turns}
     planned = t.settings.get("agents") if isinstance(t.settings, Mapping) else None
-    if isinstance(planned, int) and t.method not in ("cot", "sc", "icl-cot"):
+    if isinstance(planned, int) and is_debate(t.method):
         seen |= set(range(planned))
     return sorted(seen)
 
