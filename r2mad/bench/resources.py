@@ -94,6 +94,7 @@ def app_memory() -> list[tuple[str, str]]:
     from gradio_client import Client
 
     from r2mad.evaluation.datasets import load_split
+    from r2mad.methods import FULL, PLAIN
 
     port, data = _free_port(), tempfile.mkdtemp(prefix="r2mad-bench-")
     env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "R2MAD_DATA_DIR": data}
@@ -110,12 +111,12 @@ def app_memory() -> list[tuple[str, str]]:
         ask = dict(question=task.question, **{f"option_{x.lower()}": t for x, t in task.options},
                    gold=task.gold, backbone="smollm2-135m", api_name="/debate")
         with Peak(proc.pid) as first:
-            client.predict(methods=["mad"], bank="", **ask)
+            client.predict(methods=[PLAIN], bank="", **ask)
         rows.append(("app + model process after a first MAD debate (MB)", f"{tree_rss_mb(proc.pid):.0f}"))
         rows.append(("peak during that debate (MB)", f"{first.mb:.0f}"))
         started = time.monotonic()
         with Peak(proc.pid) as cold:
-            client.predict(methods=["r2mad"], bank=DEMO_BANK, **ask)
+            client.predict(methods=[FULL], bank=DEMO_BANK, **ask)
         rows.append((f"peak during a first R²-MAD debate, {DEMO_BANK} index built cold (MB)", f"{cold.mb:.0f}"))
         rows.append(("that debate's wall time, index build included (s)", f"{time.monotonic() - started:.1f}"))
     finally:
@@ -154,14 +155,14 @@ def parse_rates(limit: int | None = None) -> list[tuple[str, str]]:
     from r2mad.backends.embedded import EmbeddedBackend
     from r2mad.debate import Debate
     from r2mad.evaluation.datasets import load_split
-    from r2mad.methods import make_method
+    from r2mad.methods import PLAIN, make_method
 
     backend, rows = EmbeddedBackend(), []
     settings = DebateSettings(answer_guard="on", seed=0)
     for dataset in ("demo-mcq", "demo-math"):
         raw = guarded = total = 0
         for task in load_split(dataset, "test", limit=limit).tasks:
-            t = asyncio.run(Debate(backend, make_method("mad", settings)).run(task))
+            t = asyncio.run(Debate(backend, make_method(PLAIN, settings)).run(task))
             turns = [turn for r in t.rounds for turn in r.turns if turn.error is None]
             total += len(turns)
             raw += sum(turn.answer.source != "parsed" for turn in turns)

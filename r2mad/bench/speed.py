@@ -11,7 +11,7 @@ from pathlib import Path
 from r2mad.config import ROOT, DebateSettings
 from r2mad.debate import Debate
 from r2mad.memory.summaries import SummaryCache
-from r2mad.methods import make_method
+from r2mad.methods import FULL, PLAIN, REGISTRY, make_method
 from r2mad.methods.r2mad import SUMMARY_TOKENS
 from r2mad.prompts.common import PERSONAS
 from r2mad.prompts.r2mad import SUMMARY_SYSTEM
@@ -20,7 +20,7 @@ from r2mad.types import Completion, Event, Task
 TASK = Task("mcq", "Which planet is the largest in the solar system?",
             (("A", "Mars"), ("B", "Jupiter"), ("C", "Venus"), ("D", "Earth")), "B", "bench-1")
 EASY = Task("mcq", "Which planet is the biggest one?", TASK.options, "B", "bench-2")  # all agree in round 0
-COMPARED = ["mad", "madm2-subjective", "truemad", "r2mad"]
+COMPARED = [name for name, spec in REGISTRY.items() if "speed" in spec.tables]
 
 
 class Counting:
@@ -131,7 +131,7 @@ async def debate_figures(base_url: str, per_token_url: str, repeats: int = 3) ->
     settings = SETTINGS
     backend = _backend(base_url, "bench")
     rows = []
-    walls = {"mad": [], "r2mad": []}
+    walls = {PLAIN: [], FULL: []}
     ratios, serial_ratios = [], []
     summaries = SummaryCache()  # "first debate" figures start cold
     walls["pattern"] = []
@@ -139,25 +139,25 @@ async def debate_figures(base_url: str, per_token_url: str, repeats: int = 3) ->
     with tempfile.TemporaryDirectory(prefix="r2mad-bench-") as tmp:
         bank = _bank(Path(tmp))
         for _ in range(repeats):
-            wall, r = await _timed_debate(Counting(backend), "mad", settings)
-            walls["mad"].append(wall)
+            wall, r = await _timed_debate(Counting(backend), PLAIN, settings)
+            walls[PLAIN].append(wall)
             ratios += r
-            walls["r2mad"].append((await _timed_debate(Counting(backend), "r2mad", settings, bank, summaries))[0])
-            walls["pattern"].append((await _timed_debate(Counting(backend), "r2mad", pattern, bank, summaries))[0])
-            serial_ratios += (await _timed_debate(Counting(backend, serial=True), "mad", settings))[1]
+            walls[FULL].append((await _timed_debate(Counting(backend), FULL, settings, bank, summaries))[0])
+            walls["pattern"].append((await _timed_debate(Counting(backend), FULL, pattern, bank, summaries))[0])
+            serial_ratios += (await _timed_debate(Counting(backend, serial=True), PLAIN, settings))[1]
         rows.append({"figure": "round wall / slowest call (concurrent agents)", "value": _med(ratios),
                      "target": "<= 1.1"})
         rows.append({"figure": "round wall / slowest call (sequential baseline)", "value": _med(serial_ratios),
                      "target": "~3 for 3 agents"})
-        mad = statistics.median(walls["mad"])
+        mad = statistics.median(walls[PLAIN])
         rows.append({"figure": "R²-MAD wall / MAD wall, faithful summary (a call costs the same whatever its length)",
-                     "value": round(statistics.median(walls["r2mad"]) / mad, 3), "target": ""})
+                     "value": round(statistics.median(walls[FULL]) / mad, 3), "target": ""})
         later = statistics.median(walls["pattern"][1:]) / mad if len(walls["pattern"]) > 1 else float("nan")
         rows.append({"figure": "  pattern-only summary (a departure): first debate / later debates",
                      "value": f"{walls['pattern'][0] / mad:.3f} / {later:.3f}", "target": "<= 1.2"})
         summaries = SummaryCache()  # cold again, now asking the likely patterns' summaries while agents answer
         counting = Counting(backend)
-        first = (await _timed_debate(counting, "r2mad", pattern.replace(prefetch_summaries=True), bank,
+        first = (await _timed_debate(counting, FULL, pattern.replace(prefetch_summaries=True), bank,
                                      summaries))[0]
         asked = counting.calls - settings.agents * settings.rounds
         rows.append({"figure": f"  pattern-only, first debate with prefetch_summaries ({asked} summary calls "
@@ -168,11 +168,11 @@ async def debate_figures(base_url: str, per_token_url: str, repeats: int = 3) ->
         per_token = _backend(per_token_url, "bench-per-token")
         full = _backend(per_token_url, "bench-per-token", "bench-full-summary")
         pattern_cache = SummaryCache()  # the pattern variant's cache for this server: starts cold
-        mad = (await _timed_debate(per_token, "mad", settings))[0]
-        faithful = (await _timed_debate(per_token, "r2mad", settings, bank, summaries))[0]
-        worst = (await _timed_debate(full, "r2mad", settings, bank, summaries))[0]
-        first = (await _timed_debate(per_token, "r2mad", pattern, bank, pattern_cache))[0]
-        later = (await _timed_debate(per_token, "r2mad", pattern, bank, pattern_cache))[0]
+        mad = (await _timed_debate(per_token, PLAIN, settings))[0]
+        faithful = (await _timed_debate(per_token, FULL, settings, bank, summaries))[0]
+        worst = (await _timed_debate(full, FULL, settings, bank, summaries))[0]
+        first = (await _timed_debate(per_token, FULL, pattern, bank, pattern_cache))[0]
+        later = (await _timed_debate(per_token, FULL, pattern, bank, pattern_cache))[0]
         rows.append({"figure": f"R²-MAD wall / MAD wall, latency per generated token ({AGENT_WORDS}-word answers, "
                                f"{SUMMARY_WORDS}-word summary), faithful summary",
                      "value": round(faithful / mad, 3), "target": "<= 1.25 (paper: 1.5-2x)"})
