@@ -190,7 +190,7 @@ def test_unwritable_summary_file_keeps_the_cache_in_memory(tmp_path):
 
 
 def test_likely_outcomes_are_every_split_then_keep_or_adopt():
-    from r2mad.methods.r2mad import likely_outcomes
+    from r2mad.memory.prefetch import likely_outcomes
 
     after_round0 = likely_outcomes(None, 3)
     assert len(after_round0) == 5  # Bell(3): {abc}, {ab|c}, {ac|b}, {a|bc}, {a|b|c}
@@ -227,7 +227,7 @@ def test_prefetch_is_dropped_when_round0_is_unanimous_and_the_debate_stops(bank)
     settings = DebateSettings().replace(seed=2, prefetch_summaries=True, summary="pattern")
     strategy = make_method("r2mad", settings, bank=bank)
     t = asyncio.run(Debate(backend, strategy).run(TASKS[1]))
-    assert len(t.rounds) == 1 and strategy.prefetching == {}
+    assert len(t.rounds) == 1 and strategy.prefetch.calls == {}
     assert summary_calls(backend) == 4  # the unanimous split is never asked: it would end the debate
     assert all(c.round == 0 and c.label == "prefetched" for c in t.rounds[0].aux)
 

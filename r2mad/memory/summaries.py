@@ -1,6 +1,6 @@
 """R²-MAD's round summaries h, remembered per (backbone, model, summary prompt). The prompt holds only
 the abstract stance pattern, so repeated patterns need no model call; the app and the CLI hand R²-MAD a
-cache kept in a file of the data dir, so that later processes start warm."""
+cache kept in a file of the data dir, so that later processes start warm. Prefetching them: memory/prefetch.py."""
 from __future__ import annotations
 
 import json
@@ -49,3 +49,9 @@ class SummaryCache:
         return {tuple(r[:3]): r[3] for r in rows if isinstance(r, list) and len(r) == 4
                 and all(isinstance(x, str) for x in r)}
 
+
+
+def summary_key(backend, messages) -> tuple[str, str, str]:
+    """The cache's key of a summary prompt: (backend, model, prompt)."""
+    model = str(getattr(backend, "model", "") or "")  # a custom endpoint is named "custom" whatever it serves
+    return backend.name, model, messages[-1].content
