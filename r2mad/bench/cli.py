@@ -52,14 +52,15 @@ def cmd_bench(args, config) -> int:
         if args.load:
             import dataclasses
 
-            from r2mad.bench.load import QUICK, LoadPlan, load_figures
+            from r2mad.bench.load import QUICK, LoadPlan, app_figures, model_figures
 
             plan = QUICK if args.quick else LoadPlan()
             if args.visitors:
                 plan = dataclasses.replace(plan, visitors=args.visitors)
             print(f"Load (embedded model, temperature 0, {plan.call_tokens}-token calls; then the app as `make run` "
                   f"starts it, early stop off, {plan.visitors} visitors through the public API):")
-            print(format_rows(load_figures(plan)))
+            print(format_rows(model_figures(plan)), flush=True)  # printed as soon as measured: the app's take long
+            print(format_rows(app_figures(plan)))
         return 0
     if args.quick:
         args.latency, args.token_latency, args.repeats, args.sizes = 0.01, 0.0005, 1, "200"

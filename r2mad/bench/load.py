@@ -201,7 +201,3 @@ def _one(result: dict) -> str:
         return f"failed after {result['wall']:.1f} s: {result['error']}"
     return f"{result['wall']:.1f} ({result['calls']} calls, {result['generated']} tokens)"
 
-
-def load_figures(plan: LoadPlan) -> list[dict]:
-    """Every --load figure: the model's own first (on a quiet machine: the app is not running yet), then the app's."""
-    return model_figures(plan) + app_figures(plan)
