@@ -129,7 +129,8 @@ def _debate(client, i: int) -> dict:
         t = client.predict(**_question(i))
     except Exception as exc:  # a refused or failed visitor is a figure too, not the end of the bench
         return {"wall": time.monotonic() - started, "ended": time.monotonic(), "error": str(exc)[:200]}
-    return {"wall": time.monotonic() - started, "ended": time.monotonic(), "status": t["status"],
+    why = next((x["error"] for r in t["rounds"] for x in r["turns"] if x["error"]), None) or " ".join(t["notices"][-1:])
+    return {"wall": time.monotonic() - started, "ended": time.monotonic(), "status": t["status"], "why": why,
             "calls": t["usage"]["calls"], "generated": t["usage"]["tokens_out"], "rounds": len(t["rounds"]),
             "agents": len(t["rounds"][0]["turns"]) if t["rounds"] else 0}
 
@@ -183,8 +184,9 @@ def app_figures(plan: LoadPlan) -> list[dict]:
     generated = sum(r["generated"] for r in finished)
     rows.append({"figure": "  finished / generated tokens per second over them all",
                  "value": f"{len(finished)} of {plan.visitors} / {generated / ends.max():.1f}"})
-    errors = sorted({r["error"] for r in results if "error" in r} | {r["status"] for r in results
-                                                                    if r.get("status") not in (None, "done")})
+    errors = sorted({r["error"] for r in results if "error" in r} |
+                    {f"{r['status']}: {r['why'] or 'no reason given'}"[:200] for r in results
+                     if r.get("status") not in (None, "done")})
     if errors:
         rows.append({"figure": "  why the others did not finish", "value": "; ".join(errors)})
     rows.append({"figure": "app + model process peak RSS (MB): sampled every 0.1 s / sum of each one's VmHWM",
