@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from r2mad.backends.base import BackendError
-from r2mad.bench import speed as bench
+from r2mad.bench import cli as bench
 from r2mad.cli_common import (
     add_backbone_flags,
     add_settings_flags,

@@ -1,41 +1,126 @@
-"""`python -m r2mad bench` runs end to end on its own scripted server and prints every figure; the
-side-by-side rows obey the round-0 arithmetic (checked by hand, not timed). Timed figures are only read:
-their values are the bench's business, and a busy machine would break any bound on them."""
+"""Every mode of `python -m r2mad bench` runs in its quickest form (`--quick`) and prints every figure it
+promises as numbers, so a figure the README quotes can always be reproduced; the side-by-side rows obey the
+round-0 arithmetic (checked by hand). Behaviour only: no test here bounds a wall-clock time."""
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+import time
 
 import pytest
 
+from r2mad.bench.appproc import config_copy, tree_hwm_mb, tree_rss_mb
 from r2mad.cli import main
+from r2mad.config import load_config
 
-pytestmark = pytest.mark.slow  # real model, server, embedder or browser
+slow = pytest.mark.slow  # real model, server, embedder or app
 
 
-def test_bench_prints_every_figure_and_the_round0_arithmetic(capsys):
-    code = main(["bench", "--latency", "0.01", "--token-latency", "0.0005", "--repeats", "1", "--sizes", "200"])
+def run_bench(capsys, *flags: str) -> dict[str, str]:
+    """`bench FLAGS --quick`: {figure: value} of every row it printed (the figure's leading spaces dropped)."""
+    code = main(["bench", *flags, "--quick"])
     out = capsys.readouterr().out
-    assert code == 0
-    rows = {cells[0].strip(): cells[1:] for line in out.splitlines()
+    assert code == 0, out
+    assert not re.search(r"\bnan\b", out), out
+    return {cells[0].strip(): cells[1] for line in out.splitlines()
             if len(cells := re.split(r"\s{2,}", line.strip())) >= 2}
 
-    def value(prefix: str) -> str:
-        return next(v[0] for k, v in rows.items() if k.startswith(prefix))
 
+def value(rows: dict[str, str], prefix: str) -> str:
+    found = [v for k, v in rows.items() if k.startswith(prefix)]
+    assert found, f"no figure starting {prefix!r} in {list(rows)}"
+    return found[0]
+
+
+def numbers(text: str, count: int) -> list[float]:
+    """The `count` numbers a printed value holds ("3.68 / 2.30", "99.7 (15 calls, 206 tokens)", "53% / 0%")."""
+    found = [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", text)]
+    assert len(found) == count, (text, found)
+    return found
+
+
+@slow
+def test_bench_prints_every_figure_and_the_round0_arithmetic(capsys):
+    rows = run_bench(capsys)  # 0.01 s a call, 0.0005 s a word, one repeat, a 200-case bank
     # wall-clock ratios are the bench's figures to report (about 1x concurrent, 3x sequential, R²-MAD slower
     # than MAD by its summary call); a busy machine stretches them, so the test only reads them
     for timed in ("round wall / slowest call (concurrent", "round wall / slowest call (sequential",
                   "R²-MAD wall / MAD wall, faithful summary (a call", "R²-MAD wall / MAD wall, latency per generated"):
-        assert float(value(timed)) > 0
+        assert float(value(rows, timed)) > 0
+    first, later = (float(x) for x in value(rows, "pattern-only summary (a departure): first").split(" / "))
+    assert first > 0 and later > 0  # one repeat still measures a later debate, on the cache the first one filled
     # speculative summaries: 5 splits after round 0 + 3^3 keep-or-adopt outcomes after round 1
-    assert "first debate with prefetch_summaries (32 summary calls instead of 2)" in out
-    side_by_side = float(value("side-by-side tokens / separate runs"))
-    share = float(re.search(r"round 0 = ([\d.]+)%", out).group(1)) / 100
+    assert "pattern-only, first debate with prefetch_summaries (32 summary calls instead of 2)" in rows
+    side_by_side = float(value(rows, "side-by-side tokens / separate runs"))
+    share = float(re.search(r"round 0 = ([\d.]+)%", " ".join(rows)).group(1)) / 100
     # only round 0 is shared: 4 methods save 3/4 of their round 0, no more and no less
-    assert abs(side_by_side - float(value("best possible from sharing round 0"))) <= 0.002
+    assert abs(side_by_side - float(value(rows, "best possible from sharing round 0"))) <= 0.002
     assert abs(side_by_side - (1 - 0.75 * share)) <= 0.002
-    assert 0.75 < float(value("side-by-side calls / separate runs")) < 0.9  # 9 of ~55 calls saved
+    assert 0.75 < float(value(rows, "side-by-side calls / separate runs")) < 0.9  # 9 of ~55 calls saved
     # a question all agents answer alike stops after the shared round 0: one round 0 instead of four
-    assert float(value("same, early stop on")) == 0.25
-    assert value("share of such questions").endswith("%")
-    assert re.search(r"retrieve \+ confidence, k=1, edge\s+200\s", out)
+    assert float(value(rows, "same, early stop on")) == 0.25
+    assert value(rows, "share of such questions").endswith("%")
+    assert value(rows, "retrieve + confidence, k=1, edge") == "200"
+
+
+def test_the_memory_figures_count_every_process_of_the_tree(tmp_path):
+    """The app's figure holds its model process: a child holding 200 MB shows in its parent's tree."""
+    before = tree_rss_mb(os.getpid())
+    child = subprocess.Popen([sys.executable, "-c", "import sys, time; x = bytearray(200 << 20); print(1, flush=True); "
+                              "time.sleep(60)"], stdout=subprocess.PIPE)
+    try:
+        child.stdout.readline()
+        assert tree_rss_mb(os.getpid()) - before > 150
+        assert tree_hwm_mb(os.getpid()) >= tree_rss_mb(os.getpid()) - 5  # each peak is at least its present
+    finally:
+        child.kill()
+        child.wait()
+    time.sleep(0.1)
+    assert tree_rss_mb(os.getpid()) - before < 100
+
+
+def test_the_app_of_a_bench_reads_the_debate_defaults_it_was_given(tmp_path):
+    settings = load_config(config_copy(tmp_path, early_stop=False, agents=2, max_tokens=16)).settings
+    assert (settings.early_stop, settings.agents, settings.max_tokens) == (False, 2, 16)
+    assert settings.rounds == load_config().settings.rounds  # the rest as shipped
+
+
+@slow
+def test_bench_memory_prints_the_app_and_index_figures(capsys):
+    rows = run_bench(capsys, "--memory")
+    start = numbers(value(rows, "app RSS after start"), 1)[0]
+    after = numbers(value(rows, "app + model process after a first MAD"), 1)[0]
+    assert after > start  # the model process is counted
+    assert numbers(value(rows, "peak during that"), 1)[0] > start
+    numbers(value(rows, "peak during a first R²-MAD debate"), 1)
+    numbers(value(rows, "that debate's wall time"), 1)
+    numbers(value(rows, "cold index build of memory/demo-mcq"), 2)
+
+
+@slow
+def test_bench_parse_prints_both_unparsed_shares(capsys):
+    rows = run_bench(capsys, "--parse")
+    for dataset in ("demo-mcq", "demo-math"):
+        raw, guarded = numbers(value(rows, f"{dataset} test, UNPARSED"), 2)
+        assert 0 <= guarded <= raw <= 100
+
+
+@slow
+def test_bench_load_prints_every_figure(capsys):
+    rows = run_bench(capsys, "--load")
+    quiet, busy = numbers(value(rows, "one embedded-model call"), 2)  # quiet / busy
+    assert quiet > 0 and busy > 0
+    assert numbers(value(rows, "beside a busy core / quiet"), 1)[0] > 0
+    assert all(rate > 0 for rate in numbers(value(rows, "embedded model, generated tokens/s"), 2))
+    assert numbers(value(rows, "3 in flight / 1"), 1)[0] > 0
+    worst, median = numbers(value(rows, "the app answers a poll while the default bank warms up"), 2)
+    assert worst >= median > 0
+    wall, calls, tokens = numbers(value(rows, "MAD alone, 2 agents x 2 rounds"), 3)
+    assert calls == 4 and tokens > 0  # the quick form: 2 agents x 2 rounds, no answer guard
+    p50, p95, last = numbers(value(rows, "2 MAD debates at once"), 3)
+    assert 0 < p50 <= p95 <= last
+    assert value(rows, "finished / generated").startswith("2 of 2 / ")
+    sampled, hwm = numbers(value(rows, "app + model process peak RSS"), 2)
+    assert sampled > 0 and hwm > 0

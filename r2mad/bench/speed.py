@@ -1,5 +1,5 @@
-"""`python -m r2mad bench`: speed figures, printed side by side (figures, not timed tests). With no
-arguments it starts the scripted OpenAI-compatible server itself with a fixed latency per call."""
+"""`python -m r2mad bench`'s debate speed figures, printed side by side (figures, not timed tests), on the
+scripted OpenAI-compatible server `bench` starts itself, with a fixed latency per call or per token."""
 from __future__ import annotations
 
 import asyncio
@@ -134,10 +134,12 @@ async def debate_figures(base_url: str, per_token_url: str, repeats: int = 3) ->
     walls = {PLAIN: [], FULL: []}
     ratios, serial_ratios = [], []
     summaries = SummaryCache()  # "first debate" figures start cold
-    walls["pattern"] = []
     pattern = settings.replace(summary="pattern")  # the speed variant: h from the stance pattern, cached
     with tempfile.TemporaryDirectory(prefix="r2mad-bench-") as tmp:
         bank = _bank(Path(tmp))
+        # the first pattern-only debate finds the cache cold; each repeat then adds a later (warm) one, so
+        # "later debates" has a figure even with --repeats 1
+        walls["pattern"] = [(await _timed_debate(Counting(backend), FULL, pattern, bank, summaries))[0]]
         for _ in range(repeats):
             wall, r = await _timed_debate(Counting(backend), PLAIN, settings)
             walls[PLAIN].append(wall)
@@ -152,7 +154,7 @@ async def debate_figures(base_url: str, per_token_url: str, repeats: int = 3) ->
         mad = statistics.median(walls[PLAIN])
         rows.append({"figure": "R²-MAD wall / MAD wall, faithful summary (a call costs the same whatever its length)",
                      "value": round(statistics.median(walls[FULL]) / mad, 3), "target": ""})
-        later = statistics.median(walls["pattern"][1:]) / mad if len(walls["pattern"]) > 1 else float("nan")
+        later = statistics.median(walls["pattern"][1:]) / mad
         rows.append({"figure": "  pattern-only summary (a departure): first debate / later debates",
                      "value": f"{walls['pattern'][0] / mad:.3f} / {later:.3f}", "target": "<= 1.2"})
         summaries = SummaryCache()  # cold again, now asking the likely patterns' summaries while agents answer
@@ -220,68 +222,3 @@ async def _side_by_side(task: Task, backend, settings: DebateSettings, bank, sum
 
 def _med(values: list[float]) -> float:
     return round(statistics.median(values), 3) if values else float("nan")
-
-
-def register(sub) -> None:
-    p = sub.add_parser("bench", help="print speed figures (debate concurrency, R²-MAD overhead, retrieval)")
-    p.add_argument("--latency", type=float, default=1.0,
-                   help="seconds per call of the scripted server (default 1: faster than any real backbone; "
-                        "the embedded SmolLM2 takes about 4 s a call on 2 cores)")
-    p.add_argument("--token-latency", type=float, default=0.02,
-                   help="seconds per generated word for the per-token figure (0.02 = 50 tokens/s)")
-    p.add_argument("--sizes", default="1000,10000,100000", help="bank sizes for the retrieval figures")
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--memory", action="store_true",
-                   help="instead: memory of the app and its model process, and a cold bank index build")
-    p.add_argument("--parse", action="store_true",
-                   help="instead: UNPARSED round answers on the embedded model, without and with the answer guard")
-    p.add_argument("--limit", type=int, default=None, help="--parse: questions per demo test split")
-    p.set_defaults(func=cmd_bench)
-
-
-def cmd_bench(args, config) -> int:
-    from r2mad.bench.retrieval import bench_retrieval, format_rows
-    from r2mad.fakeserver import FakeServer
-
-    if args.memory or args.parse:
-        from r2mad.bench import resources
-
-        if args.memory:
-            print("Memory (resident, app process + its model process; targets: model loaded <= 700 MB, "
-                  "every peak <= 1500 MB; cold index <= 20 s):")
-            figures = resources.app_memory() + resources.index_memory()
-            print(format_rows([{"figure": f, "value": v} for f, v in figures]))
-        if args.parse:
-            print("Answers on the embedded model (MAD, 3 agents x 3 rounds, seed 0; target <= 5 % with the guard):")
-            print(format_rows([{"figure": f, "value": v} for f, v in resources.parse_rates(args.limit)]))
-        return 0
-
-    def responder(body):
-        behaviour = reply_for(body)
-        behaviour.latency_s = args.latency
-        return behaviour
-
-    def per_token(body):
-        behaviour = long_reply(body)
-        behaviour.latency_s, behaviour.per_token_latency_s = 0.1, args.token_latency
-        return behaviour
-
-    with FakeServer(models=["bench"], responder=responder) as server, \
-            FakeServer(models=["bench", "bench-full-summary"], responder=per_token) as token_server:
-        rows = asyncio.run(debate_figures(server.base_url, token_server.base_url, args.repeats))
-    print(f"Debate figures (scripted server, {args.latency:g} s per call, or 0.1 s + {args.token_latency:g} s "
-          "per generated word where said; 3 agents x 3 rounds):")
-    print(format_rows(rows))
-    from r2mad.bench.sampling import SAMPLES, sampling_figures
-
-    rows = []
-    for slots, label in ((None, "any number of requests at once, "), (1, "one request at a time, ")):
-        with FakeServer(models=["bench"], responder=responder, max_parallel=slots) as server:
-            rows += sampling_figures(server, TASK, args.repeats, label)
-    print(f"\nSelf-Consistency, {SAMPLES} samples (scripted server, {args.latency:g} s per request whatever its n, "
-          "as a server that decodes a request's n samples as one batch):")
-    print(format_rows(rows))
-    sizes = tuple(int(s) for s in args.sizes.split(",") if s.strip())
-    print("\nRetrieval (one agent-round; target <= 20 ms p50 at 10k cases):")
-    print(format_rows(bench_retrieval(sizes=sizes)))
-    return 0

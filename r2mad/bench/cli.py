@@ -1,0 +1,102 @@
+"""`python -m r2mad bench`: the subcommand and its modes. With no mode it prints the debate speed, sampling and
+retrieval figures on scripted servers it starts itself; --memory, --parse and --load run the app or the embedded
+model instead. `--quick` runs any mode in its quickest form (what the tests run: the figures exist, mean little)."""
+from __future__ import annotations
+
+import asyncio
+
+
+def register(sub) -> None:
+    p = sub.add_parser("bench", help="print speed figures (debate concurrency, R²-MAD overhead, retrieval)")
+    p.add_argument("--latency", type=float, default=1.0,
+                   help="seconds per call of the scripted server (default 1: faster than any real backbone; "
+                        "the embedded SmolLM2 takes about 4 s a call on 2 cores)")
+    p.add_argument("--token-latency", type=float, default=0.02,
+                   help="seconds per generated word for the per-token figure (0.02 = 50 tokens/s)")
+    p.add_argument("--sizes", default="1000,10000,100000", help="bank sizes for the retrieval figures")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--memory", action="store_true",
+                   help="instead: memory of the app and its model process, and a cold bank index build")
+    p.add_argument("--parse", action="store_true",
+                   help="instead: UNPARSED round answers on the embedded model, without and with the answer guard")
+    p.add_argument("--limit", type=int, default=None, help="--parse: questions per demo test split")
+    p.add_argument("--load", action="store_true",
+                   help="instead: the embedded model's calls alone and in flight together, then the app under "
+                        "--visitors concurrent MAD debates through its API (times and peak memory)")
+    p.add_argument("--visitors", type=int, default=None, help="--load: concurrent debates, one client each (8)")
+    p.add_argument("--quick", action="store_true",
+                   help="the quickest form of a mode (tiny answers, one question, 2 visitors): checks it runs; "
+                        "its figures are not the ones to quote")
+    p.set_defaults(func=cmd_bench)
+
+
+def cmd_bench(args, config) -> int:
+    from r2mad.bench.retrieval import format_rows
+
+    if args.memory or args.parse or args.load:
+        from r2mad.bench import resources
+        from r2mad.bench.appproc import QUICK_DEBATE
+
+        if args.memory:
+            print("Memory (resident, app process + its model process; targets: model loaded <= 700 MB, "
+                  "every peak <= 1500 MB; cold index <= 20 s):")
+            figures = resources.app_memory(**(QUICK_DEBATE if args.quick else {})) + resources.index_memory()
+            print(format_rows([{"figure": f, "value": v} for f, v in figures]))
+        if args.parse:
+            quick = {**QUICK_DEBATE, "answer_guard": "on"} if args.quick else {}
+            shape = "{agents} agents x {rounds} rounds, {max_tokens} tokens".format(**quick) if quick else \
+                "3 agents x 3 rounds"
+            print(f"Answers on the embedded model (MAD, {shape}, seed 0; target <= 5 % with the guard):")
+            rates = resources.parse_rates(1 if args.quick else args.limit, **quick)
+            print(format_rows([{"figure": f, "value": v} for f, v in rates]))
+        if args.load:
+            import dataclasses
+
+            from r2mad.bench.load import QUICK, LoadPlan, app_figures, model_figures
+
+            plan = QUICK if args.quick else LoadPlan()
+            if args.visitors:
+                plan = dataclasses.replace(plan, visitors=args.visitors)
+            print(f"Load (embedded model, temperature 0, {plan.call_tokens}-token calls; then the app as `make run` "
+                  f"starts it, early stop off, {plan.visitors} visitors through the public API):")
+            print(format_rows(model_figures(plan)), flush=True)  # printed as soon as measured: the app's take long
+            print(format_rows(app_figures(plan)))
+        return 0
+    if args.quick:
+        args.latency, args.token_latency, args.repeats, args.sizes = 0.01, 0.0005, 1, "200"
+    return speed_figures(args)
+
+
+def speed_figures(args) -> int:
+    from r2mad.bench.retrieval import bench_retrieval, format_rows
+    from r2mad.bench.sampling import SAMPLES, sampling_figures
+    from r2mad.bench.speed import TASK, debate_figures, long_reply, reply_for
+    from r2mad.fakeserver import FakeServer
+
+    def responder(body):
+        behaviour = reply_for(body)
+        behaviour.latency_s = args.latency
+        return behaviour
+
+    def per_token(body):
+        behaviour = long_reply(body)
+        behaviour.latency_s, behaviour.per_token_latency_s = 0.1, args.token_latency
+        return behaviour
+
+    with FakeServer(models=["bench"], responder=responder) as server, \
+            FakeServer(models=["bench", "bench-full-summary"], responder=per_token) as token_server:
+        rows = asyncio.run(debate_figures(server.base_url, token_server.base_url, args.repeats))
+    print(f"Debate figures (scripted server, {args.latency:g} s per call, or 0.1 s + {args.token_latency:g} s "
+          "per generated word where said; 3 agents x 3 rounds):")
+    print(format_rows(rows))
+    rows = []
+    for slots, label in ((None, "any number of requests at once, "), (1, "one request at a time, ")):
+        with FakeServer(models=["bench"], responder=responder, max_parallel=slots) as server:
+            rows += sampling_figures(server, TASK, args.repeats, label)
+    print(f"\nSelf-Consistency, {SAMPLES} samples (scripted server, {args.latency:g} s per request whatever its n, "
+          "as a server that decodes a request's n samples as one batch):")
+    print(format_rows(rows))
+    sizes = tuple(int(s) for s in args.sizes.split(",") if s.strip())
+    print("\nRetrieval (one agent-round; target <= 20 ms p50 at 10k cases):")
+    print(format_rows(bench_retrieval(sizes=sizes)))
+    return 0
