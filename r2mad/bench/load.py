@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from r2mad.bench.appproc import QUICK_DEBATE, AppProcess, Peak, tree_hwm_mb
-from r2mad.methods import PLAIN
+from r2mad.methods import PLAIN, SINGLE
 from r2mad.types import Message
 
 SEED = 7
@@ -171,7 +171,7 @@ def app_figures(plan: LoadPlan) -> list[dict]:
     with AppProcess(warm=False, **defaults) as app, Peak(app.pid, every_s=0.1) as peak:  # warmed while polled
         client = Client(app.url, verbose=False)
         rows = warmup_polls(app.url, client)
-        client.predict(question="What is 2 + 2?", method="cot", api_name="/run_debate")  # starts the model
+        client.predict(question="What is 2 + 2?", method=SINGLE, api_name="/run_debate")  # starts the model
         alone = _debate(client, 0)
         rows.append({"figure": f"MAD alone, {_shape(alone)}, through the API: wall s (calls, tokens generated)",
                      "value": _one(alone)})

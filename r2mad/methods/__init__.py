@@ -124,6 +124,7 @@ METHODS = tuple(REGISTRY)
 PLAIN = "mad"  # the plain debate: the default, round 0 of every debate, the report's reference row
 FULL = "r2mad"  # R²-MAD with every part on: the top row of the ablation tables
 SAMPLING = "sc"  # Self-Consistency: the report's accuracy-by-sample-budget curve
+SINGLE = "cot"  # one agent, one call: the cheapest run (a warm-up)
 
 
 def names(family: str) -> tuple[str, ...]:
