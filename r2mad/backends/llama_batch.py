@@ -9,11 +9,13 @@ import time
 import numpy as np
 import llama_cpp.llama_cpp as low
 
-from r2mad.backends.llama_threads import ThreadTuner
-
 TOO_LONG = ("The prompt is longer than the embedded model's context window; lower max tokens, rounds or "
             "retrieved cases.")
 TOP_K, MIN_P = 40, 0.05  # create_chat_completion's defaults, so sampled text reads as before
+# One decode thread: llama.cpp's threads spin at every barrier, so on 2 shared cores a second thread gains
+# at most ~1.8x when both cores are idle and loses 10x or more (seconds per step) when other processes
+# want the cores; run-time trials of two threads cost more than they won (measured for issue 25).
+THREADS = 1
 
 
 class Slot:
@@ -62,8 +64,7 @@ class Scheduler:
         params = low.llama_context_default_params()
         params.n_ctx, params.n_batch, params.n_ubatch, params.n_seq_max = kv_size, n_batch, n_batch, slots
         params.kv_unified, params.no_perf = True, True
-        self.tuner = ThreadTuner()
-        params.n_threads = params.n_threads_batch = self.tuner.threads
+        params.n_threads = params.n_threads_batch = THREADS
         self.ctx = low.llama_init_from_model(model, params)
         if not self.ctx:
             raise RuntimeError("llama.cpp could not create the batched context")
@@ -189,12 +190,9 @@ class Scheduler:
                 batch.logits[n] = int(wants_logits and j == len(chunk) - 1)
                 n += 1
         batch.n_tokens = n
-        threads = self.tuner.pick(n)
-        low.llama_set_n_threads(self.ctx, threads, threads)
-        self.step_started = began = time.monotonic()
+        self.step_started = time.monotonic()
         code = low.llama_decode(self.ctx, batch)
         self.step_started = None
-        self.tuner.record(threads, n, time.monotonic() - began)
         if code != 0:  # the memory state is as before the call: free what can be freed and try again
             idle = [s for s in self.slots if s.seq is None and s.tokens]
             for slot in idle:
