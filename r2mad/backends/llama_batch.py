@@ -132,8 +132,9 @@ class Scheduler:
                 self._open(message)
         while self.waiting:
             free = [s for s in self.slots if s.seq is None]
-            if not free:
-                break
+            claimed = sum(len(s.prompt) + s.max_tokens for s in self.active + self.waiting[:1])
+            if not free or (self.active and claimed > self.kv_size):
+                break  # no slot, or it might not fit beside the calls in flight: it waits for them
             seq = self.waiting.pop(0)
             slot = max(free, key=lambda s: (common_prefix(s.tokens, seq.prompt), -s.used))
             keep = min(common_prefix(slot.tokens, seq.prompt), len(seq.prompt) - 1)  # >= 1 token for logits

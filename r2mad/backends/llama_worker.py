@@ -19,7 +19,7 @@ import threading
 import time
 
 SLOTS = 10  # sequences decoded together (Self-Consistency asks 9 samples at once)
-KV_PER_SLOT = 1024  # KV cells beyond one full window, per slot, shared by all (about 23 KB each)
+KV_PER_SLOT = 512  # KV cells beyond one full window, per slot, shared by all (about 23 KB each)
 BEAT_S, HANG_S = 0.5, 300.0
 
 
