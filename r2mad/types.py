@@ -28,6 +28,7 @@ class Completion:
     logprobs: tuple[float, ...] | None = None  # per generated token, when asked for and available
     finish_reason: str | None = None
     provider: str | None = None  # who served it behind a router (HF's x-inference-provider header)
+    tokens_cached: int = 0  # prompt tokens reused from an earlier call's KV cache (counted in tokens_in)
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,15 @@ def test_a_hung_model_process_is_replaced_after_the_stall_limit():
     assert c.tokens_out > 0 and backend.process() is not stopped
 
 
+def test_a_slow_answer_is_not_a_stall():
+    """The stall limit counts the process's heartbeats, not its tokens: prompt chunks that take longer than
+    the limit (a long prompt on a busy machine) finish."""
+    backend = EmbeddedBackend(stall_s=1.5)
+    long = [Message("user", "Summarise this. " + "The keeper climbed the stairs and lit the lamp. " * 300)]
+    [c] = asyncio.run(backend.chat(long, max_tokens=4, seed=1))
+    assert c.tokens_in > 3000 and c.tokens_out > 0
+
+
 def test_a_damaged_or_missing_model_file_is_one_sentence(tmp_path):
     damaged = tmp_path / "model.gguf"
     damaged.write_bytes(b"GGUF" + os.urandom(4096))

