@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import socket
 import time
 
 import pytest
@@ -16,6 +15,7 @@ pytest.importorskip("gradio_client")
 from r2mad.config import load_config  # noqa: E402
 from r2mad.types import AgentTurn, Answer, Case, Round, Task, Transcript  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
+from tests.helpers import free_port, make_bank  # noqa: E402
 from tests.ui_client import UIClient as Client  # noqa: E402  (the UI events are undocumented)
 
 pytestmark = pytest.mark.slow  # real model, server, embedder or browser
@@ -23,27 +23,6 @@ pytestmark = pytest.mark.slow  # real model, server, embedder or browser
 OUTPUTS = ["status", "chat", "col0", "col1", "col2", "col3", "summary", "json", "download", "scoreboard", "matrix",
            "summary_csv"]
 SMALL = dict(backbone="smollm2-135m", bank="", agents=3, rounds=2, max_tokens=48, seed=0)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def make_bank(folder):
-    from r2mad.memory.bank import MemoryBank
-    from r2mad.memory.embedder import load_embedder
-
-    cases = [Case(f"case-{i}", f"q{i}", "mcq", agent, 1, question, "prev", "agents split", 0.67,
-                  ("((B))", "((A))", "((B))"), ("B", "A", "B"), "B", (True, False, True), 1.0)
-             for i, (agent, question) in enumerate([(0, "Which planet is red?"), (1, "Which planet is red?"),
-                                                    (0, "What is the capital of Peru?")])]
-    bank = MemoryBank.create(folder / "tiny", task_kind="mcq", split="train", backbone="test",
-                             embedder=load_embedder("hash-64"), code_version="test",
-                             index_root=folder.parent / "build-index")
-    bank.add(cases)
-    bank.close()
 
 
 @pytest.fixture(scope="module")

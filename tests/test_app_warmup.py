@@ -16,7 +16,7 @@ pytest.importorskip("gradio_client")
 
 from r2mad.config import load_config  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
-from tests.test_app_client import free_port  # noqa: E402
+from tests.helpers import free_port  # noqa: E402
 from tests.ui_client import UIClient as Client  # noqa: E402  (the UI events are undocumented)
 
 pytestmark = pytest.mark.slow

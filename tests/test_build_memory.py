@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from r2mad.fakeserver import FakeServer, ok
-from tests.test_hardening import ROOT
+from tests.helpers import ROOT
 
 QUESTIONS = 6
 

@@ -21,7 +21,7 @@ from r2mad.fakeserver import FakeServer, ok  # noqa: E402
 from r2mad.prompts.common import PERSONAS  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.debate_tab import MAX_AGENTS  # noqa: E402
-from tests.conftest import ROOT  # noqa: E402
+from tests.helpers import ROOT  # noqa: E402
 from tests.ui_client import UIClient  # noqa: E402
 
 pytestmark = pytest.mark.slow  # loopback servers, the app, a browser

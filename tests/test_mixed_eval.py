@@ -10,7 +10,7 @@ import yaml
 from r2mad.cli import main
 from r2mad.fakeserver import FakeServer, ok
 from r2mad.prompts.common import PERSONAS
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.slow  # two loopback servers
 
