@@ -24,6 +24,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def jsonl_values(path) -> list:
+    """Every value of a JSON Lines file, read by the library's reader (r2mad.jsonl)."""
+    from r2mad.jsonl import read_jsonl
+
+    with open(path, "rb") as fh:
+        return [value for _, value in read_jsonl(fh, path)]
+
+
 def debate_cli(config_dir, *args):
     """`r2mad debate ...` on a config folder; returns the exit status."""
     from r2mad.cli import main

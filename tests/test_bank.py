@@ -16,6 +16,7 @@ from r2mad.memory.embedder import HashEmbedder, load_embedder
 from r2mad.memory.retrieval import render_state
 from r2mad.types import to_dict
 from tests.helpers import bank_case as case
+from tests.helpers import jsonl_values
 
 REPO = Path(__file__).resolve().parents[1]
 EMB = HashEmbedder(64)
@@ -244,7 +245,7 @@ def test_eight_threads_adding_and_retrieving_lose_nothing(tmp_path):
     assert errors == []
     assert len(bank) == 8 * 5 * 4
     bank.close()
-    ids = [json.loads(line)["id"] for line in (bank.path / "cases.jsonl").read_text().splitlines()]
+    ids = [row["id"] for row in jsonl_values(bank.path / "cases.jsonl")]
     assert len(ids) == len(set(ids)) == 160
     bank = reopen(tmp_path)
     query = EMB.encode(["question"])[0]
