@@ -17,11 +17,10 @@ from r2mad.types import AgentTurn, Answer, Case, Round, Task, Transcript  # noqa
 from r2mad.ui import build_app  # noqa: E402
 from tests.helpers import free_port, make_bank  # noqa: E402
 from tests.ui_client import UIClient as Client  # noqa: E402  (the UI events are undocumented)
+from tests.ui_client import debate_outputs  # noqa: E402
 
 pytestmark = pytest.mark.slow  # real model, server, embedder or browser
 
-OUTPUTS = ["status", "chat", "col0", "col1", "col2", "col3", "summary", "json", "download", "scoreboard", "matrix",
-           "summary_csv"]
 SMALL = dict(backbone="smollm2-135m", bank="", agents=3, rounds=2, max_tokens=48, seed=0)
 
 
@@ -47,7 +46,7 @@ def client(app):
 
 def debate(client, **kw):
     """The outputs of one /debate call by name; component updates are unwrapped to their props."""
-    return dict(zip(OUTPUTS, client.predict(**{**SMALL, **kw}, api_name="/debate")))
+    return debate_outputs(client.predict(**{**SMALL, **kw}, api_name="/debate"))
 
 
 def value(output):
@@ -91,10 +90,10 @@ def test_stop_ends_a_running_debate_and_keeps_its_partial_transcript(app, client
     deadline = time.time() + 300  # a busy 2-core machine can take minutes for a first turn
     while time.time() < deadline and not any(  # a finished turn ("Agent 2 · …"), not live text
             (m["metadata"].get("title") or "").startswith("Agent ") and " · " in m["metadata"]["title"]
-            for out in job.outputs() for m in value(out[1]) or ()):
+            for out in job.outputs() for m in value(debate_outputs(out)["chat"]) or ()):
         time.sleep(0.2)
     client.predict(api_name="/stop")
-    out = dict(zip(OUTPUTS, job.result()))
+    out = debate_outputs(job.result())
     assert "stopped" in out["status"].lower() and "no final answer" in out["status"]
     assert out["json"]["mad"]["status"] == "cancelled"
     titles = [m["metadata"].get("title") or "" for m in value(out["chat"])]
