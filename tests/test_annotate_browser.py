@@ -16,7 +16,7 @@ from r2mad.config import load_config  # noqa: E402
 from r2mad.types import Task  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from tests.browser import SHOTS, launch, sync_api  # noqa: E402  (skips without Chromium)
-from tests.test_runs import make_transcript, save_run  # noqa: E402
+from tests.helpers import make_transcript, save_run  # noqa: E402
 
 pytestmark = pytest.mark.slow
 PAYLOAD = '<img src=x onerror="window.__pwned=1">'

@@ -12,7 +12,9 @@ from r2mad.config import load_config
 from r2mad.ui.annotate_handlers import AnnotateHandlers
 from r2mad.ui.identity import current_annotator
 from r2mad.ui.services import Services
-from tests.test_runs import MCQ, make_transcript, save_run
+from tests.helpers import HF_SECRET as SECRET
+from tests.helpers import STORED_MCQ as MCQ
+from tests.helpers import make_transcript, save_run
 
 
 def configs(tmp_path):
@@ -77,7 +79,6 @@ def test_bad_input_gets_one_sentence_and_keeps_the_screen(tmp_path):
 @pytest.mark.slow  # a local HTTP server
 def test_the_push_button_sends_the_dataset_with_the_pasted_token_or_the_login(tmp_path, monkeypatch):
     from tests.hubstandin import HubStandIn
-    from tests.test_runs import SECRET
     local, space = configs(tmp_path)
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     req = SimpleNamespace(session_hash="s1", query_params={})

@@ -19,7 +19,7 @@ from r2mad.fakeserver import FakeServer  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.api import ENDPOINTS  # noqa: E402
 from tests.conftest import answer  # noqa: E402
-from tests.test_app_client import free_port, make_bank  # noqa: E402
+from tests.helpers import free_port, make_bank  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a real app, server and (for MCP) the embedded model
 PLANETS = {"A": "Mars", "B": "Jupiter"}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import socket
 import time
 
 import pytest
@@ -16,34 +15,13 @@ pytest.importorskip("gradio_client")
 from r2mad.config import load_config  # noqa: E402
 from r2mad.types import AgentTurn, Answer, Case, Round, Task, Transcript  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
+from tests.helpers import free_port, make_bank  # noqa: E402
 from tests.ui_client import UIClient as Client  # noqa: E402  (the UI events are undocumented)
+from tests.ui_client import debate_outputs  # noqa: E402
 
 pytestmark = pytest.mark.slow  # real model, server, embedder or browser
 
-OUTPUTS = ["status", "chat", "col0", "col1", "col2", "col3", "summary", "json", "download", "scoreboard", "matrix",
-           "summary_csv"]
 SMALL = dict(backbone="smollm2-135m", bank="", agents=3, rounds=2, max_tokens=48, seed=0)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def make_bank(folder):
-    from r2mad.memory.bank import MemoryBank
-    from r2mad.memory.embedder import load_embedder
-
-    cases = [Case(f"case-{i}", f"q{i}", "mcq", agent, 1, question, "prev", "agents split", 0.67,
-                  ("((B))", "((A))", "((B))"), ("B", "A", "B"), "B", (True, False, True), 1.0)
-             for i, (agent, question) in enumerate([(0, "Which planet is red?"), (1, "Which planet is red?"),
-                                                    (0, "What is the capital of Peru?")])]
-    bank = MemoryBank.create(folder / "tiny", task_kind="mcq", split="train", backbone="test",
-                             embedder=load_embedder("hash-64"), code_version="test",
-                             index_root=folder.parent / "build-index")
-    bank.add(cases)
-    bank.close()
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +46,7 @@ def client(app):
 
 def debate(client, **kw):
     """The outputs of one /debate call by name; component updates are unwrapped to their props."""
-    return dict(zip(OUTPUTS, client.predict(**{**SMALL, **kw}, api_name="/debate")))
+    return debate_outputs(client.predict(**{**SMALL, **kw}, api_name="/debate"))
 
 
 def value(output):
@@ -112,10 +90,10 @@ def test_stop_ends_a_running_debate_and_keeps_its_partial_transcript(app, client
     deadline = time.time() + 300  # a busy 2-core machine can take minutes for a first turn
     while time.time() < deadline and not any(  # a finished turn ("Agent 2 · …"), not live text
             (m["metadata"].get("title") or "").startswith("Agent ") and " · " in m["metadata"]["title"]
-            for out in job.outputs() for m in value(out[1]) or ()):
+            for out in job.outputs() for m in value(debate_outputs(out)["chat"]) or ()):
         time.sleep(0.2)
     client.predict(api_name="/stop")
-    out = dict(zip(OUTPUTS, job.result()))
+    out = debate_outputs(job.result())
     assert "stopped" in out["status"].lower() and "no final answer" in out["status"]
     assert out["json"]["mad"]["status"] == "cancelled"
     titles = [m["metadata"].get("title") or "" for m in value(out["chat"])]

@@ -21,7 +21,7 @@ from gradio_client import Client  # noqa: E402
 from r2mad.config import load_config  # noqa: E402
 from r2mad.fakeserver import FakeServer, ok  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
-from tests.ui_client import UIClient  # noqa: E402  (the UI events are undocumented)
+from tests.ui_client import UIClient, debate_outputs  # noqa: E402  (the UI events are undocumented)
 
 pytestmark = pytest.mark.slow  # a real app and test server
 
@@ -95,7 +95,7 @@ def test_a_waiting_visitor_sees_their_place_and_stop_takes_them_out_of_the_line(
     assert final[0] == "Stopped while waiting in line; nothing was run."
     assert services.store.count_runs() == runs_before and services.admission.waiting_count() == 0
     gate.set()
-    assert "final answer" in first.result()[0].lower()  # it ran on once the line was clear
+    assert "final answer" in debate_outputs(first.result())["status"].lower()  # it ran on once the line was clear
     gate.clear()
 
 
@@ -111,7 +111,7 @@ def test_an_api_caller_waits_in_the_same_line_and_is_refused_as_an_error(held):
     with pytest.raises(Exception, match="Your other debate is still waiting in line"):
         api.predict(question="What is 3+3?", method="cot", backbone="held", api_name="/run_debate")
     gate.set()
-    assert "final answer" in running.result()[0].lower()
+    assert "final answer" in debate_outputs(running.result())["status"].lower()
     assert waiting.result()["status"] == "done"
     assert services.admission.mean_duration("remote") is not None  # finished debates now give an estimate
 
@@ -131,7 +131,7 @@ def test_once_a_debate_has_run_to_its_end_the_waiting_visitor_is_given_an_estima
     shown = until(lambda: "Waiting in line" in status_of(waiting) and status_of(waiting), "eve's place in line")
     assert "**Waiting in line: place 1 — starts in about " in shown
     eve.predict(api_name="/stop")
-    assert waiting.result()[0] == "Stopped while waiting in line; nothing was run."
+    assert debate_outputs(waiting.result())["status"] == "Stopped while waiting in line; nothing was run."
     gate.set()
     running.result()
 

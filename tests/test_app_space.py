@@ -16,6 +16,7 @@ from app import serve
 from r2mad.config import load_config
 from r2mad.fakeserver import FakeServer, ok
 from tests.ui_client import UIClient as Client  # the UI events are undocumented
+from tests.ui_client import debate_outputs
 
 pytestmark = pytest.mark.slow  # real model, server, embedder or browser
 
@@ -99,7 +100,7 @@ def test_config_and_memory_files_are_not_served(space, target):
 def test_a_visitor_cannot_point_the_server_at_an_address(space):
     demo, base, _, target = space
     out = ask(Client(base, verbose=False), "Which is right?", base_url=target.base_url, model="m")
-    assert target.hits == 0 and "custom" in str(out[0]).lower()
+    assert target.hits == 0 and "custom" in str(debate_outputs(out)["status"]).lower()
 
 
 def test_eight_visitors_at_once_finish_without_crossing(space):

@@ -16,8 +16,9 @@ pytest.importorskip("gradio_client")
 
 from r2mad.config import load_config  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
-from tests.test_app_client import free_port  # noqa: E402
+from tests.helpers import free_port  # noqa: E402
 from tests.ui_client import UIClient as Client  # noqa: E402  (the UI events are undocumented)
+from tests.ui_client import debate_outputs  # noqa: E402
 
 pytestmark = pytest.mark.slow
 HANG_GUARD_S = 900  # only a broken app waits this long; a busy machine is slow, not broken
@@ -59,20 +60,21 @@ def test_a_cold_bank_index_keeps_the_app_responsive_and_other_debates_running(ap
     first, second = Client(url, verbose=False), Client(url, verbose=False)
     cold = first.submit(methods=["r2mad"], bank="memory/demo-mcq", **ASK)
     deadline = time.monotonic() + HANG_GUARD_S
-    while time.monotonic() < deadline and not any("warming up" in out[0] for out in cold.outputs()):
+    while time.monotonic() < deadline and not any("warming up" in debate_outputs(out)["status"]
+                                                  for out in cold.outputs()):
         time.sleep(0.1)
     other = second.submit(methods=["mad"], bank="", **ASK)
-    other_out = other.result(timeout=HANG_GUARD_S)
+    other_out = debate_outputs(other.result(timeout=HANG_GUARD_S))
     still_warming = not cold.done()
-    cold_out = cold.result(timeout=HANG_GUARD_S)
+    cold_out = debate_outputs(cold.result(timeout=HANG_GUARD_S))
     warming.set()
     poller.join()
 
-    statuses = [out[0] for out in cold.outputs()]
+    statuses = [debate_outputs(out)["status"] for out in cold.outputs()]
     assert any("Memory bank warming up (indexing its cases:" in s for s in statuses), statuses[:5]
-    assert other_out[7]["mad"]["status"] == "done" and still_warming  # finished while the index was built
-    assert cold_out[7]["r2mad"]["status"] == "done"
-    assert cold_out[7]["r2mad"]["rounds"][1]["turns"][0]["details"]["retrieved"]  # the bank was used
+    assert other_out["json"]["mad"]["status"] == "done" and still_warming  # finished while the index was built
+    assert cold_out["json"]["r2mad"]["status"] == "done"
+    assert cold_out["json"]["r2mad"]["rounds"][1]["turns"][0]["details"]["retrieved"]  # the bank was used
     assert sum(answered_while_warming) >= 3, answered_while_warming
 
 
@@ -81,11 +83,12 @@ def test_stop_while_the_bank_warms_up_runs_nothing_and_the_warm_up_goes_on(app):
     client = Client(url, verbose=False)
     job = client.submit(methods=["r2mad"], bank="memory/demo-mcq", **ASK)
     deadline = time.monotonic() + HANG_GUARD_S
-    while time.monotonic() < deadline and not any("warming up" in out[0] for out in job.outputs()):
+    while time.monotonic() < deadline and not any("warming up" in debate_outputs(out)["status"]
+                                                  for out in job.outputs()):
         time.sleep(0.1)
     client.predict(api_name="/stop")
-    out = job.result(timeout=HANG_GUARD_S)
-    assert out[0] == "Stopped before the debate started; nothing was run."
+    out = debate_outputs(job.result(timeout=HANG_GUARD_S))
+    assert out["status"] == "Stopped before the debate started; nothing was run."
     services = demo.r2mad_services
     deadline = time.monotonic() + HANG_GUARD_S
     while services.warming and time.monotonic() < deadline:  # the index is still built, for the next visitor

@@ -14,18 +14,12 @@ import yaml
 from r2mad.memory.bank import BankError, MemoryBank
 from r2mad.memory.embedder import HashEmbedder, load_embedder
 from r2mad.memory.retrieval import render_state
-from r2mad.types import Case, to_dict
+from r2mad.types import to_dict
+from tests.helpers import bank_case as case
+from tests.helpers import jsonl_values
 
 REPO = Path(__file__).resolve().parents[1]
 EMB = HashEmbedder(64)
-
-
-def case(question: str, agent: int = 0, round_: int = 1, reward: float = 1.0,
-         correct=(True, False, True), responses=("ans 4", "ans 5", "ans 4"), text: str | None = None) -> Case:
-    return Case(id=f"{question}-a{agent}-r{round_}", question_id=question, task_kind="math", agent=agent,
-                round=round_, question=text or f"question about {question}", previous_response="I said 4",
-                summary="two of three agree", consensus=2 / 3, responses=responses,
-                answers=("4", "5", "4"), gold="4", correct=correct, reward=reward)
 
 
 def new_bank(tmp_path, embedder=EMB, name="demo", store="edge") -> MemoryBank:
@@ -60,7 +54,7 @@ sys.path.insert(0, {str(REPO)!r})
 from pathlib import Path
 from r2mad.memory.bank import MemoryBank
 from r2mad.memory.embedder import HashEmbedder
-from tests.test_bank import case
+from tests.helpers import bank_case as case
 bank = MemoryBank.create(Path({str(tmp_path)!r}) / "memory" / "demo", task_kind="math", split="train",
                          backbone="smollm2", embedder=HashEmbedder(64), code_version="test",
                          index_root=Path({str(tmp_path)!r}) / "index")
@@ -251,7 +245,7 @@ def test_eight_threads_adding_and_retrieving_lose_nothing(tmp_path):
     assert errors == []
     assert len(bank) == 8 * 5 * 4
     bank.close()
-    ids = [json.loads(line)["id"] for line in (bank.path / "cases.jsonl").read_text().splitlines()]
+    ids = [row["id"] for row in jsonl_values(bank.path / "cases.jsonl")]
     assert len(ids) == len(set(ids)) == 160
     bank = reopen(tmp_path)
     query = EMB.encode(["question"])[0]

@@ -18,10 +18,10 @@ from r2mad.steer.links import Blame, save_blame
 from r2mad.steer.run import fork_debate
 from r2mad.ui.annotate_handlers import AnnotateHandlers
 from r2mad.ui.services import Services
+from tests.helpers import FORK_SETTINGS as SETTINGS
+from tests.helpers import PLANET_MCQ as MCQ
+from tests.helpers import agent_of, save_run
 from tests.scripted import ScriptedBackend, fail, last_user
-from tests.test_debate import MCQ, agent_of
-from tests.test_fork import SETTINGS
-from tests.test_runs import save_run
 
 GUARDED = SETTINGS.replace(answer_guard="on")
 

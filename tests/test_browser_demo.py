@@ -17,7 +17,7 @@ from r2mad.fakeserver import FakeServer, ok  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.examples import CARDS, cached  # noqa: E402
 from tests.browser import SHOTS, launch  # noqa: E402  (skips without Chromium)
-from tests.conftest import ROOT  # noqa: E402
+from tests.helpers import ROOT  # noqa: E402
 
 pytestmark = pytest.mark.slow
 DESKTOP, PHONE = {"width": 1440, "height": 900}, {"width": 390, "height": 844}

@@ -15,8 +15,7 @@ from r2mad.runner import backend_for, run_debate  # noqa: E402
 from r2mad.tasks import task_from_input  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from tests.browser import ARGS, CHROMIUM, SHOTS, sync_api
-from tests.test_app_client import free_port  # noqa: E402
-from tests.test_steer_cli import herd  # noqa: E402
+from tests.helpers import free_port, herd  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a real browser
 

@@ -4,7 +4,7 @@ import pytest
 
 from r2mad.evaluation import budget as b
 from r2mad.evaluation.costs import Prices, format_dollars, prices_of
-from tests.test_metrics import debate
+from tests.helpers import metric_debate as debate
 
 # Every turn of tests.test_metrics.debate costs 10 + 5 = 15 tokens.
 # Q1 samples [B, A, B]: k=1 -> B, A, B: 2/3.  k=2 -> {0,1} tie, earliest B ✓; {0,2} B ✓; {1,2} tie, earliest A ✗:

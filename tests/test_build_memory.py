@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from r2mad.fakeserver import FakeServer, ok
-from tests.test_hardening import ROOT
+from tests.helpers import ROOT, jsonl_values
 
 QUESTIONS = 6
 
@@ -36,7 +36,7 @@ def build_cmd(config_dir, data, out):
 
 
 def case_ids(out: Path) -> list[str]:
-    return [json.loads(line)["id"] for line in (out / "cases.jsonl").read_text().splitlines() if line.strip()]
+    return [row["id"] for row in jsonl_values(out / "cases.jsonl")]
 
 
 @pytest.mark.slow

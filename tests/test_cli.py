@@ -4,7 +4,7 @@ import json
 import pytest
 
 from r2mad.types import Transcript
-from tests.test_hardening import cli
+from tests.helpers import debate_cli as cli
 
 
 def test_debate_prints_rounds_and_writes_json(config_dir, server, tmp_path, capsys):

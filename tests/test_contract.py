@@ -22,9 +22,10 @@ from r2mad.methods import METHODS, is_debate  # noqa: E402
 from r2mad.runs.store import RunStore  # noqa: E402
 from r2mad.types import Case, Transcript, from_dict, to_dict  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
-from tests.conftest import ROOT  # noqa: E402
-from tests.test_app_client import free_port  # noqa: E402
+from tests.helpers import ROOT  # noqa: E402
+from tests.helpers import free_port  # noqa: E402
 from tests.ui_client import UIClient as Client  # noqa: E402  (the UI events are undocumented)
+from tests.ui_client import debate_outputs  # noqa: E402
 
 pytestmark = pytest.mark.slow
 EVERY = [*METHODS, *(f"{m}+advice" for m in METHODS if is_debate(m) and m != "truemad")]
@@ -103,7 +104,7 @@ def ask_app(world, methods):
     options = {f"option_{k.lower()}": v for k, v in OPTIONS.items()}
     out = world.client.predict(backbone="fake", methods=methods, bank=str(world.bank), agents=3, rounds=2,
                                max_tokens=64, seed=0, question=QUESTION, gold="B", api_name="/debate", **options)
-    return out[7]  # the transcripts the page shows, by method
+    return debate_outputs(out)["json"]  # the transcripts the page shows, by method
 
 
 def saved_in_app(world, method) -> Transcript:

@@ -11,7 +11,9 @@ from r2mad.annotation.book import LabelBook
 from r2mad.annotation.dataset import LABEL_COLUMNS, pull_dataset, push_dataset, read_dataset, write_dataset
 from r2mad.runs.io import export_records
 from r2mad.runs.store import RunStore
-from tests.test_runs import MCQ, SECRET, make_transcript, save_run
+from tests.helpers import HF_SECRET as SECRET
+from tests.helpers import STORED_MCQ as MCQ
+from tests.helpers import make_transcript, save_run
 
 
 def annotated(path):

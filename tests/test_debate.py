@@ -7,17 +7,11 @@ import pytest
 from r2mad.config import DebateSettings
 from r2mad.debate import Debate
 from r2mad.methods import make_method
-from r2mad.prompts.common import PERSONAS
 from r2mad.runner import run_side_by_side
-from r2mad.types import Task, Transcript
-from tests.scripted import ScriptedBackend, fail, last_user, persona_of
-
-MCQ = Task("mcq", "Which planet is largest?", (("A", "Mars"), ("B", "Jupiter"), ("C", "Venus")), "B", "q1")
-SYSTEMS = [text for _, text in PERSONAS["mcq"]]
-
-
-def agent_of(messages) -> int:
-    return SYSTEMS.index(persona_of(messages))
+from r2mad.types import Transcript
+from tests.helpers import PLANET_MCQ as MCQ
+from tests.helpers import agent_of
+from tests.scripted import ScriptedBackend, fail, last_user
 
 
 def run(method, backend, task=MCQ, **settings):

@@ -1,17 +1,17 @@
 """Checks the shipped demo question sets (data/demo) keep their schema, counts and balance."""
-import json
 from collections import Counter
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import jsonl_values
+
 DEMO = Path(__file__).resolve().parents[1] / "data" / "demo"
 
 
 def load(name):
-    with open(DEMO / name, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return jsonl_values(DEMO / name)
 
 
 @pytest.fixture(scope="module")

@@ -3,27 +3,10 @@ the near misses it must leave alone (false positives)."""
 from __future__ import annotations
 
 from r2mad.annotation import detectors as d
-from r2mad.types import AgentTurn, Answer, AuxCall, Message, Round, Task, Transcript
+from r2mad.types import AgentTurn, Answer, AuxCall, Round, Task, Transcript
+from tests.helpers import grid_debate as debate
 
-MCQ = Task("mcq", "Which?", (("A", "a"), ("B", "b"), ("C", "c")), gold="A", id="q")
 MATH = Task("math", "2+2?", gold="4", id="m")
-
-
-def debate(grid, *, task=MCQ, texts=None, turn_details=None, round_details=None, aux=None,
-           correct=None, final=None):
-    """grid[r][a] = agent a's answer in round r (None = UNPARSED); texts likewise (default "I pick X")."""
-    rounds = []
-    for r, row in enumerate(grid):
-        turns = tuple(AgentTurn(a, r, "p", (Message("user", "q"),),
-                                (texts or {}).get((r, a), f"r{r}a{a} ((" + (v or "?") + "))"),
-                                Answer(v, "double_paren") if v else Answer(None))
-                      for a, v in enumerate(row))
-        turns = tuple(AgentTurn(**{**t.__dict__, "details": (turn_details or {}).get((r, t.agent), {})})
-                      for t in turns)
-        rounds.append(Round(r, turns, 0.0, tuple((aux or {}).get(r, ())), (round_details or {}).get(r, {})))
-    last = grid[-1][0] if final is None else final
-    ok = (last == task.gold) if correct is None else correct
-    return Transcript(task, "mad", "b", {}, tuple(rounds), Answer(last, "double_paren"), ok)
 
 
 def found(detector, t):

@@ -10,7 +10,7 @@ from gradio_client import Client  # noqa: E402
 
 from r2mad.config import load_config  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
-from tests.test_app_client import free_port  # noqa: E402
+from tests.helpers import free_port  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a real app
 

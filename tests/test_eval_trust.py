@@ -109,7 +109,9 @@ def test_more_seeds_extend_a_finished_run_and_need_a_base_seed(tmp_path):
     import dataclasses
 
     from r2mad.config import ConfigError
-    from tests.test_evaluate import SETTINGS, evaluate, make_run
+    from tests.helpers import EVAL_SETTINGS as SETTINGS
+    from tests.helpers import evaluate
+    from tests.helpers import make_eval_run as make_run
 
     one = make_run(("cot", "mad"), limit=2)
     evaluate(one, tmp_path)

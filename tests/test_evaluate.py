@@ -1,7 +1,5 @@
 """`r2mad eval`: rows per question x method, shared round 0, resuming an interrupted run, refusing to
 mix runs, and one end-to-end run on the embedded model."""
-import asyncio
-import hashlib
 import json
 import os
 import subprocess
@@ -12,31 +10,16 @@ import pytest
 
 from r2mad import __version__
 from r2mad.cli import main
-from r2mad.config import ConfigError, load_config
-from r2mad.evaluation.datasets import load_split
-from r2mad.evaluation.evaluate import ROWS, RUN, EvalRun, read_rows, run_eval
+from r2mad.config import ConfigError
+from r2mad.evaluation.evaluate import ROWS, RUN, read_rows
 from r2mad.evaluation.report import write_report
 from r2mad.types import Transcript, from_dict
+from tests.helpers import EVAL_SETTINGS as SETTINGS
+from tests.helpers import answer_from, evaluate
+from tests.helpers import make_eval_run as make_run
 from tests.scripted import ScriptedBackend, fail
 
 ROOT = Path(__file__).resolve().parents[1]
-SETTINGS = load_config().settings.replace(samples=3, max_tokens=64)
-
-
-def answer_from(messages):
-    """A deterministic reply: the letter depends only on what the agent was shown."""
-    digest = hashlib.sha1(json.dumps([m.content for m in messages]).encode()).digest()
-    return f"I think so. The answer is (({'ABCD'[digest[0] % 4]}))."
-
-
-def make_run(methods=("cot", "sc", "mad", "madm2-subjective"), limit=3, settings=SETTINGS, share=True):
-    return EvalRun(load_split("demo-mcq", "test", limit=limit), tuple(methods), "scripted", settings, share)
-
-
-def evaluate(run, out, backend=None, **kw):
-    backend = backend or ScriptedBackend(reply=answer_from)
-    asyncio.run(run_eval(run, backend, out, concurrency=2, **kw))
-    return backend
 
 
 def canonical(rows):

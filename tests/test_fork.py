@@ -4,37 +4,14 @@ import asyncio
 
 import pytest
 
-from r2mad.config import DebateSettings
-from r2mad.debate import Debate
-from r2mad.methods import make_method
 from r2mad.prompts import mad
 from r2mad.steer.fork import Change, ForkSpec, live_usage, parse_changes, replay_rounds
 from r2mad.steer.run import fork_debate
+from tests.helpers import FORK_SETTINGS as SETTINGS
+from tests.helpers import PLANET_MCQ as MCQ
+from tests.helpers import agent_of, fork, parent
+from tests.helpers import fork_replies as replies
 from tests.scripted import ScriptedBackend, last_user
-from tests.test_debate import MCQ, SYSTEMS, agent_of
-
-SETTINGS = DebateSettings(seed=3, early_stop=False)
-
-
-def replies(m):
-    """Agent i answers "BAC"[i]; its text names the agent and how many messages it was shown, so a
-    turn given the wrong history answers differently."""
-    if m[0].content not in SYSTEMS:  # a judge, an adviser or a summary
-        return f"YES, looked at {len(last_user(m))} characters."
-    i = agent_of(m)
-    return f"I am agent-{i}, seen {len(m)}. ((" + "BAC"[i] + "))"
-
-
-def parent(method="mad", settings=SETTINGS):
-    backend = ScriptedBackend(replies)
-    t = asyncio.run(Debate(backend, make_method(method, settings), backbone="b").run(MCQ))
-    return t, backend
-
-
-def fork(t, spec, settings=SETTINGS):
-    backend = ScriptedBackend(replies)
-    f = asyncio.run(fork_debate(t, spec, backend, settings, backbone="b"))
-    return f, backend
 
 
 @pytest.mark.parametrize("method", ["mad", "madm2-subjective", "truemad"])

@@ -12,13 +12,9 @@ from r2mad.cli import main
 from r2mad.config import ConfigError, load_config
 from r2mad.runs.io import export_jsonl
 from r2mad.runs.store import RunStore
+from tests.helpers import debate_cli as cli
 
-ROOT = Path(__file__).resolve().parent.parent
 SECRET = "sk-TESTSECRET-9f8e7d6c5b4a"
-
-
-def cli(config_dir, *args):
-    return main(["--config-dir", str(config_dir), "debate", *args])
 
 
 @pytest.mark.parametrize("question", ["", "   \n\t ", "x" * 100_000])

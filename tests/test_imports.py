@@ -1,6 +1,8 @@
 """The package's import graph has no cycle: every `import` of an r2mad module, at module level or inside a
-function, points from a module to one it builds on."""
+function, points from a module to one it builds on; and no test module imports another (what tests share
+is in tests/helpers.py and tests/conftest.py)."""
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,3 +62,27 @@ def test_no_import_cycle_in_r2mad():
     graph = import_graph()
     assert "r2mad.memory.bank" in graph["r2mad.runner"] | graph["r2mad.memory.build"]  # it sees real imports
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
+
+
+def imports_of_test_modules(folder: Path) -> dict[str, set[str]]:
+    """Per file of `folder`, the `tests.test_*` modules it imports (also in code it runs from a string)."""
+    found = {}
+    for path in sorted(folder.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        names = set(re.findall(r"^\s*(?:from|import)\s+(tests\.test_\w+)", text, re.MULTILINE))
+        if names:
+            found[path.name] = names
+    return found
+
+
+def test_the_test_import_checker_sees_each_kind_of_import(tmp_path):
+    (tmp_path / "test_a.py").write_text("from tests.test_b import x\n\ndef f():\n    import tests.test_c\n")
+    (tmp_path / "test_d.py").write_text('S = """\nfrom tests.test_e import y\n"""\nfrom tests.helpers import z\n')
+    assert imports_of_test_modules(tmp_path) == {"test_a.py": {"tests.test_b", "tests.test_c"},
+                                               "test_d.py": {"tests.test_e"}}
+
+
+def test_no_test_module_imports_another():
+    """What tests share lives in tests/helpers.py or tests/conftest.py, so a test module runs on its own."""
+    found = imports_of_test_modules(ROOT / "tests")
+    assert found == {}, "; ".join(f"tests/{name} imports {', '.join(sorted(mods))}" for name, mods in found.items())

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from r2mad.annotation.influence import Move, compare_rows, edge_counts, moves
 from r2mad.ui.annotate_view import influence_svg
-from tests.test_detectors import debate
+from tests.helpers import grid_debate as debate
 
 
 def test_moves_point_from_the_holders_of_the_adopted_answer():

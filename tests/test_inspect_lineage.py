@@ -7,7 +7,8 @@ from r2mad.steer.fork import Change, ForkSpec
 from r2mad.steer.links import link_fork
 from r2mad.ui.inspect_tab import InspectHandlers
 from r2mad.ui.visitors import Visitor
-from tests.test_runs import MCQ, make_transcript
+from tests.helpers import STORED_MCQ as MCQ
+from tests.helpers import make_transcript
 
 
 def saved(store: RunStore, owner: str | None) -> str:

@@ -15,6 +15,7 @@ from r2mad.memory.bank import MemoryBank
 from r2mad.memory.embedder import HashEmbedder
 from r2mad.memory.files import read_cases, read_manifest
 from r2mad.types import Case
+from tests.helpers import jsonl_values
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = 12  # economics rows: seeded 3:1 split -> 9 train, 3 test
@@ -96,7 +97,7 @@ def test_build_then_eval_with_another_split_seed_is_refused_and_with_the_same_on
     assert evaluate(config_dir, data, tmp_path / "bank", tmp_path / "r42", 42) == 2
     assert "holds 3 of the 3" in capsys.readouterr().err and len(server.requests) == calls
     assert evaluate(config_dir, data, tmp_path / "bank", tmp_path / "r0", 0) == 0
-    rows = [json.loads(line) for line in (tmp_path / "r0" / "rows.jsonl").read_text().splitlines()]
+    rows = jsonl_values(tmp_path / "r0" / "rows.jsonl")
     assert len(rows) == 3 and len(server.requests) > calls
     recorded = json.loads((tmp_path / "r0" / "run.json").read_text())["bank"]
     assert recorded == {"path": str(tmp_path / "bank"), "dataset": "mmlu-pro-economics",

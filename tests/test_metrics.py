@@ -6,29 +6,11 @@ import pytest
 
 from r2mad.answers import plurality_vote
 from r2mad.evaluation import metrics as m
-from r2mad.types import UNPARSED, AgentTurn, Answer, AuxCall, Round, Task, Transcript
-
-ABSTAIN = "<abstain>"
-
-
-def answer(value):
-    return UNPARSED if value is None else Answer(value, "double_paren")
-
-
-def turn(agent, rnd, value, tokens_in=10, tokens_out=5):
-    if value == ABSTAIN:
-        return AgentTurn(agent, rnd, "p", (), "", Answer(None, "abstained"), error="timeout")
-    return AgentTurn(agent, rnd, "p", (), f"(({value}))", answer(value), tokens_in, tokens_out, 1.0)
-
-
-def debate(rounds, final, gold="B", method="mad", qid="q", aux=(), seconds=0.0):
-    """rounds: one list of answers per round (None = UNPARSED, ABSTAIN = failed call)."""
-    task = Task("mcq", "Which?", (("A", "a"), ("B", "b"), ("C", "c")), gold, qid, "demo-mcq")
-    built = tuple(Round(i, tuple(turn(a, i, v) for a, v in enumerate(values)), 0.0,
-                        tuple(x for x in aux if x.round == i))
-                  for i, values in enumerate(rounds))
-    return Transcript(task, method, "scripted", {}, built, answer(final), seconds=seconds)
-
+from r2mad.types import UNPARSED, AuxCall, Round
+from tests.helpers import ABSTAIN
+from tests.helpers import metric_answer as answer
+from tests.helpers import metric_debate as debate
+from tests.helpers import metric_turn as turn
 
 # T1: the correct agent 0 is persuaded, agent 2 recovers.
 #   r0 [B,A,A]  r1 [A,A,B]  r2 [A,A,B]; final plurality A (wrong)

@@ -21,15 +21,13 @@ from r2mad.fakeserver import FakeServer, ok  # noqa: E402
 from r2mad.prompts.common import PERSONAS  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.debate_tab import MAX_AGENTS  # noqa: E402
-from tests.conftest import ROOT  # noqa: E402
-from tests.ui_client import UIClient  # noqa: E402
+from tests.helpers import ROOT  # noqa: E402
+from tests.ui_client import UIClient, debate_outputs  # noqa: E402
 
 pytestmark = pytest.mark.slow  # loopback servers, the app, a browser
 SYSTEMS = [text for _, text in PERSONAS["mcq"]]
 QUESTION = dict(question="Largest planet?", option_a="Mars", option_b="Jupiter", option_c="Venus", gold="B")
 FORM = dict(methods=["mad"], bank="", agents=3, rounds=3, max_tokens=64, seed=0, **QUESTION)
-OUTPUTS = ["status", "chat", "col0", "col1", "col2", "col3", "summary", "json", "download", "scoreboard", "matrix",
-           "summary_csv"]
 
 
 def stubborn(body):
@@ -77,7 +75,7 @@ def servers(served):
 
 
 def debate(url, **kw) -> dict:
-    return dict(zip(OUTPUTS, UIClient(url, verbose=False).predict(**{**FORM, **kw}, api_name="/debate")))
+    return debate_outputs(UIClient(url, verbose=False).predict(**{**FORM, **kw}, api_name="/debate"))
 
 
 def value(output):

@@ -10,7 +10,7 @@ import yaml
 from r2mad.cli import main
 from r2mad.fakeserver import FakeServer, ok
 from r2mad.prompts.common import PERSONAS
-from tests.conftest import ROOT
+from tests.helpers import ROOT, jsonl_values
 
 pytestmark = pytest.mark.slow  # two loopback servers
 
@@ -37,7 +37,7 @@ def test_an_eval_with_agent_backbones_runs_each_agent_on_its_server_and_reports_
         assert (left.hits, right.hits) == (2 * (6 + 1), 2 * 3)
         assert {r.body["messages"][0]["content"] for r in right.requests} == {SYSTEMS[1]}
 
-        rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
+        rows = jsonl_values(out / "rows.jsonl")
         mad = [r for r in rows if r["method"] == "mad"]
         cot = [r for r in rows if r["method"] == "cot"]
         assert all(r["backbone"] == "left,right,left" for r in rows)

@@ -10,8 +10,9 @@ from r2mad.debate import Debate
 from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import make_method
 from r2mad.types import Task, Transcript
+from tests.helpers import OPTIONS, SYSTEMS, bank  # noqa: F401  (bank is a fixture)
+from tests.helpers import r2mad_reply as reply
 from tests.scripted import ScriptedBackend, persona_of
-from tests.test_r2mad_method import OPTIONS, SYSTEMS, bank, reply  # noqa: F401  (bank is a fixture)
 
 TASK = Task("mcq", "Question number 2: which planet is largest?", OPTIONS, "B", "new")
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from r2mad.evaluation import paired as p
-from tests.test_metrics import debate
+from tests.helpers import metric_debate as debate
 
 
 def test_mcnemar_exact_on_a_hand_table():

@@ -13,7 +13,8 @@ from huggingface_hub.errors import EntryNotFoundError
 from r2mad.config import load_config
 from r2mad.runs.backup import EXPORT_NAME, start_backup
 from r2mad.runs.store import RunStore
-from tests.test_runs import MCQ, make_transcript
+from tests.helpers import STORED_MCQ as MCQ
+from tests.helpers import make_transcript
 
 TOKEN_IN_QUESTION = "hf_" + "QuestionCarriedAToken" + "9" * 12  # token-shaped, built
 

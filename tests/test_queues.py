@@ -14,7 +14,8 @@ from r2mad.annotation.queues import (
     step,
 )
 from r2mad.runs.store import RunStore
-from tests.test_runs import MCQ, make_transcript, save_run
+from tests.helpers import STORED_MCQ as MCQ
+from tests.helpers import make_transcript, save_run
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from r2mad.types import (
     Transcript,
     to_dict,
 )
+from tests.helpers import jsonl_values
 
 METHODS = ["cot", "mad", "truemad", "r2mad", "r2mad-no-confidence"]
 EARLY = "All agents agree after round 1; stopping early."
@@ -232,7 +233,7 @@ def test_table1_over_several_benchmarks_has_an_average(tmp_path):
     first, second = make_folder(tmp_path / "a"), make_folder(tmp_path / "b")
     run = json.loads((second / RUN).read_text())
     (second / RUN).write_text(json.dumps({**run, "dataset": "truthfulqa"}))
-    rows = [json.loads(x) for x in (second / ROWS).read_text().splitlines()]
+    rows = jsonl_values(second / ROWS)
     kept = [r for r in rows if r["method"] != "cot" and r["question_id"] != "q4"]  # q1-q3, no CoT
     (second / ROWS).write_text("".join(json.dumps(r) + "\n" for r in kept))
     from r2mad.cli import main

@@ -23,43 +23,17 @@ from r2mad.runs.io import (
     push_to_hub,
 )
 from r2mad.runs.store import RunStore, load_taxonomy
-from r2mad.types import AgentTurn, Answer, AuxCall, Message, Round, Task, Transcript
+from r2mad.types import Task
+from tests.helpers import HF_SECRET as SECRET
+from tests.helpers import STORED_MCQ as MCQ
+from tests.helpers import make_transcript, save_run
 
 ROOT = Path(__file__).resolve().parent.parent
-SECRET = "hf_TESTSECRET123"
-MCQ = Task("mcq", "Which is right?", (("A", "this"), ("B", "that")), gold="A", id="q1",
-           source="demo-mcq")
 MATH = Task("math", "What is 3 + 4?", gold="7", id="m1", source="demo-math")
 TAXONOMY = ["majority_persuaded_correct_agent", "misleading_retrieved_case", "wrong_confidence",
             "mask_removed_correct_answer", "advice_misled", "parse_failure", "backend_error",
             "shared_misconception_unrecovered", "other", "oscillation", "stalled_split",
             "answer_changed_no_new_argument"]
-
-
-def make_transcript(task: Task, answers: list[list[str | None]], final: str | None,
-                    correct: bool | None, *, status: str = "done", method: str = "mad",
-                    settings: dict | None = None, text: str = "") -> Transcript:
-    """Rounds of agent answers (None = UNPARSED); every turn costs 10 + 5 tokens, plus one summary
-    call of 7 + 3 tokens after round 0."""
-    prompt = (Message("user", "q"),)
-    rounds = tuple(
-        Round(r, tuple(AgentTurn(agent=a, round=r, persona="careful", prompt=prompt,
-                                 text=f"{text}I think (({v}))", seconds=0.5, tokens_in=10,
-                                 tokens_out=5, answer=Answer(v, "double_paren" if v else
-                                                                "unparsed"))
-                       for a, v in enumerate(row)),
-              consensus=0.0, aux=(AuxCall("summary", r, "split views", 7, 3),) if r == 0 else ())
-        for r, row in enumerate(answers))
-    return Transcript(task=task, method=method, backbone="smollm2-135m", settings=settings or {},
-                      rounds=rounds, final=Answer(final, "double_paren" if final else "unparsed"),
-                      correct=correct, status=status, notices=(f"{text}note",), seconds=2.5)
-
-
-def save_run(store: RunStore, t: Transcript, *, bank: str | None = None) -> str:
-    run_id = store.start_run(method=t.method, backbone=t.backbone, bank=bank, task=t.task,
-                             settings=t.settings, seed=1, code_version="test")
-    store.save_transcript(run_id, t, t.status)
-    return run_id
 
 
 def test_export_import_round_trip_is_byte_identical(tmp_path):

@@ -9,32 +9,15 @@ import yaml
 from r2mad.cli import main
 from r2mad.config import load_config
 from r2mad.fakeserver import FakeServer, ok
-from r2mad.prompts.common import PERSONAS
 from r2mad.runs.store import RunStore
 from r2mad.steer.links import blame_of, fork_of, forks_of
-from tests.conftest import ROOT
+from tests.helpers import ROOT, SYSTEMS, herd, make_bank
 
-SYSTEMS = [text for _, text in PERSONAS["mcq"]]
 QUESTION = ["--question", "Largest planet?", "--option", "A=Mars", "--option", "B=Jupiter", "--gold", "B"]
-
-
-def herd(body):
-    """Agent 1 starts on A, the others on B; after round 0 every agent answers A if it is shown an A.
-    So agent 1's round-0 answer alone leads the debate to the wrong final answer A."""
-    messages = body["messages"]
-    system = messages[0]["content"]
-    if system not in SYSTEMS:  # a judge
-        return ok("YES, fine.")
-    agent = SYSTEMS.index(system)
-    if len(messages) == 2:
-        return ok("Mars. ((A))" if agent == 0 else "Jupiter. ((B))")
-    return ok("Going along. ((A))" if "((A))" in messages[-1]["content"] else "Jupiter. ((B))")
 
 
 def bank_config(tmp_path, server):
     """A config on `server` with a small memory bank at tmp_path/memory/tiny (hash embedder: no model)."""
-    from tests.test_app_client import make_bank
-
     folder = make_config(tmp_path, fake=server)
     app_yaml = folder / "app.yaml"
     app_yaml.write_text(app_yaml.read_text().replace("embedder: all-MiniLM-L6-v2", "embedder: hash-64"))

@@ -13,9 +13,10 @@ from r2mad.prompts.truemad import advice_block
 from r2mad.steer.fork import ForkSpec, live_usage, parse_changes
 from r2mad.steer.run import fork_debate, plan_fork
 from r2mad.types import Case
+from tests.helpers import FORK_SETTINGS as SETTINGS
+from tests.helpers import PLANET_MCQ as MCQ
+from tests.helpers import SYSTEMS, agent_of, fork, parent
 from tests.scripted import ScriptedBackend, last_user
-from tests.test_debate import MCQ, SYSTEMS, agent_of
-from tests.test_fork import SETTINGS, fork, parent
 
 
 def judged(m):

@@ -12,7 +12,8 @@ from r2mad.cli import main
 from r2mad.config import ConfigError, load_config
 from r2mad.fakeserver import ok
 from r2mad.runs.store import RunStore
-from tests.test_runs import MCQ, make_transcript
+from tests.helpers import STORED_MCQ as MCQ
+from tests.helpers import make_transcript
 
 SECRET = "sk-TESTSECRET-9f8e7d6c5b4a"
 TYPED_TOKEN = "hf_" + "TypedIntoTheQuestion" + "1" * 12  # token-shaped, built

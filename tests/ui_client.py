@@ -1,6 +1,7 @@
 """A gradio_client Client that also knows the app's UI events by name: the app keeps them out of its
 public API (undocumented: off the API page and the MCP tools), so the stock client would call them by
-position only. Tests that drive the UI through its events use this; programs use the public endpoints."""
+position only. Tests that drive the UI through its events use this; programs use the public endpoints.
+The Run button's outputs come back as a tuple; debate_outputs names them."""
 from __future__ import annotations
 
 from unittest import mock
@@ -14,3 +15,13 @@ class UIClient(Client):
         every = client_utils.RAW_API_INFO_URL + "&all_endpoints=True"
         with mock.patch.object(client_utils, "RAW_API_INFO_URL", every):
             return super()._get_api_info()
+
+
+DEBATE_OUTPUTS = ("status", "chat", "col0", "col1", "col2", "col3", "summary", "json", "download", "scoreboard",
+                  "matrix", "summary_csv")  # the /debate event's outputs, in order
+
+
+def debate_outputs(values) -> dict:
+    """One /debate result (or one of a job's outputs()) by output name: status, chat, ..., json (the
+    transcripts by method)."""
+    return dict(zip(DEBATE_OUTPUTS, values))

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from r2mad.config import ROOT
+from r2mad.jsonl import read_jsonl
 from r2mad.types import Task, TaskKind
 
 DEMO_DIR = ROOT / "data" / "demo"
@@ -252,16 +253,12 @@ def read_rows(path: str | Path) -> list[dict]:
 
 
 def _read_jsonl(path: Path) -> list[dict]:
-    rows = []
-    with path.open(encoding="utf-8") as handle:
-        for line, text in enumerate(handle, 1):
-            if not text.strip():
-                continue
-            try:
-                rows.append(json.loads(text))
-            except json.JSONDecodeError as err:
-                raise DataError(f"{path}:{line} is not valid JSON ({err.msg}); fix or remove that line.") from None
-    return rows
+    with path.open("rb") as handle:
+        return [row for _, row in read_jsonl(handle, path, bad_line=_bad_line)]
+
+
+def _bad_line(path: str | Path, number: int, why: str) -> DataError:
+    return DataError(f"{path}:{number} is not valid JSON ({why}); fix or remove that line.")
 
 
 def _read_json(path: Path) -> list[dict]:

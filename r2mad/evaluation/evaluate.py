@@ -18,6 +18,7 @@ from r2mad.evaluation.costs import Prices, model_costs, total_cost
 from r2mad.evaluation.datasets import Split
 from r2mad.evaluation.leakage import check_no_leakage
 from r2mad.evaluation.metrics import AUXILIARY_KINDS, call_seconds
+from r2mad.jsonl import read_jsonl
 from r2mad.methods import METHODS, is_debate, make_method
 from r2mad.runner import compute_round0, run_debate
 from r2mad.types import Task, Transcript, to_dict
@@ -99,21 +100,15 @@ def read_rows(path: Path, *, repair: bool = False) -> list[dict]:
     `repair` cut from the file so new rows start on a clean line."""
     if not path.exists():
         return []
-    data = path.read_bytes()
-    complete = data[:data.rfind(b"\n") + 1]
-    if repair and len(complete) < len(data):
-        with path.open("r+b") as handle:
-            handle.truncate(len(complete))
-    rows = []
-    for line, text in enumerate(complete.decode("utf-8").splitlines(), 1):
-        if not text.strip():
-            continue
-        try:
-            rows.append(json.loads(text))
-        except json.JSONDecodeError:
-            raise ValueError(f"{path}:{line} is not a valid result row; delete that line and rerun "
-                             "to recompute it.") from None
+    with path.open("r+b" if repair else "rb") as handle:
+        rows = [row for _, row in read_jsonl(handle, path, whole_lines=True, bad_line=_bad_row)]
+        if repair:
+            handle.truncate(handle.tell())  # the reader stopped at the partial line's start
     return rows
+
+
+def _bad_row(path: str | Path, number: int, why: str) -> ValueError:
+    return ValueError(f"{path}:{number} is not a valid result row; delete that line and rerun to recompute it.")
 
 
 def row_key(row: dict) -> tuple[str, str, int | None]:

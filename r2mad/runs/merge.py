@@ -1,16 +1,14 @@
 """Merging exported run records (export lines, the store's recovery files) into the run store's tables on
-a connection: a run or annotation already there is kept unless the record's copy is newer. Reading a JSONL
-file line by line is here too; transactions are the store's (store.py), whole files io.py's."""
+a connection: a run or annotation already there is kept unless the record's copy is newer. Lines are read by
+r2mad.jsonl; transactions are the store's (store.py), whole files io.py's."""
 from __future__ import annotations
 
-import json
 import sqlite3
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable, Iterator, Protocol
 
+from r2mad.jsonl import read_jsonl
 from r2mad.runs.records import dumps
-
-_PEEK = 64 * 1024  # bytes of a line read before knowing it is a JSON object
 
 
 class Cleaner(Protocol):
@@ -22,24 +20,9 @@ class Cleaner(Protocol):
 
 
 def read_records(fh: BinaryIO, path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, run dict) per line; what is no JSON object fails at its first bytes, so a big binary
-    file is never read whole."""
-    number = 0
-    while True:
-        head = fh.readline(_PEEK)
-        if not head:
-            return
-        number += 1
-        if not head.strip():
-            continue
-        if not head.lstrip().startswith(b"{"):
-            raise not_export(path, number, "not a JSON object")
-        line = head if head.endswith(b"\n") else head + fh.readline()
-        try:
-            record = json.loads(line)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise not_export(path, number, getattr(exc, "msg", None) or exc.reason) from None
-        yield number, record
+    """(line number, run dict) per line of an export, read a line at a time (r2mad.jsonl); what is no JSON
+    object fails at its first bytes, so a big binary file is never read whole."""
+    return read_jsonl(fh, path, objects=True, bad_line=not_export)
 
 
 def not_export(path: str | Path, number: int, why: str) -> ValueError:
