@@ -3,6 +3,7 @@ batch, each in its own KV sequence (a slot) that keeps its tokens for the next r
 Run by llama_worker (the process protocol lives there); no I/O here besides the `send` callback."""
 from __future__ import annotations
 
+import os
 import queue
 import time
 
@@ -16,6 +17,9 @@ TOP_K, MIN_P = 40, 0.05  # create_chat_completion's defaults, so sampled text re
 # at most ~1.8x when both cores are idle and loses 10x or more (seconds per step) when other processes
 # want the cores; run-time trials of two threads cost more than they won (measured for issue 25).
 THREADS = 1
+# A prompt chunk is one long computation a step, not hundreds of short ones: two threads halve it on idle
+# cores and cost little when a core is taken, since the threads meet at few barriers.
+PROMPT_THREADS = max(1, min(2, len(os.sched_getaffinity(0))))
 
 
 class Slot:
@@ -63,11 +67,13 @@ class Scheduler:
             bos_token=llm._model.token_get_text(bos) if bos != -1 else "")
         params = low.llama_context_default_params()
         params.n_ctx, params.n_batch, params.n_ubatch, params.n_seq_max = kv_size, n_batch, n_batch, slots
-        params.kv_unified, params.no_perf = True, True
-        # flash attention: a token's numbers do not depend on the other sequences in its batch (plain
-        # attention's batched matmul does), and no attention matrix for the whole cache (0.3 GB less)
-        params.flash_attn_type = low.LLAMA_FLASH_ATTN_TYPE_ENABLED
-        params.n_threads = params.n_threads_batch = THREADS
+        # Each slot a KV stream of its own: a token attends over its own sequence only. In one unified
+        # cache every token attends (masked) over every slot's cells, so a step of 8 cost 8 steps of 1
+        # and a single call slowed as the cache filled (measured for issue 25). Flash attention off: on
+        # this CPU it does not batch (4 tokens cost 4x one), plain attention does (~2x one).
+        params.kv_unified, params.no_perf = False, True
+        params.flash_attn_type = low.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        params.n_threads, params.n_threads_batch = THREADS, PROMPT_THREADS
         self.ctx = low.llama_init_from_model(model, params)
         if not self.ctx:
             raise RuntimeError("llama.cpp could not create the batched context")
@@ -194,6 +200,8 @@ class Scheduler:
                 batch.logits[n] = int(wants_logits and j == len(chunk) - 1)
                 n += 1
         batch.n_tokens = n
+        prompt = any(len(chunk) > 1 for _, chunk, _ in entries)
+        low.llama_set_n_threads(self.ctx, THREADS, PROMPT_THREADS if prompt else THREADS)
         self.step_started = time.monotonic()
         code = low.llama_decode(self.ctx, batch)
         self.step_started = None

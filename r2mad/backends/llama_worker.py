@@ -18,8 +18,7 @@ import sys
 import threading
 import time
 
-SLOTS = 10  # sequences decoded together (Self-Consistency asks 9 samples at once)
-KV_PER_SLOT = 512  # KV cells beyond one full window, per slot, shared by all (about 23 KB each)
+SLOTS = 4  # sequences decoded together, each with a whole window of KV cells (about 23 KB a cell)
 BEAT_S, HANG_S = 0.5, 300.0
 
 
@@ -48,7 +47,7 @@ class Worker:
         # the high-level Llama gives tokenizer and chat template; its own context stays tiny
         self.llm = Llama(model_path=model_path, n_ctx=64, n_batch=64, n_threads=1, logits_all=False,
                          verbose=False, seed=0)
-        self.scheduler = Scheduler(self.llm, n_ctx, n_ctx + KV_PER_SLOT * slots, slots, self.send)
+        self.scheduler = Scheduler(self.llm, n_ctx, n_ctx * slots, slots, self.send)
 
     def send(self, message: dict) -> None:
         with self.out_lock:
