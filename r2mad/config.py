@@ -178,7 +178,7 @@ class Backbone:
     total_timeout_s: float | None = field(default=None, metadata=_limits(0.1, 86400))
     supports_logprobs: bool = True
     stream: bool = False  # read answers as server-sent events (live text in the app)
-    n_ctx: int = field(default=8192, metadata=_limits(512, 131072))
+    n_ctx: int = field(default=4096, metadata=_limits(512, 131072))
     # how the server can be made to keep to an answer format (the answer guard); "none": a plain follow-up
     structured_output: str = field(default="none", metadata=_limits(choices=(
         "none", "grammar", "vllm", "json_schema")))

@@ -170,9 +170,9 @@ class EmbeddedBackend:
     structured_output = "grammar"  # the answer guard constrains output with a llama.cpp grammar
     guard_by_default = True  # a tiny model often reasons without committing to an answer
     serialises_calls = False  # the calls in flight decode together in one batch
-    max_parallel = 4  # sequences the model process decodes at once (llama_worker.SLOTS); more wait in line
+    max_parallel = 8  # sequences the model process decodes at once (llama_worker.SLOTS); more wait in line
 
-    def __init__(self, *, name: str = "smollm2-135m", model_path: Path | None = None, n_ctx: int = 8192,
+    def __init__(self, *, name: str = "smollm2-135m", model_path: Path | None = None, n_ctx: int = 4096,
                  stall_s: float = 120.0):
         self.name = name
         self.model_path = Path(model_path) if model_path else smollm2_path()

@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 
-SLOTS = 4  # sequences decoded together, each with a whole window of KV cells (about 23 KB a cell)
+SLOTS = 8  # sequences decoded together, each in a KV stream of one whole window (about 23 KB a cell)
 BEAT_S, HANG_S = 0.5, 300.0
 
 
