@@ -178,7 +178,7 @@ class Backbone:
     total_timeout_s: float | None = field(default=None, metadata=_limits(0.1, 86400))
     supports_logprobs: bool = True
     stream: bool = False  # read answers as server-sent events (live text in the app)
-    n_ctx: int = field(default=4096, metadata=_limits(512, 131072))
+    n_ctx: int = field(default=3072, metadata=_limits(512, 131072))
     # how the server can be made to keep to an answer format (the answer guard); "none": a plain follow-up
     structured_output: str = field(default="none", metadata=_limits(choices=(
         "none", "grammar", "vllm", "json_schema")))
@@ -393,7 +393,8 @@ def api_key_for(backbone: Backbone, env: dict[str, str] | None = None, pasted: s
     backbone declares `visitor_token`, else the named env var; a visitor's token goes nowhere else.
     Raises before any call when a required key is missing."""
     env = os.environ if env is None else env
-    key = ((pasted or "").strip() if backbone.visitor_token else "") or (env.get(backbone.api_key_env, "").strip() if backbone.api_key_env else "")
+    own = (pasted or "").strip() if backbone.visitor_token else ""
+    key = own or (env.get(backbone.api_key_env, "").strip() if backbone.api_key_env else "")
     if key and (any(c.isspace() for c in key) or not key.isprintable() or len(key) > 512):
         raise ConfigError("The API token has spaces or invalid characters; paste the token alone.")
     if backbone.api_key_required and not key:

@@ -13,7 +13,7 @@ pytest.importorskip("gradio")
 pytest.importorskip("gradio_client")
 
 from r2mad.config import load_config  # noqa: E402
-from r2mad.types import AgentTurn, Answer, Case, Round, Task, Transcript  # noqa: E402
+from r2mad.types import AgentTurn, Answer, Round, Task, Transcript  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from tests.helpers import free_port, make_bank  # noqa: E402
 from tests.ui_client import UIClient as Client  # noqa: E402  (the UI events are undocumented)

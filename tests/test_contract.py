@@ -22,8 +22,7 @@ from r2mad.methods import METHODS, is_debate  # noqa: E402
 from r2mad.runs.store import RunStore  # noqa: E402
 from r2mad.types import Case, Transcript, from_dict, to_dict  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
-from tests.helpers import ROOT  # noqa: E402
-from tests.helpers import free_port  # noqa: E402
+from tests.helpers import ROOT, free_port  # noqa: E402
 from tests.ui_client import UIClient as Client  # noqa: E402  (the UI events are undocumented)
 from tests.ui_client import debate_outputs  # noqa: E402
 

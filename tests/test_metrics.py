@@ -6,11 +6,10 @@ import pytest
 
 from r2mad.answers import plurality_vote
 from r2mad.evaluation import metrics as m
-from r2mad.types import UNPARSED, AuxCall, Round
+from r2mad.types import AuxCall
 from tests.helpers import ABSTAIN
 from tests.helpers import metric_answer as answer
 from tests.helpers import metric_debate as debate
-from tests.helpers import metric_turn as turn
 
 # T1: the correct agent 0 is persuaded, agent 2 recovers.
 #   r0 [B,A,A]  r1 [A,A,B]  r2 [A,A,B]; final plurality A (wrong)

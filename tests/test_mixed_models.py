@@ -10,11 +10,13 @@ from r2mad.debate import Debate
 from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import make_method
 from r2mad.types import Task, Transcript
-from tests.helpers import OPTIONS, SYSTEMS, bank  # noqa: F401  (bank is a fixture)
+from tests import helpers
+from tests.helpers import OPTIONS, SYSTEMS
 from tests.helpers import r2mad_reply as reply
 from tests.scripted import ScriptedBackend, persona_of
 
 TASK = Task("mcq", "Question number 2: which planet is largest?", OPTIONS, "B", "new")
+bank = helpers.bank  # the scripted bank fixture
 
 
 def mixed(method, *, memory=None, aux=None):

@@ -6,38 +6,18 @@ import pytest
 
 from r2mad.config import DebateSettings
 from r2mad.debate import Debate
-from r2mad.memory.bank import MemoryBank
 from r2mad.memory.build import build, cases_from_transcript
-from r2mad.memory.embedder import HashEmbedder
 from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import make_method
-from r2mad.prompts.common import PERSONAS
 from r2mad.prompts.r2mad import stance_pattern
 from r2mad.types import Task
+from tests import helpers
+from tests.helpers import OPTIONS, PLANET_TASKS, SYSTEMS
+from tests.helpers import r2mad_reply as reply
 from tests.scripted import ScriptedBackend, fail, last_user, persona_of
 
-SYSTEMS = [text for _, text in PERSONAS["mcq"]]
-OPTIONS = (("A", "Mars"), ("B", "Jupiter"), ("C", "Venus"))
-TASKS = [Task("mcq", f"Question number {i}: which planet is largest?", OPTIONS, "B", f"q{i}") for i in range(4)]
-
-
-def reply(messages):
-    """Agent 0 always B (right), agent 1 always A, agent 2 C in round 0 then B; summaries are short."""
-    text = last_user(messages)
-    if "Positions of the agents" in text:
-        return "Two positions remain; one agent moved."
-    agent = SYSTEMS.index(persona_of(messages))
-    debate_round = sum(m.role == "assistant" for m in messages)
-    return f"My reasoning. (({['B', 'A', 'C' if debate_round == 0 else 'B'][agent]}))"
-
-
-@pytest.fixture
-def bank(tmp_path):
-    bank = MemoryBank.create(tmp_path / "bank", task_kind="mcq", split="train", backbone="scripted",
-                             embedder=HashEmbedder(64), code_version="test", index_root=tmp_path / "index")
-    asyncio.run(build(TASKS, bank, ScriptedBackend(reply), DebateSettings(seed=1)))
-    yield bank
-    bank.close()
+TASKS = PLANET_TASKS
+bank = helpers.bank  # the scripted bank fixture
 
 
 def test_build_gives_two_cases_per_agent_per_question_without_round0(bank):

@@ -172,7 +172,7 @@ class EmbeddedBackend:
     serialises_calls = False  # the calls in flight decode together in one batch
     max_parallel = 8  # sequences the model process decodes at once (llama_worker.SLOTS); more wait in line
 
-    def __init__(self, *, name: str = "smollm2-135m", model_path: Path | None = None, n_ctx: int = 4096,
+    def __init__(self, *, name: str = "smollm2-135m", model_path: Path | None = None, n_ctx: int = 3072,
                  stall_s: float = 120.0):
         self.name = name
         self.model_path = Path(model_path) if model_path else smollm2_path()

@@ -7,8 +7,8 @@ import os
 import queue
 import time
 
-import numpy as np
 import llama_cpp.llama_cpp as low
+import numpy as np
 
 TOO_LONG = ("The prompt is longer than the embedded model's context window; lower max tokens, rounds or "
             "retrieved cases.")

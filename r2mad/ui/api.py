@@ -16,8 +16,8 @@ from r2mad.methods import METHODS, PLAIN, needs_bank
 from r2mad.runs.faults import StoreError
 from r2mad.text import quoted
 from r2mad.types import Transcript
-from r2mad.ui.line import admitted, lane_of
 from r2mad.ui.errors import refusal
+from r2mad.ui.line import admitted, lane_of
 from r2mad.ui.services import Services
 from r2mad.ui.visitors import Visitor, identify
 
