@@ -158,7 +158,8 @@ def test_end_to_end_on_the_embedded_model(tmp_path):
     assert all(r["tokens"]["debate"] > 0 and r["backbone"] == "smollm2-135m" for r in rows)
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "## Accuracy (Table 1 layout)" in report and "| MAD |" in report
-    # the embedded model answers one call at a time: the report keeps call time apart from waiting in line
-    assert "calls were serialised" in report and all(0 < r["call_seconds"] <= r["seconds"] + 0.01 for r in rows)
+    # the embedded model decodes calls together: the report says wall time includes sharing it
+    assert "ran concurrently on one backbone" in report
+    assert all(r["call_seconds"] > 0 and r["seconds"] > 0 for r in rows)  # agents' calls overlap: no order
     for name in ("accuracy_vs_tokens.png", "consensus.png"):
         assert (out / name).read_bytes()[:4] == b"\x89PNG"
