@@ -74,7 +74,10 @@ def page(space):
 def ask(page, question: str, *, token: str) -> None:
     """Paste a token (the test backbone needs one, as HF Inference Providers do) and run a debate."""
     page.get_by_text("Advanced", exact=False).first.click()
-    page.locator("#token input").fill(token)
+    field = page.locator("#token input")
+    field.wait_for(state="visible", timeout=60_000)  # shown once the page knows the backbone takes a token
+    field.fill(token)
+    field.press("Tab")  # leaving the field commits its value before Run reads it
     page.locator("#question textarea").fill(question)
     page.click("#run")
     try:
