@@ -169,7 +169,6 @@ class EmbeddedBackend:
     streams_text = True
     structured_output = "grammar"  # the answer guard constrains output with a llama.cpp grammar
     guard_by_default = True  # a tiny model often reasons without committing to an answer
-    serialises_calls = False  # the calls in flight decode together in one batch
     max_parallel = 8  # sequences the model process decodes at once (llama_worker.SLOTS); more wait in line
 
     def __init__(self, *, name: str = "smollm2-135m", model_path: Path | None = None, n_ctx: int = 3072,

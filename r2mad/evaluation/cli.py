@@ -104,20 +104,19 @@ def cmd_eval(args, config) -> int:
             print(f"warning: {text}", file=sys.stderr)
     backend = backend_for(config, aux)
     every = [backend, *(b for _, b in agents)]
-    serial = any(getattr(b, "serialises_calls", False) for b in every)
     # a backend that decodes a few sequences at once (the embedded model) gets about that many calls
     slots = min((b.max_parallel for b in every if getattr(b, "max_parallel", None)), default=None)
     questions = max(1, slots // max(1, settings.agents)) if slots else 32
     run = EvalRun(split, methods, mix, settings, not args.independent_round0,
                   str(args.data) if args.data else None, args.limit, bank_record(bank) if bank is not None else None,
-                  seeds=args.seeds, prices=prices_of(config.backbone(aux)), serial_calls=serial,
+                  seeds=args.seeds, prices=prices_of(config.backbone(aux)),
                   agent_backbones=tuple(n for n, _ in agents), aux_backbone=aux if agents else None,
                   model_prices={n: prices_of(config.backbone(n)) for n in dict.fromkeys([aux, *names])}
                   if agents else {})
     try:
         asyncio.run(run_eval(run, backend, out, bank=bank, bank_notices=tuple(notices), agent_backends=agents,
                              summaries=SummaryCache(config.app.summaries_file),
-                             concurrency=args.concurrency or (1 if run.serial_calls else questions),
+                             concurrency=args.concurrency or questions,
                              progress=not args.no_progress,
                              retry_failed=args.retry_failed))
     except KeyboardInterrupt:

@@ -43,7 +43,7 @@ class EvalRun:
     bank: dict | None = None  # where the bank's cases come from (leakage.bank_record), for the record
     seeds: int = 1  # each method runs with sampling seeds seed, seed + 1, ..., seed + seeds - 1
     prices: Prices | None = None  # the backbone's, for cost in money
-    serial_calls: bool = False  # the backend answers one call at a time (the embedded model)
+    serial_calls: bool = False  # the backend answered one call at a time (runs saved before batching)
     agent_backbones: tuple[str, ...] = ()  # a mixed-model run: one backbone per agent
     aux_backbone: str | None = None  # a mixed-model run: summaries, judges and advice
     model_prices: dict[str, Prices | None] = field(default_factory=dict)  # each model's, for cost per model
