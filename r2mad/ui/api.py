@@ -17,7 +17,7 @@ from r2mad.runs.faults import StoreError
 from r2mad.text import quoted
 from r2mad.types import Transcript
 from r2mad.ui.errors import refusal
-from r2mad.ui.line import admitted, lane_of
+from r2mad.ui.line import admitted, lane_of, visitor_key
 from r2mad.ui.services import Services
 from r2mad.ui.visitors import Visitor, identify
 
@@ -61,7 +61,7 @@ class Api:
 
     def line_key(self, request: gr.Request | None) -> str:
         """Who calls, to the line for debates: the API session (each gradio_client Client is one)."""
-        return self.visitor(request).owner or f"session:{getattr(request, 'session_hash', None) or 'anonymous'}"
+        return visitor_key(self.visitor(request).owner, None, getattr(request, "session_hash", None))
 
     def _backbone(self, name: str) -> str:
         name = (name or "").strip() or self.services.config.default_backbone

@@ -18,7 +18,7 @@ from r2mad.methods import names
 from r2mad.steer.fork import Change, ForkSpec, align, live_usage, parse_changes
 from r2mad.types import Transcript
 from r2mad.ui.api import USER_ERRORS, _sentence, fork_saved, readable
-from r2mad.ui.line import REFRESH_S
+from r2mad.ui.line import REFRESH_S, visitor_key
 from r2mad.ui.render import chat_messages
 from r2mad.ui.services import Services
 from r2mad.ui.visitors import VisitorHandlers
@@ -71,8 +71,7 @@ class ForkHandlers(VisitorHandlers):
         updates: asyncio.Queue[Transcript] = asyncio.Queue()
         tickets: list[Ticket] = []
         asked, line = time.time(), self.services.admission
-        key = visitor.owner or (f"browser:{visitor_id}" if visitor_id else  # as the Debate tab's line knows them
-                                f"session:{getattr(request, 'session_hash', None) or 'anonymous'}")
+        key = visitor_key(visitor.owner, visitor_id, getattr(request, "session_hash", None))
         job = asyncio.ensure_future(fork_saved(self.services, run_id, spec, source="app-fork", visitor=visitor,
                                                record=updates.put_nowait, waiting=tickets.append, line_key=key))
         parent_chat = await asyncio.to_thread(chat_messages, parent) if parent else []  # it checks answers

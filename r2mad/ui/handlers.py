@@ -18,7 +18,7 @@ from r2mad.methods import METHODS, needs_bank
 from r2mad.runs.faults import StoreError
 from r2mad.tasks import task_from_input
 from r2mad.text import quoted
-from r2mad.ui.line import lane_of, skip_hint, wait_turn, with_hint
+from r2mad.ui.line import lane_of, skip_hint, visitor_key, wait_turn, with_hint
 from r2mad.ui.live import LiveRun, stream
 from r2mad.ui.services import Services
 from r2mad.ui.views import idle, status_line, view  # the Debate tab's component updates (issue 16)
@@ -159,7 +159,7 @@ class DebateHandlers:
         session = getattr(request, "session_hash", None) or "anonymous"
         visitor = identify(self.services.config, browser_id=visitor_id, session=session, profile=profile,
                            token=oauth_token)
-        key = visitor.owner or (f"browser:{visitor_id}" if visitor_id else f"session:{session}")
+        key = visitor_key(visitor.owner, visitor_id, session)
         async for update in self._run(req, session, visitor, getattr(oauth_token, "token", None), asked=asked,
                                       key=key):
             yield update
@@ -168,7 +168,7 @@ class DebateHandlers:
                    asked: float | None = None, key: str | None = None):
         """`asked`: time.time() when the visitor pressed Run; `key`: who they are to the line (cap per visitor)."""
         services, methods, bank = self.services, req.methods, req.bank
-        asked, key = asked or time.time(), key or visitor.owner or f"session:{session}"
+        asked, key = asked or time.time(), key or visitor_key(visitor.owner, None, session)
         token = req.token or login_token  # whichever reaches the endpoint is scrubbed from what is kept
         if not (req.question or "").strip():
             warn("The question is empty; type a question before starting a debate.")

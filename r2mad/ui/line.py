@@ -16,6 +16,12 @@ HF_KEY_ENV = "HF_TOKEN"
 REFRESH_S = 1.0  # how often a waiting visitor's place and time are refreshed
 
 
+def visitor_key(owner: str | None, browser_id: str | None, session: str | None) -> str:
+    """Who a debate belongs to in the line (its cap per visitor): the owner, else the browser, else the
+    session (each gradio_client Client is one)."""
+    return owner or (f"browser:{browser_id}" if browser_id else f"session:{session or 'anonymous'}")
+
+
 def make_admission(config: Config) -> Admission:
     """Debates on the embedded model share the CPU: `concurrency_limit` of them run at once. Debates on remote
     backbones only wait on the network: `remote_concurrency_limit` run at once. One line of `max_queue`."""
