@@ -73,19 +73,23 @@ def page(space):
 
 def ask(page, question: str, *, token: str) -> None:
     """Paste a token (the test backbone needs one, as HF Inference Providers do) and run a debate."""
+    page.locator("#question textarea").fill(question)
     page.get_by_text("Advanced", exact=False).first.click()
     field = page.locator("#token input")
     field.wait_for(state="visible", timeout=60_000)  # shown once the page knows the backbone takes a token
     field.fill(token)
     field.press("Tab")  # leaving the field commits its value before Run reads it
-    page.locator("#question textarea").fill(question)
+    # the token last and checked just before Run: on a loaded machine a late first render of the form
+    # has been seen to empty a field filled early
+    sync_api.expect(field).to_have_value(token, timeout=10_000)
     page.click("#run")
     try:
         page.locator("#final").get_by_text("Final answer", exact=False).first.wait_for(timeout=60_000)
     except sync_api.TimeoutError:  # say what the page showed instead (and keep a picture of it)
         SHOTS.mkdir(exist_ok=True)
         page.screenshot(path=str(SHOTS / "space-no-final-answer.png"), full_page=True)
-        raise AssertionError(f"no final answer after 60 s; the status line reads: {final_text(page)!r}") from None
+        raise AssertionError(f"no final answer after 60 s; the status line reads: {final_text(page)!r} and the "
+                             f"token field holds {len(field.input_value())} characters") from None
 
 
 def final_text(page) -> str:
