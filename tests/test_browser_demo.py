@@ -149,6 +149,9 @@ def test_first_screen_explains_itself_and_a_card_shows_a_recorded_debate(browser
                                arg=cached(recorded[0]).task.question, timeout=30_000)
         page.locator("#chat-single").get_by_text("Round 0 (each agent alone)").first.wait_for(timeout=30_000)
         shot(page, f"card-recorded-{name}")
+        board = page.evaluate("() => { const d = document.querySelector('#scoreboard .scoreboard'); "
+                              "return [d.getBoundingClientRect().right, d.scrollWidth, d.clientWidth]; }")
+        assert board[0] <= viewport["width"] and board[1] <= board[2], board  # every round in view, no cut
         page.close()
 
 
@@ -187,6 +190,8 @@ def test_stopped_after_round_0_says_there_is_no_final_answer(page, served):
     page.click("#stop")
     text = wait_final(page, "Stopped after round 0 — no final answer")
     assert "Final answer" not in text
+    page.locator("#scoreboard").get_by_text("stopped mid-round").first.wait_for(timeout=30_000)
+    assert "running…" not in page.locator("#scoreboard").inner_text()
     shot(page, "stopped-after-round-0")
 
 

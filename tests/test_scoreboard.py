@@ -88,6 +88,8 @@ def test_honest_lines_for_stopped_failed_cut_and_finished_debates():
     stopped = transcript([r0, Round(1, (), 0.0, details={"running": True})], status="cancelled")
     assert outcome_line(stopped) == "Stopped after round 0 — no final answer (round 0's majority was B, 2 of 3)"
     assert outcome_line(transcript([], status="cancelled")) == "Stopped before round 0 finished — no final answer"
+    for html in (scoreboard_html(stopped), matrix_html({"mad": stopped})):  # the cut round is not "running"
+        assert "stopped mid-round" in html and "running…" not in html
     err = "Could not reach http://127.0.0.1:9/v1 after 2 attempts within 1.0s; is the server running?"
     dead = Round(0, tuple(turn(i, 0, None, error=err) for i in range(3)), 0.0)
     assert outcome_line(transcript([dead], status="failed", final=None, correct=None)) == \

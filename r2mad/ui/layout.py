@@ -38,6 +38,11 @@ CSS = """
   overflow-y: auto; padding: 12px 16px; background: var(--background-fill-primary);
   box-shadow: -8px 0 24px rgba(15, 23, 42, 0.25); flex-wrap: nowrap; }
 #run-drawer > * { flex: 0 0 auto !important; }
+/* a phone: the agents x rounds grid fits 390 px (persona and model under the agent's name, tighter cells) */
+@media (max-width: 640px) {
+  .scoreboard .who-extra { display: block; font-size: 12px; }
+  .scoreboard th, .scoreboard td { padding: 4px 3px !important; white-space: normal !important; }
+}
 """ + debate_tab.METHOD_GROUPS_CSS
 
 

@@ -174,6 +174,12 @@ def round_chips(t: Transcript, rnd: Round, agents: list[int], previous: Round | 
     return chips
 
 
+def unfinished(t: Transcript) -> str:
+    """What a round cut short reads: still running, or how the debate ended before the round did."""
+    return {"running": "running…", "cancelled": "stopped mid-round", "failed": "failed mid-round"}.get(
+        t.status, "unfinished")
+
+
 def round_heading(rnd: Round) -> str:
     return "Round 0<br><span style='font-weight:400'>alone</span>" if rnd.index == 0 else f"Round {rnd.index}"
 
@@ -194,16 +200,18 @@ def scoreboard_html(t: Transcript) -> str:
     grid = [round_chips(t, r, agents, t.rounds[i - 1] if i else None) for i, r in enumerate(t.rounds)]
     rows = []
     for row, agent in enumerate(agents):
-        who = f"Agent {agent + 1}" + (f" <span style='color:#4b5563'>· {esc(personas[agent])}</span>"
+        # persona and model: beside the name, or under it on a phone (CSS in layout.py)
+        who = f"Agent {agent + 1}" + (f" <span class='who-extra' style='color:#4b5563'>· {esc(personas[agent])}</span>"
                                       if agent in personas else "")
         if agent in models:
-            who += f" <span class='agent-model' style='color:#1f2937;font-weight:600'>· {esc(models[agent])}</span>"
+            who += (f" <span class='who-extra agent-model' style='color:#1f2937;font-weight:600'>"
+                    f"· {esc(models[agent])}</span>")
         cells = "".join(f"<td style='{CELL}'>{chip_html(col[row])}</td>" for col in grid)
         rows.append(f"<tr><th scope='row' style='{LEFT}'>{who}</th>{cells}</tr>")
     cons, major = [], []
     for rnd in t.rounds:
         if rnd.details.get("running"):
-            cons.append("running…")
+            cons.append(unfinished(t))
             major.append("—")
             continue
         value, holders = round_majority(rnd, t.task)
@@ -253,7 +261,7 @@ def matrix_html(transcripts: Mapping[str, Transcript], titles: Mapping[str, str]
             if i < len(t.rounds):
                 rnd = t.rounds[i]
                 chips = " ".join(chip_html(c) for c in round_chips(t, rnd, agents, t.rounds[i - 1] if i else None))
-                cons = "running…" if rnd.details.get("running") else f"consensus {rnd.consensus:.2f}"
+                cons = unfinished(t) if rnd.details.get("running") else f"consensus {rnd.consensus:.2f}"
                 cells.append(f"<td style='{CELL}'>{chips}<div style='font-size:12px;color:#374151'>{cons}</div></td>")
             else:
                 cells.append(f"<td style='{CELL};color:#4b5563'>{'—' if t.status != 'running' else '…'}</td>")
