@@ -163,3 +163,37 @@ def test_the_paper_terms_stay_over_the_k_picked_under_every_policy(bank):
     # q5 picked (random, seed 0); its stored responses are "pz" (4th axis): nothing to weigh -> no label
     found = retrieve(bank, "random", peers=PEERS_NOW, confidence_terms="paper")
     assert ids(found) == ["q5"] and found.confidence[1] == (None, None)
+
+
+# MMR's redundancy term compares case documents (the authors' code), not states. States are keyed on the
+# previous response (t1-t3), documents on the reference solution (d1-d3), which no state text holds.
+DOC_TABLE = {"t1": (1.0, 0, 0), "t2": (0.9, 0.43589, 0), "t3": (0.8, 0, 0.6),
+             "d1": (1.0, 0, 0), "d2": (0, 1.0, 0), "d3": (1.0, 0, 0)}
+
+
+class DocEmbedder(TableEmbedder):
+    id, dim = "doc-table-3", 3
+
+    def encode(self, texts):
+        rows = []
+        for text in texts:
+            word = next((w for w in text.replace(":", " ").split() if w in DOC_TABLE), None)
+            rows.append(DOC_TABLE[word] if word else (0, 0, 1.0))
+        return np.asarray(rows, dtype=np.float32)
+
+
+def test_mmr_redundancy_compares_the_case_documents(tmp_path):
+    bank = MemoryBank.create(tmp_path / "bank", task_kind="mcq", split="train", backbone="none",
+                             embedder=DocEmbedder(), code_version="test", index_root=tmp_path / "index")
+    bank.add([Case(id=f"q{q}:a0:r1", question_id=f"q{q}", task_kind="mcq", agent=0, round=1, question="qq",
+                   previous_response=f"t{q}", summary="", consensus=1.0, responses=("zz", "zz", "zz"),
+                   answers=("A", "A", "A"), gold="A", correct=(True, True, True), reward=1.0, solution=f"d{q}")
+              for q in (1, 2, 3)])
+    query = np.array([1.0, 0, 0], dtype=np.float32)
+    found = bank.retrieve_vectors(0, query, {}, 1.0, 2, "state-aware", 0.9, 0)
+    # consensus 1 -> lambda .1; similarities 1, .9, .8, every reward 1. First pick q1 (.1 * 1 = .1).
+    # Second, by documents: q2 .09 - .9 * (d2 . d1 = 0) = .09; q3 .08 - .9 * (d3 . d1 = 1) = -.82 -> q2.
+    # (By states it would be q3: q2 .09 - .9 * .9 = -.72 < q3 .08 - .9 * .8 = -.64.)
+    assert ids(found) == ["q1", "q2"]
+    assert [p[3] for p in found.picked] == [pytest.approx(0.1), pytest.approx(0.09, abs=1e-5)]
+    bank.close()

@@ -32,7 +32,15 @@ from r2mad.memory.files import (
     write_quarantine,
 )
 from r2mad.memory.index import BankIndex, point_id
-from r2mad.memory.retrieval import WHOLE_BANK, case_reward, policy_lambda, policy_pool, select_cases
+from r2mad.memory.retrieval import (
+    WHOLE_BANK,
+    case_document,
+    case_reward,
+    policy_lambda,
+    policy_pool,
+    select_cases,
+    uses_redundancy,
+)
 from r2mad.memory.stores import STORES, IndexStoreError
 from r2mad.safewrite import is_disk_full
 from r2mad.text import quoted
@@ -357,10 +365,11 @@ class MemoryBank:
         else:
             pool = self.candidates(agent, state_vector, 3 * k)
         picks = []
-        if pool:
-            states = np.stack([c.state_vector for c in pool])
+        if pool:  # the redundancy term compares the case documents (only the second pick on reads it)
+            documents = (np.stack(self._embedded([case_document(c.case) for c in pool]))
+                         if uses_redundancy(policy, k) else np.zeros((len(pool), 1)))
             picks = select_cases(policy, [c.similarity for c in pool], _rewards(pool, reward),
-                                 states @ states.T, consensus, k, gamma, rng)
+                                 documents @ documents.T, consensus, k, gamma, rng)
         chosen = [pool[i] for i, _ in picks]
         if confidence_terms == "authors":  # one encode call for every peer's earlier responses
             self._embedded([t for peer in peer_vectors for c in pool
@@ -397,7 +406,8 @@ class MemoryBank:
         return None if twin is None else twin.previous_response
 
     def _embedded(self, texts: list[str]) -> list[np.ndarray]:
-        """Embeddings of earlier responses, remembered by text (a pool repeats across rounds)."""
+        """Embeddings of earlier responses and case documents, remembered by text (a pool repeats across
+        rounds)."""
         missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
         if missing:
             self._vectors.update(zip(missing, self.embedder.encode(missing)))

@@ -51,6 +51,21 @@ def render_state(question: str, previous_response: str, summary: str, consensus:
             f"My previous response: {previous_response.strip()}")
 
 
+def case_document(case: Case) -> str:
+    """A case's own text, as MMR's redundancy term compares two cases (the authors embed their case
+    documents): the question, the reference, the agent's response, its stance change and correctness."""
+    reference = case.solution.strip() or case.gold
+    stance = "changed its answer" if case.stance_changed else "kept its answer"
+    return (f"Question: {case.question.strip()}\nReference: {reference}\nCorrect answer: {case.gold}\n"
+            f"Response: {case.responses[case.agent].strip()}\nThe agent {stance}; it was "
+            f"{'correct' if case.own_correct else 'wrong'}.")
+
+
+def uses_redundancy(policy: str, k: int) -> bool:
+    """Whether a policy's picks read the redundancy term: the MMR and diversity policies from the second pick on."""
+    return k >= 2 and (policy_lambda(policy, 0.0) is not None)
+
+
 def _greedy_mmr(relevance_term: np.ndarray, pairwise: np.ndarray, lam: float, k: int,
                 picked: list[tuple[int, float]]) -> list[tuple[int, float]]:
     """Extend `picked` greedily by argmax of lam*relevance_term - (1-lam)*max sim to picked."""

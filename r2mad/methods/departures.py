@@ -10,10 +10,6 @@ from r2mad.methods import REGISTRY
 POLICY_NOTE = ("With K = 1 every λ picks the same first case, so the fixed-λ rows differ from the "
                "state-aware row only by sampling noise (as in the authors' scripts).")
 
-REDUNDANCY_NOTE = ("With K ≥ 2, MMR's redundancy term compares two cases by their state embeddings; the authors' "
-                   "code compares the case documents' embeddings.")
-
-
 def _clips(bases: set[str], r2: Mapping[str, Any], methods: Sequence[str]) -> list[str]:
     """The demo's clips and caps (methods.base.CLIPS) that a run of these methods meets."""
     tokens = r2.get("case_tokens", 1024)
@@ -58,8 +54,6 @@ def departures(settings: Mapping[str, Any], methods: Sequence[str]) -> list[str]
         if r2.get("reward") == "final":
             out.append("MMR reward = the case agent's correctness at the debate's end (r2mad.reward=final, "
                        "the paper text's reading).")
-        if r2.get("k", 1) >= 2:
-            out.append(REDUNDANCY_NOTE)
         if r2.get("k", 1) == 1 and bases & {"r2mad-fixed-0.25", "r2mad-fixed-0.5", "r2mad-fixed-0.75"}:
             out.append(POLICY_NOTE)
     if bases & {"madm2-subjective", "madm2-objective"} and m2.get("context") == "history":
