@@ -99,7 +99,8 @@ class Method(Steerable):
     def prepare(self, backend: ChatBackend) -> list[str]:
         """Check the backend's capabilities before any token is spent (and before the openings); return
         visible notices. A subclass calls it first."""
-        self.backends.append(backend)
+        if all(b is not backend for b in self.backends):  # a strategy may serve several debates
+            self.backends.append(backend)
         window = getattr(backend, "n_ctx", None)
         if self.settings.profile != "paper" or not window:
             return []
