@@ -56,13 +56,14 @@ class Debate:
         recorded in its details. `notices` open the transcript (e.g. why memory is off)."""
         self.started, self._t0 = time.time(), time.monotonic()
         self.task = task
+        backends = list({id(b): b for b in [self.backend, *(b for _, b in self.agent_backends)]}.values())
+        prepared = [n for b in backends for n in self.method.prepare(b)]  # before the openings: they read it
         agents = []
         for i in range(self.method.n_agents()):
             name, system = self.method.persona(task, i)
             agents.append(Agent(i, name, self.method.opening(task, i, system)))
         self.agents, status = agents, "done"
-        backends = list({id(b): b for b in [self.backend, *(b for _, b in self.agent_backends)]}.values())
-        for text in (*notices, *(n for b in backends for n in self.method.prepare(b))):
+        for text in (*notices, *prepared):
             self.notice(text, 0)
         try:
             async with asyncio.timeout(self.settings.deadline_s):

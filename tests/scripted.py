@@ -18,6 +18,7 @@ class Call:
     started: float
     ended: float = 0.0
     shape: object = None  # the answer shape asked for (answer guard), when the backend takes one
+    max_tokens: int | None = None  # the output budget asked for
 
 
 @dataclass
@@ -35,7 +36,8 @@ class ScriptedBackend:
                    logprobs=False, on_text=None, **shape):
         if shape and not self.structured_output:
             raise TypeError("this scripted backend takes no answer shape")
-        call = Call(tuple(messages), seed, logprobs, time.monotonic(), shape=shape.get("shape"))
+        call = Call(tuple(messages), seed, logprobs, time.monotonic(), shape=shape.get("shape"),
+                    max_tokens=max_tokens)
         self.calls.append(call)
         out = self.reply(call.messages)
         if on_text is not None and isinstance(out, str):

@@ -131,11 +131,20 @@ def test_the_report_lists_the_departures_that_apply():
     base = dataclasses.asdict(DebateSettings())
     lines = departures(base, ["mad", "r2mad"])
     assert lines[0].startswith("Demo profile: temperature 0.7, top_p 1.0, up to 384 output tokens")
-    assert len(lines) == 2 and "summary is not asked once more" in lines[1]
+    assert "generic personas;" not in lines[0] and "six task personas in both profiles" in lines[0]
+    assert lines[1] == ("Demo clips the authors do not have: the round summary within 128 tokens; memory cases' "
+                        "responses within 1024 tokens. `--profile paper` lifts them (a known context window, as the "
+                        "embedded model's, keeps them and says so).")
+    assert len(lines) == 3 and "summary is not asked once more" in lines[2]
+    assert "BAAI/bge-m3" in lines[2] and "[A, unparsed, unparsed] gives 1/3" in lines[2]
+    clips = departures(base, ["madm2-subjective", "mad+advice", "icl-cot"])[1]
+    assert "judge reading a response's last 1,500 characters, within 384 tokens" in clips
+    assert "advice within 160 tokens" in clips and "ICL-CoT examples' responses within 1024 tokens" in clips
     paper = dataclasses.asdict(DebateSettings().replace(profile="paper", summary="pattern", reward="final",
                                                         confidence_terms="paper", context="history"))
     lines = departures(paper, ["r2mad-fixed-0.5", "madm2-subjective", "truemad"])
     assert [line.split(" ")[0] for line in lines] == ["R²-MAD", "Peer", "MMR", "With", "MAD-M²", "TrueMAD", "R²-MAD:"]
+    assert departures(dataclasses.asdict(DebateSettings().replace(profile="paper")), ["cot", "icl-cot"]) == []
 
 
 @pytest.mark.parametrize("bank", ["memory/demo-mcq", "memory/demo-math"])

@@ -124,8 +124,8 @@ def test_icl_cot_shows_the_most_similar_bank_cases_as_examples(bank):
     t = asyncio.run(Debate(backend, strategy).run(TASKS[2]))
     [call] = backend.calls
     prompt = last_user(call.messages)
-    assert "<example 2>" in prompt and "<example 3>" not in prompt
-    first = prompt[prompt.index("<example 1>"):prompt.index("</example 1>")]
+    assert "<memory case 2>" in prompt and "<memory case 3>" not in prompt
+    first = prompt[prompt.index("<memory case 1>"):prompt.index("</memory case 1>")]
     assert "Question number 2" in first and "Correct answer: B" in first  # the same question ranks first
     assert prompt.rstrip().endswith("round brackets.") and str(t.final) == "B"
 

@@ -32,7 +32,15 @@ from r2mad.memory.files import (
     write_quarantine,
 )
 from r2mad.memory.index import BankIndex, point_id
-from r2mad.memory.retrieval import WHOLE_BANK, case_reward, policy_lambda, select_cases
+from r2mad.memory.retrieval import (
+    WHOLE_BANK,
+    case_document,
+    case_reward,
+    policy_lambda,
+    policy_pool,
+    select_cases,
+    uses_redundancy,
+)
 from r2mad.memory.stores import STORES, IndexStoreError
 from r2mad.safewrite import is_disk_full
 from r2mad.text import quoted
@@ -341,23 +349,28 @@ class MemoryBank:
     def retrieve_vectors(self, agent: int, state_vector: np.ndarray, peer_vectors: dict[int, np.ndarray],
                          consensus: float, k: int = 1, policy: str = "state-aware", gamma: float = 0.9,
                          rng=None, *, reward: str = "round", confidence_terms: str = "authors") -> Retrieval:
-        """Take the top-3K candidates by state similarity and pick K by `policy` (random and positive-only
-        choose from the agent's whole bank); then estimate each peer's confidence (Eq. 11).
+        """Take the policy's 3K candidates (the top-3K by state similarity; random: 3K drawn from the agent's
+        whole bank; positive-only: its 3K most similar correct cases) and pick K among them by `policy`;
+        then estimate each peer's confidence (Eq. 11).
         reward "round": r(e) is the case agent's correctness at the case's round; "final": at the end.
         confidence_terms "authors": over the 3K candidates, peer j's response at the case's previous round,
         weighted by the owner's correctness, no evidence = 0; "paper": over the K picked, peer j's response
         and correctness at the case's round, no evidence = no label."""
         started = time.perf_counter()
-        pool = self.candidates(agent, state_vector, 3 * k)
-        source = pool
+        rng = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng
         if policy in WHOLE_BANK:
-            source = self.candidates(agent, state_vector, self._per_agent[agent])
+            everything = self.candidates(agent, state_vector, self._per_agent[agent])
+            pool = [everything[i] for i in policy_pool(policy, [c.similarity for c in everything],
+                                                       _rewards(everything, reward), 3 * k, rng)]
+        else:
+            pool = self.candidates(agent, state_vector, 3 * k)
         picks = []
-        if source:
-            states = np.stack([c.state_vector for c in source])
-            picks = select_cases(policy, [c.similarity for c in source], _rewards(source, reward),
-                                 states @ states.T, consensus, k, gamma, rng)
-        chosen = [source[i] for i, _ in picks]
+        if pool:  # the redundancy term compares the case documents (only the second pick on reads it)
+            documents = (np.stack(self._embedded([case_document(c.case) for c in pool]))
+                         if uses_redundancy(policy, k) else np.zeros((len(pool), 1)))
+            picks = select_cases(policy, [c.similarity for c in pool], _rewards(pool, reward),
+                                 documents @ documents.T, consensus, k, gamma, rng)
+        chosen = [pool[i] for i, _ in picks]
         if confidence_terms == "authors":  # one encode call for every peer's earlier responses
             self._embedded([t for peer in peer_vectors for c in pool
                             if (t := self._previous_response(c.case, peer)) is not None])
@@ -366,7 +379,7 @@ class MemoryBank:
         return Retrieval(
             lam=policy_lambda(policy, consensus, gamma),
             candidates=tuple((c.case.id, c.similarity, r) for c, r in zip(pool, _rewards(pool, reward))),
-            picked=tuple((source[i].case.id, source[i].similarity, r, score)
+            picked=tuple((pool[i].case.id, pool[i].similarity, r, score)
                          for (i, score), r in zip(picks, _rewards(chosen, reward))),
             cases=tuple(c.case for c in chosen), confidence=confidence,
             seconds=time.perf_counter() - started)
@@ -393,7 +406,8 @@ class MemoryBank:
         return None if twin is None else twin.previous_response
 
     def _embedded(self, texts: list[str]) -> list[np.ndarray]:
-        """Embeddings of earlier responses, remembered by text (a pool repeats across rounds)."""
+        """Embeddings of earlier responses and case documents, remembered by text (a pool repeats across
+        rounds)."""
         missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
         if missing:
             self._vectors.update(zip(missing, self.embedder.encode(missing)))

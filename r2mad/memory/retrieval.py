@@ -18,7 +18,7 @@ POLICIES = (
     "diversity",    # a random anchor among the candidates, then the least redundant ones (max-min)
     "random",       # k cases drawn uniformly from the agent's whole bank
 )
-WHOLE_BANK = ("positive", "random")  # policies the bank applies to all of an agent's cases, not the top-3K
+WHOLE_BANK = ("positive", "random")  # policies that draw their own candidates from the agent's whole bank
 
 
 def consensus_lambda(consensus: float, gamma: float = 0.9) -> float:
@@ -51,6 +51,21 @@ def render_state(question: str, previous_response: str, summary: str, consensus:
             f"My previous response: {previous_response.strip()}")
 
 
+def case_document(case: Case) -> str:
+    """A case's own text, as MMR's redundancy term compares two cases (the authors embed their case
+    documents): the question, the reference, the agent's response, its stance change and correctness."""
+    reference = case.solution.strip() or case.gold
+    stance = "changed its answer" if case.stance_changed else "kept its answer"
+    return (f"Question: {case.question.strip()}\nReference: {reference}\nCorrect answer: {case.gold}\n"
+            f"Response: {case.responses[case.agent].strip()}\nThe agent {stance}; it was "
+            f"{'correct' if case.own_correct else 'wrong'}.")
+
+
+def uses_redundancy(policy: str, k: int) -> bool:
+    """Whether a policy's picks read the redundancy term: the MMR and diversity policies from the second pick on."""
+    return k >= 2 and (policy_lambda(policy, 0.0) is not None)
+
+
 def _greedy_mmr(relevance_term: np.ndarray, pairwise: np.ndarray, lam: float, k: int,
                 picked: list[tuple[int, float]]) -> list[tuple[int, float]]:
     """Extend `picked` greedily by argmax of lam*relevance_term - (1-lam)*max sim to picked."""
@@ -81,6 +96,21 @@ def mmr_select(relevance: Sequence[float], rewards: Sequence[float], pairwise: n
     return _greedy_mmr(relevance * rewards, pairwise, lam, k, [])
 
 
+def policy_pool(policy: str, relevance: Sequence[float], rewards: Sequence[float], size: int,
+                rng: np.random.Generator | int | None = None) -> list[int]:
+    """The candidates a WHOLE_BANK policy takes from the agent's whole bank (indices, in order), as the
+    authors' code does: random -> `size` cases drawn uniformly; positive -> the `size` most similar cases
+    with reward > 0. Peer confidence is computed over these, and the policy picks its K among them."""
+    relevance, rewards = np.asarray(relevance, float), np.asarray(rewards, float)
+    if policy == "random":
+        count = len(relevance)
+        return [int(i) for i in _generator(rng).choice(count, size=min(size, count), replace=False)]
+    if policy == "positive":
+        return _top_by_relevance(relevance, np.flatnonzero(rewards > 0))[:size]
+    raise ValueError(f"Policy {policy!r} takes the top-3K by similarity; only {', '.join(WHOLE_BANK)} draw "
+                     "their own candidates.")
+
+
 def _top_by_relevance(relevance: np.ndarray, indices: np.ndarray) -> list[int]:
     order = np.lexsort((indices, -relevance[indices]))  # most relevant first, ties -> lower index
     return [int(indices[i]) for i in order]
@@ -94,7 +124,7 @@ def select_cases(policy: str, relevance: Sequence[float], rewards: Sequence[floa
                  pairwise: np.ndarray, consensus: float, k: int, gamma: float = 0.9,
                  rng: np.random.Generator | int | None = None) -> list[tuple[int, float]]:
     """Apply one retrieval policy to a candidate set; returns (candidate index, score) in pick order.
-    The caller passes the top-3K pool, or the agent's whole bank for the WHOLE_BANK policies.
+    The caller passes the top-3K pool, or a WHOLE_BANK policy's own candidates (policy_pool).
 
     The score is the MMR score for the MMR policies and the similarity for the others."""
     relevance, rewards = np.asarray(relevance, float), np.asarray(rewards, float)

@@ -75,9 +75,13 @@ def _ablation(name: str, label: str, changes: dict, table: str, description: str
 
 R2MAD_DEPARTURE = (
     "R²-MAD: the round summary is not asked once more after the last round (the authors' code does; nothing "
-    "reads it); memory cases show each response within r2mad.case_tokens (about 4 characters a token), the "
-    "authors' code shows it whole; peers' responses are clipped only where the backbone's context window is "
-    "known (the embedded model), and each clip is recorded.")
+    "reads it); peers' responses are clipped only where the backbone's context window is known (the embedded "
+    "model), and each clip is recorded. The debate state embedded for retrieval carries Cons as text beside "
+    "the question, the previous response and h, and is embedded with the bank's embedder (all-MiniLM-L6-v2 "
+    "offline by default, which reads 256 word pieces); the paper and the authors' code use BAAI/bge-m3 "
+    "(8,192 tokens). Cons counts an unparsed answer among the n agents but agreeing with nothing "
+    "([A, unparsed, unparsed] gives 1/3: Eq. 5 with y over answers); the authors' code counts the unparsed "
+    "answers as one shared answer (2/3).")
 
 
 REGISTRY: dict[str, MethodSpec] = {spec.name: spec for spec in (

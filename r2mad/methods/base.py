@@ -14,6 +14,15 @@ from r2mad.types import AgentTurn, Answer, AuxCall, Event, Message, Round, Task,
 
 EventSink = Callable[[Event], None]
 ABSTAINED = Answer(None, "abstained")
+CLIPS = ("the round summary within 128 tokens, MAD-M²'s judge on a response's last 1,500 characters within "
+         "384 tokens, TrueMAD's advice within 160 tokens, memory cases and ICL-CoT examples within "
+         "r2mad.case_tokens")  # the demo's clips and caps, none of them in the authors' code
+
+
+def keeps_clips(settings: DebateSettings, backends) -> bool:
+    """Whether the demo's clips and caps (CLIPS) apply: always under the demo profile; under the paper
+    profile only where a backbone's context window is known (the embedded model) and so forces them."""
+    return settings.profile != "paper" or any(getattr(b, "n_ctx", None) for b in backends)
 
 
 @dataclasses.dataclass
@@ -59,6 +68,12 @@ class Method(Steerable):
     def __init__(self, settings: DebateSettings):
         self.settings = settings
         self.plugins: list[Plugin] = []
+        self.backends: list[ChatBackend] = []  # the backbones prepared for this debate
+
+    @property
+    def clips(self) -> bool:
+        """The demo's clips and caps apply (keeps_clips); read by the hooks that clip or cap."""
+        return keeps_clips(self.settings, self.backends)
 
     def n_agents(self) -> int:
         return self.settings.agents
@@ -82,8 +97,15 @@ class Method(Steerable):
         """Work between rounds t-1 and t (summaries, retrieval, masks, advice)."""
 
     def prepare(self, backend: ChatBackend) -> list[str]:
-        """Check the backend's capabilities before any token is spent; return visible notices."""
-        return []
+        """Check the backend's capabilities before any token is spent (and before the openings); return
+        visible notices. A subclass calls it first."""
+        if all(b is not backend for b in self.backends):  # a strategy may serve several debates
+            self.backends.append(backend)
+        window = getattr(backend, "n_ctx", None)
+        if self.settings.profile != "paper" or not window:
+            return []
+        return [f"Paper profile on {backend.name}: its context window of {window} tokens keeps the demo's clips "
+                f"({CLIPS}); the papers' runs had none."]
 
     def round_started(self, ctx: RoundContext) -> None:
         """Called as round t's agents start answering (round 0 included, unless it was shared)."""

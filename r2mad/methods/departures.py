@@ -10,6 +10,24 @@ from r2mad.methods import REGISTRY
 POLICY_NOTE = ("With K = 1 every λ picks the same first case, so the fixed-λ rows differ from the "
                "state-aware row only by sampling noise (as in the authors' scripts).")
 
+def _clips(bases: set[str], r2: Mapping[str, Any], methods: Sequence[str]) -> list[str]:
+    """The demo's clips and caps (methods.base.CLIPS) that a run of these methods meets."""
+    tokens = r2.get("case_tokens", 1024)
+    parts = []
+    if any(b.startswith("r2mad") for b in bases):
+        parts += ["the round summary within 128 tokens", f"memory cases' responses within {tokens} tokens"]
+    if bases & {"madm2-subjective", "madm2-objective"}:
+        parts.append("MAD-M²'s judge reading a response's last 1,500 characters, within 384 tokens")
+    if "truemad" in bases or any(m.endswith("+advice") for m in methods):
+        parts.append("TrueMAD's advice within 160 tokens, reading answers' last 1,500 characters and shown "
+                     "by its last 800")
+    if "icl-cot" in bases:
+        parts.append(f"ICL-CoT examples' responses within {tokens} tokens")
+    if not parts:
+        return []
+    return [f"Demo clips the authors do not have: {'; '.join(parts)}. `--profile paper` lifts them (a known "
+            "context window, as the embedded model's, keeps them and says so)."]
+
 
 def departures(settings: Mapping[str, Any], methods: Sequence[str]) -> list[str]:
     """One line per departure that applies to a run of `methods` with `settings` (DebateSettings as a dict)."""
@@ -19,8 +37,10 @@ def departures(settings: Mapping[str, Any], methods: Sequence[str]) -> list[str]
     out = []
     if settings.get("profile", "demo") != "paper":
         out.append(f"Demo profile: temperature {settings.get('temperature')}, top_p {settings.get('top_p')}, up to "
-                   f"{settings.get('max_tokens')} output tokens, generic personas; the papers used 1.0, 1.0 and "
-                   "6,144 with task personas (`--profile paper`).")
+                   f"{settings.get('max_tokens')} output tokens, the answer format in the user prompt; the papers "
+                   "used 1.0, 1.0 and 6,144 with the format in the system prompt (`--profile paper`). Benchmark "
+                   "questions get their six task personas in both profiles (a typed question, three generic ones).")
+        out += _clips(bases, r2, methods)
     if settings.get("answer_guard") == "on":
         out.append("The answer guard asked once more for an unparsed answer; the papers count it as unparsed.")
     if uses_r2:

@@ -62,13 +62,14 @@ class MADM2(Method):
         self.unmasked: set[int] = set()  # authors a fork's change shows this round whatever the masks
 
     def prepare(self, backend) -> list[str]:
+        notices = super().prepare(backend)
         if not self.objective or backend.supports_logprobs:
-            return []
+            return notices
         if not self.settings.madm2.fallback_subjective:
             raise ConfigError(f"Backbone '{backend.name}' gives no token logprobs, which objective masking "
                               "needs; choose madm2-subjective or allow the fallback.")
         self.objective, self.wants_logprobs = False, False
-        return [f"Backbone '{backend.name}' gives no token logprobs; objective masking falls back to "
+        return notices + [f"Backbone '{backend.name}' gives no token logprobs; objective masking falls back to "
                 "subjective masking."]
 
     async def before_round(self, ctx: RoundContext) -> None:
@@ -111,8 +112,9 @@ class MADM2(Method):
         fresh = self.settings.madm2.context == "fresh"  # an agent's own response is judged too
         jobs = [(v, t) for v in ([a.index for a in ctx.agents] if per_agent else [None])
                 for t in turns if fresh or v != t.agent]
-        budget = min(JUDGE_TOKENS, self.settings.max_tokens)
-        calls = await asyncio.gather(*(ctx.aux_call("judge", prompts.judge_messages(ctx.task, t.text),
+        clips = self.clips  # the paper profile: the whole response, the whole output budget
+        budget = min(JUDGE_TOKENS, self.settings.max_tokens) if clips else self.settings.max_tokens
+        calls = await asyncio.gather(*(ctx.aux_call("judge", prompts.judge_messages(ctx.task, t.text, clips),
                                                     source=v, target=t.agent, max_tokens=budget,
                                                     labeler=parse_judgment)
                                        for v, t in jobs))

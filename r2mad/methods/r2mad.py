@@ -128,8 +128,9 @@ class R2MAD(Method):
 
     async def _summary_call(self, ctx: RoundContext, key, messages) -> str:
         """One summary call; `key` None: not cached (the faithful summary is this debate's own)."""
-        budget = SUMMARY_TOKENS if key is None else PREFETCH_TOKENS
-        call = await ctx.aux_call("summary", messages, max_tokens=min(budget, self.settings.max_tokens))
+        budget = SUMMARY_TOKENS if key is None else PREFETCH_TOKENS  # the paper profile: the whole budget
+        call = await ctx.aux_call("summary", messages, max_tokens=min(budget, self.settings.max_tokens)
+                                  if self.clips or key is not None else self.settings.max_tokens)
         if call.error:
             ctx.notice(f"Round {ctx.index}: the debate-state summary failed ({call.error}); "
                        "retrieval uses an empty summary.")
@@ -153,4 +154,5 @@ class R2MAD(Method):
         found, own = self.retrieved.get(agent), self.settings.r2mad
         cases = list(found.cases) if found is not None and own.use_memory else []
         confidence = found is not None and own.use_confidence
-        return prompts.debate_prompt(ctx.task, cases, self.peers(ctx, agent), confidence, own.case_tokens)
+        return prompts.debate_prompt(ctx.task, cases, self.peers(ctx, agent), confidence,
+                                     own.case_tokens if self.clips else None)

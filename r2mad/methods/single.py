@@ -45,5 +45,8 @@ class ICLCoT(CoT):
         if self.bank is not None:  # agent 0's cases, ranked by similarity to the task itself
             query = self.bank.embedder.encode([common.format_task(task)])[0]
             self.examples = [c.case for c in self.bank.candidates(0, query, self.settings.r2mad.k)]
-        prompt = single.icl_prompt(task, self.examples) if self.examples else common.task_prompt(task)
-        return [Message("system", system), Message("user", prompt)]
+        opening = super().opening(task, agent, system)  # the format once: in the system prompt or here
+        if not self.examples:
+            return opening
+        budget = self.settings.r2mad.case_tokens if self.clips else None
+        return [opening[0], Message("user", single.icl_prompt(opening[1].content, self.examples, budget))]

@@ -6,9 +6,10 @@ from __future__ import annotations
 import asyncio
 import re
 
-from r2mad.methods.base import Plugin, RoundContext
+from r2mad.methods.base import Plugin, RoundContext, keeps_clips
 from r2mad.prompts import truemad as prompts
 
+ADVICE_TOKENS = 160  # the demo's cap: a tag and at most four sentences
 _TYPE = re.compile(r"^\W*(SUPPORT|REBUTTAL|REFINEMENT|QUESTION)\b", re.IGNORECASE)
 
 
@@ -66,10 +67,12 @@ class Advice(Plugin):
             ctx.details["advice_dropped"] = [{"source": s, "target": g} for s, g in sorted(dropped)]
 
     async def _advise(self, ctx: RoundContext, source, target):
+        clips = keeps_clips(ctx.settings, [ctx.backend])  # the paper profile: whole texts, the whole budget
         messages = prompts.advice_messages(ctx.task, source.history[0].content, source.text,
-                                           target.label, target.text)
+                                           target.label, target.text, clips)
+        budget = min(ADVICE_TOKENS, ctx.settings.max_tokens) if clips else ctx.settings.max_tokens
         call = await ctx.aux_call("advice", messages, source=source.index, target=target.index,
-                                  max_tokens=160, labeler=parse_advice_type)
+                                  max_tokens=budget, labeler=parse_advice_type)
         if call.error is None:
             ctx.emit("advice", agent=target.index, source=source.index, type=call.label, text=call.text)
         return call
@@ -77,5 +80,5 @@ class Advice(Plugin):
     def extend_message(self, ctx: RoundContext, agent: int, message: str) -> str:
         advice = self.received.get(agent, [])
         ctx.agent_details.setdefault(agent, {})["advice_from"] = [src for src, _, _ in advice]
-        block = prompts.advice_block(advice, ctx.task)
+        block = prompts.advice_block(advice, ctx.task, keeps_clips(ctx.settings, [ctx.backend]))
         return f"{message}\n\n{block}" if block else message

@@ -5,7 +5,7 @@ from r2mad.prompts.personas import GENERIC, personas_for
 from r2mad.tasks import format_task
 from r2mad.types import Task
 
-PERSONAS = GENERIC  # the generic personas per task kind (the demo's)
+PERSONAS = GENERIC  # the generic personas per task kind (a typed question's, in either profile)
 STEP_BY_STEP = "Solve the problem step by step."
 
 

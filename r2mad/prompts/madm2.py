@@ -8,10 +8,12 @@ from r2mad.types import Message, Task
 JUDGE_SYSTEM = "You review answers to questions strictly."
 
 
-def judge_messages(task: Task, response: str) -> list[Message]:
-    """The judge evaluates first and ends with its verdict in a tag (the last tag is the one read)."""
+def judge_messages(task: Task, response: str, clipped: bool = True) -> list[Message]:
+    """The judge evaluates first and ends with its verdict in a tag (the last tag is the one read);
+    `clipped`: it reads the response's end only (the demo), else the whole response."""
+    shown = clip(response) if clipped else response.strip()
     return [Message("system", JUDGE_SYSTEM), Message("user", (
-        f"Question:\n{format_task(task)}\n\nA proposed response:\n<response>\n{clip(response)}\n</response>\n\n"
+        f"Question:\n{format_task(task)}\n\nA proposed response:\n<response>\n{shown}\n</response>\n\n"
         "Evaluate this response: check its reasoning step by step and its final answer. Then end your reply "
         "with one verdict word in tags: <label>YES</label> if the response is correct, <label>NO</label> "
         "if it is wrong, or <label>NOT SURE</label> if you cannot tell."))]

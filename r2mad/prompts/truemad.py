@@ -7,21 +7,26 @@ from r2mad.types import Message, Task
 ADVICE_TYPES = ("support", "rebuttal", "refinement", "question")
 
 
-def advice_messages(task: Task, system: str, own: str, target_label: str, target: str) -> list[Message]:
+def advice_messages(task: Task, system: str, own: str, target_label: str, target: str,
+                    clipped: bool = True) -> list[Message]:
+    """`clipped`: both answers are shown by their ends (the demo), else whole."""
+    own, target = (clip(own), clip(target)) if clipped else (own.strip(), target.strip())
     return [Message("system", system), Message("user", (
-        f"Question:\n{format_task(task)}\n\nYour current answer:\n<yours>\n{clip(own)}\n</yours>\n\n"
-        f"The current answer of {target_label}:\n<theirs>\n{clip(target)}\n</theirs>\n\n"
+        f"Question:\n{format_task(task)}\n\nYour current answer:\n<yours>\n{own}\n</yours>\n\n"
+        f"The current answer of {target_label}:\n<theirs>\n{target}\n</theirs>\n\n"
         f"Write advice addressed only to {target_label} about their reasoning. Begin with one tag: "
         "SUPPORT (their reasoning holds), REBUTTAL (a step or the answer is wrong, say which), "
         "REFINEMENT (right direction, but something should be fixed or added) or QUESTION (ask about "
         "a step you doubt). Then at most four sentences. Do not just repeat your own answer."))]
 
 
-def advice_block(advice: list[tuple[str, str, str]], task: Task) -> str:
-    """advice: (source label, advice type, text) addressed to this agent."""
+def advice_block(advice: list[tuple[str, str, str]], task: Task, clipped: bool = True) -> str:
+    """advice: (source label, advice type, text) addressed to this agent; `clipped`: each within 800
+    characters (the demo), else whole."""
     if not advice:
         return ""
-    lines = [f"--- advice from {src} ({kind}) ---\n{clip(text, 800)}" for src, kind, text in advice]
+    lines = [f"--- advice from {src} ({kind}) ---\n{clip(text, 800) if clipped else text.strip()}"
+             for src, kind, text in advice]
     return ("Advice written to you personally by other agents about your last answer:\n\n"
             + "\n\n".join(lines)
             + "\n\nYou decide how to use this advice: accept what is right, reject what is not, and keep "
