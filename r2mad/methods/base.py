@@ -104,7 +104,7 @@ class Method(Steerable):
     def fit(self, ctx: RoundContext, agent: int, peers: list[tuple[str, str]]) -> list[tuple[str, str]]:
         """Peers' responses whole, unless the prompt would overflow the backend's context window (known
         for the embedded model): then clipped (common.fit_to_window), and that is recorded."""
-        window = getattr(ctx.backend, "n_ctx", None)
+        window = ctx.backend.capabilities.n_ctx
         if not window:
             return peers
         used = sum(len(m.content) for m in ctx.agents[agent].history)

@@ -62,7 +62,7 @@ class MADM2(Method):
         self.unmasked: set[int] = set()  # authors a fork's change shows this round whatever the masks
 
     def prepare(self, backend) -> list[str]:
-        if not self.objective or backend.supports_logprobs:
+        if not self.objective or backend.capabilities.supports_logprobs:
             return []
         if not self.settings.madm2.fallback_subjective:
             raise ConfigError(f"Backbone '{backend.name}' gives no token logprobs, which objective masking "
