@@ -53,4 +53,4 @@ class SummaryCache:
 
 def summary_key(backend, messages) -> tuple[str, str, str]:
     """The cache's key of a summary prompt: (backend, model, prompt)."""
-    return backend.name, backend.model or "", messages[-1].content  # a custom endpoint's name is "custom"
+    return backend.name, backend.model or "", messages[-1].content  # the model too: every custom endpoint is "custom"
