@@ -38,7 +38,7 @@ class Debate:
                              "give one per agent.")
         self.agent_backends = list(agent_backends) or [(backbone, backend)] * method.n_agents()
         if method.settings.answer_guard == "auto":  # recorded as decided: the backbone's own default
-            on = getattr(backend, "guard_by_default", False)
+            on = backend.capabilities.guard_by_default
             method.settings = dataclasses.replace(method.settings, answer_guard="on" if on else "off")
         self.settings = method.settings
         self.emit = emit or (lambda event: None)
@@ -162,8 +162,8 @@ class Debate:
         s, details = self.settings, ctx.agent_details.get(agent.index, {})
         name, backend = self.agent_backends[agent.index]
         prompt = tuple(agent.history)
-        want_lp = self.method.wants_logprobs and backend.supports_logprobs
-        live = {"on_text": self._typing(t, agent.index)} if getattr(backend, "streams_text", False) else {}
+        want_lp = self.method.wants_logprobs and backend.capabilities.supports_logprobs
+        live = {"on_text": self._typing(t, agent.index)} if backend.capabilities.streams_text else {}
         started = time.monotonic()
         try:
             [c] = await backend.chat(prompt, n=1, temperature=s.temperature, top_p=s.top_p,

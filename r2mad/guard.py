@@ -47,8 +47,7 @@ async def guard_answer(backend: ChatBackend, prompt: Sequence[Message], text: st
     """(answer, the recorded call): the guarded answer ("guarded") or UNPARSED when even that fails.
     A server that rejects the constraint gets the same question once more without it."""
     messages = [*prompt, Message("assistant", text), Message("user", final_answer_request(task))]
-    kind = getattr(backend, "structured_output", None)
-    wants_shape = kind not in (None, "none")
+    wants_shape = backend.capabilities.structured_output is not None
     base = dict(n=1, temperature=0.0, top_p=1.0, max_tokens=MCQ_TOKENS if task.kind == "mcq" else MATH_TOKENS,
                 seed=seed)
     try:

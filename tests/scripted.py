@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from r2mad.backends.base import BackendError
+from r2mad.backends.base import BackendError, Capabilities
 from r2mad.types import Completion, Message
 
 
@@ -27,17 +27,19 @@ class ScriptedBackend:
     reply: Callable[[tuple[Message, ...]], object]
     delay_s: float = 0.0
     name: str = "scripted"
-    supports_logprobs: bool = True
-    streams_text: bool = False  # True: the text reaches on_text word by word while delay_s passes
-    structured_output: str | None = None  # set: chat() takes an answer `shape` and records it
+    model: str | None = None
+    # streams_text: the text reaches on_text word by word while delay_s passes; structured_output: chat()
+    # takes an answer `shape` and records it
+    capabilities: Capabilities = Capabilities(supports_logprobs=True)
     calls: list[Call] = field(default_factory=list)
 
     async def chat(self, messages, *, n=1, temperature=0.7, top_p=1.0, max_tokens=512, seed=None,
-                   logprobs=False, on_text=None, **shape):
-        if shape and not self.structured_output:
+                   logprobs=False, on_text=None, shape=None):
+        if on_text is not None and not self.capabilities.streams_text:
+            raise TypeError("this scripted backend takes no on_text")
+        if shape is not None and self.capabilities.structured_output is None:
             raise TypeError("this scripted backend takes no answer shape")
-        call = Call(tuple(messages), seed, logprobs, time.monotonic(), shape=shape.get("shape"),
-                    max_tokens=max_tokens)
+        call = Call(tuple(messages), seed, logprobs, time.monotonic(), shape=shape, max_tokens=max_tokens)
         self.calls.append(call)
         out = self.reply(call.messages)
         if on_text is not None and isinstance(out, str):

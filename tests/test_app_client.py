@@ -163,12 +163,14 @@ def test_rejected_token_on_a_custom_endpoint_shows_abstentions_without_the_token
 # --- the streaming run behind the Debate tab, on a scripted backend (fast, no model) -------------
 
 def scripted_run(tmp_path, methods, *, rounds=3, delay_s=0.02, streams_text=False):
+    from r2mad.backends.base import Capabilities
     from r2mad.runs.store import RunStore
     from r2mad.ui.live import LiveRun
     from tests.scripted import ScriptedBackend
 
     replies = iter([f"Weighing both options carefully, I pick (({x}))" for x in "AB"] * 200)
-    backend = ScriptedBackend(lambda messages: next(replies), delay_s=delay_s, streams_text=streams_text)
+    backend = ScriptedBackend(lambda messages: next(replies), delay_s=delay_s,
+                              capabilities=Capabilities(streams_text=streams_text))
     settings = load_config().settings.replace(agents=2, rounds=rounds, early_stop=False)
     task = Task("mcq", "Which?", (("A", "one"), ("B", "two")), "B", "t1")
     store = RunStore(tmp_path / "runs.sqlite")

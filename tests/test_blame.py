@@ -71,7 +71,7 @@ def test_the_meter_counts_across_backends_and_forwards_what_they_are():
     meter = CallMeter(2)
     a, b = ScriptedBackend(lambda m: "((A))", name="left"), ScriptedBackend(lambda m: fail(), name="right")
     wa, wb = meter.wrap(a), meter.wrap(b)
-    assert (wa.name, wb.supports_logprobs) == ("left", True)
+    assert (wa.name, wb.capabilities.supports_logprobs) == ("left", True)
     asyncio.run(wa.chat([]))
     with pytest.raises(BackendError, match="down"):
         asyncio.run(wb.chat([]))  # a call that fails still counts: it was sent

@@ -4,6 +4,7 @@ import dataclasses
 
 import pytest
 
+from r2mad.backends.base import Capabilities
 from r2mad.config import DebateSettings
 from r2mad.debate import Debate
 from r2mad.methods import make_method
@@ -124,7 +125,7 @@ def test_streaming_backend_gives_throttled_live_text_that_grows_into_the_answer(
         return " ".join(["step"] * 30) + f" so ((B)) from agent-{agent_of(m)}"
 
     events = []
-    backend = ScriptedBackend(long_answer, delay_s=0.9, streams_text=True)
+    backend = ScriptedBackend(long_answer, delay_s=0.9, capabilities=Capabilities(streams_text=True))
     s = DebateSettings(seed=1, rounds=1)
     t = asyncio.run(Debate(backend, make_method("mad", s), emit=events.append).run(MCQ))
     deltas = [e for e in events if e.kind == "delta"]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from r2mad.backends.base import Capabilities
 from r2mad.cli_common import add_settings_flags, settings_from
 from r2mad.config import DebateSettings, load_config
 from r2mad.debate import Debate
@@ -61,7 +62,7 @@ def long_reply(messages):
 def run_mad(n_ctx=None):
     backend = ScriptedBackend(long_reply)
     if n_ctx:
-        backend.n_ctx = n_ctx
+        backend.capabilities = Capabilities(supports_logprobs=True, n_ctx=n_ctx)
     task = Task("mcq", "Largest planet?", (("A", "Mars"), ("B", "Jupiter")), "B", "q")
     settings = DebateSettings(seed=1, rounds=2, early_stop=False, max_tokens=384)
     t = asyncio.run(Debate(backend, make_method("mad", settings)).run(task))

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from r2mad.backends.base import BackendError
+from r2mad.backends.base import BackendError, Capabilities
 from r2mad.backends.openai_compat import OpenAICompatBackend
 from r2mad.config import DebateSettings
 from r2mad.debate import Debate
@@ -72,7 +72,7 @@ def test_auto_follows_the_backbone_and_the_transcript_says_which():
     backend = ScriptedBackend(reply=reasoning_without_answer)
     t = asyncio.run(Debate(backend, make_method("cot", SETTINGS.replace(answer_guard="auto"))).run(MCQ))
     assert t.settings["answer_guard"] == "off" and len(backend.calls) == 1
-    backend.guard_by_default = True
+    backend.capabilities = Capabilities(supports_logprobs=True, guard_by_default=True)
     t = asyncio.run(Debate(backend, make_method("cot", SETTINGS.replace(answer_guard="auto"))).run(MCQ))
     assert t.settings["answer_guard"] == "on" and t.final == Answer("B", "guarded")
 
@@ -82,7 +82,7 @@ def test_a_structured_backend_gets_the_shape_and_one_that_rejects_it_is_asked_pl
 
     def reply(messages):
         return "((B))" if last_user(messages) == final_answer_request(MCQ) else "Hmm."
-    backend = ScriptedBackend(reply=reply, structured_output="grammar")
+    backend = ScriptedBackend(reply=reply, capabilities=Capabilities(structured_output="grammar"))
     t = asyncio.run(Debate(backend, make_method("cot", SETTINGS)).run(MCQ))
     assert backend.calls[-1].shape == answer_shape(MCQ) and t.final == Answer("B", "guarded")
 
@@ -92,7 +92,7 @@ def test_a_structured_backend_gets_the_shape_and_one_that_rejects_it_is_asked_pl
                 rejected.append(True)
                 raise BackendError("The server does not support this request field; remove it.")
             return await super().chat(messages, **kw)
-    backend = Rejecting(reply=reply, structured_output="json_schema")
+    backend = Rejecting(reply=reply, capabilities=Capabilities(structured_output="json_schema"))
     t = asyncio.run(Debate(backend, make_method("cot", SETTINGS)).run(MCQ))
     assert rejected and backend.calls[-1].shape is None and t.final == Answer("B", "guarded")
 

@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from r2mad.backends.base import Capabilities
 from r2mad.config import ConfigError, DebateSettings
 from r2mad.debate import Debate
 from r2mad.methods import make_method
@@ -167,7 +168,7 @@ def test_objective_masking_keeps_the_most_confident_response():
 
 
 def test_objective_without_logprobs_falls_back_visibly_or_refuses():
-    backend = ScriptedBackend(reply_with_judges(["YES"] * 3), supports_logprobs=False)
+    backend = ScriptedBackend(reply_with_judges(["YES"] * 3), capabilities=Capabilities())
     s = DebateSettings(seed=1, rounds=2, early_stop=False)
     t = asyncio.run(Debate(backend, make_method("madm2-objective", s)).run(TASK))
     assert "falls back to subjective" in t.notices[0] and "all" in t.rounds[1].details["masks"]

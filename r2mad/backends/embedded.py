@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from r2mad.backends.base import BackendError
+from r2mad.backends.base import BackendError, Capabilities
 from r2mad.types import AnswerShape, Completion, Message
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -165,17 +165,18 @@ def _stop_all() -> None:
 
 
 class EmbeddedBackend:
-    supports_logprobs = True
-    streams_text = True
-    structured_output = "grammar"  # the answer guard constrains output with a llama.cpp grammar
-    guard_by_default = True  # a tiny model often reasons without committing to an answer
-    max_parallel = 8  # sequences the model process decodes at once (llama_worker.SLOTS); more wait in line
+    model = None  # the file is named by model_path
 
     def __init__(self, *, name: str = "smollm2-135m", model_path: Path | None = None, n_ctx: int = 3072,
                  stall_s: float = 120.0):
         self.name = name
         self.model_path = Path(model_path) if model_path else smollm2_path()
         self.n_ctx = n_ctx
+        self.capabilities = Capabilities(
+            supports_logprobs=True, streams_text=True,
+            structured_output="grammar",  # the answer guard constrains output with a llama.cpp grammar
+            guard_by_default=True,  # a tiny model often reasons without committing to an answer
+            n_ctx=n_ctx, max_parallel=8)  # sequences the model process decodes at once (llama_worker.SLOTS)
         self.stall_s = stall_s  # no sign of life for this long: the model process is hung and is replaced
         self._ids = iter(range(1, 1 << 62))
 

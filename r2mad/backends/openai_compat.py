@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 import openai
 
-from r2mad.backends.base import BackendError
+from r2mad.backends.base import BackendError, Capabilities
 from r2mad.backends.batching import SampleBatcher
 from r2mad.backends.failures import (
     Retryable,
@@ -57,11 +57,11 @@ class OpenAICompatBackend:
         self.total_timeout_s = None if total_timeout_s is None else float(total_timeout_s)
         self.max_retries = max(0, int(max_retries))
         self.deadline_s = deadline_s
-        self.supports_logprobs = supports_logprobs
         self.extra_body = dict(extra_body or {})
-        self.stream = self.streams_text = stream
-        self.structured_output = structured_output  # how this server constrains output (answer guard)
-        self.guard_by_default = guard_by_default
+        self.stream = stream
+        self.capabilities = Capabilities(
+            supports_logprobs=supports_logprobs, streams_text=stream, guard_by_default=guard_by_default,
+            structured_output=None if structured_output == "none" else structured_output)  # answer guard
         self.native_n = native_n  # the server returns n choices for one request (vLLM, OpenAI)
         self._batcher = SampleBatcher(self._request_samples)
         self.key_source = key_source  # where the person sets the key, named in the 401 message
@@ -109,7 +109,7 @@ class OpenAICompatBackend:
                     on_text: Callable[[str], None] | None, shape: AnswerShape | None) -> list[Completion]:
         deadline = None if self.deadline_s is None else time.monotonic() + self.deadline_s
         model = await self._model(deadline)
-        want_logprobs = logprobs and self.supports_logprobs
+        want_logprobs = logprobs and self.capabilities.supports_logprobs
         payload = [{"role": m.role, "content": m.content} for m in messages]
         results: list[Completion] = []
         for _ in range(max(1, n)):  # each request yields at least one completion, so n requests suffice
@@ -124,7 +124,7 @@ class OpenAICompatBackend:
                 args["seed"] = seed + len(results)
             if want_logprobs:  # llama.cpp's server sends logprobs only when top_logprobs > 0
                 args["logprobs"], args["top_logprobs"] = True, 1
-            extra = {**self.extra_body, **(constraint(self.structured_output, shape) if shape else {})}
+            extra = {**self.extra_body, **(constraint(self.capabilities.structured_output, shape) if shape else {})}
             if extra:
                 args["extra_body"] = extra
             if self.stream and wanted == 1:

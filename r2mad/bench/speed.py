@@ -27,7 +27,7 @@ class Counting:
     """Wraps a backend: counts tokens; `serial=True` makes calls wait for each other (a sequential loop)."""
 
     def __init__(self, inner, serial: bool = False):
-        self.inner, self.name, self.supports_logprobs = inner, inner.name, inner.supports_logprobs
+        self.inner, self.name, self.model, self.capabilities = inner, inner.name, inner.model, inner.capabilities
         self.tokens, self.generated, self.calls = 0, 0, 0
         self.lock = asyncio.Lock() if serial else None
 

@@ -105,7 +105,7 @@ def cmd_eval(args, config) -> int:
     backend = backend_for(config, aux)
     every = [backend, *(b for _, b in agents)]
     # a backend that decodes a few sequences at once (the embedded model) gets about that many calls
-    slots = min((b.max_parallel for b in every if getattr(b, "max_parallel", None)), default=None)
+    slots = min((b.capabilities.max_parallel for b in every if b.capabilities.max_parallel), default=None)
     questions = max(1, slots // max(1, settings.agents)) if slots else 32
     run = EvalRun(split, methods, mix, settings, not args.independent_round0,
                   str(args.data) if args.data else None, args.limit, bank_record(bank) if bank is not None else None,

@@ -53,5 +53,4 @@ class SummaryCache:
 
 def summary_key(backend, messages) -> tuple[str, str, str]:
     """The cache's key of a summary prompt: (backend, model, prompt)."""
-    model = str(getattr(backend, "model", "") or "")  # a custom endpoint is named "custom" whatever it serves
-    return backend.name, model, messages[-1].content
+    return backend.name, backend.model or "", messages[-1].content  # the model too: every custom endpoint is "custom"

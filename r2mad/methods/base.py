@@ -22,7 +22,7 @@ CLIPS = ("the round summary within 128 tokens, MAD-M²'s judge on a response's l
 def keeps_clips(settings: DebateSettings, backends) -> bool:
     """Whether the demo's clips and caps (CLIPS) apply: always under the demo profile; under the paper
     profile only where a backbone's context window is known (the embedded model) and so forces them."""
-    return settings.profile != "paper" or any(getattr(b, "n_ctx", None) for b in backends)
+    return settings.profile != "paper" or any(b.capabilities.n_ctx for b in backends)
 
 
 @dataclasses.dataclass
@@ -101,7 +101,7 @@ class Method(Steerable):
         visible notices. A subclass calls it first."""
         if all(b is not backend for b in self.backends):  # a strategy may serve several debates
             self.backends.append(backend)
-        window = getattr(backend, "n_ctx", None)
+        window = backend.capabilities.n_ctx
         if self.settings.profile != "paper" or not window:
             return []
         return [f"Paper profile on {backend.name}: its context window of {window} tokens keeps the demo's clips "
@@ -126,7 +126,7 @@ class Method(Steerable):
     def fit(self, ctx: RoundContext, agent: int, peers: list[tuple[str, str]]) -> list[tuple[str, str]]:
         """Peers' responses whole, unless the prompt would overflow the backend's context window (known
         for the embedded model): then clipped (common.fit_to_window), and that is recorded."""
-        window = getattr(ctx.backend, "n_ctx", None)
+        window = ctx.backend.capabilities.n_ctx
         if not window:
             return peers
         used = sum(len(m.content) for m in ctx.agents[agent].history)

@@ -63,7 +63,7 @@ class MADM2(Method):
 
     def prepare(self, backend) -> list[str]:
         notices = super().prepare(backend)
-        if not self.objective or backend.supports_logprobs:
+        if not self.objective or backend.capabilities.supports_logprobs:
             return notices
         if not self.settings.madm2.fallback_subjective:
             raise ConfigError(f"Backbone '{backend.name}' gives no token logprobs, which objective masking "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Awaitable, Callable
 
 from r2mad.answers import is_correct
 from r2mad.backends.base import BackendError, ChatBackend
@@ -34,13 +34,11 @@ class CallMeter:
 
 
 class _Metered:
-    """`backend` with every chat() counted by its meter; everything else is the backend's own."""
+    """`backend` with every chat() counted by its meter; its name, model and capabilities are the backend's own."""
 
     def __init__(self, backend: ChatBackend, meter: CallMeter):
         self._backend, self._meter = backend, meter
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._backend, name)
+        self.name, self.model, self.capabilities = backend.name, backend.model, backend.capabilities
 
     async def chat(self, messages, **kw):
         meter = self._meter
