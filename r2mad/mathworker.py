@@ -1,12 +1,17 @@
 """Killable child processes that run the slow part of a math check (math-verify, sympy) under a hard
-wall-clock bound, callable from any thread (no signals). Not for the cheap checks, which stay in-process.
+bound on the child's own CPU time (so a busy machine, which stretches the wall clock, never turns a right
+answer into a wrong one), with a wall-clock backstop for a check that waits instead of computing;
+callable from any thread (no signals in the caller). Not for the cheap checks, which stay in-process.
 A child is a fresh `python -m r2mad.mathworker` (POSIX), not a multiprocessing spawn, which would
 import the parent's __main__ (the whole app) into every child."""
 from __future__ import annotations
 
 import atexit
 import importlib
+import math
 import os
+import resource
+import signal
 import socket
 import subprocess
 import sys
@@ -14,7 +19,8 @@ import threading
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
-CHECK_BOUND_S = 3.0  # past this a check is given up: its child is killed and the pair counts as different
+CHECK_BOUND_S = 3.0  # CPU seconds; past this a check is given up: its child is killed, the pair counts as different
+WALL_SLACK_S = 20.0  # the wall-clock backstop is the bound plus this (a loaded machine gives the child little CPU)
 START_BOUND_S = 120.0  # a fresh child imports sympy and math-verify first; not counted in CHECK_BOUND_S
 MAX_WORKERS = max(1, min(4, os.cpu_count() or 1))
 PRELOAD = ("sympy", "math_verify")  # imported by a fresh child before it says it is ready (about 1 s)
@@ -26,14 +32,18 @@ class Overrun(Exception):
 
 def _serve(conn) -> None:
     """The child: import PRELOAD, say ready, then run (function, args) requests until the parent closes
-    its end. It runs at a lower priority, so a long check never slows the model's decoding."""
+    its end. It runs at a lower priority, so a long check never slows the model's decoding; each check may
+    use `bound_s` more CPU seconds (whole seconds, rounded up), past which the kernel ends the child (SIGXCPU)."""
     os.nice(10)
     for name in PRELOAD:
         importlib.import_module(name)
     conn.send("ready")
     while True:
         try:
-            fn, args = conn.recv()
+            fn, args, bound_s = conn.recv()
+            used = resource.getrusage(resource.RUSAGE_SELF)
+            limit = math.ceil(used.ru_utime + used.ru_stime + bound_s)
+            resource.setrlimit(resource.RLIMIT_CPU, (limit, resource.getrlimit(resource.RLIMIT_CPU)[1]))
             conn.send((True, fn(*args)))
         except EOFError:
             return
@@ -60,11 +70,13 @@ class _Worker:
                 if not self.conn.poll(START_BOUND_S):
                     raise Overrun(f"the math checker did not start within {START_BOUND_S:g} s")
                 self.ready = self.conn.recv() == "ready"
-            self.conn.send((fn, args))
-            if not self.conn.poll(bound_s):
-                raise Overrun(f"the check ran past {bound_s:g} s")
+            self.conn.send((fn, args, bound_s))
+            if not self.conn.poll(bound_s + WALL_SLACK_S):
+                raise Overrun(f"the check ran past {bound_s + WALL_SLACK_S:g} s")
             ok, value = self.conn.recv()
-        except (EOFError, OSError) as exc:  # the child died (killed, out of memory)
+        except (EOFError, OSError) as exc:  # the child died (its CPU bound, killed, out of memory)
+            if self.process.wait(5) == -signal.SIGXCPU:
+                raise Overrun(f"the check used more than {bound_s:g} s of CPU") from exc
             raise Overrun(f"the math checker stopped ({exc or type(exc).__name__})") from exc
         if not ok:
             raise RuntimeError(value)
@@ -131,8 +143,9 @@ _pool = _Pool()
 
 
 def bounded(fn: Callable, *args: Any, bound_s: float | None = None) -> Any:
-    """`fn(*args)` in a child process, its result back; raises Overrun past `bound_s` (CHECK_BOUND_S by
-    default), after killing the child, and RuntimeError when `fn` raised. `fn` must be importable by
+    """`fn(*args)` in a child process, its result back; raises Overrun past `bound_s` CPU seconds
+    (CHECK_BOUND_S by default) or `bound_s + WALL_SLACK_S` on the wall clock, after killing the child, and
+    RuntimeError when `fn` raised. `fn` must be importable by
     name (a module-level function), and `args` and the result picklable."""
     try:
         worker = _pool.take()

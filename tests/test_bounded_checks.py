@@ -30,6 +30,12 @@ def sleep_then_agree(a: str, b: str) -> bool:
     return True
 
 
+def spin(a: str, b: str) -> bool:
+    """Stands in for a sympy computation that computes forever."""
+    while True:
+        pass
+
+
 def add(a: int, b: int) -> int:
     return a + b
 
@@ -99,6 +105,7 @@ def test_a_small_binomial_is_still_judged(fresh_checks):
 def test_a_check_past_its_bound_is_different_and_the_checker_recovers(fresh_checks, monkeypatch):
     monkeypatch.setattr(mathcheck, "_SLOW_CHECK", sleep_then_agree)
     monkeypatch.setattr(mathworker, "CHECK_BOUND_S", 1.0)
+    monkeypatch.setattr(mathworker, "WALL_SLACK_S", 0.0)  # a sleeping check is ended by the wall clock
     equal, notice = check_math("x+1", "1+x")
     assert equal is False
     assert "'1+x'" in notice and "ran past 1 s" in notice and "treated as different" in notice
@@ -107,13 +114,21 @@ def test_a_check_past_its_bound_is_different_and_the_checker_recovers(fresh_chec
     assert check_math("x+1", "1+x") == (True, None)  # a fresh child took over
 
 
-def test_the_checker_runs_importable_functions_and_survives_their_errors():
+def test_the_checker_runs_importable_functions_and_survives_their_errors(monkeypatch):
     assert mathworker.bounded(add, 2, 3) == 5
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         mathworker.bounded(divide, 1, 0)
-    with pytest.raises(mathworker.Overrun, match="ran past 0.5 s"):
+    with monkeypatch.context() as patch, pytest.raises(mathworker.Overrun, match="ran past 0.5 s"):
+        patch.setattr(mathworker, "WALL_SLACK_S", 0.0)  # a sleeping check is ended by the wall clock
         mathworker.bounded(sleep_then_agree, "a", "b", bound_s=0.5)
     assert mathworker.bounded(add, 4, 5) == 9
+
+
+def test_a_computing_check_is_ended_by_its_cpu_time_not_the_wall_clock(monkeypatch):
+    monkeypatch.setattr(mathworker, "WALL_SLACK_S", 600.0)  # the wall clock would wait; the CPU bound does not
+    with pytest.raises(mathworker.Overrun, match="used more than 1 s of CPU"):
+        mathworker.bounded(spin, "a", "b", bound_s=1.0)
+    assert mathworker.bounded(add, 4, 5) == 9  # a fresh child took over
 
 
 def test_checks_from_many_threads_each_get_their_verdict(fresh_checks, monkeypatch):
@@ -135,6 +150,7 @@ def test_a_huge_binomial_answer_ends_the_debate_with_a_notice(fresh_checks):
 def test_a_slow_check_leaves_the_loop_ticking_and_ends_with_a_notice(fresh_checks, monkeypatch):
     monkeypatch.setattr(mathcheck, "_SLOW_CHECK", sleep_then_agree)
     monkeypatch.setattr(mathworker, "CHECK_BOUND_S", 1.0)
+    monkeypatch.setattr(mathworker, "WALL_SLACK_S", 0.0)
     t, ticks = debate_with_ticker(SHIFT, [r"\boxed{x+1}", r"\boxed{1+x}", r"\boxed{1+x}"])
     assert t.status == "done" and str(t.final) == "1+x"
     assert any("ran past 1 s" in n and "treated as different" in n for n in t.notices)
