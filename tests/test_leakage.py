@@ -101,7 +101,8 @@ def test_build_then_eval_with_another_split_seed_is_refused_and_with_the_same_on
     assert len(rows) == 3 and len(server.requests) > calls
     recorded = json.loads((tmp_path / "r0" / "run.json").read_text())["bank"]
     assert recorded == {"path": str(tmp_path / "bank"), "dataset": "mmlu-pro-economics",
-                        "split": "mmlu-pro-economics:train", "split_seed": 0, "backbone": "fake", "questions": 9}
+                        "split": "mmlu-pro-economics:train", "split_seed": 0, "backbone": "fake", "embedder": "hash-64",
+                        "questions": 9}
 
 
 @dataclass

@@ -40,4 +40,4 @@ def bank_record(bank) -> dict:
     manifest = bank.manifest
     return {"path": str(bank.path), "dataset": manifest.get("dataset"), "split": manifest.get("split"),
             "split_seed": manifest.get("split_seed"), "backbone": manifest.get("backbone"),
-            "questions": len(held_questions(bank))}
+            "embedder": (manifest.get("embedder") or {}).get("id"), "questions": len(held_questions(bank))}

@@ -95,6 +95,8 @@ def render_report(res: Results) -> str:
            f"{settings['temperature']}, max tokens {settings['max_tokens']}, early stop "
            f"{'on' if settings['early_stop'] else 'off'}; round 0 "
            f"{'shared by the debate methods' if run['share_round0'] else 'computed by each method'}."]
+    if run.get("bank"):
+        out += ["", bank_line(run["bank"])]
     if mix_line(run):
         out += ["", mix_line(run)]
     if len(res.all_rows) < expected:
@@ -123,6 +125,16 @@ def render_report(res: Results) -> str:
     if notes:
         out += ["", "## Notes", "", *notes]
     return "\n".join(out) + "\n"
+
+
+def bank_line(bank: dict) -> str:
+    """Where the memory cases came from: the bank, its questions, the model that debated them and the
+    embedder that indexes them (the paper's is BAAI/bge-m3)."""
+    def known(key: str) -> str:
+        return str(bank.get(key)) if bank.get(key) is not None else "not recorded"
+    held = bank.get("questions")
+    return (f"Memory bank `{bank['path']}`: {held} question{'' if held == 1 else 's'} of {known('dataset')} "
+            f"(split seed {known('split_seed')}), debated by {known('backbone')}, embedded by {known('embedder')}.")
 
 
 def _process_sections(res: Results) -> list[str]:
