@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Sequence
 
 from r2mad.evaluation import metrics as m
-from r2mad.evaluation import trust
+from r2mad.evaluation import prereg, trust
 from r2mad.evaluation.models import mix_line
 from r2mad.evaluation.results import (  # noqa: F401 - load_results and Results are this module's API too
     TABLE3,
@@ -114,6 +114,7 @@ def render_report(res: Results) -> str:
         out += ["", "## Retrieval policies (Table 3 layout)", "",
                 table(_accuracy_header(res, "Policy"), accuracy_rows(res, _ordered(res, TABLE3), TABLE3))]
     out += trust.sections(res)
+    out += prereg.section(res.prereg, run)
     out += _process_sections(res)
     out += ["", "## Plots", "", "![accuracy vs tokens](accuracy_vs_tokens.png)", "",
             "![consensus per round](consensus.png)"]
