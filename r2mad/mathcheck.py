@@ -251,8 +251,10 @@ def _checked(a: str, b: str) -> tuple[bool, str | None]:
         if x is not None and y is not None:
             return math.isclose(x, y, rel_tol=1e-6, abs_tol=1e-12), None
         words = [_WORDS.fullmatch(s.strip()) for s in (a, b)]
-        if all(words):  # "Evelyn", "\text{odd}": words, not products of letters
-            return words[0][1].strip().casefold() == words[1][1].strip().casefold(), None
+        if all(words):  # "Evelyn", "\text{odd}", "No": words, not products of letters
+            same = words[0][1].strip().casefold() == words[1][1].strip().casefold()
+            if same or min(len(w[1].strip()) for w in words) > 2:  # "xy" and "yx" may be one product
+                return same, None
         if case_differs(na, nb):  # variables are case-sensitive: r is not R
             return False, None
         huge = next((s for s in (a, b) if too_big(s)), None)

@@ -218,6 +218,8 @@ def test_option_line_citation(text, expected):
     ("No", "no", True),
     ("Evelyn", "EVELYN", True),
     ("12", "12.0", True),
+    ("xy", "yx", True),  # two letters: a word when they match case folded, else still a product
+    ("Evelyn", "Evelny", False),
 ])
 def test_math_letters_are_case_sensitive_unless_plain_words(a, b, equal):
     assert math_equivalent(a, b) is equal
