@@ -113,7 +113,18 @@ def _math_verify():
     return parse, verify
 
 
-_WORDS = re.compile(r"(?:\\text\{\s*)?([A-Za-z][A-Za-z ]{2,})\}?")
+_WORDS = re.compile(r"(?:\\text\{\s*)?([A-Za-z ]*[A-Za-z]{2}[A-Za-z ]*)\}?")  # two letters in a row: a word
+_ENVIRONMENT = re.compile(r"\\(?:begin|end)\{[^{}]*\}")
+_NAMES = re.compile(r"\\[A-Za-z]+|[A-Za-z]")
+
+
+def case_differs(a: str, b: str) -> bool:
+    """Whether a name (a letter, or a command such as \\Delta) stands in one answer in a case that the
+    other writes only otherwise (3r^2 and 3R^2, x and X). math-verify lowercases every symbol, so such a
+    pair is decided here: different. Plain words are compared before this, case folded."""
+    names = [set(_NAMES.findall(_ENVIRONMENT.sub(" ", s))) for s in (a, b)]
+    return any(n not in other and any(m != n and m.casefold() == n.casefold() for m in other)
+               for mine, other in (names, names[::-1]) for n in mine)
 
 
 def verified_equal(gold: str, answer: str) -> bool | None:
@@ -240,8 +251,12 @@ def _checked(a: str, b: str) -> tuple[bool, str | None]:
         if x is not None and y is not None:
             return math.isclose(x, y, rel_tol=1e-6, abs_tol=1e-12), None
         words = [_WORDS.fullmatch(s.strip()) for s in (a, b)]
-        if all(words):  # "Evelyn", "\text{odd}": words, not products of letters
-            return words[0][1].strip().casefold() == words[1][1].strip().casefold(), None
+        if all(words):  # "Evelyn", "\text{odd}", "No": words, not products of letters
+            same = words[0][1].strip().casefold() == words[1][1].strip().casefold()
+            if same or min(len(w[1].strip()) for w in words) > 2:  # "xy" and "yx" may be one product
+                return same, None
+        if case_differs(na, nb):  # variables are case-sensitive: r is not R
+            return False, None
         huge = next((s for s in (a, b) if too_big(s)), None)
         if huge is not None:
             return False, (f"The answer {_shorten(huge)} is too large to check (a binomial or factorial of a "
@@ -260,7 +275,8 @@ _SLOW_CHECK = symbolic_equal  # what the checker child runs (a test may point it
 
 def check_math(a: str, b: str) -> tuple[bool, str | None]:
     """(equivalent, notice): same spelling after normalize_math, same number (relative tolerance 1e-6),
-    the same words, or symbolic_equal within mathworker's bound. Never raises and never hangs: an
+    the same words (case folded), or, with no letter in one case here and another there,
+    symbolic_equal within mathworker's bound. Never raises and never hangs: an
     answer too_big to check, or a check past its bound, is "not equivalent" with a notice that says so."""
     a, b = sorted((a, b))
     return _checked(a, b) if len(a) + len(b) <= CACHED_LENGTH else _checked.__wrapped__(a, b)

@@ -35,11 +35,10 @@ def open_bank(path: str | Path | None, config: Config, *, task_kind: str | None 
     """(bank or None, notices). A missing or unusable bank is a visible notice, never a crash."""
     if not path:
         return None, []
-    from r2mad.memory.bank import MemoryBank
-    from r2mad.memory.embedder import load_embedder
+    from r2mad.memory.bank import MemoryBank, own_embedder
 
     try:
-        bank = MemoryBank.open(Path(path), load_embedder(config.app.embedder),
+        bank = MemoryBank.open(Path(path), own_embedder(path, config.app.embedder),
                                index_root=config.app.index_root, expected_task=task_kind)
     except (ValueError, OSError) as exc:  # refused before the index is built: wrong task, embedder, …
         return None, [f"Memory off: {exc}"]

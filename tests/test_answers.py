@@ -202,3 +202,28 @@ OPTS = (("A", "Green"), ("B", "Brown"), ("C", "Purple"), ("D", "Grey"))
 def test_option_line_citation(text, expected):
     answer = extract_answer(text, Task("mcq", "Which colour?", OPTS, "D"))
     assert answer.value == expected and (expected is None or answer.how == "option_line")
+
+
+@pytest.mark.parametrize("a, b, equal", [
+    ("3r^2", "3R^2", False),  # math-verify alone folds the case of every symbol (issue 29)
+    ("x", "X", False),
+    (r"\pi r^2", r"\pi R^2", False),
+    ("(A, B)", "(a, b)", False),
+    (r"\frac{x}{2}", "0.5X", False),
+    ("x + X", "2x", False),
+    (r"\Delta", r"\delta", False),
+    ("3r^2", r"r^2 \cdot 3", True),  # the same case: still compared as math
+    (r"\frac{x}{2}", "0.5x", True),
+    ("R = 5", "r = 5", True),  # only the value is the answer
+    (r"\begin{Bmatrix} 1 \end{Bmatrix}", r"\begin{Bmatrix} 1 \end{Bmatrix}", True),
+    ("Yes", "yes", True),  # plain words fold case
+    (r"\text{Yes}", "yes", True),
+    ("No", "no", True),
+    ("Evelyn", "EVELYN", True),
+    ("12", "12.0", True),
+    ("xy", "yx", True),  # two letters: a word when they match case folded, else still a product
+    ("Evelyn", "Evelny", False),
+])
+def test_math_letters_are_case_sensitive_unless_plain_words(a, b, equal):
+    assert math_equivalent(a, b) is equal
+    assert math_equivalent(b, a) is equal

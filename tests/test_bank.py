@@ -284,6 +284,7 @@ def test_embedders_give_unit_rows_and_name_the_offline_fallback():
     assert vectors.dtype == np.float32 and vectors.shape == (3, 64)
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-6)
     assert np.array_equal(vectors[0], vectors[1])
-    with pytest.raises(ValueError, match=r"Embedder 'r2mad-test/no-such-embedder' could not be loaded \(no hub "
-                                         r"access\?\); use the offline default 'all-MiniLM-L6-v2'\."):
+    with pytest.raises(ValueError, match=r"Embedder 'r2mad-test/no-such-embedder' could not be loaded \(.*\); "
+                                         r"name a sentence-transformers model .* or the offline default "
+                                         r"'all-MiniLM-L6-v2'\."):
         load_embedder("r2mad-test/no-such-embedder")

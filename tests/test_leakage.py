@@ -101,7 +101,8 @@ def test_build_then_eval_with_another_split_seed_is_refused_and_with_the_same_on
     assert len(rows) == 3 and len(server.requests) > calls
     recorded = json.loads((tmp_path / "r0" / "run.json").read_text())["bank"]
     assert recorded == {"path": str(tmp_path / "bank"), "dataset": "mmlu-pro-economics",
-                        "split": "mmlu-pro-economics:train", "split_seed": 0, "backbone": "fake", "questions": 9}
+                        "split": "mmlu-pro-economics:train", "split_seed": 0, "backbone": "fake", "embedder": "hash-64",
+                        "questions": 9}
 
 
 @dataclass
@@ -110,6 +111,10 @@ class ShippedBank:
     path: Path
     manifest: dict
     question_ids: frozenset
+    held: list
+
+    def cases(self) -> list:
+        return self.held
 
 
 @pytest.mark.parametrize("name", ["demo-mcq", "demo-math"])
@@ -118,7 +123,7 @@ def test_shipped_banks_from_before_manifests_recorded_their_split_warn_and_are_c
     the ids of their cases are still checked."""
     path = ROOT / "memory" / name
     cases = read_cases(path / "cases.jsonl", None).cases
-    bank = ShippedBank(path, read_manifest(path), frozenset(c.question_id for c in cases))
+    bank = ShippedBank(path, read_manifest(path), frozenset(c.question_id for c in cases), cases)
     assert "split_seed" not in bank.manifest and "question_ids" not in bank.manifest
     [notice] = check_no_leakage(bank, load_split(name, "test"))
     assert "does not record its dataset and split seed" in notice and "\n" not in notice

@@ -19,6 +19,8 @@ from r2mad.evaluation.costs import prices_of
 from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED, load_split
 from r2mad.evaluation.evaluate import ROWS, RUN, EvalRun, parse_methods, run_eval
 from r2mad.evaluation.leakage import bank_record, check_no_leakage
+from r2mad.evaluation.prereg import PREREG
+from r2mad.evaluation.prereg import read as read_prereg
 from r2mad.evaluation.report import write_report, write_table1
 from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import METHODS, is_debate, needs_bank, with_advice
@@ -45,6 +47,9 @@ def register(sub) -> None:
     e.add_argument("--seeds", type=whole_in(1, 100), default=1,
                    help="run each method with N sampling seeds (seed, seed+1, ...); the report gives mean and spread")
     e.add_argument("--retry-failed", action="store_true", help="rerun rows whose debate failed")
+    e.add_argument("--prereg", action="store_true",
+                   help="before the first call, write the plan (methods, seeds, split, data digest, decision rule, "
+                   "settings) to OUT/prereg.json with its sha256; the report says whether the run kept to it")
     e.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     e.add_argument("--report-only", action="store_true", help="only rebuild OUT/report.md and the plots")
     e.add_argument("--to-store", action="store_true",
@@ -118,7 +123,7 @@ def cmd_eval(args, config) -> int:
                              summaries=SummaryCache(config.app.summaries_file),
                              concurrency=args.concurrency or questions,
                              progress=not args.no_progress,
-                             retry_failed=args.retry_failed))
+                             retry_failed=args.retry_failed, prereg=args.prereg))
     except KeyboardInterrupt:
         print(f"Stopped; the finished rows are kept in {out / ROWS}. Run the same command again to "
               "continue.", file=sys.stderr)
@@ -127,6 +132,8 @@ def cmd_eval(args, config) -> int:
         if bank is not None:
             bank.close()
     ids = _to_store(out, config) if args.to_store else None
+    if args.prereg:
+        print(f"Plan pre-registered in {out / PREREG} (sha256 {read_prereg(out)['sha256']}).")
     print(f"Rows in {out / ROWS}; report written to {write_report(out, ids)}")
     return 0
 

@@ -18,6 +18,7 @@ from r2mad.evaluation.costs import Prices, model_costs, total_cost
 from r2mad.evaluation.datasets import Split
 from r2mad.evaluation.leakage import check_no_leakage
 from r2mad.evaluation.metrics import AUXILIARY_KINDS, call_seconds
+from r2mad.evaluation.prereg import data_digest, register
 from r2mad.jsonl import read_jsonl
 from r2mad.methods import METHODS, is_debate, make_method
 from r2mad.runner import compute_round0, run_debate
@@ -70,6 +71,7 @@ class EvalRun:
     def config(self) -> dict:
         return {"dataset": self.split.dataset, "split": self.split.name, "split_seed": self.split.seed,
                 "limit": self.limit, "data_file": self.data_file, "question_ids": list(self.split.ids),
+                "data_digest": data_digest(self.split.tasks),
                 "methods": list(self.methods), "backbone": self.backbone,
                 "agent_backbones": list(self.agent_backbones) or None, "aux_backbone": self.aux_backbone,
                 "seed": self.settings.seed, "seeds": self.seed_values, "settings": dataclasses.asdict(self.settings),
@@ -135,7 +137,9 @@ def prepare_folder(out: Path, run: EvalRun) -> dict:
                               "the file.") from None
         check_resumable(old, new, out)
         limits = (old.get("limit"), new["limit"])
+        longer = len(new["question_ids"]) >= len(old["question_ids"])  # the digest of the questions kept
         new = {**new, "question_ids": max(old["question_ids"], new["question_ids"], key=len),
+               "data_digest": new["data_digest"] if longer else old.get("data_digest"),
                "seeds": max(old.get("seeds") or [old.get("seed")], new["seeds"], key=len),
                "limit": None if None in limits else max(limits), "started": old.get("started"),
                "resumed": [*old.get("resumed", []), _now()]}
@@ -204,11 +208,12 @@ def make_row(index: int, task: Task, method: str, run: EvalRun, t: Transcript, s
 
 async def run_eval(run: EvalRun, backend, out: str | Path, *, bank=None, bank_notices: tuple[str, ...] = (),
                    concurrency: int = 32, progress: bool = False, retry_failed: bool = False,
-                   summaries=None, agent_backends=()) -> Path:
+                   summaries=None, agent_backends=(), prereg: bool = False) -> Path:
     """Run every (question, method) not yet in `out`/rows.jsonl and append a row as each finishes.
     Returns the rows file. An exception stops the run; the rows written so far stay valid. `summaries`:
     R²-MAD's summary cache, shared by the run's debates; `agent_backends`: one (name, backend) per agent
-    of a mixed-model run (named as run.agent_backbones), `backend` then makes the auxiliary calls."""
+    of a mixed-model run (named as run.agent_backbones), `backend` then makes the auxiliary calls. `prereg`:
+    write the plan to OUT/prereg.json before the first call (prereg.register)."""
     if [name for name, _ in agent_backends] != list(run.agent_backbones):
         raise ConfigError("The agents' backends do not match the run's agent backbones; pass one per agent.")
     if concurrency < 1:
@@ -220,6 +225,8 @@ async def run_eval(run: EvalRun, backend, out: str | Path, *, bank=None, bank_no
     if bank is not None:
         check_no_leakage(bank, run.split)  # refuses a bank holding a test question, before any call
     out = Path(out)
+    if prereg:
+        register(out, run.config(), _now(), started=(out / RUN).exists())
     prepare_folder(out, run)
     rows_path = out / ROWS
     done = finished_keys(read_rows(rows_path, repair=True), retry_failed=retry_failed)

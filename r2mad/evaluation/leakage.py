@@ -1,9 +1,17 @@
-"""Train/test separation between a memory bank and the questions an eval runs: a bank that holds any
-of them is refused before any model call. Not for opening banks (runner.open_bank) or splitting data."""
+"""Train/test separation between a memory bank and the questions run with it: a bank that holds any of
+them (by id, or by normalised text) is refused before any model call, for an eval's split and for one
+debate or fork. Not for opening banks (runner.open_bank) or splitting data."""
 from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Sequence
 
 from r2mad.config import ConfigError
 from r2mad.evaluation.datasets import Split
+from r2mad.types import Task
+
+_OPTION_LINES = re.compile(r"(?:\n\([A-Z]\) [^\n]*)+\Z")  # the "(A) text" lines format_task puts under a question
 
 
 def held_questions(bank) -> frozenset[str]:
@@ -11,11 +19,37 @@ def held_questions(bank) -> frozenset[str]:
     return bank.question_ids | frozenset(bank.manifest.get("question_ids") or ())
 
 
+def normalised_question(text: str) -> str:
+    """A question as compared for leaks: Unicode NFKC, case folded, whitespace collapsed."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def held_tasks(bank, tasks: Sequence[Task]) -> list[Task]:
+    """The tasks whose question `bank` holds: by id, or by normalised question text (a question typed in the
+    CLI or the app has an id of its own, so only its text can match)."""
+    ids = held_questions(bank)
+    texts = {normalised_question(_OPTION_LINES.sub("", c.question) if c.task_kind == "mcq" else c.question)
+             for c in bank.cases()}
+    return [t for t in tasks if t.id in ids or normalised_question(t.question) in texts]
+
+
+def check_question_not_in_bank(bank, task: Task) -> None:
+    """Raise ConfigError (one sentence naming the fix) when `bank` holds `task`'s question, whose cases would
+    show the debaters its answer; for every entry point that runs one question with a bank (debate, app,
+    fork, rerun). Eval checks its whole split with check_no_leakage, by the same rule."""
+    if held_tasks(bank, [task]):
+        how = f"question {task.id}" if task.id in held_questions(bank) else "this question's text"
+        raise ConfigError(f"Bank {bank.path} holds {how}, so its cases would show the debaters the answer; "
+                          "choose a bank built without this question (another split or split seed), or run "
+                          "without a bank.")
+
+
 def check_no_leakage(bank, split: Split) -> list[str]:
-    """Raise ConfigError (one sentence) when `bank` holds a question of `split`; else the notices to show:
+    """Raise ConfigError (one sentence) when `bank` holds a question of `split` (held_tasks: by id or by
+    normalised text); else the notices to show:
     one line for a bank built before manifests recorded their split, checked by its cases' ids alone."""
     manifest = bank.manifest
-    shared = [qid for qid in split.ids if qid in held_questions(bank)]
+    shared = [t.id for t in held_tasks(bank, split.tasks)]
     if shared:
         built = (f"{manifest['dataset']} with split seed {manifest['split_seed']}" if "split_seed" in manifest
                  else f"split {manifest.get('split')!r}")
@@ -40,4 +74,4 @@ def bank_record(bank) -> dict:
     manifest = bank.manifest
     return {"path": str(bank.path), "dataset": manifest.get("dataset"), "split": manifest.get("split"),
             "split_seed": manifest.get("split_seed"), "backbone": manifest.get("backbone"),
-            "questions": len(held_questions(bank))}
+            "embedder": (manifest.get("embedder") or {}).get("id"), "questions": len(held_questions(bank))}

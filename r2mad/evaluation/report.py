@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Sequence
 
 from r2mad.evaluation import metrics as m
-from r2mad.evaluation import trust
+from r2mad.evaluation import prereg, trust
 from r2mad.evaluation.models import mix_line
 from r2mad.evaluation.results import (  # noqa: F401 - load_results and Results are this module's API too
     TABLE3,
@@ -95,6 +95,8 @@ def render_report(res: Results) -> str:
            f"{settings['temperature']}, max tokens {settings['max_tokens']}, early stop "
            f"{'on' if settings['early_stop'] else 'off'}; round 0 "
            f"{'shared by the debate methods' if run['share_round0'] else 'computed by each method'}."]
+    if run.get("bank"):
+        out += ["", bank_line(run["bank"])]
     if mix_line(run):
         out += ["", mix_line(run)]
     if len(res.all_rows) < expected:
@@ -112,6 +114,7 @@ def render_report(res: Results) -> str:
         out += ["", "## Retrieval policies (Table 3 layout)", "",
                 table(_accuracy_header(res, "Policy"), accuracy_rows(res, _ordered(res, TABLE3), TABLE3))]
     out += trust.sections(res)
+    out += prereg.section(res.prereg, run)
     out += _process_sections(res)
     out += ["", "## Plots", "", "![accuracy vs tokens](accuracy_vs_tokens.png)", "",
             "![consensus per round](consensus.png)"]
@@ -123,6 +126,16 @@ def render_report(res: Results) -> str:
     if notes:
         out += ["", "## Notes", "", *notes]
     return "\n".join(out) + "\n"
+
+
+def bank_line(bank: dict) -> str:
+    """Where the memory cases came from: the bank, its questions, the model that debated them and the
+    embedder that indexes them (the paper's is BAAI/bge-m3)."""
+    def known(key: str) -> str:
+        return str(bank.get(key)) if bank.get(key) is not None else "not recorded"
+    held = bank.get("questions")
+    return (f"Memory bank `{bank['path']}`: {held} question{'' if held == 1 else 's'} of {known('dataset')} "
+            f"(split seed {known('split_seed')}), debated by {known('backbone')}, embedded by {known('embedder')}.")
 
 
 def _process_sections(res: Results) -> list[str]:

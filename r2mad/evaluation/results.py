@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 from r2mad.evaluation import metrics as m
+from r2mad.evaluation import prereg
 from r2mad.evaluation.evaluate import ROWS, RUN, read_rows, row_key
 from r2mad.methods import FULL, REGISTRY
 from r2mad.types import Transcript, from_dict
@@ -29,6 +30,7 @@ class Results:
     by_method: dict[str, list[Transcript]]  # the first seed's, in the run's method order, split order
     by_seed: dict[int | None, dict[str, list[Transcript]]]  # every seed's, the first seed first
     all_rows: list[dict]
+    prereg: dict | None = None  # OUT/prereg.json of a pre-registered run
 
     @property
     def benchmark(self) -> str:
@@ -56,7 +58,8 @@ def load_results(results_dir: str | Path) -> Results:
     for row in all_rows:
         by_seed[row.get("seed")].setdefault(row["method"], []).append(from_dict(Transcript, row["transcript"]))
     first = seeds[0]
-    return Results(run, [r for r in all_rows if r.get("seed") == first], by_seed[first], by_seed, all_rows)
+    return Results(run, [r for r in all_rows if r.get("seed") == first], by_seed[first], by_seed, all_rows,
+                   prereg.read(folder))
 
 
 def label(method: str) -> str:

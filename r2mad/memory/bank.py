@@ -18,11 +18,12 @@ from typing import Callable, Sequence
 import numpy as np
 
 from r2mad.memory.confidence import confidence_label, peer_confidence
-from r2mad.memory.embedder import Embedder
+from r2mad.memory.embedder import Embedder, load_embedder
 from r2mad.memory.files import (
     CASES,
     MANIFEST,
     BankError,
+    built_embedder,
     check_case,
     now,
     read_cases,
@@ -412,6 +413,12 @@ class MemoryBank:
         if missing:
             self._vectors.update(zip(missing, self.embedder.encode(missing)))
         return [self._vectors[t] for t in texts]
+
+
+def own_embedder(path: Path | str, default: str) -> Embedder:
+    """The embedder a bank at `path` was built with, loaded (a bank is queried only with its own);
+    `default` where no bank is yet."""
+    return load_embedder(built_embedder(Path(path)) or default)
 
 
 def _rewards(candidates: Sequence[Candidate], reward: str) -> list[float]:

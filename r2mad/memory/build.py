@@ -89,6 +89,10 @@ def register(sub) -> None:
                    help="the one model that writes every debater's turns in the bank's debates, whatever "
                    "the debaters of a later eval are (as the authors built theirs); default: the default backbone")
     p.add_argument("--out", required=True, help="bank folder, e.g. memory/my-bank")
+    p.add_argument("--embedder", default=None, metavar="NAME",
+                   help="sentence-transformers model that embeds the bank's cases, recorded in its manifest "
+                   "(BAAI/bge-m3 is the paper's; default: app.yaml's embedder, all-MiniLM-L6-v2 offline); "
+                   "an existing bank keeps its own")
     p.add_argument("--concurrency", type=whole_in(1, 1024), default=1)
     add_settings_flags(p)
     p.set_defaults(func=cmd_build)
@@ -102,15 +106,15 @@ def cmd_build(args: argparse.Namespace, config) -> int:
     from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED, load_split
     from r2mad.memory.bank import MemoryBank
     from r2mad.memory.embedder import load_embedder
-    from r2mad.memory.files import check_same_source
+    from r2mad.memory.files import built_embedder, check_same_source
     from r2mad.runner import backend_for
 
     dataset = {"mcq": "demo-mcq", "math": "demo-math"}.get(args.task, args.task)
     seed = DEFAULT_SPLIT_SEED if args.split_seed is None else args.split_seed
     split = load_split(dataset, args.split, data_file=args.data, seed=seed, limit=args.limit)
     settings = settings_from(args, config)
-    embedder = load_embedder(config.app.embedder)
     out, index_root = Path(args.out), config.app.index_root
+    embedder = load_embedder(args.embedder or built_embedder(out) or config.app.embedder)
     kind = split.tasks[0].kind if split.tasks else "mcq"
     source = {"dataset": split.dataset, "split": f"{split.dataset}:{args.split}", "split_seed": seed,
               "backbone": args.backbone}
@@ -133,7 +137,8 @@ def cmd_build(args: argparse.Namespace, config) -> int:
     for case in cases:
         per_agent[case.agent] = per_agent.get(case.agent, 0) + 1
     positive = sum(c.reward > 0 for c in cases) / len(cases) if cases else 0.0
-    print(f"Bank {out}: {stats['questions']} new questions debated ({stats['skipped_existing']} already there, "
+    print(f"Bank {out} (embedder {embedder.id}): {stats['questions']} new questions debated "
+          f"({stats['skipped_existing']} already there, "
           f"{stats['failed']} failed and left out); cases per agent {per_agent}; "
           f"positive share {positive:.2f}; {stats['tokens']} tokens; {stats['seconds']} s.")
     return 0 if stats["failed"] == 0 else 1

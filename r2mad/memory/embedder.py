@@ -201,8 +201,9 @@ def _load(model_id: str) -> Embedder:
     from sentence_transformers import (
         SentenceTransformer,  # heavy import, only when needed
     )
-    problem = ValueError(f"Embedder {model_id!r} could not be loaded (no hub access?); use the offline "
-                         f"default {DEFAULT_EMBEDDER!r}.")
+    problem = ValueError(f"Embedder {model_id!r} could not be loaded (it is not in the local Hugging Face cache "
+                         "and could not be downloaded); name a sentence-transformers model this machine holds "
+                         f"or can download, or the offline default {DEFAULT_EMBEDDER!r}.")
     try:  # the local hub cache first: no network at all
         return SentenceEmbedder(model_id, SentenceTransformer(model_id, device="cpu", local_files_only=True))
     except Exception:

@@ -113,6 +113,13 @@ def read_manifest(path: Path) -> dict:
     return manifest
 
 
+def built_embedder(path: Path) -> str | None:
+    """The embedder id a bank's manifest names; None where no bank is (yet)."""
+    if not (Path(path) / MANIFEST).is_file():
+        return None
+    return (read_manifest(Path(path)).get("embedder") or {}).get("id")
+
+
 def check_same_source(path: Path, source: dict) -> None:
     """Refuse to add to a bank debates from another dataset, split, split seed or model. A key the
     manifest lacks (a bank built before it was recorded) is unknown and not compared."""

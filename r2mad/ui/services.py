@@ -73,15 +73,14 @@ class Services:
             opening = self._opening.setdefault(path, threading.Lock())
         with opening:
             if path not in self._banks:
-                from r2mad.memory.bank import MemoryBank
-                from r2mad.memory.embedder import load_embedder
+                from r2mad.memory.bank import MemoryBank, own_embedder
 
                 def progress(done: int, total: int) -> None:
                     self.warming[path] = f"indexing its cases: {done} of {total}"
 
                 self.warming[path] = "loading the embedder"
                 try:
-                    embedder = load_embedder(self.config.app.embedder)
+                    embedder = own_embedder(path, self.config.app.embedder)  # the bank's own
                     self.warming[path] = "reading its cases"
                     bank = MemoryBank.open(path, embedder, index_root=self.config.app.index_root,
                                            progress=progress)
