@@ -120,7 +120,7 @@ def test_the_cli_printout_and_the_outcome_line_give_usage_and_cost_per_model():
     assert "By model: a 6 calls · 90 tokens ($0.120); b 3 calls · 45 tokens (price unknown)" in line
     titles = [m["metadata"].get("title", "") for m in chat_messages(t)]
     assert sum(" · on b —" in x for x in titles) == 3 and sum(" · on a —" in x for x in titles) == 6
-    assert scoreboard_html(t).count("class='agent-model'") == 3
+    assert scoreboard_html(t).count("agent-model'") == 3
     one, _, _ = mixed("mad", aux=None)
     same = Transcript.from_json(one.to_json().replace('"backbone": "b"', '"backbone": "a"'))
     assert "agent-model" not in scoreboard_html(same) and " · on " not in str(chat_messages(same))
