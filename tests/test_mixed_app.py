@@ -97,7 +97,7 @@ def test_a_mixed_debate_sends_each_agents_calls_to_its_server_and_rerun_fills_th
     assert "495 tokens (cost unknown: no price for right)" in out["status"]
     assert ("By model: left 6 calls · 330 tokens ($0.000720); right 3 calls · 165 tokens (price unknown)"
             in out["status"])
-    assert value(out["scoreboard"]).count("class='agent-model'") == 3
+    assert value(out["scoreboard"]).count("agent-model'") == 3
     titles = [m["metadata"].get("title") or "" for m in value(out["chat"])]
     assert sum("Agent 2 · " in x and " · on right —" in x for x in titles) == 3
     [saved] = services.store.list_runs(limit=1)

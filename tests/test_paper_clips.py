@@ -5,6 +5,7 @@ import asyncio
 
 import pytest
 
+from r2mad.backends.base import Capabilities
 from r2mad.config import DebateSettings, with_profile
 from r2mad.debate import Debate
 from r2mad.memory.bank import MemoryBank
@@ -44,9 +45,7 @@ def bank(tmp_path_factory):
 
 
 def run(method, profile, bank=None, n_ctx=None, **changes):
-    backend = ScriptedBackend(reply)
-    if n_ctx:
-        backend.n_ctx = n_ctx
+    backend = ScriptedBackend(reply, capabilities=Capabilities(supports_logprobs=True, n_ctx=n_ctx))
     settings = with_profile(DebateSettings(seed=1, rounds=2, early_stop=False).replace(case_tokens=64, **changes),
                             profile)
     t = asyncio.run(Debate(backend, make_method(method, settings, bank=bank)).run(TASK))
