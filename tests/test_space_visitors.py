@@ -15,6 +15,7 @@ from app import serve
 from r2mad.config import load_config
 from r2mad.fakeserver import FakeServer
 from r2mad.runs.records import NOTE_LIMIT
+from r2mad.ui.views import VIEW_NAMES
 from tests.ui_client import UIClient as Client  # the UI events are undocumented
 
 pytestmark = pytest.mark.slow  # a real app and test server
@@ -159,7 +160,7 @@ def test_a_signed_in_visitor_debates_on_their_own_token_and_never_the_owners(spa
     before = len(srv.requests)
     updates = asyncio.run(collect(h.run_debate(**form, visitor_id="e" * 32, request=request("s3"))))
     assert len(srv.requests) == before
-    assert "sign in with Hugging Face" in str(updates[-1][0])
+    assert "sign in with Hugging Face" in str(dict(zip(VIEW_NAMES, updates[-1]))["status"])
     # the Space stores the run under the login, where only that visitor (and annotators) read it
     assert demo.r2mad_services.store.list_runs(owner="hf:visitor")
 

@@ -13,6 +13,7 @@ from r2mad.config import ConfigError, load_config
 from r2mad.fakeserver import FakeServer, ok
 from r2mad.ui.handlers import DebateHandlers
 from r2mad.ui.services import Services
+from r2mad.ui.views import VIEW_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 PASTED = "hf_" + "PastedVisitorToken" + "5" * 12  # token-shaped, built
@@ -81,7 +82,7 @@ def test_a_paid_backbone_on_a_space_refuses_a_pasted_token_and_calls_nothing(tmp
         "paid": {"base_url": other.base_url, "model": "vllm-model", "api_key_env": "PAID_KEY",
                  "api_key_required": True}}, PAID_KEY="sk-owner-" + "1" * 20)
     updates = debate(Services(config), "paid", token=PASTED, login=LOGIN)
-    status = str(updates[-1][0])
+    status = str(dict(zip(VIEW_NAMES, updates[-1]))["status"])
     assert "Backbone 'paid' needs the owner's PAID_KEY, which visitors may not use here" in status, status
     assert other.hits == other.model_hits == 0 and PASTED not in repr(updates)
 
