@@ -21,7 +21,7 @@ GROUPS = {"debate": "Debate methods", "baseline": "Single-agent baselines", "abl
 ORDER = tuple(m for family in GROUPS for m in names(family))  # the method list, group by group
 SETTING_ROWS = (("agents", "rounds", "max_tokens"), ("temperature", "seed", "answer_guard"), ("profile",),
                 ("k", "gamma"))  # the settings panel's rows, by field name
-# what a fill (a card, Inspect's rerun) may set, in the order the rerun endpoint returns it
+# what a fill (a card, Inspect's rerun) sets, in the order the rerun endpoint returns it; the profile stays as chosen
 FILL = ("backbone", "methods", "bank", *(f.name for f in ON_FORM if f.name != "profile"), "question", *OPTIONS,
         "gold", "mixed_models", "aux_backbone", *AGENTS)
 

@@ -60,14 +60,14 @@ class DebateRequest:
     def from_form(cls, form: dict[str, Any]) -> DebateRequest:
         """From the Debate form's values by name (r2mad.ui.debate_form); with `mixed_models`, agent i answers
         on `agent_i` and the auxiliary calls use `aux_backbone`."""
-        agents = form.get("agents") or 0
-        mixed = tuple(form.get(name) or "" for name in AGENTS[:int(agents)]) if form.get("mixed_models") else ()
-        return cls(form.get("backbone") or "", form.get("question") or "",
-                   tuple(m for m in (form.get("methods") or []) if m),
-                   {f.name: form[f.name] for f in ON_FORM if f.name in form},
-                   (form.get("token") or "").strip() or None, form.get("base_url") or "", form.get("model") or "",
-                   form.get("bank") or "", tuple(form.get(name) or "" for name in OPTIONS), form.get("gold") or "",
-                   mixed, form.get("aux_backbone") or "")
+        text = {name: form.get(name) or "" for name in ("backbone", "question", "base_url", "model", "bank", "gold",
+                                                         "aux_backbone")}
+        agents = AGENTS[:int(form.get("agents") or 0)] if form.get("mixed_models") else ()
+        return cls(**text, methods=tuple(m for m in (form.get("methods") or []) if m),
+                   typed={f.name: form[f.name] for f in ON_FORM if f.name in form},
+                   token=(form.get("token") or "").strip() or None,
+                   options=tuple(form.get(name) or "" for name in OPTIONS),
+                   agent_backbones=tuple(form.get(name) or "" for name in agents))
 
     def settings(self, base: DebateSettings) -> DebateSettings:
         profile = self.typed.get("profile") or "demo"  # "paper": the papers' personas and prompts
