@@ -36,7 +36,8 @@ def add_settings_flags(p: argparse.ArgumentParser) -> None:
             p.add_argument(f.cli_flag, dest=f.name, action="store_const", const=not f.default(DebateSettings()),
                            default=None, help=f.help)
         else:
-            p.add_argument(f.cli_flag, dest=f.name, type=f.kind, default=None, help=f.help or None)
+            p.add_argument(f.cli_flag, dest=f.name, type=f.kind, default=None, help=f.help or None,
+                           metavar="{" + ",".join(f.choices) + "}" if f.choices else None)
     p.add_argument("--advice", action="store_true", help="add TrueMAD's one-to-one advice to a debate method")
 
 
