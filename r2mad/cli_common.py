@@ -5,18 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from r2mad.config import ConfigError, whole_number
+from r2mad.config import ConfigError, DebateSettings, whole_number
+from r2mad.fields import BY_NAME, FIELDS
 from r2mad.steer.fork import steer_notes
 from r2mad.text import quoted
 from r2mad.types import Transcript
 
-SETTING_FLAGS = {  # flag -> DebateSettings field
-    "agents": int, "rounds": int, "temperature": float, "top_p": float, "max_tokens": int, "seed": int,
-    "k": int, "gamma": float, "policy": str, "samples": int, "pairing": str, "deadline_s": float,
-    "answer_guard": str,
-    # where the paper text and the authors' code differ (the default is the authors' code)
-    "summary": str, "confidence_terms": str, "reward": str, "context": str, "case_tokens": int,
-}
+SETTING_FLAGS = tuple(f for f in FIELDS if f.cli_flag)  # the settings a command line may set
 
 
 def whole_in(lo: int, hi: int):
@@ -31,31 +26,24 @@ def whole_in(lo: int, hi: int):
 
 
 def add_settings_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--profile", choices=("demo", "paper"), default=None,
+    """One flag per settings field that has one (r2mad.fields), then --profile and --advice."""
+    p.add_argument("--profile", choices=BY_NAME["profile"].choices, default=None,
                    help="paper: the papers' decoding (temperature 1.0, top_p 1.0, up to 6144 output tokens), "
                         "task personas with the answer format in the system prompt; demo (default): fast "
                         "settings for small models. Flags given beside it win.")
-    for name, kind in SETTING_FLAGS.items():
-        p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None)
-    p.add_argument("--no-early-stop", action="store_true", help="run every round even when all agree")
+    for f in SETTING_FLAGS:
+        if f.kind is bool:
+            p.add_argument(f.cli_flag, dest=f.name, action="store_const", const=not f.default(DebateSettings()),
+                           default=None, help=f.help)
+        else:
+            p.add_argument(f.cli_flag, dest=f.name, type=f.kind, default=None, help=f.help or None,
+                           metavar="{" + ",".join(f.choices) + "}" if f.choices else None)
     p.add_argument("--advice", action="store_true", help="add TrueMAD's one-to-one advice to a debate method")
-    p.add_argument("--strict", action="store_true", help="MAD-M² subjective: also mask NOT SURE")
-    p.add_argument("--no-confidence", action="store_true", help="R²-MAD without confidence annotations")
-    p.add_argument("--prefetch-summaries", action="store_true",
-                   help="R²-MAD: use the pattern-only summary (a speed variant, a departure) and ask it for "
-                        "likely stance patterns while agents answer")
 
 
 def settings_from(args, config):
-    changes = {k: getattr(args, k) for k in SETTING_FLAGS if getattr(args, k, None) is not None}
-    if args.no_early_stop:
-        changes["early_stop"] = False
-    if args.strict:
-        changes["strict"] = True
-    if args.no_confidence:
-        changes["use_confidence"] = False
-    if args.prefetch_summaries:  # only the pattern-only summary can be asked ahead
-        changes["prefetch_summaries"] = True
+    changes = {f.name: getattr(args, f.name) for f in SETTING_FLAGS if getattr(args, f.name, None) is not None}
+    if changes.get("prefetch_summaries"):  # only the pattern-only summary can be asked ahead
         changes.setdefault("summary", "pattern")
     settings = config.settings
     if getattr(args, "profile", None):

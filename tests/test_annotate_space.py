@@ -9,7 +9,7 @@ import gradio as gr
 import pytest
 
 from r2mad.config import load_config
-from r2mad.ui.annotate_handlers import AnnotateHandlers
+from r2mad.ui.annotate_handlers import SHOWN, AnnotateHandlers
 from r2mad.ui.identity import current_annotator
 from r2mad.ui.services import Services
 from tests.helpers import HF_SECRET as SECRET
@@ -47,9 +47,10 @@ def test_only_annotators_open_runs_on_a_space(tmp_path):
     assert services.store.get_run(run).annotations == ()
     with pytest.warns(UserWarning, match="Links to runs and queues open for this Space's annotators"):
         skipped = h.deep_link("", "x" * 32, req)  # a link opens nothing for a stranger
-    assert all(isinstance(v, dict) and v.get("__type__") == "update" and len(v) == 1 for v in skipped[1:])
-    shown = h.show(None, run, "", "x" * 32, req, SimpleNamespace(username="ann"))
-    assert shown[0] == run and f"Run {run}" in shown[1]
+    _, *unchanged = skipped  # the typed name, then every other output
+    assert all(isinstance(v, dict) and v.get("__type__") == "update" and len(v) == 1 for v in unchanged)
+    shown = dict(zip(SHOWN, h.show(None, run, "", "x" * 32, req, SimpleNamespace(username="ann"))))
+    assert shown["run_id"] == run and f"Run {run}" in shown["header"]
     h.save_next(None, run, ["other"], "", "", "typed", "x" * 32, req, SimpleNamespace(username="ann"))
     assert [a.annotator for a in services.store.get_run(run).annotations] == ["ann"]
 
@@ -66,14 +67,14 @@ def test_bad_input_gets_one_sentence_and_keeps_the_screen(tmp_path):
         assert h.save_next(None, run, [], "a note", "", "ana", "", req) == gr.skip()  # ticks and note stay
     assert services.store.get_run(run).annotations == ()
     with pytest.warns(UserWarning, match="No saved run has that id"):
-        shown = h.show(None, "nope", "ana", "", req)
-    assert shown[1] == "*No such run.*"
+        shown = dict(zip(SHOWN, h.show(None, "nope", "ana", "", req)))
+    assert shown["header"] == "*No such run.*"
     with pytest.warns(UserWarning, match="No queue named 'ghost'"):
         h.open_queue("ghost", "ana", "", req)
     made = h.create_queue("wrong ones", "any", "any", "any", "wrong", [], "any", 2, True, "ana", "", req)
     assert made["value"] == "wrong ones"
-    shown = h.open_queue("wrong ones", "ana", "", req)
-    assert shown[0] == run and "0 done, 1 pending · 2 annotator(s) per run · **blind**" in shown[8]
+    shown = dict(zip(SHOWN, h.open_queue("wrong ones", "ana", "", req)))
+    assert shown["run_id"] == run and "0 done, 1 pending · 2 annotator(s) per run · **blind**" in shown["progress"]
 
 
 @pytest.mark.slow  # a local HTTP server

@@ -17,7 +17,7 @@ from r2mad.types import AgentTurn, Answer, Round, Task, Transcript  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from tests.helpers import free_port, make_bank  # noqa: E402
 from tests.ui_client import UIClient as Client  # noqa: E402  (the UI events are undocumented)
-from tests.ui_client import debate_outputs  # noqa: E402
+from tests.ui_client import debate_outputs, rerun_values  # noqa: E402
 
 pytestmark = pytest.mark.slow  # real model, server, embedder or browser
 
@@ -294,10 +294,10 @@ def test_rerun_fills_the_debate_tab_from_a_saved_run(app, client):
     run_id = saved(app[0].r2mad_services.store, ["AB"], method="mad")
     before = app[0].r2mad_services.store.count_runs()
     job = client.submit(run_id=run_id, api_name="/rerun")
-    values = job.result()
-    assert values[0] == "smollm2-135m" and values[1] == ["mad"] and values[3] == 2  # backbone, methods, agents
-    assert "Which gas do plants take in?" in values
-    assert values[12:14] == ("CO2", "O2")  # options A and B (after the answer guard)
+    values = rerun_values(job.result())
+    assert values["backbone"] == "smollm2-135m" and values["methods"] == ["mad"] and values["agents"] == 2
+    assert values["question"] == "Which gas do plants take in?"
+    assert (values["option_a"], values["option_b"]) == ("CO2", "O2")
     assert app[0].r2mad_services.store.count_runs() == before  # it fills the form and waits for Run
 
 

@@ -73,7 +73,7 @@ def held(tmp_path_factory):
 
 def status_of(job) -> str:
     outputs = job.outputs()
-    return str(outputs[-1][0]) if outputs else ""
+    return str(debate_outputs(outputs[-1])["status"]) if outputs else ""
 
 
 def test_a_waiting_visitor_sees_their_place_and_stop_takes_them_out_of_the_line(held):

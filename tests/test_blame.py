@@ -16,7 +16,7 @@ from r2mad.prompts.common import final_answer_request
 from r2mad.steer.blame import CallMeter, blame
 from r2mad.steer.links import Blame, save_blame
 from r2mad.steer.run import fork_debate
-from r2mad.ui.annotate_handlers import AnnotateHandlers
+from r2mad.ui.annotate_handlers import SHOWN, AnnotateHandlers
 from r2mad.ui.services import Services
 from tests.helpers import FORK_SETTINGS as SETTINGS
 from tests.helpers import PLANET_MCQ as MCQ
@@ -100,10 +100,11 @@ def test_blame_that_fixes_a_run_is_a_counterfactual_suggestion_for_annotators(tm
     assert s.summary == ("with agent 1's round 0 turn masked from its peers, the replayed debate ends "
                          "correct (B)")
     h = AnnotateHandlers(services)
-    shown = h.show(None, run, "ana", "", SimpleNamespace(session_hash="s1", query_params={}))
-    assert "**counterfactual**" in shown[3] and "round 0, agent(s) 1: with agent 1's round 0 turn" in shown[3]
-    assert f"fork_id = {fork}" in shown[3] and "calls = 6" in shown[3]
-    assert NO_LABEL not in shown[4] and shown[5]["value"] == "round 0 · agent 1"  # no label ticked; turn picked
+    shown = dict(zip(SHOWN, h.show(None, run, "ana", "", SimpleNamespace(session_hash="s1", query_params={}))))
+    said = shown["suggestions"]
+    assert "**counterfactual**" in said and "round 0, agent(s) 1: with agent 1's round 0 turn" in said
+    assert f"fork_id = {fork}" in said and "calls = 6" in said
+    assert NO_LABEL not in shown["labels"] and shown["turn"]["value"] == "round 0 · agent 1"  # none ticked; turn picked
     book.save_labels(run, "ana", ["majority_persuaded_correct_agent"],
                      blame={"majority_persuaded_correct_agent": {"round": 0, "agent": 0}})
     assert book.suggestions(run)[-1].reviews == {"ana": "confirmed"}  # they blamed the same turn

@@ -13,7 +13,7 @@ import pytest
 
 from r2mad.config import load_config  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
-from r2mad.ui.debate_tab import METHOD_LABELS  # noqa: E402
+from r2mad.ui.debate_form import METHOD_LABELS  # noqa: E402
 from tests.browser import SHOTS, launch  # noqa: E402  (skips without Chromium)
 
 pytestmark = pytest.mark.slow  # real model, server, embedder or browser

@@ -228,7 +228,7 @@ def pick_methods(page, labels: list[str]) -> None:
 
 
 def test_four_methods_side_by_side_form_a_matrix_that_fits_1440_px(page, served):
-    from r2mad.ui.debate_tab import METHOD_LABELS
+    from r2mad.ui.debate_form import METHOD_LABELS
 
     served[1].reply = lambda body: ok("Checked twice. ((B))", latency_s=0.2)
     pick_methods(page, [METHOD_LABELS[m] for m in ("madm2-objective", "truemad", "cot", "r2mad-random")])
@@ -340,7 +340,7 @@ def test_inspect_shows_label_chips_and_a_run_drawer_that_forks_from_a_round(page
 
 
 def test_the_method_list_shows_its_groups_as_headings(page):
-    from r2mad.ui.debate_tab import GROUPS, ORDER, names
+    from r2mad.ui.debate_form import GROUPS, ORDER, names
 
     page.locator("#methods input").click()
     page.get_by_role("option").first.wait_for(timeout=60_000)

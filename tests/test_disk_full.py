@@ -327,13 +327,14 @@ def test_the_app_says_a_full_store_in_one_sentence_and_keeps_serving(config_dir,
 
     said: list[str] = []
     monkeypatch.setattr(handlers, "warn", lambda message, secret=None: said.append(message))
-    form = ["fake", "", "", "", ["mad"], "", 2, 1, 1, 0.9, 0.7, 32, 0, "off", "Largest planet?", "Mars", "Jupiter",
-            *[""] * 8, "B"]
+    form = dict(backbone="fake", methods=["mad"], bank="", agents=2, rounds=1, k=1, gamma=0.9, temperature=0.7,
+                max_tokens=32, seed=0, answer_guard="off", question="Largest planet?", option_a="Mars",
+                option_b="Jupiter", gold="B")
 
     def debate(session):
         async def collect():
             return [u async for u in handlers.DebateHandlers(services).run_debate(
-                *form, visitor_id="f" * 32, request=SimpleNamespace(session_hash=session))]
+                **form, visitor_id="f" * 32, request=SimpleNamespace(session_hash=session))]
         return asyncio.run(collect())
 
     full_disk.full = True

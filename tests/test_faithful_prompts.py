@@ -159,8 +159,9 @@ def test_the_apps_profile_choice_reaches_the_settings_and_the_sliders():
     from r2mad.ui.handlers import DebateHandlers, DebateRequest
 
     def request(profile, temperature, max_tokens):
-        return DebateRequest("smollm2-135m", None, "", "", ("mad",), "", 3, 3, 1, 0.9, temperature, max_tokens,
-                             0, "auto", "q", (), "", profile)
+        return DebateRequest.from_form(dict(backbone="smollm2-135m", methods=["mad"], agents=3, rounds=3, k=1,
+                                            gamma=0.9, temperature=temperature, max_tokens=max_tokens, seed=0,
+                                            answer_guard="auto", question="q", profile=profile))
 
     base = load_config().settings
     paper = request("paper", 1.0, 6144).settings(base)

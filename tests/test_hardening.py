@@ -201,10 +201,10 @@ def test_numbers_from_the_app_form_are_checked_by_the_settings(field, value, mes
 
     typed = dict(backbone="smollm2-135m", token=None, base_url="", model="", methods=("mad",), bank="", agents=3.0,
                  rounds=3.0, k=1.0, gamma=0.9, temperature=0.7, max_tokens=384.0, seed=0.0, answer_guard="auto",
-                 question="q", options=(), gold="")
-    assert DebateRequest(**typed).settings(load_config().settings).agents == 3  # a form's 3.0 reads as 3
+                 question="q", gold="")
+    assert DebateRequest.from_form(typed).settings(load_config().settings).agents == 3  # a form's 3.0 reads as 3
     with pytest.raises(ConfigError, match=re.escape(message)) as info:
-        DebateRequest(**{**typed, field: value}).settings(load_config().settings)
+        DebateRequest.from_form({**typed, field: value}).settings(load_config().settings)
     assert "\n" not in str(info.value)
 
 

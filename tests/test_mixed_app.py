@@ -20,9 +20,9 @@ from r2mad.config import load_config  # noqa: E402
 from r2mad.fakeserver import FakeServer, ok  # noqa: E402
 from r2mad.prompts.common import PERSONAS  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
-from r2mad.ui.debate_tab import MAX_AGENTS  # noqa: E402
+from r2mad.ui.debate_form import MAX_AGENTS  # noqa: E402
 from tests.helpers import ROOT  # noqa: E402
-from tests.ui_client import UIClient, debate_outputs  # noqa: E402
+from tests.ui_client import UIClient, debate_outputs, rerun_values  # noqa: E402
 
 pytestmark = pytest.mark.slow  # loopback servers, the app, a browser
 SYSTEMS = [text for _, text in PERSONAS["mcq"]]
@@ -104,8 +104,9 @@ def test_a_mixed_debate_sends_each_agents_calls_to_its_server_and_rerun_fills_th
     assert saved.backbone == "left,right,left" and saved.source == "app"
 
     filled = UIClient(url, verbose=False).predict(saved.id, api_name="/rerun")
-    mix = [value(v) for v in filled[23:23 + 2 + MAX_AGENTS]]  # after the form's 23 other controls
-    assert mix[0] is True and mix[1] == "" and mix[2:5] == ["left", "right", "left"]
+    mix = {name: value(v) for name, v in rerun_values(filled).items()}
+    assert mix["mixed_models"] is True and mix["aux_backbone"] == ""
+    assert [mix[f"agent_{i}"] for i in (1, 2, 3)] == ["left", "right", "left"]
 
     servers["left"].hits = servers["right"].hits = 0  # side by side: the mix applies to the debate only
     out = debate(url, methods=["mad", "cot"], agents=2, mixed_models=True, agent_1="right", agent_2="left",

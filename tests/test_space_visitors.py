@@ -15,6 +15,7 @@ from app import serve
 from r2mad.config import load_config
 from r2mad.fakeserver import FakeServer
 from r2mad.runs.records import NOTE_LIMIT
+from r2mad.ui.views import VIEW_NAMES
 from tests.ui_client import UIClient as Client  # the UI events are undocumented
 
 pytestmark = pytest.mark.slow  # a real app and test server
@@ -77,7 +78,7 @@ def test_each_visitor_reads_and_reruns_only_their_own_runs(space):
     for endpoint, extra in (("/open_run", {}), ("/rerun", {})):
         with pytest.raises(Exception, match="No saved run of yours has that id"):
             b.predict(run_id=a_run, visitor_id=B_ID, api_name=endpoint, **extra)
-    header = a.predict(run_id=a_run, visitor_id=A_ID, api_name="/open_run")[0]
+    header, _, _, _ = a.predict(run_id=a_run, visitor_id=A_ID, api_name="/open_run")  # header, chat, final, notes
     assert "PRIVATE" in header or a_run[:8] in header
     with pytest.raises(Exception, match="annotators"):  # a visitor does not label, not even their own run
         b.predict(run_id=a_run, labels=["other"], note="", annotator="ann", visitor_id=B_ID, api_name="/annotate")
@@ -132,8 +133,9 @@ def test_a_note_over_4_kb_is_refused_in_one_sentence(space):
     store.annotate(run.id, annotator="ann", labels=["other"], note="é" * (NOTE_LIMIT // 2))  # 4 KB fits
 
 
-# the Debate tab's form, in the order the handler takes it: an HF-router backbone, MAD, 2 agents, 1 round
-FORM = ["hf-router", "", "", "", ["mad"], "", 2, 1, 1, 0.9, 0.7, 32, 0, "off", "What is 1+1?", *[""] * 10, "2"]
+# the Debate tab's form by name: an HF-router backbone, MAD, 2 agents, 1 round
+FORM = dict(backbone="hf-router", token="", base_url="", model="", methods=["mad"], bank="", agents=2, rounds=1, k=1,
+            gamma=0.9, temperature=0.7, max_tokens=32, seed=0, answer_guard="off", question="What is 1+1?", gold="2")
 
 
 async def collect(gen):
@@ -148,17 +150,17 @@ def test_a_signed_in_visitor_debates_on_their_own_token_and_never_the_owners(spa
     form = FORM
     token = gr.OAuthToken(token=LOGIN_TOKEN, scope="openid inference-api", expires_at=0)
     before = len(srv.requests)
-    updates = asyncio.run(collect(h.run_debate(*form, visitor_id="d" * 32, request=request("s2"),
-                                                  profile=profile("visitor"), oauth_token=token)))
+    updates = asyncio.run(collect(h.run_debate(**form, visitor_id="d" * 32, request=request("s2"),
+                                                  login=profile("visitor"), oauth_token=token)))
     sent = {r.headers.get("authorization") for r in srv.requests[before:]}
     assert sent == {f"Bearer {LOGIN_TOKEN}"}
     shown = repr(updates)
     assert LOGIN_TOKEN not in shown and OWNER_TOKEN not in shown
     # neither signed in nor a pasted token: the owner's HF_TOKEN is not spent on the visitor
     before = len(srv.requests)
-    updates = asyncio.run(collect(h.run_debate(*form, visitor_id="e" * 32, request=request("s3"))))
+    updates = asyncio.run(collect(h.run_debate(**form, visitor_id="e" * 32, request=request("s3"))))
     assert len(srv.requests) == before
-    assert "sign in with Hugging Face" in str(updates[-1][0])
+    assert "sign in with Hugging Face" in str(dict(zip(VIEW_NAMES, updates[-1]))["status"])
     # the Space stores the run under the login, where only that visitor (and annotators) read it
     assert demo.r2mad_services.store.list_runs(owner="hf:visitor")
 
@@ -171,6 +173,6 @@ def test_the_owner_may_share_their_token_with_visitors(tmp_path, monkeypatch):
     with FakeServer(models=["m"]) as srv:
         services = Services(space_config(tmp_path, srv.base_url, visitors_use_owner_token=True),
                             secrets=[OWNER_TOKEN])
-        asyncio.run(collect(DebateHandlers(services).run_debate(*FORM, visitor_id="f" * 32,
+        asyncio.run(collect(DebateHandlers(services).run_debate(**FORM, visitor_id="f" * 32,
                                                                 request=request("s4"))))
         assert {r.headers.get("authorization") for r in srv.requests} == {f"Bearer {OWNER_TOKEN}"}

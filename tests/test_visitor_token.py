@@ -13,6 +13,7 @@ from r2mad.config import ConfigError, load_config
 from r2mad.fakeserver import FakeServer, ok
 from r2mad.ui.handlers import DebateHandlers
 from r2mad.ui.services import Services
+from r2mad.ui.views import VIEW_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 PASTED = "hf_" + "PastedVisitorToken" + "5" * 12  # token-shaped, built
@@ -30,15 +31,16 @@ def space_config(tmp: Path, backbones: dict, **env):
     return load_config(configs, env={"SPACE_ID": "someone/r2mad-studio", "R2MAD_DATA_DIR": str(tmp / "var"), **env})
 
 
-def form(backbone: str, token: str = "") -> list:
-    """The Debate tab's inputs in the handler's order: MAD, 2 agents, 1 round."""
-    return [backbone, token, "", "", ["mad"], "", 2, 1, 1, 0.9, 0.7, 32, 0, "off", "What is 1+1?", *[""] * 10, "2"]
+def form(backbone: str, token: str = "") -> dict:
+    """The Debate tab's inputs by name: MAD, 2 agents, 1 round."""
+    return dict(backbone=backbone, token=token, methods=["mad"], bank="", agents=2, rounds=1, k=1, gamma=0.9,
+                temperature=0.7, max_tokens=32, seed=0, answer_guard="off", question="What is 1+1?", gold="2")
 
 
 def debate(services, backbone, token="", login=None, session="s"):
     async def run():
         return [u async for u in DebateHandlers(services).run_debate(
-            *form(backbone, token), visitor_id="v" * 32, request=SimpleNamespace(session_hash=session),
+            **form(backbone, token), visitor_id="v" * 32, request=SimpleNamespace(session_hash=session),
             oauth_token=login and gr.OAuthToken(token=login, scope="openid inference-api", expires_at=0))]
     return asyncio.run(run())
 
@@ -80,13 +82,13 @@ def test_a_paid_backbone_on_a_space_refuses_a_pasted_token_and_calls_nothing(tmp
         "paid": {"base_url": other.base_url, "model": "vllm-model", "api_key_env": "PAID_KEY",
                  "api_key_required": True}}, PAID_KEY="sk-owner-" + "1" * 20)
     updates = debate(Services(config), "paid", token=PASTED, login=LOGIN)
-    status = str(updates[-1][0])
+    status = str(dict(zip(VIEW_NAMES, updates[-1]))["status"])
     assert "Backbone 'paid' needs the owner's PAID_KEY, which visitors may not use here" in status, status
     assert other.hits == other.model_hits == 0 and PASTED not in repr(updates)
 
 
 def test_the_token_field_shows_only_for_backbones_that_take_a_visitors_token():
-    from r2mad.ui.debate_tab import needs_token
+    from r2mad.ui.debate_form import needs_token
 
     config = load_config(env={})
     assert {n for n in config.backbones if needs_token(config, n)} == {

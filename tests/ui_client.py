@@ -9,6 +9,8 @@ from unittest import mock
 from gradio_client import Client
 from gradio_client import utils as client_utils
 
+from r2mad.ui.debate_form import FILL
+
 
 class UIClient(Client):
     def _get_api_info(self):
@@ -25,3 +27,8 @@ def debate_outputs(values) -> dict:
     """One /debate result (or one of a job's outputs()) by output name: status, chat, ..., json (the
     transcripts by method)."""
     return dict(zip(DEBATE_OUTPUTS, values))
+
+
+def rerun_values(values) -> dict:
+    """One /rerun result by the Debate form's names (r2mad.ui.debate_form.FILL), then "tabs"."""
+    return dict(zip((*FILL, "tabs"), values))

@@ -49,6 +49,11 @@ Req, Profile, Token = gr.Request, gr.OAuthProfile | None, gr.OAuthToken | None  
 FLAGS = ("shared misconception", "correct→wrong flip", "parse failures")
 
 
+# what the workbench's events return (_show), by the Annotate tab's output names, in order
+SHOWN = ("run_id", "header", "chat", "suggestions", "labels", "turn", "note", "others", "progress", "items", "final",
+         "final_md")
+
+
 class AnnotateHandlers:
     def __init__(self, services: Services):
         self.services = services
@@ -89,7 +94,7 @@ class AnnotateHandlers:
         return self._show(queue_name, run_id, self._me(typed, visitor_id, request, profile, oauth_token))
 
     def _show(self, queue_name: str | None, run_id: str | None, me: str):
-        """Everything the workbench shows for one run of (optionally) a queue."""
+        """Everything the workbench shows for one run of (optionally) a queue, in SHOWN's order."""
         queue = self._queue(queue_name)
         self.book.detect()
         items = queue_items(self.store, queue, me) if queue else []

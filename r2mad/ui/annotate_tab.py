@@ -130,7 +130,7 @@ def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, visit
                 push = gr.Button("Push to the Hub", scale=1, elem_id="ann-push")
             pushed = gr.Markdown(elem_id="ann-pushed")
 
-    shown = [run_id, header, chat, suggestions, labels, turn, note, others, progress, items, final, final_md]
+    shown = [run_id, header, chat, suggestions, labels, turn, note, others, progress, items, final, final_md]  # SHOWN
     who = [annotator, visitor_id]
     open_in = [queue, *who]
     queue.change(h.open_queue, open_in, shown, api_visibility="private")

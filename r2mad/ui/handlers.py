@@ -7,6 +7,7 @@ import html
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import gradio as gr
 
@@ -14,10 +15,12 @@ from r2mad.admission import Refused
 from r2mad.backends.base import BackendError
 from r2mad.config import PAPER_PROFILE, ConfigError, DebateSettings, with_profile
 from r2mad.evaluation.costs import price_table
+from r2mad.fields import ON_FORM
 from r2mad.methods import METHODS, needs_bank
 from r2mad.runs.faults import StoreError
 from r2mad.tasks import task_from_input
 from r2mad.text import quoted
+from r2mad.ui.debate_form import AGENTS, OPTIONS
 from r2mad.ui.line import lane_of, skip_hint, visitor_key, wait_turn, with_hint
 from r2mad.ui.live import LiveRun, stream
 from r2mad.ui.services import Services
@@ -41,34 +44,40 @@ def warn(message: str, secret: str | None = None) -> None:
 class DebateRequest:
     """What a visitor asked the Debate tab for, as typed (checked by `prepare`)."""
     backbone: str
-    token: str | None
-    base_url: str
-    model: str
-    methods: tuple[str, ...]
-    bank: str
-    agents: float
-    rounds: float
-    k: float
-    gamma: float
-    temperature: float
-    max_tokens: float
-    seed: float | None
-    answer_guard: str
     question: str
-    options: tuple[str, ...]  # A..J, empty ones ignored
-    gold: str
-    profile: str = "demo"  # "paper": the papers' personas and prompts (its decoding fills the sliders)
+    methods: tuple[str, ...]
+    typed: dict[str, Any]  # the form's settings by field name (r2mad.fields.ON_FORM), as typed
+    token: str | None = None
+    base_url: str = ""
+    model: str = ""
+    bank: str = ""
+    options: tuple[str, ...] = ()  # A..J, empty ones ignored
+    gold: str = ""
     agent_backbones: tuple[str, ...] = ()  # mixed models: one backbone per agent (empty: every agent on `backbone`)
     aux_backbone: str = ""  # mixed models: summaries, judges and advice (empty: agent 1's)
 
+    @classmethod
+    def from_form(cls, form: dict[str, Any]) -> DebateRequest:
+        """From the Debate form's values by name (r2mad.ui.debate_form); with `mixed_models`, agent i answers
+        on `agent_i` and the auxiliary calls use `aux_backbone`."""
+        text = {name: form.get(name) or "" for name in ("backbone", "question", "base_url", "model", "bank", "gold",
+                                                         "aux_backbone")}
+        agents = AGENTS[:int(form.get("agents") or 0)] if form.get("mixed_models") else ()
+        return cls(**text, methods=tuple(m for m in (form.get("methods") or []) if m),
+                   typed={f.name: form[f.name] for f in ON_FORM if f.name in form},
+                   token=(form.get("token") or "").strip() or None,
+                   options=tuple(form.get(name) or "" for name in OPTIONS),
+                   agent_backbones=tuple(form.get(name) or "" for name in agents))
+
     def settings(self, base: DebateSettings) -> DebateSettings:
-        if self.profile == "paper":
+        profile = self.typed.get("profile") or "demo"  # "paper": the papers' personas and prompts
+        if profile == "paper":
             base = with_profile(base, "paper")
         # numbers go as typed: the settings check each one's type and range in one sentence
-        return base.replace(profile=self.profile or "demo", agents=self.agents, rounds=self.rounds, k=self.k,
-                            gamma=self.gamma, temperature=self.temperature, max_tokens=self.max_tokens,
-                            seed=None if self.seed in (None, "") else self.seed,
-                            answer_guard=self.answer_guard or "auto")
+        typed = {**self.typed, "profile": profile, "answer_guard": self.typed.get("answer_guard") or "auto"}
+        if typed.get("seed") == "":
+            typed["seed"] = None
+        return base.replace(**typed)
 
 
 class DebateHandlers:
@@ -136,28 +145,16 @@ class DebateHandlers:
                 yield f"Memory bank warming up ({doing})…"
         yield opening.result()
 
-    async def run_debate(self, backbone, token, base_url, model, methods, bank, agents, rounds, k, gamma,
-                         temperature, max_tokens, seed, answer_guard, question, option_a, option_b, option_c,
-                         option_d, option_e, option_f, option_g, option_h, option_i, option_j, gold,
-                         visitor_id=None, run_profile: str = "demo", mixed_models: bool = False,
-                         aux_backbone: str = "", agent_1: str = "", agent_2: str = "", agent_3: str = "",
-                         agent_4: str = "", agent_5: str = "", agent_6: str = "", agent_7: str = "",
-                         agent_8: str = "", request: gr.Request = None,
-                         profile: gr.OAuthProfile | None = None, oauth_token: gr.OAuthToken | None = None):
-        """Run one debate (one method) or a side-by-side comparison (2–4 methods), streaming. The
-        parameters are the Debate tab's inputs by name (they name the API's parameters too);
-        `visitor_id` is the id the visitor's browser keeps (their runs are kept under it); with
-        `mixed_models`, agent i answers on `agent_i` and the auxiliary calls use `aux_backbone`."""
-        chosen = (agent_1, agent_2, agent_3, agent_4, agent_5, agent_6, agent_7, agent_8)[:int(agents or 0)]
-        req = DebateRequest(backbone, (token or "").strip() or None, base_url, model,
-                            tuple(m for m in (methods or []) if m), bank, agents, rounds, k, gamma, temperature,
-                            max_tokens, seed, answer_guard, question,
-                            (option_a, option_b, option_c, option_d, option_e, option_f, option_g, option_h,
-                             option_i, option_j), gold, run_profile or "demo",
-                            tuple(b or "" for b in chosen) if mixed_models else (), aux_backbone or "")
+    async def run_debate(self, request: gr.Request = None, login: gr.OAuthProfile | None = None,
+                         oauth_token: gr.OAuthToken | None = None, *, visitor_id: str | None = None, **form):
+        """Run one debate (one method) or a side-by-side comparison (2–4 methods), streaming. `form`: the
+        Debate form's values by name (r2mad.ui.debate_form; they name the event's parameters too);
+        `visitor_id`: the id the visitor's browser keeps (their runs are kept under it). Gradio fills
+        `request`, `login` and `oauth_token` itself (only parameters that may be positional)."""
+        req = DebateRequest.from_form(form)
         asked = time.time()  # the visitor's clock starts here: the status line counts from the press of Run
         session = getattr(request, "session_hash", None) or "anonymous"
-        visitor = identify(self.services.config, browser_id=visitor_id, session=session, profile=profile,
+        visitor = identify(self.services.config, browser_id=visitor_id, session=session, profile=login,
                            token=oauth_token)
         key = visitor_key(visitor.owner, visitor_id, session)
         async for update in self._run(req, session, visitor, getattr(oauth_token, "token", None), asked=asked,

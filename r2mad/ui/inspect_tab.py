@@ -8,14 +8,13 @@ from pathlib import Path
 
 import gradio as gr
 
-from r2mad.config import SECTION_OF
 from r2mad.methods import METHODS
 from r2mad.runs.io import export_jsonl, export_runs_csv
 from r2mad.runs.store import STATUSES
 from r2mad.steer.fork import fork_starts
 from r2mad.steer.links import fork_of, forks_of
-from r2mad.ui.debate_tab import mix_values
 from r2mad.ui.errors import refusal
+from r2mad.ui.fill import in_fill_order, run_values
 from r2mad.ui.handlers import warn
 from r2mad.ui.render import chat_messages, esc, final_markdown, task_markdown
 from r2mad.ui.scoreboard import scoreboard_html
@@ -33,12 +32,7 @@ from r2mad.ui.visitors import Visitor, VisitorHandlers
 ANY = "any"
 
 
-def _saved(settings: dict, name: str, default):
-    """A setting of a saved run, by its plain name: top level, in its method's section, or the default."""
-    section = settings.get(SECTION_OF.get(name, ""))
-    return settings.get(name, section.get(name, default) if isinstance(section, dict) else default)
 FLAGS = ("shared misconception", "correct→wrong flip", "parse failures")
-LETTERS = "ABCDEFGHIJ"
 
 
 class InspectHandlers(VisitorHandlers):
@@ -156,21 +150,14 @@ class InspectHandlers(VisitorHandlers):
               profile: gr.OAuthProfile | None = None, oauth_token: gr.OAuthToken | None = None):
         """Values for the Debate tab's controls from a saved run, and switch to that tab."""
         record = self._record(run_id, self.visitor(visitor_id, request, profile, oauth_token))
-        config, settings, task = self.services.config, record.settings, record.task
-        mix = mix_values(record.transcript, config.backbones)  # a mixed-model run: each agent's backbone
-        names = record.backbone.split(",") if mix[0] else [record.backbone]
+        config = self.services.config
+        values = run_values(record, config, self.services.bank_choices())
+        names = record.backbone.split(",") if values["mixed_models"] else [record.backbone]
         unknown = [n for n in names if n not in config.backbones]
         if unknown:
             warn(f"Backbone {unknown[0]} is not configured here; keeping the selected backbone.")
-        options = dict(task.options)
-        banks = self.services.bank_choices()
-        values = [record.backbone if record.backbone in config.backbones else gr.skip(), [record.method],
-                  record.bank if record.bank in banks else "",
-                  *(_saved(settings, k, config.settings.value(k)) for k in
-                    ("agents", "rounds", "k", "gamma", "temperature", "max_tokens", "seed", "answer_guard")),
-                  task.question, *(options.get(letter, "") for letter in LETTERS), task.gold or "", *mix]
         gr.Info("The Debate tab now holds this run's question and settings; press Run debate to run it again.")
-        return (*values, gr.Tabs(selected="debate"))
+        return (*in_fill_order(values), gr.Tabs(selected="debate"))
 
 
 @dataclass
@@ -248,6 +235,6 @@ def build(services: Services, debate, tabs, tab: gr.Tab, visitor_id) -> InspectT
     close.click(lambda: gr.Column(visible=False), None, [drawer], api_visibility="private", queue=False)
     save.click(h.annotate, [run_id, labels, note, annotator, visitor_id], [existing], api_name="annotate").success(
         h.list_runs, filters, [runs, ids], api_visibility="private", show_progress="hidden")
-    # Rerun fills the Debate tab and waits for the visitor to press Run.
+    # Rerun fills the Debate tab (debate.fill: FILL's order) and waits for the visitor to press Run.
     rerun_button.click(h.rerun, [run_id, visitor_id], [*debate.fill, tabs], api_name="rerun")
     return InspectTab(run_id, fork_round, fork_button)

@@ -64,7 +64,7 @@ def status_line(transcripts: dict[str, Transcript], prices: PriceTable | None = 
 
 def view(transcripts: dict[str, Transcript], *, final: bool, prices: PriceTable | None = None,
          saved: dict[str, str] | None = None, elapsed: float | None = None) -> tuple:
-    """Updates for DebateTab.outputs (see debate_tab.build for the order); `prices`: each backbone's by
+    """Updates for the Debate tab's outputs, in VIEW_NAMES' order; `prices`: each backbone's by
     name, for the cost in money; `saved`: each method's run id (a finished single debate offers a fork);
     `elapsed`: the seconds since the visitor asked, shown while the debate runs."""
     methods = list(transcripts)
@@ -99,7 +99,11 @@ def fork_offer(t: Transcript | None, run_id: str | None, final: bool) -> tuple:
     return run_id, gr.Row(visible=True), gr.Dropdown(choices=starts, value=1)
 
 
-VIEW_OUTPUTS = 18 + MAX_COLUMNS  # what view() returns
+# what view() returns, by the Debate tab's output names, in order
+VIEW_NAMES = ("status", "single_box", "single_chat", "compare_box", *(f"column_{i}" for i in range(MAX_COLUMNS)),
+              "summary", "transcript_json", "download", "state", "scoreboard", "matrix", "summary_file",
+              *(f"tab_{i}" for i in range(MAX_COLUMNS)), "saved_run", "fork_box", "fork_round")
+VIEW_OUTPUTS = len(VIEW_NAMES)
 
 
 def idle(message: str) -> tuple:
