@@ -7,6 +7,7 @@ import os
 from r2mad.config import env_secrets, load_config
 from r2mad.ui import build_app
 from r2mad.ui.api import mcp_available
+from r2mad.ui.serving import launch
 
 
 def serve(config, *, port: int | None = None, block: bool = True, warm: bool = True):
@@ -24,9 +25,9 @@ def serve(config, *, port: int | None = None, block: bool = True, warm: bool = T
     demo.queue(default_concurrency_limit=config.app.concurrency_limit, max_size=config.app.max_queue)
     # No allowed_paths: memory/ and configs/ are never served as files. No run history: Gradio would
     # keep every call's inputs (a pasted token among them) in the visitor's browser storage.
-    demo.launch(server_name=config.app.host, server_port=port or config.app.port, run_history=False,
-                show_error=not config.on_space, prevent_thread_lock=not block, quiet=not block,
-                mcp_server=mcp_available() and not config.private_runs)  # the gr.api endpoints as MCP tools
+    launch(demo, server_name=config.app.host, server_port=port or config.app.port, run_history=False,
+           show_error=not config.on_space, prevent_thread_lock=not block, quiet=not block,
+           mcp_server=mcp_available() and not config.private_runs)  # the gr.api endpoints as MCP tools
     # (off where runs are private per visitor: gradio's MCP layer sends every tool call through one session)
     return demo
 

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from r2mad.ui import serving
+
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
     pytest.skip("Debian chromium is not installed (/usr/bin/chromium); install it with "
@@ -24,5 +26,5 @@ def launch(demo) -> str:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    demo.launch(prevent_thread_lock=True, server_port=port, quiet=True)
+    serving.launch(demo, prevent_thread_lock=True, server_port=port, quiet=True)
     return f"http://127.0.0.1:{port}/"

@@ -18,6 +18,7 @@ from r2mad.config import Backbone, load_config  # noqa: E402
 from r2mad.fakeserver import FakeServer  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.api import ENDPOINTS  # noqa: E402
+from r2mad.ui.serving import launch  # noqa: E402
 from tests.conftest import answer  # noqa: E402
 from tests.helpers import free_port, make_bank  # noqa: E402
 
@@ -40,7 +41,7 @@ def app(tmp_path_factory):
         demo = build_app(config)
         demo.queue(default_concurrency_limit=4)
         port = free_port()
-        demo.launch(prevent_thread_lock=True, server_port=port, quiet=True, mcp_server=True)
+        launch(demo, prevent_thread_lock=True, server_port=port, quiet=True, mcp_server=True)
         yield demo, f"http://127.0.0.1:{port}/", server, tmp
         demo.close()
 

@@ -15,6 +15,7 @@ pytest.importorskip("gradio_client")
 from r2mad.config import load_config  # noqa: E402
 from r2mad.types import AgentTurn, Answer, Round, Task, Transcript  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
+from r2mad.ui.serving import launch  # noqa: E402
 from tests.helpers import free_port, make_bank  # noqa: E402
 from tests.ui_client import UIClient as Client  # noqa: E402  (the UI events are undocumented)
 from tests.ui_client import debate_outputs, rerun_values  # noqa: E402
@@ -34,7 +35,7 @@ def app(tmp_path_factory):
     demo = build_app(config)
     demo.queue(default_concurrency_limit=4)
     port = free_port()
-    demo.launch(prevent_thread_lock=True, server_port=port, quiet=True)
+    launch(demo, prevent_thread_lock=True, server_port=port, quiet=True)
     yield demo, f"http://127.0.0.1:{port}/", tmp
     demo.close()
 

@@ -21,6 +21,7 @@ from gradio_client import Client  # noqa: E402
 from r2mad.config import load_config  # noqa: E402
 from r2mad.fakeserver import FakeServer, ok  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
+from r2mad.ui.serving import launch  # noqa: E402
 from tests.ui_client import UIClient, debate_outputs  # noqa: E402  (the UI events are undocumented)
 
 pytestmark = pytest.mark.slow  # a real app and test server
@@ -65,7 +66,7 @@ def held(tmp_path_factory):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        demo.launch(prevent_thread_lock=True, server_port=port, quiet=True)
+        launch(demo, prevent_thread_lock=True, server_port=port, quiet=True)
         yield demo, f"http://127.0.0.1:{port}/", server, gate
         gate.set()
         demo.close()

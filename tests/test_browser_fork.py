@@ -14,6 +14,7 @@ from r2mad.fakeserver import FakeServer  # noqa: E402
 from r2mad.runner import backend_for, run_debate  # noqa: E402
 from r2mad.tasks import task_from_input  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
+from r2mad.ui.serving import launch  # noqa: E402
 from tests.browser import ARGS, CHROMIUM, SHOTS, sync_api
 from tests.helpers import free_port, herd  # noqa: E402
 
@@ -55,7 +56,7 @@ def served(tmp_path_factory):
                                record=store.recorder(run_id)))
         demo.queue(default_concurrency_limit=4)
         port = free_port()
-        demo.launch(prevent_thread_lock=True, server_port=port, quiet=True)
+        launch(demo, prevent_thread_lock=True, server_port=port, quiet=True)
         yield f"http://127.0.0.1:{port}/", run_id, server
         demo.close()
 

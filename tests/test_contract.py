@@ -22,6 +22,7 @@ from r2mad.methods import METHODS, is_debate  # noqa: E402
 from r2mad.runs.store import RunStore  # noqa: E402
 from r2mad.types import Case, Transcript, from_dict, to_dict  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
+from r2mad.ui.serving import launch  # noqa: E402
 from tests.helpers import ROOT, free_port  # noqa: E402
 from tests.ui_client import UIClient as Client  # noqa: E402  (the UI events are undocumented)
 from tests.ui_client import debate_outputs  # noqa: E402
@@ -79,7 +80,7 @@ def world(tmp_path_factory):
         demo = build_app(config)
         demo.queue(default_concurrency_limit=4)
         port = free_port()
-        demo.launch(prevent_thread_lock=True, server_port=port, quiet=True)
+        launch(demo, prevent_thread_lock=True, server_port=port, quiet=True)
         yield dataclasses.make_dataclass("World", ["served", "configs", "bank", "demo", "client", "tmp"])(
             served, configs, bank, demo, Client(f"http://127.0.0.1:{port}/", verbose=False), tmp)
         demo.close()

@@ -10,6 +10,7 @@ from gradio_client import Client  # noqa: E402
 
 from r2mad.config import load_config  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
+from r2mad.ui.serving import launch  # noqa: E402
 from tests.helpers import free_port  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a real app
@@ -20,7 +21,7 @@ def app(config_dir):
     demo = build_app(load_config(config_dir))
     demo.queue(default_concurrency_limit=2)
     port = free_port()
-    demo.launch(prevent_thread_lock=True, server_port=port, quiet=True)
+    launch(demo, prevent_thread_lock=True, server_port=port, quiet=True)
     yield demo, f"http://127.0.0.1:{port}/"
     demo.close()
 
