@@ -6,12 +6,11 @@ import pytest
 
 pytest.importorskip("gradio_client")
 
-from gradio_client import Client  # noqa: E402
-
 from r2mad.config import load_config  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.serving import launch  # noqa: E402
 from tests.helpers import free_port  # noqa: E402
+from tests.ui_client import PatientClient as Client  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a real app
 

@@ -1,6 +1,7 @@
 """A gradio_client Client that also knows the app's UI events by name: the app keeps them out of its
 public API (undocumented: off the API page and the MCP tools), so the stock client would call them by
-position only. Tests that drive the UI through its events use this; programs use the public endpoints.
+position only. Tests that drive the UI through its events use this; programs use the public endpoints
+(tests call those with PatientClient).
 The Run button's outputs come back as a tuple; debate_outputs names them."""
 from __future__ import annotations
 
@@ -12,7 +13,16 @@ from gradio_client import utils as client_utils
 from r2mad.ui.debate_form import FILL
 
 
-class UIClient(Client):
+class PatientClient(Client):
+    """The stock client with a hang guard instead of httpx's 5 s timeout, which a loaded machine (CI beside
+    other jobs) exceeds while the app serves its config: a slow answer is not a wrong one."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("httpx_kwargs", {"timeout": 300})
+        super().__init__(*args, **kwargs)
+
+
+class UIClient(PatientClient):
     def _get_api_info(self):
         every = client_utils.RAW_API_INFO_URL + "&all_endpoints=True"
         with mock.patch.object(client_utils, "RAW_API_INFO_URL", every):
