@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 from r2mad.backends.base import BackendError
-from r2mad.bench import cli as bench
-from r2mad.cli_common import (
+from r2mad.commands import bench, build_memory, evaluate
+from r2mad.commands import runs as runs_cli
+from r2mad.commands import steer as steer_cli
+from r2mad.commands.common import (
     add_backbone_flags,
     add_settings_flags,
     backbone_plan,
@@ -20,13 +22,9 @@ from r2mad.cli_common import (
     settings_from,
 )
 from r2mad.config import ConfigError, load_config
-from r2mad.evaluation import cli as evaluate
-from r2mad.memory import build
 from r2mad.methods import METHODS, PLAIN, with_advice
-from r2mad.runs import cli as runs_cli
 from r2mad.runs.faults import StoreError
 from r2mad.safewrite import WriteFailed, is_disk_full, write_atomic, write_failed
-from r2mad.steer import cli as steer_cli
 from r2mad.text import quoted
 from r2mad.types import Transcript
 
@@ -99,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_settings_flags(d)
     add_backbone_flags(d)
     d.set_defaults(func=cmd_debate)
-    for module in (build, evaluate, bench, runs_cli, steer_cli):  # each adds its own subcommands
+    for module in (build_memory, evaluate, bench, runs_cli, steer_cli):  # each adds its own subcommands
         module.register(sub)
     return parser
 

@@ -88,7 +88,7 @@ class Api:
         import dataclasses
 
         import r2mad
-        from r2mad.cli_common import saved_backbone
+        from r2mad.commands.common import saved_backbone
         from r2mad.runner import run_debate
         from r2mad.tasks import task_from_input
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable
 
 import r2mad
-from r2mad.cli_common import saved_backbone
+from r2mad.commands.common import saved_backbone
 from r2mad.config import DebateSettings
 from r2mad.methods import is_debate, needs_bank
 from r2mad.runner import run_debate, run_side_by_side

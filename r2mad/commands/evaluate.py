@@ -6,7 +6,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from r2mad.cli_common import (
+from r2mad.commands.common import (
     add_backbone_flags,
     add_settings_flags,
     backbone_label,
@@ -132,7 +132,7 @@ def cmd_eval(args, config) -> int:
 
 
 def _to_store(out: Path, config) -> dict:
-    from r2mad.cli_common import open_store
+    from r2mad.commands.common import open_store
     from r2mad.evaluation.results import load_results
     from r2mad.evaluation.to_store import store_ledger
 

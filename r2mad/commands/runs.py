@@ -5,7 +5,7 @@ import asyncio
 import os
 import sys
 
-from r2mad.cli_common import open_store as _store
+from r2mad.commands.common import open_store as _store
 from r2mad.memory.summaries import SummaryCache
 from r2mad.runs.io import (
     export_annotations_csv,
@@ -86,7 +86,7 @@ def cmd_import(args, config) -> int:
 def cmd_rerun(args, config) -> int:
     """Start the same question, method, backbone, bank and settings again as a new run."""
     import r2mad
-    from r2mad.cli_common import print_transcript, report_notices
+    from r2mad.commands.common import print_transcript, report_notices
     from r2mad.runner import agent_backends_for, backend_for, open_bank, run_debate
 
     store = _store(config)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from r2mad.cli_common import (
+from r2mad.commands.common import (
     add_backbone_flags,
     add_settings_flags,
     backbone_label,

@@ -75,7 +75,7 @@ async def build(tasks, bank, backend, settings, *, backbone: str = "", concurren
 
 
 def register(sub) -> None:
-    from r2mad.cli_common import add_settings_flags, whole_in
+    from r2mad.commands.common import add_settings_flags, whole_in
 
     p = sub.add_parser("build-memory", help="debate a training split and write a memory bank")
     p.add_argument("--task", required=True, help="dataset: demo-mcq, demo-math, truthfulqa, math500, economics, "
@@ -98,7 +98,7 @@ def cmd_build(args: argparse.Namespace, config) -> int:
     from tqdm import tqdm
 
     import r2mad
-    from r2mad.cli_common import settings_from
+    from r2mad.commands.common import settings_from
     from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED, load_split
     from r2mad.memory.bank import MemoryBank
     from r2mad.memory.embedder import load_embedder
