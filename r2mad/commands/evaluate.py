@@ -9,8 +9,6 @@ from pathlib import Path
 from r2mad.commands.common import (
     add_backbone_flags,
     add_settings_flags,
-    backbone_label,
-    backbone_plan,
     settings_from,
     whole_in,
 )
@@ -22,6 +20,7 @@ from r2mad.evaluation.leakage import bank_record, check_no_leakage
 from r2mad.evaluation.report import write_report, write_table1
 from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import METHODS, is_debate, needs_bank, with_advice
+from r2mad.service import backbone_label, backbone_plan
 
 
 def register(sub) -> None:
@@ -133,8 +132,8 @@ def cmd_eval(args, config) -> int:
 
 def _to_store(out: Path, config) -> dict:
     from r2mad.commands.common import open_store
+    from r2mad.commands.to_store import store_ledger
     from r2mad.evaluation.results import load_results
-    from r2mad.evaluation.to_store import store_ledger
 
     ids = store_ledger(load_results(out), open_store(config))
     print(f"{len(ids)} debates that the debate helped or hurt are in the run store {config.app.runs_db}; "

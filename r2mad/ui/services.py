@@ -194,6 +194,10 @@ class Services:
                                   "mixed-model debate a pasted token serves only Hugging Face backbones.") from None
         return made[aux], aux, [(n, made[n]) for n in names]
 
+    def resources(self, token: str | None = None, login_token: str | None = None) -> VisitorResources:
+        """What the run service resolves a visitor's request with (see VisitorResources)."""
+        return VisitorResources(self, token, login_token)
+
     def store_for(self, *tokens: str | None) -> RunStore:
         """The shared store, or (with a visitor's token) a store that also scrubs that token."""
         tokens = tuple(t.strip() for t in tokens if t and t.strip())
@@ -233,3 +237,24 @@ class Services:
     def end(self, session: str) -> None:
         with self._lock:
             self._active.pop(session, None)
+
+
+class VisitorResources:
+    """The run service's resources for one visitor's request: backends under the token rules of
+    Services.backend, and the process-wide banks, which stay open after the run."""
+
+    def __init__(self, services: Services, token: str | None = None, login_token: str | None = None):
+        self.services, self.token, self.login_token = services, token, login_token
+
+    def backends(self, request) -> tuple[Any, str, list[tuple[str, Any]]]:
+        s = self.services
+        if request.agent_backbones:
+            return s.mixed_backends(list(request.agent_backbones), request.backbone, n_agents=request.settings.agents,
+                                    token=self.token, login_token=self.login_token)
+        return (*s.backend(request.backbone, token=self.token, login_token=self.login_token), [])
+
+    def bank(self, folder: str | None, task_kind: str) -> tuple[Any, list[str]]:
+        return self.services.bank_for_task(folder, task_kind)
+
+    def release(self, bank) -> None:
+        pass
