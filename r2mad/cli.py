@@ -22,9 +22,10 @@ from r2mad.commands.common import (
 from r2mad.config import ConfigError, load_config
 from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import METHODS, PLAIN, with_advice
+from r2mad.resources import Local
 from r2mad.runs.faults import StoreError
 from r2mad.safewrite import WriteFailed, is_disk_full, write_atomic, write_failed
-from r2mad.service import Local, RunRequest, backbone_plan, start
+from r2mad.service import RunRequest, backbone_plan, start
 from r2mad.text import quoted
 
 

@@ -12,9 +12,9 @@ from typing import Any, Awaitable, Callable, Protocol, Sequence
 
 import r2mad
 from r2mad.backends.base import ChatBackend
-from r2mad.config import Config, DebateSettings
+from r2mad.config import DebateSettings
 from r2mad.methods import is_debate, needs_bank
-from r2mad.runner import agent_backends_for, backend_for, open_bank, run_debate, run_side_by_side
+from r2mad.runner import run_debate, run_side_by_side
 from r2mad.steer.fork import ForkSpec
 from r2mad.types import Task, Transcript
 
@@ -58,31 +58,11 @@ class Runs:
 
 
 class Resources(Protocol):
-    """Where backends and banks come from: the environment's keys for a command (Local), a visitor's
-    token and the process-wide cache for the app (ui/services.py)."""
+    """Where backends and banks come from (r2mad/resources.py): the environment's keys for a command (Local),
+    the process-wide cache and a visitor's token for the app (VisitorResources)."""
     def backends(self, request: RunRequest) -> tuple[ChatBackend, str, AgentBackends]: ...
     def bank(self, folder: str | None, task_kind: str) -> tuple[Any, list[str]]: ...
     def release(self, bank) -> None: ...
-
-
-class Local:
-    """A command's resources: backends with the environment's keys, a bank opened for the run and closed after."""
-
-    def __init__(self, config: Config, wrap: Callable[[ChatBackend], ChatBackend] | None = None):
-        self.config, self.wrap = config, wrap or (lambda backend: backend)
-
-    def backends(self, request: RunRequest) -> tuple[ChatBackend, str, AgentBackends]:
-        names = list(request.agent_backbones)
-        backend = backend_for(self.config, request.backbone)
-        agents = agent_backends_for(self.config, names, request.settings.agents) if names else []
-        return self.wrap(backend), request.backbone, [(name, self.wrap(b)) for name, b in agents]
-
-    def bank(self, folder: str | None, task_kind: str) -> tuple[Any, list[str]]:
-        return open_bank(folder, self.config, task_kind=task_kind)
-
-    def release(self, bank) -> None:
-        if bank is not None:
-            bank.close()
 
 
 def open_run(store, *, method: str, backbone: str, bank: str | None, task: Task, settings: dict,

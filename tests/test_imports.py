@@ -99,7 +99,7 @@ def layer(module: str) -> int:
     top = (module.split(".") + [""])[1]
     if top in ("cli", "__main__", "commands", "ui"):
         return ENTRY
-    if top == "service":
+    if top in ("service", "resources"):
         return SERVICE
     return BASE if top in BASE_PACKAGES else LIBRARY
 

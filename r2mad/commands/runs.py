@@ -86,7 +86,8 @@ def cmd_import(args, config) -> int:
 def cmd_rerun(args, config) -> int:
     """Start the same question, method, backbone, bank and settings again as a new run."""
     from r2mad.commands.common import print_transcript, report_notices
-    from r2mad.service import Local, RunRequest, start
+    from r2mad.resources import Local
+    from r2mad.service import RunRequest, start
 
     store = _store(config)
     old = store.get_run(args.run_id)

@@ -42,7 +42,8 @@ class Steering:
         """Run the fork, saved as a new run linked to the parent; returns (run id, transcript). `wrap`
         wraps each backend (blame's call meter)."""
         from r2mad.memory.summaries import SummaryCache
-        from r2mad.service import Fork, Local, RunRequest, start
+        from r2mad.resources import Local
+        from r2mad.service import Fork, RunRequest, start
 
         parent = self.parent
         aux, names = self.plan(spec)
