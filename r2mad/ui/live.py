@@ -39,6 +39,12 @@ class LiveRun:
     owner: str | None = None  # the visitor who may read these runs on a public Space (ui/visitors.py)
     agent_backends: list[tuple[str, Any]] = field(default_factory=list)  # mixed models: (name, backend) per agent
 
+    @classmethod
+    def of(cls, request: RunRequest, store: RunStore, agent_backends=()) -> LiveRun:
+        """The live view of a run request of the app, its runs saved as it starts."""
+        return cls(request.task, list(request.methods), request.backbone, request.settings, request.bank, store,
+                   owner=request.owner, agent_backends=list(agent_backends))
+
     def __post_init__(self):
         self.request = RunRequest(self.task, tuple(self.methods), self.settings, self.backbone, source="app",
                                   agent_backbones=tuple(n for n, _ in self.agent_backends), bank=self.bank,
