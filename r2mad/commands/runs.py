@@ -90,7 +90,10 @@ def cmd_rerun(args, config) -> int:
     from r2mad.service import RunRequest, start
 
     store = _store(config)
-    old = store.get_run(args.run_id)
+    try:
+        old = store.get_run(args.run_id)
+    except KeyError as exc:  # one sentence, as for fork
+        raise ValueError(exc.args[0]) from None
     aux, names = old.backbone, ()
     if old.transcript is not None and "," in old.backbone:  # a mixed-model run: each agent's own backbone
         aux, names = old.transcript.backbone, tuple(old.transcript.agent_backbones())
