@@ -7,18 +7,63 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
+from r2mad.backends import make_backend
 from r2mad.backends.base import ChatBackend
-from r2mad.config import ROOT, Backbone, Config, ConfigError
+from r2mad.config import ROOT, Backbone, Config, ConfigError, api_key_for
 from r2mad.memory.summaries import SummaryCache
-from r2mad.runner import agent_backends_for, backend_for, check_bank, open_bank
 from r2mad.runs.store import RunStore
 from r2mad.service import RunRequest
 from r2mad.text import quoted
 
 log = logging.getLogger("r2mad.ui")  # the app's log, where these resources serve
 AgentBackends = list[tuple[str, ChatBackend]]
+
+
+def backend_for(config: Config, backbone: str, *, pasted_token: str | None = None,
+                env: dict | None = None) -> ChatBackend:
+    spec = config.backbone(backbone)
+    return make_backend(spec, api_key=api_key_for(spec, env, pasted_token))
+
+
+def agent_backends_for(config: Config, names: Sequence[str], n_agents: int, *,
+                       env: dict | None = None) -> list[tuple[str, ChatBackend]]:
+    """One (name, backend) per agent of a mixed-model debate, from backbone names in agent order."""
+    names = [n.strip() for n in names if n.strip()]
+    if len(names) != n_agents:
+        raise ConfigError(f"{len(names)} agent backbones were given for {n_agents} agents; give one per agent "
+                          "(e.g. --agent-backbones a,b,c for 3 agents) or change --agents.")
+    return [(name, backend_for(config, name, env=env)) for name in names]
+
+
+def open_bank(path: str | Path | None, config: Config, *, task_kind: str | None = None):
+    """(bank or None, notices). A missing or unusable bank is a visible notice, never a crash."""
+    if not path:
+        return None, []
+    from r2mad.memory.bank import MemoryBank
+    from r2mad.memory.embedder import load_embedder
+
+    try:
+        bank = MemoryBank.open(Path(path), load_embedder(config.app.embedder),
+                               index_root=config.app.index_root, expected_task=task_kind)
+    except (ValueError, OSError) as exc:  # refused before the index is built: wrong task, embedder, …
+        return None, [f"Memory off: {exc}"]
+    usable, notices = check_bank(bank, path, task_kind)
+    if usable is None:
+        bank.close()
+    return usable, notices
+
+
+def check_bank(bank, path, task_kind: str | None):
+    """(bank or None, notices): a bank for another task kind or an empty one turns memory off, visibly."""
+    held = bank.manifest.get("task")
+    if task_kind is not None and held != task_kind:
+        return None, [f"Memory off: bank {path} holds {held} cases but this question is {task_kind}; "
+                      f"choose a bank built for {task_kind} questions."]
+    if bank.is_empty:
+        return None, [f"Memory off: the bank {path} holds no cases yet."]
+    return bank, list(bank.notices)  # e.g. an index that was rebuilt
 
 
 class Local:
@@ -145,9 +190,6 @@ class Shared:
         pasted one to a custom endpoint the visitor typed (off on a Space); every other backbone gets the
         environment's key, which on a Space serves visitors only when the config says so. Backends for
         configured backbones with the environment's key are shared; the others are never cached."""
-        from r2mad.backends import make_backend
-        from r2mad.config import api_key_for
-
         token = (token or "").strip() or None
         if base_url and base_url.strip():
             if not self.config.app.allow_custom_endpoint:

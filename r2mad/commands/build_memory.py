@@ -40,7 +40,7 @@ def cmd_build(args: argparse.Namespace, config) -> int:
     from r2mad.memory.bank import MemoryBank
     from r2mad.memory.embedder import load_embedder
     from r2mad.memory.files import check_same_source
-    from r2mad.runner import backend_for
+    from r2mad.resources import backend_for
 
     dataset = {"mcq": "demo-mcq", "math": "demo-math"}.get(args.task, args.task)
     seed = DEFAULT_SPLIT_SEED if args.split_seed is None else args.split_seed

@@ -75,7 +75,7 @@ def cmd_eval(args, config) -> int:
     if not args.task:
         raise ConfigError("--task is required; choose truthfulqa, math500, economics, engineering, "
                           "demo-mcq or demo-math.")
-    from r2mad.runner import agent_backends_for, backend_for, open_bank
+    from r2mad.resources import agent_backends_for, backend_for, open_bank
 
     settings = settings_from(args, config)
     if args.answer_guard is None:  # the papers count unparsed answers as they are
