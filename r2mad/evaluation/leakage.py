@@ -1,5 +1,5 @@
 """Train/test separation between a memory bank and the questions an eval runs: a bank that holds any
-of them is refused before any model call. Not for opening banks (resources.open_bank) or splitting data."""
+of them is refused before any model call. Not for opening banks (runner.open_bank) or splitting data."""
 from __future__ import annotations
 
 from r2mad.config import ConfigError
