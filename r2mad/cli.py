@@ -8,27 +8,25 @@ import sys
 from pathlib import Path
 
 from r2mad.backends.base import BackendError
-from r2mad.bench import cli as bench
-from r2mad.cli_common import (
+from r2mad.commands import bench, build_memory, evaluate
+from r2mad.commands import runs as runs_cli
+from r2mad.commands import steer as steer_cli
+from r2mad.commands.common import (
     add_backbone_flags,
     add_settings_flags,
-    backbone_plan,
     open_store,
     print_transcript,
     report_notices,
-    saved_backbone,
     settings_from,
 )
 from r2mad.config import ConfigError, load_config
-from r2mad.evaluation import cli as evaluate
-from r2mad.memory import build
+from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import METHODS, PLAIN, with_advice
-from r2mad.runs import cli as runs_cli
+from r2mad.resources import Local
 from r2mad.runs.faults import StoreError
 from r2mad.safewrite import WriteFailed, is_disk_full, write_atomic, write_failed
-from r2mad.steer import cli as steer_cli
+from r2mad.service import RunRequest, backbone_plan, start
 from r2mad.text import quoted
-from r2mad.types import Transcript
 
 
 def parse_options(items: list[str]) -> dict[str, str] | None:
@@ -41,37 +39,23 @@ def parse_options(items: list[str]) -> dict[str, str] | None:
     return options or None
 
 
-async def _debate(args, config, store) -> Transcript:
-    import dataclasses
-
-    import r2mad
-    from r2mad.memory.summaries import SummaryCache
-    from r2mad.runner import agent_backends_for, backend_for, open_bank, run_debate
+def debate_request(args, config) -> RunRequest:
+    """The `debate` flags as a run request."""
     from r2mad.tasks import task_from_input
 
     settings = settings_from(args, config)
     task = task_from_input(args.question, parse_options(args.option), args.gold,
                            max_chars=settings.max_question_chars)
     aux, names = backbone_plan(args.agent_backbones, args.aux_backbone, args.backbone)
-    backend = backend_for(config, aux)
-    agents = agent_backends_for(config, names, settings.agents) if names else []
-    bank, notices = open_bank(args.bank, config, task_kind=task.kind)
     method = with_advice(args.method) if args.advice else args.method
-    run_id = store.start_run(method=method, backbone=saved_backbone(method, aux, names), bank=args.bank, task=task,
-                             settings=dataclasses.asdict(settings), seed=settings.seed,
-                             code_version=r2mad.__version__, source="cli")
-    try:
-        return await run_debate(task, method, backend, settings, backbone=aux, bank=bank,
-                                notices=tuple(notices), record=store.recorder(run_id),
-                                summaries=SummaryCache(config.app.summaries_file), agent_backends=agents)
-    finally:
-        if bank is not None:
-            bank.close()
+    return RunRequest(task, (method,), settings, aux, source="cli", agent_backbones=tuple(names), bank=args.bank)
 
 
 def cmd_debate(args, config) -> int:
+    request = debate_request(args, config)
     store = open_store(config)
-    transcript = store.scrub_transcript(asyncio.run(_debate(args, config, store)))  # printed: no keys
+    runs = asyncio.run(start(request, Local(config), store, summaries=SummaryCache(config.app.summaries_file)))
+    [transcript] = map(store.scrub_transcript, runs.transcripts.values())  # printed: no keys
     report_notices(store)
     from r2mad.evaluation.costs import price_table
 
@@ -99,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_settings_flags(d)
     add_backbone_flags(d)
     d.set_defaults(func=cmd_debate)
-    for module in (build, evaluate, bench, runs_cli, steer_cli):  # each adds its own subcommands
+    for module in (build_memory, evaluate, bench, runs_cli, steer_cli):  # each adds its own subcommands
         module.register(sub)
     return parser
 

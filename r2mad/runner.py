@@ -1,62 +1,16 @@
-"""Wiring shared by the CLI, the app and `eval`: config + backbone + method + bank -> a finished debate,
-and side-by-side comparisons that compute round 0 once. Receives keys and paths; reads no env vars."""
+"""Running debates for the run service, `eval` and the benchmarks: backends + method + bank -> a finished debate,
+and side-by-side comparisons that compute round 0 once. Backends and banks are resolved in r2mad/resources.py."""
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from pathlib import Path
 from typing import Callable, Sequence
 
-from r2mad.backends import make_backend
 from r2mad.backends.base import ChatBackend
-from r2mad.config import Config, ConfigError, DebateSettings, api_key_for
+from r2mad.config import ConfigError, DebateSettings
 from r2mad.debate import Debate, EventSink
 from r2mad.methods import PLAIN, is_debate, make_method, needs_bank
 from r2mad.types import Event, Round, Task, Transcript
-
-
-def backend_for(config: Config, backbone: str, *, pasted_token: str | None = None,
-                env: dict | None = None) -> ChatBackend:
-    spec = config.backbone(backbone)
-    return make_backend(spec, api_key=api_key_for(spec, env, pasted_token))
-
-
-def agent_backends_for(config: Config, names: Sequence[str], n_agents: int, *,
-                       env: dict | None = None) -> list[tuple[str, ChatBackend]]:
-    """One (name, backend) per agent of a mixed-model debate, from backbone names in agent order."""
-    names = [n.strip() for n in names if n.strip()]
-    if len(names) != n_agents:
-        raise ConfigError(f"{len(names)} agent backbones were given for {n_agents} agents; give one per agent "
-                          "(e.g. --agent-backbones a,b,c for 3 agents) or change --agents.")
-    return [(name, backend_for(config, name, env=env)) for name in names]
-
-
-def open_bank(path: str | Path | None, config: Config, *, task_kind: str | None = None):
-    """(bank or None, notices). A missing or unusable bank is a visible notice, never a crash."""
-    if not path:
-        return None, []
-    from r2mad.memory.bank import MemoryBank, own_embedder
-
-    try:
-        bank = MemoryBank.open(Path(path), own_embedder(path, config.app.embedder),
-                               index_root=config.app.index_root, expected_task=task_kind)
-    except (ValueError, OSError) as exc:  # refused before the index is built: wrong task, embedder, …
-        return None, [f"Memory off: {exc}"]
-    usable, notices = check_bank(bank, path, task_kind)
-    if usable is None:
-        bank.close()
-    return usable, notices
-
-
-def check_bank(bank, path, task_kind: str | None):
-    """(bank or None, notices): a bank for another task kind or an empty one turns memory off, visibly."""
-    held = bank.manifest.get("task")
-    if task_kind is not None and held != task_kind:
-        return None, [f"Memory off: bank {path} holds {held} cases but this question is {task_kind}; "
-                      f"choose a bank built for {task_kind} questions."]
-    if bank.is_empty:
-        return None, [f"Memory off: the bank {path} holds no cases yet."]
-    return bank, list(bank.notices)  # e.g. an index that was rebuilt
 
 
 async def run_debate(task: Task, method: str, backend: ChatBackend, settings: DebateSettings, *,

@@ -172,8 +172,8 @@ def r2mad_reply(messages):
 def bank(tmp_path):
     """A Qdrant bank on disk built from PLANET_TASKS with r2mad_reply (hash embedder)."""
     from r2mad.memory.bank import MemoryBank
-    from r2mad.memory.build import build
     from r2mad.memory.embedder import HashEmbedder
+    from r2mad.memory.from_debates import build
 
     bank = MemoryBank.create(tmp_path / "bank", task_kind="mcq", split="train", backbone="scripted",
                              embedder=HashEmbedder(64), code_version="test", index_root=tmp_path / "index")

@@ -9,7 +9,7 @@ from pathlib import Path
 from r2mad.config import load_config
 from r2mad.memory.bank import MemoryBank
 from r2mad.memory.embedder import HashEmbedder
-from r2mad.runner import open_bank
+from r2mad.resources import open_bank
 from r2mad.types import Case
 
 ROOT = Path(__file__).resolve().parent.parent

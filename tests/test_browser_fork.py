@@ -11,7 +11,8 @@ import pytest
 
 from r2mad.config import Backbone, load_config  # noqa: E402
 from r2mad.fakeserver import FakeServer  # noqa: E402
-from r2mad.runner import backend_for, run_debate  # noqa: E402
+from r2mad.resources import backend_for  # noqa: E402
+from r2mad.runner import run_debate  # noqa: E402
 from r2mad.tasks import task_from_input  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.serving import launch  # noqa: E402

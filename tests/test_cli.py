@@ -43,7 +43,7 @@ def test_export_import_round_trip_from_the_command_line(config_dir, server, tmp_
 
 
 def test_detail_lines_spell_out_retrieval_confidence_and_masks():
-    from r2mad.cli_common import detail_lines
+    from r2mad.commands.common import detail_lines
 
     lines = detail_lines({"consensus": 1 / 3, "lambda": 0.7, "candidates": [{}, {}, {}],
                           "retrieved": [{"case_id": "q:a0:r1", "similarity": 0.61, "reward": 1.0, "mmr": 0.427,

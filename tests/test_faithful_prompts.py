@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from r2mad.backends.base import Capabilities
-from r2mad.cli_common import add_settings_flags, settings_from
+from r2mad.commands.common import add_settings_flags, settings_from
 from r2mad.config import DebateSettings, load_config
 from r2mad.debate import Debate
 from r2mad.methods import make_method

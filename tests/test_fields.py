@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from r2mad.cli_common import SETTING_FLAGS, add_settings_flags, settings_from
+from r2mad.commands.common import SETTING_FLAGS, add_settings_flags, settings_from
 from r2mad.config import ConfigError, DebateSettings, load_config
 from r2mad.fields import FIELDS, ON_FORM
 

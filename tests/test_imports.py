@@ -1,6 +1,7 @@
-"""The package's import graph has no cycle: every `import` of an r2mad module, at module level or inside a
-function, points from a module to one it builds on; and no test module imports another (what tests share
-is in tests/helpers.py and tests/conftest.py)."""
+"""The package's import graph has no cycle and runs one way down the layers (entry points -> run service ->
+library -> backends and types): every `import` of an r2mad module, at module level or inside a function, points
+from a module to one it builds on; and no test module imports another (what tests share is in tests/helpers.py
+and tests/conftest.py)."""
 import ast
 import re
 from pathlib import Path
@@ -60,7 +61,7 @@ def test_the_walker_finds_a_cycle_it_is_shown():
 
 def test_no_import_cycle_in_r2mad():
     graph = import_graph()
-    assert "r2mad.memory.bank" in graph["r2mad.runner"] | graph["r2mad.memory.build"]  # it sees real imports
+    assert "r2mad.memory.bank" in graph["r2mad.resources"]  # it sees real imports
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
 
 
@@ -86,3 +87,33 @@ def test_no_test_module_imports_another():
     """What tests share lives in tests/helpers.py or tests/conftest.py, so a test module runs on its own."""
     found = imports_of_test_modules(ROOT / "tests")
     assert found == {}, "; ".join(f"tests/{name} imports {', '.join(sorted(mods))}" for name, mods in found.items())
+
+
+ENTRY, SERVICE, LIBRARY, BASE = 3, 2, 1, 0
+BASE_PACKAGES = {"", "backends", "types", "config", "text", "safewrite", "jsonl"}
+
+
+def layer(module: str) -> int:
+    """Entry points (CLI, commands, app UI) > the run service > the library (loop, methods, memory, runs,
+    evaluation, ...) > backends and plain types."""
+    top = (module.split(".") + [""])[1]
+    if top in ("cli", "__main__", "commands", "ui"):
+        return ENTRY
+    if top in ("service", "resources"):
+        return SERVICE
+    return BASE if top in BASE_PACKAGES else LIBRARY
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return [f"{a} -> {b}" for a, targets in sorted(graph.items()) for b in sorted(targets) if layer(b) > layer(a)]
+
+
+def test_the_layer_checker_sees_an_import_up_a_layer():
+    assert upward_imports({"r2mad.runs.store": {"r2mad.commands.common", "r2mad.types"},
+                           "r2mad.service": {"r2mad.runner"}, "r2mad.types": {"r2mad.debate"}}) == \
+        ["r2mad.runs.store -> r2mad.commands.common", "r2mad.types -> r2mad.debate"]
+
+
+def test_imports_run_one_way_down_the_layers():
+    """commands, cli, ui -> service -> loop, methods, memory, runs, evaluation -> backends, types."""
+    assert upward_imports(import_graph()) == []

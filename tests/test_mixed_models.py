@@ -101,7 +101,7 @@ def test_cost_per_model_is_counted_from_each_models_prices_and_an_unknown_price_
 def test_the_cli_printout_and_the_outcome_line_give_usage_and_cost_per_model():
     import io
 
-    from r2mad.cli_common import print_transcript
+    from r2mad.commands.common import print_transcript
     from r2mad.evaluation.costs import Prices
     from r2mad.ui.render import chat_messages, final_markdown
     from r2mad.ui.scoreboard import scoreboard_html

@@ -6,7 +6,7 @@ import pytest
 
 from r2mad.config import DebateSettings
 from r2mad.debate import Debate
-from r2mad.memory.build import build, cases_from_transcript
+from r2mad.memory.from_debates import build, cases_from_transcript
 from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import make_method
 from r2mad.prompts.r2mad import stance_pattern

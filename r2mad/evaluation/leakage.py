@@ -1,6 +1,6 @@
 """Train/test separation between a memory bank and the questions run with it: a bank that holds any of
 them (by id, or by normalised text) is refused before any model call, for an eval's split and for one
-debate or fork. Not for opening banks (runner.open_bank) or splitting data."""
+debate or fork. Not for opening banks (resources.open_bank) or splitting data."""
 from __future__ import annotations
 
 import re

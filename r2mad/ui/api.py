@@ -3,28 +3,28 @@
 launched with mcp_server=True. The UI's own events are kept out of the public API (undocumented)."""
 from __future__ import annotations
 
-import asyncio
 import importlib.util
-from typing import Any, Callable
+from typing import Any
 
 import gradio as gr
 
-from r2mad.admission import Refused, Ticket
+from r2mad.admission import Refused
 from r2mad.backends.base import BackendError
 from r2mad.config import ConfigError, whole_number
 from r2mad.methods import METHODS, PLAIN, needs_bank
 from r2mad.runs.faults import StoreError
+from r2mad.service import RunRequest
 from r2mad.text import quoted
 from r2mad.types import Transcript
-from r2mad.ui.errors import refusal
-from r2mad.ui.line import admitted, lane_of, visitor_key
+from r2mad.ui.errors import refusal, sentence
+from r2mad.ui.launch import fork_saved, readable, start_in_line
+from r2mad.ui.line import lane_of, visitor_key
 from r2mad.ui.services import Services
 from r2mad.ui.visitors import Visitor, identify
 
 ENDPOINTS = ("run_debate", "list_runs", "get_run", "fork_run", "search_bank")
 TEXT_LIMIT = 1200  # characters of each agent's response in a compact transcript
 USER_ERRORS = (BackendError, ConfigError, ValueError, KeyError, StoreError, Refused)  # Refused: not let in the line
-NOT_YOURS = "No saved run of yours has that id; list your runs with list_runs and use one of their ids."
 
 
 def mcp_available() -> bool:
@@ -85,11 +85,6 @@ class Api:
                 empty for every agent on `backbone`.
             aux_backbone: with agent_backbones, the backbone of summaries, judges and advice; empty for agent 1's.
         """
-        import dataclasses
-
-        import r2mad
-        from r2mad.cli_common import saved_backbone
-        from r2mad.runner import run_debate
         from r2mad.tasks import task_from_input
 
         s = self.services
@@ -100,28 +95,15 @@ class Api:
             settings = s.config.settings
             task = task_from_input(question, {k.strip().upper(): v for k, v in (options or {}).items()} or None,
                                    gold or None, max_chars=settings.max_question_chars)
-            folder = (bank or s.config.app.default_bank) if needs_bank(method) else None
-            opened, notices = s.bank_for_task(folder, task.kind)
-            agents: list = []
-            if agent_backbones:
-                backend, name, agents = s.mixed_backends(list(agent_backbones), aux_backbone,
-                                                         n_agents=settings.agents)
-            else:
-                backend, name = s.backend(name)
+            names = tuple((n or "").strip() for n in agent_backbones or ())
+            asked = RunRequest(task, (method,), settings, ((aux_backbone or "").strip() or names[0]) if names else name,
+                               source="api", agent_backbones=names, owner=self.visitor(request).owner,
+                               bank=(bank or s.config.app.default_bank) if needs_bank(method) else None)
             lane = lane_of(s.config, [*(agent_backbones or ()), aux_backbone] if agent_backbones else [name])
-            async with admitted(s.admission, self.line_key(request), lane) as ticket:  # nothing saved while waiting
-                run_id = s.store.start_run(method=method,
-                                           backbone=saved_backbone(method, name, [n for n, _ in agents]),
-                                           bank=folder, task=task,
-                                           settings=dataclasses.asdict(settings), seed=settings.seed,
-                                           code_version=r2mad.__version__, source="api",
-                                           owner=self.visitor(request).owner)
-                t = await run_debate(task, method, backend, settings, backbone=name, bank=opened,
-                                     notices=tuple(notices), record=s.store.recorder(run_id), summaries=s.summaries,
-                                     agent_backends=agents)
-                ticket.measured = t.status == "done"
+            runs = await start_in_line(s, asked, self.line_key(request), lane)
+            [(run_id, t)] = [(runs.run_ids[m], t) for m, t in runs.transcripts.items()]
         except USER_ERRORS as exc:
-            raise refusal(_sentence(exc)) from None
+            raise refusal(sentence(exc)) from None
         return compact(t, run_id)
 
     def list_runs(self, limit: int = 20, method: str = "", correct: str = "any",
@@ -157,7 +139,7 @@ class Api:
             record = readable(store, run_id, self.visitor(request))
             parent, spec = fork_of(store, record.id)
         except KeyError as exc:
-            raise refusal(_sentence(exc)) from None
+            raise refusal(sentence(exc)) from None
         data = compact(record.transcript, record.id) if record.transcript else {"run_id": record.id,
                                                                                 "status": record.status}
         data.update(forked_from=parent, fork=spec and asdict(spec), forks=forks_of(store, record.id),
@@ -200,7 +182,7 @@ class Api:
             parent_id, fork_id, t = await fork_saved(self.services, run_id, spec, source="api-fork",
                                                      visitor=self.visitor(request), line_key=self.line_key(request))
         except USER_ERRORS as exc:
-            raise refusal(_sentence(exc)) from None
+            raise refusal(sentence(exc)) from None
         return {**compact(t, fork_id), "forked_from": parent_id, "fork": asdict(spec)}
 
     def search_bank(self, query: str = "", bank: str = "", agent: int = 0, correct: str = "any",
@@ -226,74 +208,10 @@ class Api:
                                           correct={"yes": True, "no": False}.get(correct),
                                           limit=_whole(limit, "limit", 1, 100))
         except (ValueError, OSError) as exc:
-            raise refusal(_sentence(exc)) from None
+            raise refusal(sentence(exc)) from None
         return [{"case_id": c.id, "agent": c.agent + 1, "round": c.round, "question": c.question[:500],
                  "answer": c.answers[c.agent], "gold": c.gold, "correct": c.own_correct, "reward": c.reward,
                  "summary": c.summary, "response": c.responses[c.agent][:TEXT_LIMIT]} for c in cases]
-
-
-def readable(store, run_id: str, visitor: Visitor):
-    """A saved run this visitor may read; another visitor's run reads as no run at all (KeyError)."""
-    try:
-        record = store.get_run((run_id or "").strip())
-    except KeyError:
-        record = None
-    if record is None or not visitor.can_read(record.owner):
-        raise KeyError(NOT_YOURS)
-    return record
-
-
-async def fork_saved(services: Services, run_id: str, spec, *, source: str, visitor: Visitor,
-                     record: Callable[[Transcript], None] | None = None, line_key: str | None = None,
-                     waiting: Callable[[Ticket], None] | None = None) -> tuple[str, str, Transcript]:
-    """Run `spec` on the saved run `run_id` (one `visitor` may read) with the app's services, saved as a
-    new run of theirs linked to it: (parent id, fork id, the fork's transcript). `record` also receives
-    the fork's transcript as it grows. The fork waits its turn in the line for debates as `line_key`
-    (Refused when it may not); `waiting` gets its ticket first, so a caller can show its place."""
-    import dataclasses
-
-    import r2mad
-    from r2mad.steer.links import link_fork
-    from r2mad.steer.run import fork_debate, plan_fork
-
-    s = services
-    parent = readable(s.store, run_id, visitor)
-    if parent.transcript is None:
-        raise ValueError(f"Run {parent.id} has no finished round to replay yet; choose another run.")
-    name = spec.backbone or parent.transcript.backbone
-    s.config.backbone(name)  # unknown: one sentence listing the backbones
-    settings = s.config.settings.replace(**parent.settings)
-    if spec.rounds is not None:
-        settings = settings.replace(rounds=spec.rounds)
-    target = spec.method or parent.method
-    folder = parent.bank if needs_bank(target) else None
-    opened, notices = s.bank_for_task(folder, parent.task.kind)
-    await asyncio.to_thread(plan_fork, parent.transcript, spec, settings, opened)  # refused before anything is saved
-    agents = [] if spec.backbone else [(n, s.backend(n)[0]) for n in parent.transcript.agent_backbones()]
-    backend, name = s.backend(name)
-    lane = lane_of(s.config, [name, *(n for n, _ in agents)])
-    ticket = s.admission.enter(line_key or visitor.owner or "anonymous", lane)
-    try:
-        if waiting is not None:
-            waiting(ticket)
-        await ticket.admitted()  # nothing is saved while the fork waits
-        fork_id = s.store.start_run(method=target, backbone=name, bank=folder, task=parent.task,
-                                    settings=dataclasses.asdict(settings), seed=settings.seed,
-                                    code_version=r2mad.__version__, source=source, owner=visitor.owner)
-        link_fork(s.store, fork_id, parent.id, spec)
-        saving = s.store.recorder(fork_id)
-
-        def on_record(t: Transcript) -> None:
-            saving(t)
-            if record:
-                record(t)
-        t = await fork_debate(parent.transcript, spec, backend, settings, backbone=name, bank=opened,
-                              bank_notices=tuple(notices), agent_backends=agents, record=on_record,
-                              summaries=s.summaries)
-        ticket.measured = t.status == "done"
-    finally:
-        s.admission.leave(ticket, measured=ticket.measured)
-    return parent.id, fork_id, t
 
 
 def _whole(value: Any, name: str, lo: int, hi: int) -> int:
@@ -302,10 +220,6 @@ def _whole(value: Any, name: str, lo: int, hi: int) -> int:
         return whole_number(value, name, lo, hi)
     except ConfigError as exc:
         raise refusal(str(exc)) from None
-
-
-def _sentence(exc: BaseException) -> str:
-    return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
 
 
 def _base(name: str) -> str:

@@ -16,3 +16,8 @@ def refusal(message: str) -> gr.Error:
     line, with anything shaped like a Hugging Face token redacted."""
     log.warning("Refused a request: %s", " ".join(str(scrub(message)).split()))
     return gr.Error(message, print_exception=False)
+
+
+def sentence(exc: BaseException) -> str:
+    """What a refused request says: the exception's text (a KeyError's without the quotes repr adds)."""
+    return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)

@@ -85,7 +85,8 @@ def stale(card: ExampleCard, recorded: Transcript, config) -> list[str]:
 
 async def record(card: ExampleCard, config) -> Transcript:
     """Run a card's debate as the app would with its defaults on the embedded model, seed 0."""
-    from r2mad.runner import backend_for, open_bank, run_debate
+    from r2mad.resources import backend_for, open_bank
+    from r2mad.runner import run_debate
 
     task = card_task(card)
     settings = recording_settings(config)

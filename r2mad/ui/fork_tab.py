@@ -17,7 +17,9 @@ from r2mad.config import bounds
 from r2mad.methods import names
 from r2mad.steer.fork import Change, ForkSpec, align, live_usage, parse_changes
 from r2mad.types import Transcript
-from r2mad.ui.api import USER_ERRORS, _sentence, fork_saved, readable
+from r2mad.ui.api import USER_ERRORS
+from r2mad.ui.errors import sentence
+from r2mad.ui.launch import fork_saved, readable
 from r2mad.ui.line import REFRESH_S, visitor_key
 from r2mad.ui.render import chat_messages
 from r2mad.ui.services import Services
@@ -64,7 +66,7 @@ class ForkHandlers(VisitorHandlers):
             spec = ForkSpec(start, changes, None if method in ("", SAME) else method,
                             None if backbone in ("", SAME) else backbone, start + 1 if pause else total or None)
         except USER_ERRORS as exc:
-            gr.Warning(html.escape(_sentence(exc), quote=False))
+            gr.Warning(html.escape(sentence(exc), quote=False))
             yield skip
             return
         parent = record.transcript
@@ -93,7 +95,7 @@ class ForkHandlers(VisitorHandlers):
                     getter.cancel()
             parent_id, fork_id, t = job.result()
         except USER_ERRORS as exc:
-            gr.Warning(html.escape(_sentence(exc), quote=False))
+            gr.Warning(html.escape(sentence(exc), quote=False))
             yield skip
             return
         finally:

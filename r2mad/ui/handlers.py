@@ -18,6 +18,7 @@ from r2mad.evaluation.costs import price_table
 from r2mad.fields import ON_FORM
 from r2mad.methods import METHODS, needs_bank
 from r2mad.runs.faults import StoreError
+from r2mad.service import RunRequest
 from r2mad.tasks import task_from_input
 from r2mad.text import quoted
 from r2mad.ui.debate_form import AGENTS, OPTIONS
@@ -100,8 +101,8 @@ class DebateHandlers:
         """The page was closed: stop its debate instead of letting it run on."""
         self.services.request_stop(getattr(request, "session_hash", None) or "anonymous")
 
-    async def _prepare(self, req: DebateRequest, login_token: str | None):
-        """Settings, task and backend for a run; raises a USER_ERRORS exception to refuse."""
+    async def _prepare(self, req: DebateRequest, login_token: str | None, owner: str | None = None):
+        """(run request, backend, per-agent backends) for a run; raises a USER_ERRORS exception to refuse."""
         services = self.services
         unknown = [m for m in req.methods if m.removesuffix("+advice") not in METHODS]
         if unknown:
@@ -113,13 +114,16 @@ class DebateHandlers:
             if (req.base_url or "").strip():
                 raise ConfigError("Mixed models use the listed backbones; clear the custom endpoint or untick "
                                   "Mixed models.")
-            return (task, settings, *await asyncio.to_thread(
+            backend, backbone_name, agents = await asyncio.to_thread(
                 services.mixed_backends, list(req.agent_backbones), req.aux_backbone, n_agents=settings.agents,
-                token=req.token, login_token=login_token))
-        backend, backbone_name = await asyncio.to_thread(
-            services.backend, req.backbone, token=req.token, base_url=req.base_url, model=req.model,
-            login_token=login_token)
-        return task, settings, backend, backbone_name, []
+                token=req.token, login_token=login_token)
+        else:
+            (backend, backbone_name), agents = await asyncio.to_thread(
+                services.backend, req.backbone, token=req.token, base_url=req.base_url, model=req.model,
+                login_token=login_token), []
+        request = RunRequest(task, req.methods, settings, backbone_name, source="app",
+                             agent_backbones=tuple(n for n, _ in agents), bank=req.bank or None, owner=owner)
+        return request, backend, agents
 
     async def _skip_hint(self, lane: str, token: str | None, login_token: str | None) -> str:
         """The remote backbone this visitor could pick to skip the line ("" when none is theirs to use)."""
@@ -184,7 +188,7 @@ class DebateHandlers:
         finished = False
         try:
             try:
-                task, settings, backend, backbone_name, agent_backends = await self._prepare(req, login_token)
+                request, backend, agent_backends = await self._prepare(req, login_token, visitor.owner)
             except USER_ERRORS as exc:
                 warn(str(exc), token)
                 text = html.escape(str(exc).replace(token or chr(0), "[redacted]"), quote=False)
@@ -208,7 +212,7 @@ class DebateHandlers:
                 return
             bank_obj, notices = None, []
             if bank and any(map(needs_bank, methods)):
-                async for step in self._open_bank(bank, task.kind, stop_signal):
+                async for step in self._open_bank(bank, request.task.kind, stop_signal):
                     if isinstance(step, str):
                         yield idle(step)
                     elif step is not None:
@@ -218,8 +222,7 @@ class DebateHandlers:
                 return
             store = services.store_for(req.token, login_token)
             prices = price_table(services.config.backbones.values())  # a custom endpoint has none
-            live = LiveRun(task, list(methods), backbone_name, settings, bank or None, store, owner=visitor.owner,
-                           agent_backends=agent_backends)
+            live = LiveRun.of(request, store, agent_backends)
             yield view(live.transcripts(), final=False, elapsed=time.time() - asked)
             async for transcripts in stream(live, backend, bank=bank_obj, bank_notices=tuple(notices),
                                             stop=stop_signal, summaries=services.summaries, tick_s=TICK_S):

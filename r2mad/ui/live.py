@@ -11,12 +11,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable
 
-import r2mad
-from r2mad.cli_common import saved_backbone
 from r2mad.config import DebateSettings
-from r2mad.methods import is_debate, needs_bank
-from r2mad.runner import run_debate, run_side_by_side
+from r2mad.methods import is_debate
 from r2mad.runs.store import RunStore
+from r2mad.service import RunRequest, open_runs, run
 from r2mad.types import Answer, Event, Task, Transcript
 
 TYPING_REFRESH_S = 0.25  # live text alone refreshes the page at most this often
@@ -41,14 +39,19 @@ class LiveRun:
     owner: str | None = None  # the visitor who may read these runs on a public Space (ui/visitors.py)
     agent_backends: list[tuple[str, Any]] = field(default_factory=list)  # mixed models: (name, backend) per agent
 
+    @classmethod
+    def of(cls, request: RunRequest, store: RunStore, agent_backends=()) -> LiveRun:
+        """The live view of a run request of the app, its runs saved as it starts."""
+        return cls(request.task, list(request.methods), request.backbone, request.settings, request.bank, store,
+                   owner=request.owner, agent_backends=list(agent_backends))
+
     def __post_init__(self):
-        settings, names = dataclasses.asdict(self.settings), [n for n, _ in self.agent_backends]
+        self.request = RunRequest(self.task, tuple(self.methods), self.settings, self.backbone, source="app",
+                                  agent_backbones=tuple(n for n, _ in self.agent_backends), bank=self.bank,
+                                  owner=self.owner)
+        self.run_ids.update(open_runs(self.request, self.store))
         for m in self.methods:
             self.typing[m] = {}
-            self.run_ids[m] = self.store.start_run(
-                method=m, backbone=saved_backbone(m, self.backbone, names), bank=self.bank if needs_bank(m) else None,
-                task=self.task, settings=dict(settings), seed=self.settings.seed,
-                code_version=r2mad.__version__, source="app", owner=self.owner)
             self.recorders[m] = self.store.recorder(self.run_ids[m])
 
     def transcript(self, method: str) -> Transcript:
@@ -126,17 +129,9 @@ async def stream(live: LiveRun, backend: Any, *, bank: Any = None, bank_notices:
     def emit_for(column: str):
         return lambda event: queue.put_nowait((column, event))
 
-    if len(live.methods) == 1:
-        [m] = live.methods
-        job = asyncio.create_task(run_debate(live.task, m, backend, live.settings, backbone=live.backbone,
-                                             bank=bank, emit=emit_for(m), notices=bank_notices,
-                                             record=live.record_for(m), summaries=summaries,
-                                             agent_backends=live.agent_backends))
-    else:
-        job = asyncio.create_task(run_side_by_side(
-            live.task, live.methods, backend, live.settings, backbone=live.backbone, bank=bank,
-            bank_notices=bank_notices, emit_for=emit_for, record_for=live.record_for, summaries=summaries,
-            agent_backends=live.agent_backends))
+    job = asyncio.create_task(run(live.request, backend, live.backbone, live.agent_backends, bank=bank,
+                                  notices=bank_notices, record_for=live.record_for, emit_for=emit_for,
+                                  summaries=summaries))
     stopper = asyncio.ensure_future(stop.wait())
     shown_at = 0.0
     getter: asyncio.Future | None = None

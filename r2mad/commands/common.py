@@ -145,24 +145,3 @@ def add_backbone_flags(p: argparse.ArgumentParser) -> None:
                    help="one backbone per agent, comma-separated (a mixed-model debate)")
     p.add_argument("--aux-backbone", default=None,
                    help="backbone of summaries, judges and advice (default: agent 1's)")
-
-
-def backbone_plan(agent_backbones: str | None, aux: str | None, default: str) -> tuple[str, list[str]]:
-    """(backbone of the auxiliary calls, one backbone per agent or [] when none was given)."""
-    names = [n.strip() for n in (agent_backbones or "").split(",") if n.strip()]
-    return aux or (names[0] if names else default), names
-
-
-def backbone_label(aux: str, names: list[str]) -> str:
-    """What the run store's backbone column says: the one backbone, or each agent's in order."""
-    return aux if all(n == aux for n in names) else ",".join(names)
-
-
-def saved_backbone(method: str, aux: str, names: list[str]) -> str:
-    """The backbone column of one method's run: the mix for a debate, agent 1's backbone for a single-agent
-    baseline (it runs there: runner.run_debate)."""
-    from r2mad.methods import is_debate
-
-    if not names:
-        return aux
-    return backbone_label(aux, names) if is_debate(method) else names[0]

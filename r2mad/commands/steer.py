@@ -4,16 +4,15 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from r2mad.cli_common import (
+from r2mad.commands.common import (
     add_backbone_flags,
     add_settings_flags,
-    backbone_label,
-    backbone_plan,
     open_store,
     print_transcript,
     settings_from,
     whole_in,
 )
+from r2mad.service import backbone_plan
 from r2mad.steer.fork import ForkSpec, align, live_usage, parse_changes
 
 
@@ -42,40 +41,19 @@ class Steering:
     async def fork(self, spec: ForkSpec, source: str = "fork", wrap=None):
         """Run the fork, saved as a new run linked to the parent; returns (run id, transcript). `wrap`
         wraps each backend (blame's call meter)."""
-        import r2mad
         from r2mad.memory.summaries import SummaryCache
-        from r2mad.runner import agent_backends_for, backend_for, open_bank
-        from r2mad.steer.links import link_fork
-        from r2mad.steer.run import fork_debate, plan_fork
+        from r2mad.resources import Local
+        from r2mad.service import Fork, RunRequest, start
 
-        parent, cfg = self.parent, self.config
+        parent = self.parent
         aux, names = self.plan(spec)
-        backend = backend_for(cfg, aux)
-        agents = agent_backends_for(cfg, names, self.settings.agents) if names else []
-        if wrap is not None:
-            backend, agents = wrap(backend), [(name, wrap(b)) for name, b in agents]
-        method = spec.method or parent.method
         folder = getattr(self.args, "bank", None) or parent.bank  # e.g. a MAD run forked into r2mad
-        bank, notices = open_bank(folder, cfg, task_kind=parent.task.kind)
-        try:
-            plan_fork(parent.transcript, spec, self.settings, bank)  # refused before anything is saved
-        except ValueError:
-            if bank is not None:
-                bank.close()
-            raise
-        run_id = self.store.start_run(method=method, backbone=backbone_label(aux, names), bank=folder,
-                                      task=parent.task, settings=dataclasses.asdict(self.settings),
-                                      seed=self.settings.seed, code_version=r2mad.__version__, source=source)
-        link_fork(self.store, run_id, parent.id, spec)
-        try:
-            t = await fork_debate(parent.transcript, spec, backend, self.settings, backbone=aux, bank=bank,
-                                  bank_notices=tuple(notices), agent_backends=agents,
-                                  record=self.store.recorder(run_id),
-                                  summaries=SummaryCache(cfg.app.summaries_file))
-        finally:
-            if bank is not None:
-                bank.close()
-        return run_id, t
+        request = RunRequest(parent.task, (spec.method or parent.method,), self.settings, aux, source=source,
+                             agent_backbones=tuple(names), bank=folder, fork=Fork(parent.id, parent.transcript, spec))
+        runs = await start(request, Local(self.config, wrap), self.store,
+                           summaries=SummaryCache(self.config.app.summaries_file))
+        [(method, t)] = runs.transcripts.items()
+        return runs.run_ids[method], t
 
 
 def cmd_fork(args, config) -> int:

@@ -6,11 +6,9 @@ import asyncio
 import sys
 from pathlib import Path
 
-from r2mad.cli_common import (
+from r2mad.commands.common import (
     add_backbone_flags,
     add_settings_flags,
-    backbone_label,
-    backbone_plan,
     settings_from,
     whole_in,
 )
@@ -24,6 +22,7 @@ from r2mad.evaluation.prereg import read as read_prereg
 from r2mad.evaluation.report import write_report, write_table1
 from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import METHODS, is_debate, needs_bank, with_advice
+from r2mad.service import backbone_label, backbone_plan
 
 
 def register(sub) -> None:
@@ -81,7 +80,7 @@ def cmd_eval(args, config) -> int:
     if not args.task:
         raise ConfigError("--task is required; choose truthfulqa, math500, economics, engineering, "
                           "demo-mcq or demo-math.")
-    from r2mad.runner import agent_backends_for, backend_for, open_bank
+    from r2mad.resources import agent_backends_for, backend_for, open_bank
 
     settings = settings_from(args, config)
     if args.answer_guard is None:  # the papers count unparsed answers as they are
@@ -139,9 +138,9 @@ def cmd_eval(args, config) -> int:
 
 
 def _to_store(out: Path, config) -> dict:
-    from r2mad.cli_common import open_store
+    from r2mad.commands.common import open_store
+    from r2mad.commands.to_store import store_ledger
     from r2mad.evaluation.results import load_results
-    from r2mad.evaluation.to_store import store_ledger
 
     ids = store_ledger(load_results(out), open_store(config))
     print(f"{len(ids)} debates that the debate helped or hurt are in the run store {config.app.runs_db}; "

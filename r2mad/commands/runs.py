@@ -5,7 +5,7 @@ import asyncio
 import os
 import sys
 
-from r2mad.cli_common import open_store as _store
+from r2mad.commands.common import open_store as _store
 from r2mad.memory.summaries import SummaryCache
 from r2mad.runs.io import (
     export_annotations_csv,
@@ -85,30 +85,22 @@ def cmd_import(args, config) -> int:
 
 def cmd_rerun(args, config) -> int:
     """Start the same question, method, backbone, bank and settings again as a new run."""
-    import r2mad
-    from r2mad.cli_common import print_transcript, report_notices
-    from r2mad.runner import agent_backends_for, backend_for, open_bank, run_debate
+    from r2mad.commands.common import print_transcript, report_notices
+    from r2mad.resources import Local
+    from r2mad.service import RunRequest, start
 
     store = _store(config)
-    old = store.get_run(args.run_id)
-    settings, task = config.settings.replace(**old.settings), old.task
-    bank, notices = open_bank(old.bank, config, task_kind=task.kind)
-    run_id = store.start_run(method=old.method, backbone=old.backbone, bank=old.bank, task=task,
-                             settings=old.settings, seed=settings.seed,
-                             code_version=r2mad.__version__, source="rerun")
-    aux, names = old.backbone, []
-    if old.transcript is not None and "," in old.backbone:  # a mixed-model run: each agent's own backbone
-        aux, names = old.transcript.backbone, old.transcript.agent_backbones()
     try:
-        transcript = asyncio.run(run_debate(task, old.method, backend_for(config, aux), settings,
-                                            backbone=aux, bank=bank, notices=tuple(notices),
-                                            record=store.recorder(run_id),
-                                            summaries=SummaryCache(config.app.summaries_file),
-                                            agent_backends=agent_backends_for(config, names, settings.agents)
-                                            if names else ()))
-    finally:
-        if bank is not None:
-            bank.close()
+        old = store.get_run(args.run_id)
+    except KeyError as exc:  # one sentence, as for fork
+        raise ValueError(exc.args[0]) from None
+    aux, names = old.backbone, ()
+    if old.transcript is not None and "," in old.backbone:  # a mixed-model run: each agent's own backbone
+        aux, names = old.transcript.backbone, tuple(old.transcript.agent_backbones())
+    request = RunRequest(old.task, (old.method,), config.settings.replace(**old.settings), aux, source="rerun",
+                         agent_backbones=names, bank=old.bank)
+    runs = asyncio.run(start(request, Local(config), store, summaries=SummaryCache(config.app.summaries_file)))
+    [(run_id, transcript)] = [(runs.run_ids[m], t) for m, t in runs.transcripts.items()]
     report_notices(store)
     print_transcript(store.scrub_transcript(transcript))
     print(f"Saved as run {run_id}")

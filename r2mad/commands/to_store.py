@@ -2,10 +2,10 @@
 the app's Inspect tab opens and annotates them. Run again, it adds only what is not there yet."""
 from __future__ import annotations
 
-from r2mad import __version__
 from r2mad.evaluation import paired
 from r2mad.evaluation.results import Results
 from r2mad.methods import is_debate
+from r2mad.service import open_run
 
 SOURCE = "eval"
 
@@ -31,8 +31,7 @@ def _existing(store, method: str, t, res: Results) -> str | None:
 
 
 def _save(store, method: str, t, res: Results) -> str:
-    run_id = store.start_run(method=method, backbone=res.run["backbone"], bank=None, task=t.task,
-                             settings=t.settings, seed=t.settings.get("seed"), code_version=__version__,
-                             source=SOURCE)
+    run_id = open_run(store, method=method, backbone=res.run["backbone"], bank=None, task=t.task,
+                      settings=t.settings, seed=t.settings.get("seed"), source=SOURCE)
     store.save_transcript(run_id, t, t.status)
     return run_id

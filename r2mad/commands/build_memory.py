@@ -1,81 +1,18 @@
-"""`build-memory`: run full-length debates on a training split and turn each finished debate into memory
-cases (one per agent per round t > 0, round 0 excluded). Resumable: questions already in the bank
-are skipped. A failed or partial debate is never written into a bank."""
+"""`build-memory`: run full-length debates on a training split and write each finished one into a memory bank
+(r2mad/memory/from_debates.py). Resumable: questions already in the bank are skipped."""
 from __future__ import annotations
 
 import argparse
 import asyncio
 import sys
-import time
 from pathlib import Path
 
-from r2mad.answers import is_correct, strip_think
-from r2mad.debate import Debate
+from r2mad.memory.from_debates import build
 from r2mad.memory.summaries import SummaryCache
-from r2mad.methods.r2mad import R2MAD
-from r2mad.prompts.common import format_task
-from r2mad.types import Case, Transcript
-
-
-def cases_from_transcript(t: Transcript) -> list[Case]:
-    """Eq. 6: e_i^(t) = <s_i^(t), Z^(t), y, zeta_i^(t), r_i> for every agent i and round t > 0.
-    r_i is agent i's outcome: 1 when its answer in the last round is correct, else 0."""
-    rounds = t.rounds
-    final_ok = [bool(is_correct(turn.answer, t.task)) for turn in rounds[-1].turns]
-    cases = []
-    for r in range(1, len(rounds)):
-        before, now = rounds[r - 1], rounds[r]
-        responses = tuple(strip_think(turn.text) for turn in now.turns)
-        answers = tuple(turn.answer.value for turn in now.turns)
-        correct = tuple(bool(is_correct(turn.answer, t.task)) for turn in now.turns)
-        for i, turn in enumerate(now.turns):
-            cases.append(Case(
-                id=f"{t.task.id}:a{i}:r{r}", question_id=t.task.id, task_kind=t.task.kind, agent=i, round=r,
-                question=format_task(t.task), previous_response=strip_think(before.turns[i].text),
-                summary=now.details.get("summary", ""), consensus=before.consensus, responses=responses,
-                answers=answers, gold=t.task.gold, correct=correct, reward=1.0 if final_ok[i] else 0.0,
-                stance_changed=turn.answer.value != before.turns[i].answer.value, solution=t.task.solution))
-    return cases
-
-
-def complete(t: Transcript) -> bool:
-    """Only whole debates become memory: every round ran and no agent abstained."""
-    return (t.status == "done" and len(t.rounds) == t.settings["rounds"]
-            and all(turn.error is None for r in t.rounds for turn in r.turns))
-
-
-async def build(tasks, bank, backend, settings, *, backbone: str = "", concurrency: int = 1,
-                progress=None, summaries=None) -> dict:
-    """Debate every task not yet in the bank and add its cases; returns a summary. `summaries`: R²-MAD's
-    summary cache, shared by the debates."""
-    summaries = summaries if summaries is not None else SummaryCache()
-    settings = settings.replace(early_stop=False, use_memory=False)
-    todo = [task for task in tasks if not bank.has_question(task.id)]
-    gate = asyncio.Semaphore(concurrency)
-    stats = {"questions": 0, "skipped_existing": len(tasks) - len(todo), "failed": 0, "tokens": 0}
-    started = time.monotonic()
-
-    async def one(task):
-        async with gate:
-            debate = Debate(backend, R2MAD(settings, None, summarize=True, summaries=summaries),
-                            backbone=backbone)
-            transcript = await debate.run(task)
-        if complete(transcript):
-            bank.add(cases_from_transcript(transcript))
-            stats["questions"] += 1
-        else:
-            stats["failed"] += 1
-        stats["tokens"] += transcript.usage().tokens
-        if progress:
-            progress(transcript)
-
-    await asyncio.gather(*(one(task) for task in todo))
-    stats["seconds"] = round(time.monotonic() - started, 1)
-    return stats
 
 
 def register(sub) -> None:
-    from r2mad.cli_common import add_settings_flags, whole_in
+    from r2mad.commands.common import add_settings_flags, whole_in
 
     p = sub.add_parser("build-memory", help="debate a training split and write a memory bank")
     p.add_argument("--task", required=True, help="dataset: demo-mcq, demo-math, truthfulqa, math500, economics, "
@@ -102,12 +39,12 @@ def cmd_build(args: argparse.Namespace, config) -> int:
     from tqdm import tqdm
 
     import r2mad
-    from r2mad.cli_common import settings_from
+    from r2mad.commands.common import settings_from
     from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED, load_split
     from r2mad.memory.bank import MemoryBank
     from r2mad.memory.embedder import load_embedder
     from r2mad.memory.files import built_embedder, check_same_source
-    from r2mad.runner import backend_for
+    from r2mad.resources import backend_for
 
     dataset = {"mcq": "demo-mcq", "math": "demo-math"}.get(args.task, args.task)
     seed = DEFAULT_SPLIT_SEED if args.split_seed is None else args.split_seed
