@@ -13,6 +13,7 @@ from typing import Any, Awaitable, Callable, Protocol, Sequence
 import r2mad
 from r2mad.backends.base import ChatBackend
 from r2mad.config import DebateSettings
+from r2mad.evaluation.leakage import check_question_not_in_bank
 from r2mad.methods import is_debate, needs_bank
 from r2mad.runner import run_debate, run_side_by_side
 from r2mad.steer.fork import ForkSpec
@@ -86,8 +87,11 @@ def open_runs(request: RunRequest, store) -> dict[str, str]:
     return ids
 
 
-async def check_fork(request: RunRequest, bank) -> None:
-    """Refuse a fork that cannot run, in one sentence, before anything is saved or called."""
+async def check_runnable(request: RunRequest, bank) -> None:
+    """Refuse, in one sentence and before anything is saved or called, a bank that holds the question (its
+    cases would show the debaters the answer) and a fork that cannot run."""
+    if bank is not None:
+        await asyncio.to_thread(check_question_not_in_bank, bank, request.task)
     if request.fork is not None:
         from r2mad.steer.run import plan_fork
 
@@ -129,7 +133,7 @@ async def start(request: RunRequest, resources: Resources, store, *, summaries=N
     folder = request.bank if any(map(needs_bank, request.methods)) else None
     bank, notices = resources.bank(folder, request.task.kind)
     try:
-        await check_fork(request, bank)
+        await check_runnable(request, bank)
         if admit is not None:
             await admit()
         runs = Runs(open_runs(request, store))

@@ -3,16 +3,19 @@ run and its bank released; a fork that cannot run is refused before anything is 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 from pathlib import Path
 
 import pytest
 
 import r2mad
+from r2mad.config import ConfigError
 from r2mad.runs.store import RunStore
 from r2mad.service import Fork, RunRequest, start
 from r2mad.steer.fork import ForkSpec
-from tests.helpers import FORK_SETTINGS, PLANET_MCQ, fork_replies, parent, save_run
+from tests import helpers
+from tests.helpers import FORK_SETTINGS, PLANET_MCQ, PLANET_TASKS, fork_replies, parent, save_run
 from tests.scripted import ScriptedBackend
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,3 +80,38 @@ def test_a_fork_is_linked_to_its_parent_and_a_refused_one_saves_nothing(tmp_path
     with pytest.raises(ValueError, match="single-agent baseline"):
         asyncio.run(start(baseline, resources, store, admit=admit))
     assert len(store.list_runs(limit=100)) == before and not admitted
+
+
+bank = helpers.bank  # a real bank on disk that holds PLANET_TASKS (q0–q3)
+
+
+class BankStub(Stub):
+    def __init__(self, bank):
+        super().__init__()
+        self.held = bank
+
+    def bank(self, folder, task_kind):
+        return (self.held, []) if folder else (None, [])
+
+
+def test_a_bank_that_holds_the_question_is_refused_before_anything_is_saved_or_called(tmp_path, bank):
+    store, resources, admitted = RunStore(tmp_path / "runs.sqlite"), BankStub(bank), []
+
+    async def admit():
+        admitted.append(True)
+    held, typed = PLANET_TASKS[0], dataclasses.replace(PLANET_TASKS[1], id=None)  # by id; by its text
+    for task, how in ((held, "question q0"), (typed, "this question's text")):
+        request = RunRequest(task, ("r2mad",), FORK_SETTINGS, "b", source="cli", bank="planets")
+        with pytest.raises(ConfigError, match=f"holds {how}, so its cases would show the debaters the answer"):
+            asyncio.run(start(request, resources, store, admit=admit))
+    t, _ = parent("mad")  # a fork of a debate on a held question, asked to go on with the bank
+    parent_id = save_run(store, t)
+    fork = RunRequest(held, ("r2mad",), FORK_SETTINGS, "b", source="fork", bank="planets",
+                      fork=Fork(parent_id, dataclasses.replace(t, task=held), ForkSpec(1, (), "r2mad", None)))
+    with pytest.raises(ConfigError, match="holds question q0"):
+        asyncio.run(start(fork, resources, store, admit=admit))
+    assert len(store.list_runs(limit=100)) == 1 and not admitted and not resources.backend.calls
+    fresh = dataclasses.replace(PLANET_MCQ, question="Which planet has the most moons?", id="fresh")
+    runs = asyncio.run(start(RunRequest(fresh, ("r2mad",), FORK_SETTINGS.replace(rounds=2), "b", source="cli",
+                                        bank="planets"), resources, store))
+    assert runs.transcripts["r2mad"].status == "done"  # a question the bank does not hold runs with it

@@ -18,7 +18,7 @@ from r2mad.evaluation.costs import price_table
 from r2mad.fields import ON_FORM
 from r2mad.methods import METHODS, needs_bank
 from r2mad.runs.faults import StoreError
-from r2mad.service import RunRequest
+from r2mad.service import RunRequest, check_runnable
 from r2mad.tasks import task_from_input
 from r2mad.text import quoted
 from r2mad.ui.debate_form import AGENTS, OPTIONS
@@ -220,6 +220,7 @@ class DebateHandlers:
             if stop_signal.is_set():
                 yield idle("Stopped before the debate started; nothing was run.")
                 return
+            await check_runnable(request, bank_obj)  # a bank that holds the question is refused
             store = services.store_for(req.token, login_token)
             prices = price_table(services.config.backbones.values())  # a custom endpoint has none
             live = LiveRun.of(request, store, agent_backends)
