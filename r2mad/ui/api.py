@@ -17,9 +17,9 @@ from r2mad.service import RunRequest
 from r2mad.text import quoted
 from r2mad.types import Transcript
 from r2mad.ui.errors import refusal, sentence
-from r2mad.ui.launch import fork_saved, readable, start_in_line
 from r2mad.ui.line import lane_of, visitor_key
 from r2mad.ui.services import Services
+from r2mad.ui.visitor_runs import fork_saved, readable, start_in_line
 from r2mad.ui.visitors import Visitor, identify
 
 ENDPOINTS = ("run_debate", "list_runs", "get_run", "fork_run", "search_bank")

@@ -19,10 +19,10 @@ from r2mad.steer.fork import Change, ForkSpec, align, live_usage, parse_changes
 from r2mad.types import Transcript
 from r2mad.ui.api import USER_ERRORS
 from r2mad.ui.errors import sentence
-from r2mad.ui.launch import fork_saved, readable
 from r2mad.ui.line import REFRESH_S, visitor_key
 from r2mad.ui.render import chat_messages
 from r2mad.ui.services import Services
+from r2mad.ui.visitor_runs import fork_saved, readable
 from r2mad.ui.visitors import VisitorHandlers
 
 SAME = "(same as the run)"
