@@ -3,6 +3,7 @@ stop, and turn transcripts into component updates. Errors become one-sentence wa
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import html
 import logging
 import time
@@ -179,6 +180,12 @@ class DebateHandlers:
             warn(f"Choose between 1 and {MAX_COLUMNS} methods; {len(methods)} are selected.")
             yield idle("Choose 1 to 4 methods; nothing was run.")
             return
+        if not bank and any(map(needs_bank, methods)):  # R²-MAD with "(no memory bank)": the default bank
+            default = services.config.app.default_bank
+            if default and default in await asyncio.to_thread(services.bank_choices):
+                bank, req = default, dataclasses.replace(req, bank=default)
+                gr.Info(f"{', '.join(m for m in methods if needs_bank(m))} read a memory bank and none was "
+                        f"chosen, so they use {default}; choose another under Advanced.")
         stop_signal = services.begin(session)
         if stop_signal is None:
             warn("A debate is already running in this browser tab; stop it or wait until it ends.")

@@ -4,7 +4,7 @@ final answer), failed (why, and how many calls were made). Pure; no Gradio, no m
 from __future__ import annotations
 
 from r2mad.answers import plurality_vote, same_answer
-from r2mad.methods import REGISTRY
+from r2mad.methods import REGISTRY, needs_bank
 from r2mad.types import Round, Transcript
 
 
@@ -50,7 +50,18 @@ def _all_cut(rnd: Round, max_tokens: object) -> bool:
 
 def outcome_line(t: Transcript) -> str:
     """The debate's state in one line, e.g. "Final answer: B — correct", "Stopped after round 0 — no
-    final answer", "Failed: could not reach the endpoint (0 calls)"."""
+    final answer", "Failed: could not reach the endpoint (0 calls)"; " · memory off" when a method that
+    reads a memory bank ran without one."""
+    line = _outcome(t)
+    return f"{line} · memory off" if memory_off(t) else line
+
+
+def memory_off(t: Transcript) -> bool:
+    """A method that reads a memory bank ran without one (the run's notices say why)."""
+    return needs_bank(t.method) and any(n.startswith("Memory off") for n in t.notices)
+
+
+def _outcome(t: Transcript) -> str:
     done = finished_rounds(t)
     calls = t.usage().calls
     if t.status == "running":

@@ -9,6 +9,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from r2mad.types import Case, Transcript
 from r2mad.ui.render import answer_text, esc
 from r2mad.ui.scoreboard import Chip, chip_html
+from r2mad.ui.states import memory_off
 
 SUMMARY_HEADERS = ["Method", "Final answer", "Correct", "Rounds", "Calls", "Tokens", "Seconds",
                    "Parse failures", "Status"]
@@ -31,7 +32,8 @@ def summary_rows(transcripts: Mapping[str, Transcript]) -> list[list[Any]]:
         failures = sum(1 for r in t.rounds for turn in r.turns if turn.answer.value is None and not turn.error)
         usage = t.usage()
         final = answer_text(t.final) if done and t.status == "done" else "—"
-        rows.append([method, final, yes_no(t.correct) if t.status == "done" else "—", len(done), usage.calls,
+        name = method + (" (memory off)" if memory_off(t) else "")
+        rows.append([name, final, yes_no(t.correct) if t.status == "done" else "—", len(done), usage.calls,
                      usage.tokens, round(t.seconds, 1), failures, t.status])
     return rows
 
