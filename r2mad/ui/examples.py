@@ -22,12 +22,15 @@ class ExampleCard:
     method: str
     dataset: str  # demo-mcq | demo-math
     question_id: str
-    blurb: str  # what the card teaches, one line
+    blurb: str  # "Method: what the card teaches"
     bank: str = ""
 
     def label(self, task: Task) -> str:
+        """The method's name alone on the first line (drawn bold, so it never wraps half-bold), then what the
+        card teaches, then the question."""
         q = task.question if len(task.question) <= 72 else task.question[:71] + "…"
-        return f"{self.blurb}\n{q}"
+        name, teaches = self.blurb.split(": ", 1)
+        return f"{name}\n{teaches[0].upper()}{teaches[1:]}\n{q}"
 
 
 CARDS = (
