@@ -247,7 +247,7 @@ def test_four_methods_side_by_side_form_a_matrix_that_fits_1440_px(page, served)
     assert matrix.locator(".chip-gold").count() >= 3 * 3 + 1  # three debate rows of 3 agents, CoT's one
     summary = page.locator("#summary").inner_text()
     assert "Parse failures" in summary and "Calls" in summary
-    assert page.locator("#summary-csv").is_visible()
+    page.locator("#summary-csv").wait_for(timeout=30_000)
     fits = page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth,"
                          " document.querySelector('#matrix .matrix').scrollWidth,"
                          " document.querySelector('#matrix .matrix').clientWidth]")
