@@ -10,6 +10,7 @@ import pytest
 
 from r2mad.config import load_config
 from r2mad.ui.annotate_handlers import SHOWN, AnnotateHandlers
+from r2mad.ui.annotate_tab import who_annotates
 from r2mad.ui.identity import current_annotator
 from r2mad.ui.services import Services
 from tests.helpers import HF_SECRET as SECRET
@@ -32,6 +33,9 @@ def test_who_annotates_locally_and_on_a_space(tmp_path):
     assert current_annotator(space, req, "typed is ignored", profile=ann) == "ann"
     assert current_annotator(space, req, "ann", profile=stranger) is None  # signed in, not on the list
     assert current_annotator(space, req, "ann", browser_id="x" * 32) is None  # not signed in
+    # and the tab says so before anyone tries
+    assert "Anyone using this app may label debates" in who_annotates(local)
+    assert "for the Space's annotators (ann): sign in with Hugging Face" in who_annotates(space)
 
 
 def test_only_annotators_open_runs_on_a_space(tmp_path):

@@ -52,10 +52,22 @@ LINK_JS = """(run, queue) => {
 }"""
 
 
+def who_annotates(config) -> str:
+    """One line at the top of the tab: who may label debates here, and how."""
+    if not config.private_runs:
+        return ("*Anyone using this app may label debates here; type your name so each label says who gave it "
+                "(blank = local).*")
+    names = ", ".join(config.app.annotators)
+    who = f"the Space's annotators ({names})" if names else "the Space's annotators (none is named yet)"
+    return (f"*Labelling debates here is for {who}: sign in with Hugging Face as one of them. Everyone else "
+            "can read their own debates in Inspect runs.*")
+
+
 def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, visitor_id: gr.BrowserState) -> None:
     h = AnnotateHandlers(services)
     config, taxonomy = services.config, services.store.taxonomy
     with gr.Column(elem_id="ann-panel"):
+        gr.Markdown(who_annotates(config), elem_id="ann-who")
         with gr.Row():
             annotator = gr.Textbox(label="Your name (blank = local)", scale=1, elem_id="ann-name",
                                    visible=not config.private_runs)  # else: the annotator's login
