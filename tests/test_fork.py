@@ -52,6 +52,11 @@ def test_forced_answer_at_round_1_is_what_the_peers_see():
     assert round1[0][-2].content == "My final answer is ((B))."  # agent 1 remembers saying it
     assert f.rounds[0].consensus == pytest.approx(1 / 3)  # B, A, C: recomputed after the change
     assert t.rounds[1].turns[1].prompt != f.rounds[1].turns[1].prompt  # what they saw did change
+    # agent 1 had said B already: the fork says that only its reasoning changed
+    assert "Agent 1 already answered B in round 0; forcing it keeps that answer and replaces only the reasoning " \
+           "with the bare answer." in f.notices
+    other, _ = fork(t, ForkSpec(1, parse_changes(answers=["2=b"])))  # agent 2 had said A: a real change
+    assert not [n for n in other.notices if "already answered" in n]
 
 
 def test_edit_and_mask_change_only_what_they_name():

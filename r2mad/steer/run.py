@@ -71,6 +71,15 @@ def _check_live_changes(spec: ForkSpec, method: str, settings: DebateSettings, b
                          "(--no-early-stop) or fork from an earlier round.")
 
 
+def same_answer_notices(changed: Round) -> list[str]:
+    """A forced answer the agent had already given changes only its text (the reasoning becomes the bare
+    answer); say so, so that nobody reads the fork as a change of answer."""
+    return [f"Agent {t.agent + 1} already answered {t.answer.value} in round {changed.index}; forcing it keeps "
+            "that answer and replaces only the reasoning with the bare answer."
+            for t in changed.turns if "answer" in (t.details.get("steer") or {})
+            and t.details["steer"]["original_answer"] == str(t.answer)]
+
+
 async def fork_debate(parent: Transcript, spec: ForkSpec, backend: ChatBackend, settings: DebateSettings, *,
                       backbone: str = "", bank=None, bank_notices: tuple[str, ...] = (),
                       agent_backends: Sequence[tuple[str, ChatBackend]] = (),
@@ -80,6 +89,7 @@ async def fork_debate(parent: Transcript, spec: ForkSpec, backend: ChatBackend, 
     (no model call), the changes applied, then the debate goes on live with `spec.method` or the parent's."""
     method, replay = await asyncio.to_thread(plan_fork, parent, spec, settings, bank)  # compares answers
     return await run_debate(parent.task, method, backend, settings, backbone=backbone, bank=bank,
-                            notices=bank_notices, record=record, emit=emit, summaries=summaries,
-                            replay=replay, steer=tuple(c for c in spec.changes if c.kind in LIVE_KINDS),
+                            notices=bank_notices, record=record, emit=emit, summaries=summaries, replay=replay,
+                            steer=tuple(c for c in spec.changes if c.kind in LIVE_KINDS),
+                            fork_notices=same_answer_notices(replay[-1]),
                             agent_backends=agent_backends)
