@@ -73,8 +73,11 @@ def test_fork_from_a_round_runs_live_beside_its_parent(served):
         page.wait_for_selector("#fork-status :text('saved')", timeout=60_000)
         fork, parent = opened_text(page.locator("#fork-chat")), opened_text(page.locator("#fork-parent"))
         assert "My final answer is ((B))." in fork and "Mars. ((A))" in parent
-        aligned = page.locator("#fork-aligned").inner_text()
-        assert "B* B B (replayed)" in aligned and "A (wrong)" in aligned and "B (correct)" in aligned
+        parent_row, fork_row = rounds_of(page)
+        assert f"Parent run {run_id[:8]}" in parent_row.inner_text() and "A — wrong" in parent_row.inner_text()
+        assert "B — correct" in fork_row.inner_text()
+        assert forked(fork_row, 0) == ["B"]  # agent 1's forced answer, in the app's chips
+        assert f"of run {run_id[:8]}" in page.locator("#fork-status").inner_text()  # short ids, as Inspect lists
         assert server.hits == 9 + 6  # rounds 1 and 2 ran; round 0 was replayed
         assert "6 model calls made" in page.locator("#fork-status").inner_text()
         SHOTS.mkdir(exist_ok=True)
@@ -103,11 +106,22 @@ def test_pause_after_one_round_change_and_go_on(served):
         page.locator("label:has-text('Agent') input").first.fill("2")
         page.locator("label:has-text('Answer or new message') textarea").first.fill("A")
         page.click("#fork-button")
-        page.wait_for_selector(f"#fork-status :text('of run {paused}')", timeout=60_000)
+        page.wait_for_selector(f"#fork-status :text('of run {paused[:8]}')", timeout=60_000)
         assert "saved" in page.locator("#fork-status").inner_text() and server.hits == hits + 6
-        aligned = page.locator("#fork-aligned").inner_text()
-        assert "B A* B (replayed)" in aligned  # the paused round, changed, then round 2 live
+        assert forked(rounds_of(page)[1], 1) == ["A"]  # the paused round with agent 2 changed, then round 2 live
         browser.close()
+
+
+def rounds_of(page):
+    """The parent's and the fork's rows of the side-by-side chips."""
+    rows = page.locator("#fork-aligned tbody tr")
+    return rows.nth(0), rows.nth(1)
+
+
+def forked(row, round_index: int) -> list[str]:
+    """The answers of the chips marked "fork" in one round of a row."""
+    chips = row.locator("td").nth(round_index).locator(".chip", has_text="fork")
+    return [text.split()[0] for text in chips.all_inner_texts()]
 
 
 def pick(page, box: str, option: str) -> None:
@@ -131,8 +145,7 @@ def test_drop_an_advice_at_the_fork_round_from_the_dropdown(served):
         assert server.hits == hits + (5 + 3) + (6 + 3)  # round 1 asks five advisers, not six
         advice = [r.body["messages"][-1]["content"] for r in server.requests[hits:hits + 5]]
         assert sum("addressed only to Agent 1" in text for text in advice) == 1
-        aligned = page.locator("#fork-aligned").inner_text()
-        assert "A B B (replayed)" in aligned and "B* A A" in aligned  # round 1's agent 1 was steered
+        assert forked(rounds_of(page)[1], 1) == ["B"]  # round 1's agent 1 was steered (its advice dropped)
         SHOTS.mkdir(exist_ok=True)
         page.screenshot(path=str(SHOTS / "fork-drop-advice.png"), full_page=True)
         pick(page, "#fork-change", "unmask it at the round (MAD-M²)")

@@ -15,13 +15,15 @@ import gradio as gr
 from r2mad.admission import Ticket, waiting_words
 from r2mad.config import bounds
 from r2mad.methods import names
-from r2mad.steer.fork import Change, ForkSpec, align, live_usage, parse_changes
+from r2mad.steer.fork import Change, ForkSpec, live_usage, parse_changes
 from r2mad.types import Transcript
 from r2mad.ui.api import USER_ERRORS
 from r2mad.ui.errors import sentence
 from r2mad.ui.line import REFRESH_S, visitor_key
 from r2mad.ui.render import chat_messages
+from r2mad.ui.scoreboard import matrix_html
 from r2mad.ui.services import Services
+from r2mad.ui.tables import SHORT_ID
 from r2mad.ui.visitor_runs import fork_saved, readable
 from r2mad.ui.visitors import VisitorHandlers
 
@@ -32,6 +34,17 @@ CHANGES = {"force its answer to": "answer", "replace its message with": "edit", 
            "replace its retrieved case, RANK:CASE_ID in the box (R²-MAD)": "replace-case",
            "drop the advice to it from the agent in the box": "drop-advice", "change nothing": ""}
 VALUE_FORMS = {"drop-case": "drop_cases", "replace-case": "replace_cases", "drop-advice": "drop_advice"}
+
+
+def short(run_id: str) -> str:
+    """A run id as the Inspect list shows it (the run id box keeps the whole id)."""
+    return run_id[:SHORT_ID]
+
+
+def side_by_side(parent: Transcript, parent_id: str, fork: Transcript) -> str:
+    """The parent and the fork as rows of answer chips, round by round (a changed turn is marked "fork")."""
+    return matrix_html({"parent": parent, "fork": fork},
+                       {"parent": f"Parent run {short(parent_id)}", "fork": "Fork"})
 
 
 class ForkHandlers(VisitorHandlers):
@@ -90,7 +103,7 @@ class ForkHandlers(VisitorHandlers):
                 if getter.done():
                     t = getter.result()
                     yield (f"Forking {html.escape(spec.describe())} — running…", parent_chat, chat_messages(t),
-                           align(parent, t)[1:], *skip[:3])
+                           side_by_side(parent, run_id, t), *skip[:3])
                 else:
                     getter.cancel()
             parent_id, fork_id, t = job.result()
@@ -103,14 +116,14 @@ class ForkHandlers(VisitorHandlers):
                 job.cancel()
                 with contextlib.suppress(asyncio.CancelledError, *USER_ERRORS):
                     await job
-        done = (f"Fork **{fork_id}** of run **{parent_id}** ({html.escape(spec.describe())}) — saved; "
-                f"{live_usage(t).calls} model calls made, none for the replayed rounds.")
+        done = (f"Fork **{short(fork_id)}** of run **{short(parent_id)}** ({html.escape(spec.describe())}) — "
+                f"saved; {live_usage(t).calls} model calls made, none for the replayed rounds.")
         if pause and t.status == "done" and len(t.rounds) == start + 1 and start + 1 < total:
             yield (done + f" Paused after round {start}: change what you like and press the button to go on "
-                   f"from round {start + 1}.", parent_chat, chat_messages(t), align(parent, t)[1:],
+                   f"from round {start + 1}.", parent_chat, chat_messages(t), side_by_side(parent, parent_id, t),
                    fork_id, start + 1, total)
             return
-        yield done, parent_chat, chat_messages(t), align(parent, t)[1:], *skip[:3]
+        yield done, parent_chat, chat_messages(t), side_by_side(parent, parent_id, t), *skip[:3]
 
 
 def build(services: Services, visitor_id: gr.BrowserState) -> tuple[gr.Textbox, gr.Number]:
@@ -139,8 +152,7 @@ def build(services: Services, visitor_id: gr.BrowserState) -> tuple[gr.Textbox, 
                             elem_id="fork-pause")
     go = gr.Button("Run the fork", variant="primary", elem_id="fork-button")
     status = gr.Markdown(elem_id="fork-status")
-    table = gr.Dataframe(headers=["round", "parent", "fork"], label="The two runs, round by round",
-                         elem_id="fork-aligned", interactive=False)
+    table = gr.HTML(elem_id="fork-aligned")  # the two runs, round by round, in the scoreboard's chips
     with gr.Row():
         parent_chat = gr.Chatbot(label="Parent run", elem_id="fork-parent", height=480,
                                  group_consecutive_messages=False, feedback_options=None)
