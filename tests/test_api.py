@@ -55,6 +55,12 @@ def test_only_the_five_endpoints_are_public_and_none_takes_a_token(client):
     assert sorted(info["named_endpoints"]) == sorted(f"/{name}" for name in ENDPOINTS)
     params = [p["parameter_name"] for e in info["named_endpoints"].values() for p in e["parameters"]]
     assert params and not [p for p in params if "token" in p or "key" in p or p == "request"]
+    # the API page names and describes every parameter (not Gradio's "the '1st' Api component")
+    for endpoint in info["named_endpoints"].values():
+        for p in endpoint["parameters"]:
+            assert p["label"] == p["parameter_name"] and p["python_type"]["description"], p
+    question = info["named_endpoints"]["/run_debate"]["parameters"][0]
+    assert question["python_type"]["description"] == "the question to debate."
 
 
 def test_run_debate_get_run_list_runs_and_fork_run(app, client):

@@ -4,6 +4,7 @@ launched with mcp_server=True. The UI's own events are kept out of the public AP
 from __future__ import annotations
 
 import importlib.util
+import inspect
 from typing import Any
 
 import gradio as gr
@@ -81,8 +82,7 @@ class Api:
             method: one of the debate methods or baselines (mad, madm2-subjective, truemad, r2mad, cot, ...).
             backbone: a configured backbone name; empty for the app's default.
             bank: memory bank folder for r2mad and icl-cot (e.g. memory/demo-mcq); empty for the default.
-            agent_backbones: one configured backbone per agent, ["a", "b", "a"], for a mixed-model debate;
-                empty for every agent on `backbone`.
+            agent_backbones: one backbone per agent, ["a", "b", "a"], for a mixed-model debate; empty: `backbone`.
             aux_backbone: with agent_backbones, the backbone of summaries, judges and advice; empty for agent 1's.
         """
         from r2mad.tasks import task_from_input
@@ -253,4 +253,18 @@ def install(demo: gr.Blocks, services: Services) -> Api:
         # the app's own line (services.admission) holds debates back; the framework gives each a worker
         gr.api(getattr(api, name), api_name=name, concurrency_id="debate" if slow else None,
                concurrency_limit=services.admission.capacity if slow else None)
+        document(demo, name, getattr(api, name))
     return api
+
+
+def document(demo: gr.Blocks, api_name: str, fn) -> None:
+    """The API page names each parameter and says what it is (from the docstring's Args), instead of
+    Gradio's "the input value that is provided in the '1st' Api component"."""
+    from gradio.utils import get_function_description
+
+    _, described, _ = get_function_description(fn)
+    [event] = [e for e in demo.fns.values() if e.api_name == api_name]
+    params = [p for p in inspect.signature(fn).parameters if p != "request"]
+    for component, param in zip(event.inputs, params):
+        component.label = param
+        component._api_info = {**component.api_info(), "additional_description": described.get(param, "")}
