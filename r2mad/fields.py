@@ -60,7 +60,7 @@ FIELDS = (
     Field("profile", "Profile",
           "paper: the papers' decoding (temperature 1.0, top_p 1.0, up to 6,144 tokens), the format in the "
           "system prompt and no clipping; slow on the embedded model. demo: fast settings for small models.",
-          flag=""),  # the CLI's --profile applies the papers' decoding first (cli_common.settings_from)
+          flag=""),  # the CLI's --profile applies the papers' decoding first (commands/common.settings_from)
     Field("k", "R²-MAD: K (cases per agent and round)", span=(1, 8, 1)),
     Field("gamma", "R²-MAD: γ (λ = 1 − γ·consensus)", span=(0.0, 1.0, 0.05)),
     Field("top_p"),
