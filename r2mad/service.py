@@ -125,10 +125,14 @@ async def run(request: RunRequest, backend: ChatBackend, backbone: str, agents: 
 
 async def start(request: RunRequest, resources: Resources, store, *, summaries=None,
                 on_update: Callable[[str, Transcript], None] | None = None,
-                admit: Callable[[], Awaitable[None]] | None = None) -> Runs:
-    """Resolve the backbones, open the bank, save the run(s), run them and close the bank. `on_update(method,
-    transcript)` sees each transcript as it grows (after it is saved); `admit` is awaited once the request is
-    found runnable and before anything is saved (the app's line for debates)."""
+                admit: Callable[[], Awaitable[None]] | None = None,
+                on_open: Callable[[dict[str, str]], None] | None = None,
+                emit_for: Callable[[str], Any] | None = None) -> Runs:
+    """Resolve the backbones, open the bank, save the run(s), run them and close the bank. `admit` is awaited
+    once the request is found runnable and before anything is saved (the app's line for debates); `on_open` gets
+    the saved runs' ids; `on_update(column, transcript)` sees each transcript as it grows, after it is saved
+    ("round0": the round side-by-side debates share, not saved on its own); `emit_for(column)` takes the loop's
+    events (live text)."""
     backend, backbone, agents = resources.backends(request)
     folder = request.bank if any(map(needs_bank, request.methods)) else None
     bank, notices = resources.bank(folder, request.task.kind)
@@ -137,18 +141,40 @@ async def start(request: RunRequest, resources: Resources, store, *, summaries=N
         if admit is not None:
             await admit()
         runs = Runs(open_runs(request, store))
+        if on_open is not None:
+            on_open(dict(runs.run_ids))
         recorders = {m: store.recorder(run_id) for m, run_id in runs.run_ids.items()}
 
-        def record_for(method: str) -> Record | None:
-            saving = recorders.get(method)
-            if saving is None or on_update is None:
+        def record_for(column: str) -> Record | None:
+            saving = recorders.get(column)
+            if on_update is None:
                 return saving
-            return lambda t: (saving(t), on_update(method, t))
+            return lambda t: (saving and saving(t), on_update(column, t))
         runs.transcripts = await run(request, backend, backbone, agents, bank=bank, notices=notices,
-                                     record_for=record_for, summaries=summaries)
+                                     record_for=record_for, emit_for=emit_for, summaries=summaries)
     finally:
         resources.release(bank)
     return runs
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """Resources an entry point has already resolved: the Debate tab resolves the backends to refuse at once,
+    and opens the bank itself to tell the visitor how far it got. Nothing to release."""
+    backend: ChatBackend
+    backbone: str
+    agents: AgentBackends = field(default_factory=list)
+    opened_bank: Any = None
+    notices: tuple[str, ...] = ()
+
+    def backends(self, request: RunRequest) -> tuple[ChatBackend, str, AgentBackends]:
+        return self.backend, self.backbone, list(self.agents)
+
+    def bank(self, folder: str | None, task_kind: str) -> tuple[Any, list[str]]:
+        return self.opened_bank, list(self.notices)
+
+    def release(self, bank) -> None:
+        pass
 
 
 def saved_backbone(method: str, aux: str, names: list[str]) -> str:

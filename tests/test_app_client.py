@@ -184,13 +184,13 @@ def test_live_run_saves_every_round_and_stops_on_request(tmp_path):
     from r2mad.ui.live import stream
 
     live, backend, store = scripted_run(tmp_path, ["mad"])
-    run_id, stop, saved_while_running = live.run_ids["mad"], asyncio.Event(), []
+    stop, saved_while_running = asyncio.Event(), []
 
     async def consume():
         async for shown in stream(live, backend, stop=stop):
             finished = [r for r in shown["mad"].rounds if not r.details.get("running")]
             if len(finished) == 1 and not saved_while_running:
-                record = store.get_run(run_id)
+                record = store.get_run(live.run_ids["mad"])
                 saved_while_running.append((record.status, record.rounds))
             if len(finished) == 2:
                 stop.set()
@@ -199,7 +199,7 @@ def test_live_run_saves_every_round_and_stops_on_request(tmp_path):
     shown = asyncio.run(consume())
     assert saved_while_running == [("running", 1)]
     assert shown["mad"].status == "cancelled"
-    record = store.get_run(run_id)
+    record = store.get_run(live.run_ids["mad"])
     assert record.status == "cancelled" and record.rounds == 2  # round 2 never finished
 
 

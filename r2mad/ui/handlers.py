@@ -19,7 +19,7 @@ from r2mad.evaluation.costs import price_table
 from r2mad.fields import ON_FORM
 from r2mad.methods import METHODS, needs_bank
 from r2mad.runs.faults import StoreError
-from r2mad.service import RunRequest, check_runnable
+from r2mad.service import RunRequest
 from r2mad.tasks import task_from_input
 from r2mad.text import quoted
 from r2mad.ui.debate_form import AGENTS, OPTIONS
@@ -227,7 +227,6 @@ class DebateHandlers:
             if stop_signal.is_set():
                 yield idle("Stopped before the debate started; nothing was run.")
                 return
-            await check_runnable(request, bank_obj)  # a bank that holds the question is refused
             store = services.store_for(req.token, login_token)
             prices = price_table(services.config.backbones.values())  # a custom endpoint has none
             live = LiveRun.of(request, store, agent_backends)
@@ -253,9 +252,9 @@ class DebateHandlers:
                     warn(f"{m}: {len(errors)} agent call(s) failed and abstained: {errors[0]}", token)
         except USER_ERRORS as exc:  # raised by the debate itself (e.g. a method that rejects its settings)
             warn(str(exc), token)
-            if live is not None:
+            if live is not None and live.run_ids:
                 yield view(live.transcripts(), final=True)
-            else:  # refused before it started (e.g. a full run store)
+            else:  # refused before anything was saved (a full run store, a bank that holds the question)
                 yield idle("Not started: " + html.escape(str(exc).replace(token or chr(0), "[redacted]"), quote=False))
         except Exception as exc:  # a bug, not the visitor's fault: log it (no secrets in it) and say so
             log.exception("debate failed")

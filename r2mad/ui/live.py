@@ -1,7 +1,6 @@
-"""Runs one debate or a side-by-side comparison for the app and streams it: the debate runs as an
-asyncio task, the loop hands its transcript to `record` after every step, and its events (through an
-asyncio.Queue) only wake the view and carry live text. Every method's run is saved in the run store
-round by round, as the loop made it. No Gradio here."""
+"""Runs one debate or a side-by-side comparison for the app and streams it: the run service's `start` runs as
+an asyncio task, saves each method's run round by round and hands the transcripts to the LiveRun; the loop's
+events (through an asyncio.Queue) only wake the view and carry live text. No Gradio here."""
 from __future__ import annotations
 
 import asyncio
@@ -9,12 +8,12 @@ import contextlib
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator
 
 from r2mad.config import DebateSettings
 from r2mad.methods import is_debate
 from r2mad.runs.store import RunStore
-from r2mad.service import RunRequest, open_runs, run
+from r2mad.service import Resolved, RunRequest, start
 from r2mad.types import Answer, Event, Task, Transcript
 
 TYPING_REFRESH_S = 0.25  # live text alone refreshes the page at most this often
@@ -22,8 +21,8 @@ TYPING_REFRESH_S = 0.25  # live text alone refreshes the page at most this often
 
 @dataclass
 class LiveRun:
-    """One run in progress: the loop's latest transcript per method (handed over by its `record` hook),
-    the live text of turns still being written, run ids, and the transcripts of methods that ended."""
+    """One run in progress: the loop's latest transcript per method (handed over by `update`), the live text
+    of turns still being written, the saved runs' ids once opened, and the transcripts of methods that ended."""
     task: Task
     methods: list[str]
     backbone: str
@@ -35,13 +34,12 @@ class LiveRun:
     results: dict[str, Transcript] = field(default_factory=dict)
     started_at: float = field(default_factory=time.time)
     typing: dict[str, dict[tuple[int, int], str]] = field(default_factory=dict)  # text of unfinished turns
-    recorders: dict[str, Callable[[Transcript], None]] = field(default_factory=dict)
     owner: str | None = None  # the visitor who may read these runs on a public Space (ui/visitors.py)
     agent_backends: list[tuple[str, Any]] = field(default_factory=list)  # mixed models: (name, backend) per agent
 
     @classmethod
     def of(cls, request: RunRequest, store: RunStore, agent_backends=()) -> LiveRun:
-        """The live view of a run request of the app, its runs saved as it starts."""
+        """The live view of a run request of the app."""
         return cls(request.task, list(request.methods), request.backbone, request.settings, request.bank, store,
                    owner=request.owner, agent_backends=list(agent_backends))
 
@@ -49,10 +47,11 @@ class LiveRun:
         self.request = RunRequest(self.task, tuple(self.methods), self.settings, self.backbone, source="app",
                                   agent_backbones=tuple(n for n, _ in self.agent_backends), bank=self.bank,
                                   owner=self.owner)
-        self.run_ids.update(open_runs(self.request, self.store))
-        for m in self.methods:
-            self.typing[m] = {}
-            self.recorders[m] = self.store.recorder(self.run_ids[m])
+        self.typing = {m: {} for m in self.methods}
+
+    def opened(self, run_ids: dict[str, str]) -> None:
+        """The run service saved the runs (once the request was found runnable)."""
+        self.run_ids.update(run_ids)
 
     def transcript(self, method: str) -> Transcript:
         """What the page shows: the loop's transcript (the shared round 0's while that runs), with the
@@ -79,16 +78,11 @@ class LiveRun:
     def transcripts(self) -> dict[str, Transcript]:
         return {m: self.transcript(m) for m in self.methods}
 
-    def record_for(self, column: str) -> Callable[[Transcript], None]:
-        """The `record` hook of one method (or of the shared round 0): keeps the loop's transcript, saves
-        it round by round, and keeps it for good once the method has ended."""
-        def record(t: Transcript) -> None:
-            self.latest[column] = t
-            if column in self.recorders and column not in self.results:
-                self.recorders[column](t)
-                if t.status != "running":
-                    self.results[column] = t
-        return record
+    def update(self, column: str, t: Transcript) -> None:
+        """A method's transcript (or the shared round 0's) as saved: kept for good once the method has ended."""
+        self.latest[column] = t
+        if column in self.methods and column not in self.results and t.status != "running":
+            self.results[column] = t
 
     def receive(self, column: str, event: Event) -> str:
         """Keep the live text of an event (the shared round 0 goes to every debate method); return its kind."""
@@ -107,7 +101,9 @@ class LiveRun:
         for m in self.methods:
             if m not in self.results:
                 t = dataclasses.replace(self.transcript(m), status=status)
-                if m in self.latest:
+                if m not in self.run_ids:  # refused or stopped before anything was saved
+                    pass
+                elif m in self.latest:
                     self.store.save_transcript(self.run_ids[m], t, status)
                 else:
                     self.store.set_status(self.run_ids[m], status, note)
@@ -129,9 +125,9 @@ async def stream(live: LiveRun, backend: Any, *, bank: Any = None, bank_notices:
     def emit_for(column: str):
         return lambda event: queue.put_nowait((column, event))
 
-    job = asyncio.create_task(run(live.request, backend, live.backbone, live.agent_backends, bank=bank,
-                                  notices=bank_notices, record_for=live.record_for, emit_for=emit_for,
-                                  summaries=summaries))
+    resolved = Resolved(backend, live.backbone, live.agent_backends, bank, tuple(bank_notices))
+    job = asyncio.create_task(start(live.request, resolved, live.store, summaries=summaries, on_update=live.update,
+                                    on_open=live.opened, emit_for=emit_for))
     stopper = asyncio.ensure_future(stop.wait())
     shown_at = 0.0
     getter: asyncio.Future | None = None
@@ -161,7 +157,7 @@ async def stream(live: LiveRun, backend: Any, *, bank: Any = None, bank_notices:
             yield live.abandon("cancelled")
             return
         _drain(queue, live)
-        job.result()  # raises what the debate raised; record_for has already kept every result
+        job.result()  # raises what the debate raised; `update` has already kept every result
     except (asyncio.CancelledError, GeneratorExit) as exc:
         job.cancel()
         if isinstance(exc, asyncio.CancelledError):  # a closed generator may not await
