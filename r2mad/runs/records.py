@@ -6,7 +6,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from r2mad.config import CONFIG_DIR, ConfigError, load_mapping
 from r2mad.types import Task, Transcript
@@ -198,3 +198,27 @@ def derived_flags(t: Transcript) -> tuple[bool | None, bool | None, int]:
         return None, None, metrics.parse_failures(t)
     return (metrics.shared_misconception(t), metrics.transitions(t).c2w > 0,
             metrics.parse_failures(t))
+
+
+def where_clause(*, method: str | None = None, backbone: str | None = None, bank: str | None = None,
+           status: str | None = None, correct: bool | None = None,
+           shared_misconception: bool | None = None, flip: bool | None = None,
+           parse_failures: bool | int | None = None, owner: str | None = None,
+           ids: Sequence[str] | None = None) -> tuple[str, list[Any]]:
+    """The WHERE clause of a run query, and its parameters (None means "any"; see RunStore.list_runs)."""
+    clauses, params = [], []
+    for col, value in (("method", method), ("backbone", backbone), ("bank", bank),
+                       ("status", status), ("correct", correct), ("owner", owner),
+                       ("shared_misconception", shared_misconception), ("flip", flip)):
+        if value is not None:
+            clauses.append(f"{col} = ?")
+            params.append(int(value) if isinstance(value, bool) else value)
+    if isinstance(parse_failures, bool):
+        clauses.append("parse_failures > 0" if parse_failures else "parse_failures = 0")
+    elif parse_failures is not None:
+        clauses.append("parse_failures >= ?")
+        params.append(int(parse_failures))
+    if ids is not None:
+        clauses.append(f"id IN ({', '.join('?' * len(ids))})" if ids else "0")
+        params.extend(ids)
+    return ("WHERE " + " AND ".join(clauses)) if clauses else "", params

@@ -1,0 +1,61 @@
+"""The run store's annotations: one annotator's labels, note and blame per run, every edit kept."""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from typing import Iterator, Sequence
+
+from r2mad.runs.records import NOTE_LIMIT, Annotation, AnnotationEdit, dumps
+from r2mad.text import quoted
+
+
+class Annotating:
+    """The annotation methods of the RunStore (store.py), which gives `transaction`, `taxonomy`, `scrub`, `path`."""
+
+    def annotate(self, run_id: str, *, annotator: str, labels: Sequence[str],
+                 note: str = "", blame: dict[str, dict[str, int]] | None = None) -> int:
+        """Save one annotator's labels and note for a run (an edit if they annotated it before);
+        `blame` maps a label to the turn it points at ({"round": r, "agent": a}); return the id."""
+        annotator, labels = annotator.strip(), list(dict.fromkeys(labels))
+        if len(note.encode("utf-8")) > NOTE_LIMIT or len(annotator) > 100:
+            what = "The note" if len(annotator) <= 100 else "The annotator name"
+            raise ValueError(f"{what} is too long (notes up to {NOTE_LIMIT // 1024} KB, names up to 100 "
+                             "characters); shorten it and save again.")
+        unknown = [label for label in labels if label not in self.taxonomy]
+        if unknown or not labels:
+            problem = f"Unknown label(s) {', '.join(map(repr, unknown))}" if unknown else "No label"
+            raise ValueError(f"{problem}; choose from: {', '.join(self.taxonomy)}.")
+        if not annotator:
+            raise ValueError("Annotator name is empty; enter your name before saving labels.")
+        note, now, labels_text = self.scrub(note), time.time(), dumps(labels)
+        blame_text = dumps({k: v for k, v in (blame or {}).items() if k in labels})
+        with self.transaction() as conn:
+            if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+                raise KeyError(f"No run {quoted(run_id)} in {self.path}; check the id.")
+            old = conn.execute("SELECT id, labels, note, blame, updated_at FROM annotations "
+                               "WHERE run_id = ? AND annotator = ?", (run_id, annotator)).fetchone()
+            if old is None:
+                return conn.execute("INSERT INTO annotations (run_id, annotator, labels, note, "
+                                    "created_at, updated_at, blame) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                    (run_id, annotator, labels_text, note, now, now, blame_text)).lastrowid
+            if (old["labels"], old["note"], old["blame"]) != (labels_text, note, blame_text):  # else no edit
+                seq = conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM annotation_edits "
+                                   "WHERE annotation_id = ?", (old["id"],)).fetchone()[0]
+                conn.execute("INSERT INTO annotation_edits VALUES (?, ?, ?, ?, ?)",
+                             (old["id"], seq, now, old["labels"], old["note"]))
+                conn.execute("UPDATE annotations SET labels = ?, note = ?, blame = ?, updated_at = ? "
+                             "WHERE id = ?", (labels_text, note, blame_text, now, old["id"]))
+            return old["id"]
+
+    def annotations_of(self, conn: sqlite3.Connection, run_id: str) -> Iterator[Annotation]:
+        for row in conn.execute("SELECT * FROM annotations WHERE run_id = ? ORDER BY annotator",
+                                (run_id,)).fetchall():
+            edits = conn.execute("SELECT seq, edited_at, labels, note FROM annotation_edits "
+                                 "WHERE annotation_id = ? ORDER BY seq", (row["id"],)).fetchall()
+            yield Annotation(row["id"], run_id, row["annotator"], tuple(json.loads(row["labels"])),
+                             row["note"], row["created_at"], row["updated_at"],
+                             tuple(AnnotationEdit(e["seq"], e["edited_at"],
+                                                  tuple(json.loads(e["labels"])), e["note"])
+                                   for e in edits), json.loads(row["blame"]))
+
