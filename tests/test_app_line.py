@@ -153,3 +153,26 @@ def test_a_fork_waits_in_the_same_line(held):
     gate.set()
     assert fork.result()["forked_from"] == parent["run_id"]
     running.result()
+
+
+def test_stop_takes_a_fork_out_of_the_line_with_nothing_saved(held):
+    demo, url, server, gate = held
+    services = demo.r2mad_services
+    gate.set()
+    UIClient(url, verbose=False).predict(**FORM, visitor_id="g" * 32, api_name="/debate")
+    parent_id = services.store.list_runs(limit=1)[0].id  # the debate just run
+    gate.clear()
+    hits = server.hits
+    running = UIClient(url, verbose=False).submit(**FORM, visitor_id="h" * 32, api_name="/debate")
+    until(lambda: server.hits > hits, "the running debate's first model call")
+    runs = services.store.count_runs()
+    forker = UIClient(url, verbose=False)
+    fork = forker.submit(run_id=parent_id, from_round=1, agent=1, change="force its answer to", value="3",
+                         method="(same as the run)", backbone="(same as the run)", rounds=0, pause=False,
+                         visitor_id="g" * 32, api_name="/fork")
+    until(lambda: services.admission.waiting_count() == 1, "the fork in line")
+    forker.predict(api_name="/fork_stop")
+    assert fork.result()[0] == "Stopped while waiting in line; nothing was run."
+    assert services.store.count_runs() == runs and services.admission.waiting_count() == 0
+    gate.set()
+    running.result()

@@ -47,7 +47,17 @@ def side_by_side(parent: Transcript, parent_id: str, fork: Transcript) -> str:
                        {"parent": f"Parent run {short(parent_id)}", "fork": "Fork"})
 
 
+def fork_session(request: gr.Request | None) -> str:
+    """The key of this browser tab's fork for Stop (apart from its debate's: both may run at once)."""
+    return f"{getattr(request, 'session_hash', None) or 'anonymous'}:fork"
+
+
 class ForkHandlers(VisitorHandlers):
+    async def stop(self, request: gr.Request = None) -> None:
+        """Stop this tab's fork: out of the line with nothing saved, or saved as cancelled once it runs."""
+        if not self.services.request_stop(fork_session(request)):
+            gr.Info("No fork is running in this tab.")
+
     def show(self, run_id: str, visitor_id: str | None = None, request: gr.Request = None,
              profile: gr.OAuthProfile | None = None, oauth_token: gr.OAuthToken | None = None):
         """The parent's chat as soon as an id of a run this visitor may read is given."""
@@ -82,18 +92,43 @@ class ForkHandlers(VisitorHandlers):
             gr.Warning(html.escape(sentence(exc), quote=False))
             yield skip
             return
+        session = fork_session(request)
+        stop = self.services.begin(session)
+        if stop is None:
+            gr.Warning("A fork is already running in this tab; press Stop or wait until it ends.")
+            yield skip
+            return
+        try:
+            async for shown in self._fork(run_id, record, spec, visitor, stop, pause=pause, start=start,
+                                          total=total, key=visitor_key(visitor.owner, visitor_id,
+                                                                       getattr(request, "session_hash", None))):
+                yield shown
+        finally:
+            self.services.end(session)
+
+    async def _fork(self, run_id: str, record, spec: ForkSpec, visitor, stop: asyncio.Event, *, pause: bool,
+                    start: int, total: int, key: str):
+        skip = tuple(gr.skip() for _ in range(7))
         parent = record.transcript
         updates: asyncio.Queue[Transcript] = asyncio.Queue()
         tickets: list[Ticket] = []
         asked, line = time.time(), self.services.admission
-        key = visitor_key(visitor.owner, visitor_id, getattr(request, "session_hash", None))
         job = asyncio.ensure_future(fork_saved(self.services, run_id, spec, source="app-fork", visitor=visitor,
                                                record=updates.put_nowait, waiting=tickets.append, line_key=key))
+        stopped = asyncio.ensure_future(stop.wait())
         parent_chat = await asyncio.to_thread(chat_messages, parent) if parent else []  # it checks answers
         try:
             while not job.done():
                 getter = asyncio.ensure_future(updates.get())
-                await asyncio.wait({job, getter}, timeout=REFRESH_S, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait({job, getter, stopped}, timeout=REFRESH_S, return_when=asyncio.FIRST_COMPLETED)
+                if stop.is_set() and not job.done():
+                    getter.cancel()
+                    in_line = not tickets or tickets[0].waiting  # nothing is saved before the line lets it in
+                    await _cancel(job)
+                    yield ("Stopped while waiting in line; nothing was run." if in_line else
+                           "Stopped; the fork is saved as cancelled with the rounds it finished."), parent_chat, \
+                        *skip[:5]
+                    return
                 if tickets and tickets[0].waiting:
                     getter.cancel()
                     words = waiting_words(line.place(tickets[0]), line.estimate_s(tickets[0]), time.time() - asked,
@@ -112,10 +147,8 @@ class ForkHandlers(VisitorHandlers):
             yield skip
             return
         finally:
-            if not job.done():
-                job.cancel()
-                with contextlib.suppress(asyncio.CancelledError, *USER_ERRORS):
-                    await job
+            stopped.cancel()
+            await _cancel(job)
         done = (f"Fork **{short(fork_id)}** of run **{short(parent_id)}** ({html.escape(spec.describe())}) — "
                 f"saved; {live_usage(t).calls} model calls made, none for the replayed rounds.")
         if pause and t.status == "done" and len(t.rounds) == start + 1 and start + 1 < total:
@@ -124,6 +157,13 @@ class ForkHandlers(VisitorHandlers):
                    fork_id, start + 1, total)
             return
         yield done, parent_chat, chat_messages(t), side_by_side(parent, parent_id, t), *skip[:3]
+
+
+async def _cancel(job: asyncio.Future) -> None:
+    if not job.done():
+        job.cancel()
+        with contextlib.suppress(asyncio.CancelledError, *USER_ERRORS):
+            await job
 
 
 def build(services: Services, visitor_id: gr.BrowserState) -> tuple[gr.Textbox, gr.Number]:
@@ -150,7 +190,9 @@ def build(services: Services, visitor_id: gr.BrowserState) -> tuple[gr.Textbox, 
                            precision=0)
         pause = gr.Checkbox(label="Pause after one round (step), to change and go on", value=False,
                             elem_id="fork-pause")
-    go = gr.Button("Run the fork", variant="primary", elem_id="fork-button")
+    with gr.Row():
+        go = gr.Button("Run the fork", variant="primary", elem_id="fork-button", scale=3)
+        stop = gr.Button("Stop", variant="stop", elem_id="fork-stop", scale=1)
     status = gr.Markdown(elem_id="fork-status")
     table = gr.HTML(elem_id="fork-aligned")  # the two runs, round by round, in the scoreboard's chips
     with gr.Row():
@@ -160,6 +202,8 @@ def build(services: Services, visitor_id: gr.BrowserState) -> tuple[gr.Textbox, 
                                group_consecutive_messages=False, feedback_options=None)
     run_id.change(h.show, [run_id, visitor_id], [parent_chat], api_visibility="private", queue=False)
     go.click(h.fork, [run_id, from_round, agent, change, value, method, backbone, rounds, pause, visitor_id],
-             [status, parent_chat, fork_chat, table, run_id, from_round, rounds], api_visibility="private",
-             concurrency_id="debate", concurrency_limit=services.admission.capacity)  # the line is services.admission
+             [status, parent_chat, fork_chat, table, run_id, from_round, rounds], api_name="fork",
+             api_visibility="undocumented", concurrency_id="debate",
+             concurrency_limit=services.admission.capacity)  # the line is services.admission
+    stop.click(h.stop, None, None, api_name="fork_stop", api_visibility="undocumented", queue=False)
     return run_id, from_round
