@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from r2mad.runs import store as runs
+from r2mad.runs import database
 from r2mad.runs.io import (
     export_annotations_csv,
     export_jsonl,
@@ -287,13 +287,13 @@ def test_older_schemas_are_migrated_and_newer_ones_refused(tmp_path, monkeypatch
     path = tmp_path / "runs.db"
     sqlite3.connect(path).close()  # an empty v0 file
     store = RunStore(path)
-    shipped = len(runs.MIGRATIONS)
+    shipped = len(database.MIGRATIONS)
     assert store._conn().execute("PRAGMA user_version").fetchone()[0] == shipped >= 2
     assert store._conn().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     run_id = save_run(store, make_transcript(MCQ, [["A"]], "A", True))
     store.close()
-    monkeypatch.setattr(runs, "MIGRATIONS",
-                        runs.MIGRATIONS + [("ALTER TABLE runs ADD COLUMN reviewer TEXT",)])
+    monkeypatch.setattr(database, "MIGRATIONS",
+                        database.MIGRATIONS + [("ALTER TABLE runs ADD COLUMN reviewer TEXT",)])
     store = RunStore(path)
     conn = store._conn()
     assert conn.execute("PRAGMA user_version").fetchone()[0] == shipped + 1
