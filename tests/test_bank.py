@@ -210,6 +210,7 @@ def test_a_bank_open_twice_is_refused_until_closed(tmp_path):
     again.close()
 
 
+@pytest.mark.slow  # seconds by design (worker processes, deadlines, threads)
 def test_unreachable_qdrant_server_fails_fast(tmp_path):
     new_bank(tmp_path).close()
     with socket.socket() as sock:  # a loopback port that nobody listens on
@@ -223,6 +224,7 @@ def test_unreachable_qdrant_server_fails_fast(tmp_path):
     assert time.monotonic() - started < 60
 
 
+@pytest.mark.slow  # seconds by design (worker processes, deadlines, threads)
 def test_eight_threads_adding_and_retrieving_lose_nothing(tmp_path):
     bank = new_bank(tmp_path)
     errors = []

@@ -55,6 +55,7 @@ def test_build_memory_records_the_chosen_embedder_and_the_bank_opens_with_it(set
     assert yaml.safe_load((out / "manifest.yaml").read_text())["counts"]["questions"] == 2
 
 
+@pytest.mark.slow  # seconds by design (worker processes, deadlines, threads)
 def test_an_embedder_that_cannot_be_loaded_is_one_sentence_naming_the_fix(setup, tmp_path, capsys):
     config_dir, server, data = setup
     assert build(config_dir, data, tmp_path / "bank", "--embedder", "no-such-org/no-such-model") == 2
@@ -72,6 +73,7 @@ def test_own_embedder_is_the_banks_and_the_default_where_no_bank_is(tmp_path):
     assert own_embedder(tmp_path / "nothing", "hash-64").id == "hash-64"
 
 
+@pytest.mark.slow  # seconds by design (worker processes, deadlines, threads)
 def test_eval_records_the_banks_embedder_in_run_json_and_the_report(setup, tmp_path):
     config_dir, server, data = setup
     bank = MemoryBank.create(tmp_path / "bank", task_kind="mcq", split="mmlu-pro-economics:train",

@@ -6,6 +6,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from r2mad.config import load_config
 from r2mad.memory.bank import MemoryBank
 from r2mad.memory.embedder import HashEmbedder
@@ -31,6 +33,7 @@ def config_for(tmp_path):
                                                                 data_dir=str(tmp_path / "var")))
 
 
+@pytest.mark.slow  # seconds by design (worker processes, deadlines, threads)
 def test_corrupt_index_is_rebuilt_or_memory_turns_off_and_the_bank_survives(tmp_path):
     config = config_for(tmp_path)
     folder = small_bank(tmp_path / "bank", Path(config.app.data_dir) / "index")

@@ -102,6 +102,7 @@ def test_a_small_binomial_is_still_judged(fresh_checks):
     assert check_math(r"\binom{30}{15}", "155117520") == (True, None)
 
 
+@pytest.mark.slow  # seconds by design (worker processes, deadlines, threads)
 def test_a_check_past_its_bound_is_different_and_the_checker_recovers(fresh_checks, monkeypatch):
     monkeypatch.setattr(mathcheck, "_SLOW_CHECK", sleep_then_agree)
     monkeypatch.setattr(mathworker, "CHECK_BOUND_S", 1.0)
@@ -114,6 +115,7 @@ def test_a_check_past_its_bound_is_different_and_the_checker_recovers(fresh_chec
     assert check_math("x+1", "1+x") == (True, None)  # a fresh child took over
 
 
+@pytest.mark.slow  # seconds by design (worker processes, deadlines, threads)
 def test_the_checker_runs_importable_functions_and_survives_their_errors(monkeypatch):
     assert mathworker.bounded(add, 2, 3) == 5
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
@@ -124,6 +126,7 @@ def test_the_checker_runs_importable_functions_and_survives_their_errors(monkeyp
     assert mathworker.bounded(add, 4, 5) == 9
 
 
+@pytest.mark.slow  # seconds by design (worker processes, deadlines, threads)
 def test_a_computing_check_is_ended_by_its_cpu_time_not_the_wall_clock(monkeypatch):
     monkeypatch.setattr(mathworker, "WALL_SLACK_S", 600.0)  # the wall clock would wait; the CPU bound does not
     with pytest.raises(mathworker.Overrun, match="used more than 1 s of CPU"):

@@ -272,6 +272,7 @@ def test_importing_what_is_no_export_names_the_file_and_the_line(config_dir, tmp
     assert RunStore(data_dir(config_dir) / "runs.sqlite").count_runs() == 0  # all or nothing
 
 
+@pytest.mark.slow  # seconds by design (worker processes, deadlines, threads)
 def test_an_import_reads_one_line_at_a_time(tmp_path):
     import tracemalloc
 

@@ -157,6 +157,7 @@ def test_5xx_forever_fails_transiently_after_max_retries_plus_one():
     assert elapsed >= 1.4  # it backed off 0.5 s, then 1 s, between the attempts
 
 
+@pytest.mark.slow  # seconds by design (worker processes, deadlines, threads)
 def test_deadline_bounds_many_retries():
     with FakeServer(responder=lambda body: status(500)) as srv:
         err, elapsed = failure(backend(srv, max_retries=10, deadline_s=3))
@@ -293,6 +294,7 @@ def test_stream_cut_every_time_fails_transiently_with_one_sentence():
     assert "partial" not in str(err) and KEY not in str(err)
 
 
+@pytest.mark.slow  # seconds by design (worker processes, deadlines, threads)
 def test_error_event_inside_a_stream_is_retried_then_named():
     with FakeServer(responder=lambda body: sse_error("The answer", "upstream overloaded")) as srv:
         srv.script([sse_error(), sse_error(), ok("The answer is ((B))")])
@@ -304,6 +306,7 @@ def test_error_event_inside_a_stream_is_retried_then_named():
     assert KEY not in str(err) and "\n" not in str(err)
 
 
+@pytest.mark.slow  # seconds by design (worker processes, deadlines, threads)
 def test_a_stalled_stream_is_cut_at_timeout_s_between_tokens_and_retried():
     with FakeServer(responder=lambda body: drip("one two three four", 3.0)) as srv:
         srv.script([drip("one two", 3.0), ok("The answer is 4")])

@@ -178,6 +178,7 @@ def strict_judge(body):
     return herd(body)
 
 
+@pytest.mark.slow  # seconds by design (worker processes, deadlines, threads)
 def test_fork_with_unmask_drop_advice_from_the_command_line(tmp_path, capsys):
     with FakeServer(responder=strict_judge) as srv:
         folder = make_config(tmp_path, fake=srv)
