@@ -158,20 +158,38 @@ def environment(tmp_path) -> dict:
             "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
+@pytest.fixture(scope="module")
+def cli_socket(tmp_path_factory):
+    """tests/cli_zygote.py serving `python -m r2mad` commands (the CLI imported once, a fork per command)."""
+    folder = tmp_path_factory.mktemp("cli")
+    path = folder / "cli.sock"
+    server = subprocess.Popen([sys.executable, "-m", "tests.cli_zygote", str(path)], cwd=ROOT,
+                              env=environment(folder), stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout.readline().strip() == "ready"  # bounded: pytest's own timeout of the session
+        yield path
+    finally:
+        server.kill()
+        server.wait(timeout=10)
+
+
 RUN_BASH = [p for p in PAGES if any(b.kind == "bash" and not b.marker for b in blocks(p))]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page", RUN_BASH, ids=lambda p: str(p.relative_to(ROOT)))
-def test_a_page_s_shell_examples_run(page, scripted, tmp_path):
+def test_a_page_s_shell_examples_run(page, scripted, cli_socket, tmp_path):
+    from tests.cli_zygote import CLIENT
+
     # `python -m r2mad` reads the scripted configs and notes that it ran; any other python is this interpreter
     py = shlex.quote(sys.executable)
     preamble = (f'python() {{ if [ "$1" = -m ] && [ "$2" = r2mad ]; then shift 2; echo "$1" >> ran.txt; '
-                f'{py} -m r2mad --config-dir {shlex.quote(str(scripted))} "$@"; else {py} "$@"; fi; }}\n'
-                'set -eo pipefail\n')
+                f'{py} -S -c {shlex.quote(CLIENT)} --config-dir {shlex.quote(str(scripted))} "$@"; '
+                f'else {py} "$@"; fi; }}\nset -eo pipefail\n')
     run = [b for b in blocks(page) if b.kind == "bash" and not b.marker]
     done = subprocess.run(["bash", "-c", preamble + "\n".join(b.code for b in run)], cwd=tmp_path,
-                          env=environment(tmp_path), capture_output=True, text=True, timeout=300)
+                          env={**environment(tmp_path), "R2MAD_CLI_SOCKET": str(cli_socket)},
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"{page.name}'s examples failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     documented = [argv[0] for b in run for argv in commands(b.code)]
     assert (tmp_path / "ran.txt").read_text().split() == documented  # every command ran, in order
@@ -207,6 +225,6 @@ def test_the_api_example_runs_against_the_served_app(scripted, tmp_path):
         scope: dict = {}
         exec(compile(code, block.name, "exec"), scope)
         runs = scope["c"].predict(limit=10, api_name="/list_runs")
-        assert scope["t"]["run_id"] and len(runs["runs"]) == 3  # two debates and the fork
+        assert scope["t"]["run_id"] and len(runs) == 3  # two debates and the fork
     finally:
         demo.close()
