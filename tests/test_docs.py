@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import shlex
 import shutil
 import subprocess
@@ -166,7 +167,8 @@ def cli_socket(tmp_path_factory):
     server = subprocess.Popen([sys.executable, "-m", "tests.cli_zygote", str(path)], cwd=ROOT,
                               env=environment(folder), stdout=subprocess.PIPE, text=True)
     try:
-        assert server.stdout.readline().strip() == "ready"  # bounded: pytest's own timeout of the session
+        waited = select.select([server.stdout], [], [], 120)[0]  # its imports, on a busy machine
+        assert waited and server.stdout.readline().strip() == "ready", "the CLI server did not start in 120 s"
         yield path
     finally:
         server.kill()
