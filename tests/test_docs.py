@@ -136,6 +136,14 @@ def test_every_docs_page_is_linked_from_the_readme():
     assert [p.name for p in PAGES[1:] if p.resolve() not in linked] == []
 
 
+def test_the_readme_layout_names_every_package_and_only_files_that_exist():
+    layout = ROOT.joinpath("README.md").read_text().split("## Layout", 1)[1].split("\n## ", 1)[0]
+    named = [n for row in re.findall(r"^\| (.+?) \|", layout, re.M) for n in re.findall(r"`([^`]+)`", row)]
+    assert [n for n in named if not (ROOT / "r2mad" / n).exists()] == []
+    packages = sorted(f"{p.parent.name}/" for p in (ROOT / "r2mad").glob("*/__init__.py"))
+    assert [p for p in packages if p not in named] == []
+
+
 # --- running the examples (slow) ------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
