@@ -60,6 +60,7 @@ def cmd_debate(args, config) -> int:
     from r2mad.evaluation.costs import price_table
 
     print_transcript(transcript, show_text=args.show_text, prices=price_table(config.backbones.values()))
+    print(f"Saved as run {runs.run_ids[request.methods[0]]}")  # the id fork, blame and rerun take
     if args.json:
         write_atomic(Path(args.json), transcript.to_json(indent=1))
         print(f"Transcript written to {args.json}")

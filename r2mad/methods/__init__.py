@@ -28,7 +28,7 @@ class MethodSpec:
     changes: Mapping[str, Any] = field(default_factory=dict)  # settings an ablation fixes
     section: str | None = None  # its own settings dataclass: DebateSettings.<section> (config.SECTIONS)
     description: str = ""  # what it does differently, one line (the app's method list)
-    departure: str = ""  # where it always departs from its paper (eval's report, the README's table)
+    departure: str = ""  # where it always departs from its paper (eval's report, docs/methods.md)
     advice: bool = False  # always runs with TrueMAD's advice plug-in (the plug-in listed as a method)
 
 

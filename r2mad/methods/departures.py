@@ -1,4 +1,4 @@
-"""Where a run departs from the papers and the authors' code, in words: the README's method table and
+"""Where a run departs from the papers and the authors' code, in words: docs/methods.md and
 `eval`'s report list these. The defaults follow the authors' code; a switch set to the paper text's
 reading, a speed variant or the demo profile adds a line. No I/O; reads a settings mapping."""
 from __future__ import annotations
