@@ -13,6 +13,7 @@ import gradio as gr
 
 from r2mad.methods import names
 from r2mad.ui import handlers
+from r2mad.ui.allowance_line import AllowanceLine
 from r2mad.ui.debate_form import (
     AGENTS,
     FILL,
@@ -130,6 +131,7 @@ def build(services: Services, visitor_id) -> DebateTab:
         with gr.Column(scale=2, min_width=300):
             methods_part(form, config.app.default_method)
             buttons_part(ui)
+            ui["allowance"] = gr.Markdown(visible=services.ledger is not None, elem_id="allowance")
     results_part(ui)
     banks = services.bank_choices()
     with gr.Accordion("Advanced: backbone, token, endpoint, memory bank and settings", open=False,
@@ -140,6 +142,8 @@ def build(services: Services, visitor_id) -> DebateTab:
     run_event = run_events(services, debate, form, ui, visitor_id, outputs)
     form_events(services, debate, form, ui)
     card_events(services, form, ui, card_buttons, banks, outputs)
+    if services.ledger is not None:
+        allowance_events(services, form, ui, visitor_id, run_event)
     return DebateTab(form, outputs, run_event, ui["stop"], debate.run_debate, debate.unload, ui["state"],
                      (ui["saved_run"], ui["fork_round"], ui["fork_button"]))
 
@@ -188,6 +192,19 @@ def form_events(services: Services, debate, form: Parts, ui: Parts) -> None:
                                 [form["mixed_models"]], [ui["mixed_box"], form["backbone"]], **quiet)
     form["agents"].change(lambda n: [gr.Dropdown(visible=i < int(n)) for i in range(MAX_AGENTS)], [form["agents"]],
                           [form[name] for name in AGENTS], **quiet)
+
+
+def allowance_events(services: Services, form: Parts, ui: Parts, visitor_id, run_event) -> None:
+    """The allowance line answers at page load (and when the browser's id arrives), after a debate and when the
+    backbone changes."""
+    line, quiet = AllowanceLine(services), dict(api_visibility="private", show_progress="hidden")
+
+    def refresh(known: str | None, request: gr.Request, login: gr.OAuthProfile | None,
+                oauth_token: gr.OAuthToken | None) -> str:
+        return line.refresh(known, request, login, oauth_token)
+
+    gr.on([visitor_id.change, form["backbone"].change], refresh, [visitor_id], ui["allowance"], **quiet)
+    run_event.then(refresh, [visitor_id], ui["allowance"], **quiet)
 
 
 def card_events(services: Services, form: Parts, ui: Parts, card_buttons, banks, outputs: list[Any]) -> None:
