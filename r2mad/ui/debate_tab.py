@@ -25,7 +25,7 @@ from r2mad.ui.debate_form import (
     needs_token,
     question_part,
 )
-from r2mad.ui.examples import BACKBONE, CARDS, SEED, cached, card_task
+from r2mad.ui.examples import BACKBONE, CARDS, SEED, cached, card_task, recording_model
 from r2mad.ui.fill import card_values
 from r2mad.ui.render import final_markdown
 from r2mad.ui.scoreboard import scoreboard_html
@@ -76,8 +76,8 @@ def cards_part() -> list[gr.Button]:
                 "the grid shows who answered what in each round (green = correct, red = wrong).",
                 elem_id="examples-intro")
     with gr.Row(elem_id="examples", equal_height=True):
-        return [gr.Button(card.label(card_task(card)), elem_classes=["example-card"], elem_id=f"example-{i}",
-                          size="sm") for i, card in enumerate(CARDS)]
+        return [gr.Button(card.label(card_task(card), recording_model(card)), elem_classes=["example-card"],
+                          elem_id=f"example-{i}", size="sm") for i, card in enumerate(CARDS)]
 
 
 def buttons_part(ui: Parts) -> None:
@@ -219,12 +219,13 @@ def card_events(services: Services, form: Parts, ui: Parts, card_buttons, banks,
         if recorded is None:
             return (f"This example has no recorded debate yet; press **Run it live** to run it "
                     f"({card.method} on the embedded model).", "")
-        return (final_markdown(recorded) + "  \n*Recorded earlier with seed 0 on the embedded model; press "
+        return (final_markdown(recorded) + f"  \n*Recorded earlier with seed 0 on {recording_model(card)}; press "
                 "**Run it live** to watch it happen.*", scoreboard_html(recorded))
 
     def fill_card(index: int) -> dict:
         """The card's question and preset in the form, the single-debate layout and "Run it live"."""
-        values = card_values(*cards[index], config, banks, BACKBONE, SEED)
+        recorded = cached(cards[index][0])  # "Run it live" runs on the backbone the recording used
+        values = card_values(*cards[index], config, banks, recorded.backbone if recorded else BACKBONE, SEED)
         return {**{form[name]: value for name, value in values.items()}, ui["single_box"]: gr.Column(visible=True),
                 ui["compare_box"]: gr.Column(visible=False), ui["live"]: gr.Button(visible=True)}
 
