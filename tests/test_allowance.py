@@ -180,3 +180,17 @@ def test_the_allowance_is_off_by_default_and_set_by_environment_variables(tmp_pa
     assert (on.enabled, on.visitor_calls, on.daily_usd) == (True, 40, 3.5)
     with pytest.raises(ConfigError, match="R2MAD_ALLOWANCE_VISITOR_USD='lots' is not a valid value"):
         load_config(env={"R2MAD_ALLOWANCE_VISITOR_USD": "lots"})
+
+
+def test_the_allowance_line_names_what_is_left_the_paid_backbone_and_past_it_sign_in(tmp_path, servers):
+    from r2mad.allowance import Left
+    from r2mad.ui.allowance_line import allowance_words
+
+    config = shared(tmp_path, *servers).config
+    left = Left(calls=12, usd=0.0375, everyone=False)
+    assert allowance_words(config, left, False, "hf-7b") == (
+        "**This Space pays for your debates on hf-7b:** **12 model calls and $0.0375** left today.")
+    assert "choose a Hugging Face backbone such as hf-7b under *Advanced*" in allowance_words(config, left, False)
+    assert "sign in with Hugging Face" in allowance_words(config, Left(0, 0.01, False), False, "hf-7b")
+    assert allowance_words(config, None, False) == ""  # no allowance: no line
+    assert allowance_words(config, None, True).startswith("Signed in: the Hugging Face backbones run on your own")

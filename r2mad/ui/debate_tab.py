@@ -199,12 +199,13 @@ def allowance_events(services: Services, form: Parts, ui: Parts, visitor_id, run
     backbone changes."""
     line, quiet = AllowanceLine(services), dict(api_visibility="private", show_progress="hidden")
 
-    def refresh(known: str | None, request: gr.Request, login: gr.OAuthProfile | None,
+    def refresh(known: str | None, backbone: str | None, request: gr.Request, login: gr.OAuthProfile | None,
                 oauth_token: gr.OAuthToken | None) -> str:
-        return line.refresh(known, request, login, oauth_token)
+        return line.refresh(known, backbone, request, login, oauth_token)
 
-    gr.on([visitor_id.change, form["backbone"].change], refresh, [visitor_id], ui["allowance"], **quiet)
-    run_event.then(refresh, [visitor_id], ui["allowance"], **quiet)
+    inputs = [visitor_id, form["backbone"]]
+    gr.on([visitor_id.change, form["backbone"].change], refresh, inputs, ui["allowance"], **quiet)
+    run_event.then(refresh, inputs, ui["allowance"], **quiet)
 
 
 def card_events(services: Services, form: Parts, ui: Parts, card_buttons, banks, outputs: list[Any]) -> None:
