@@ -14,7 +14,7 @@ from huggingface_hub import hf_hub_download
 
 from r2mad.backends.base import BackendError
 
-log = logging.getLogger("r2mad")
+log = logging.getLogger(__name__)
 _checked: dict[Path, str] = {}  # files whose sha256 this process has computed
 _lock = threading.Lock()
 
