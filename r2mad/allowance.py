@@ -128,6 +128,8 @@ class Metered:
         self.name, self.model, self.capabilities = inner.name, inner.model, inner.capabilities
 
     def __getattr__(self, attr: str) -> Any:  # describe(), base_url, …: the wrapped backend's
+        if attr == "inner":  # not set yet (a copy being made): no recursion
+            raise AttributeError(attr)
         return getattr(self.inner, attr)
 
     def estimate(self, messages: Sequence[Message], n: int, max_tokens: int) -> float:

@@ -1,5 +1,6 @@
-"""Typed configuration: dataclasses, YAML loading with yaml.safe_load, and validation that names the
-file, the key and the allowed values. The only module (with the CLI and app.py) that reads config files."""
+"""Typed configuration: the debate settings (dataclasses), `load_config`, which reads configs/*.yaml and the
+environment, and the keys a backbone takes. The only module (with the CLI and app.py) that reads config files;
+YAML reading and value checks live in config_files.py, the backbone and app settings in config_serving.py."""
 from __future__ import annotations
 
 import dataclasses

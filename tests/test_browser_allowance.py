@@ -14,7 +14,7 @@ import yaml
 from app import serve  # noqa: E402
 from r2mad.config import load_config  # noqa: E402
 from r2mad.fakeserver import FakeServer, ok  # noqa: E402
-from tests.browser import ARGS, CHROMIUM, SHOTS, sync_api  # noqa: E402  (skips without Chromium)
+from tests.browser import SHOTS, sync_api  # noqa: E402  (skips without Chromium)
 
 pytestmark = pytest.mark.slow  # a real browser and app
 
