@@ -194,3 +194,35 @@ def test_the_allowance_line_names_what_is_left_the_paid_backbone_and_past_it_sig
     assert "sign in with Hugging Face" in allowance_words(config, Left(0, 0.01, False), False, "hf-7b")
     assert allowance_words(config, None, False) == ""  # no allowance: no line
     assert allowance_words(config, None, True).startswith("Signed in: the Hugging Face backbones run on your own")
+
+
+@pytest.mark.slow  # the app's debate handler end to end on the scripted server
+def test_a_debate_that_runs_out_midway_ends_with_the_refused_calls_named(tmp_path, monkeypatch):
+    import itertools
+
+    import gradio as gr
+
+    from r2mad.ui.handlers import DebateHandlers
+    from r2mad.ui.services import Services
+
+    monkeypatch.setenv("HF_TOKEN", OWNER)
+    answers = itertools.cycle(["\\boxed{1}", "\\boxed{2}", "\\boxed{3}"])  # they never agree: round 1 is run
+    with FakeServer(models=["m"], responder=lambda body: ok(next(answers))) as router, \
+            FakeServer(models=["m"]) as other:
+        config = load_config(configs(tmp_path, router.base_url, other.base_url, visitor_calls=4),
+                             env={**os.environ, "SPACE_ID": "o/s", "R2MAD_HF_ROUTER_URL": router.base_url})
+        form = dict(backbone="hf-7b", token="", base_url="", model="", methods=["mad"], bank="", agents=3, rounds=2,
+                    temperature=0.7, max_tokens=32, seed=0, answer_guard="off", question="What is 1+1?", gold="2")
+
+        async def run():
+            request = gr.Request(username=None)
+            request.session_hash = "s1"
+            return [u async for u in DebateHandlers(Services(config, secrets=[OWNER])).run_debate(
+                **form, visitor_id="a" * 32, request=request)]
+
+        with pytest.warns(UserWarning) as warned:
+            asyncio.run(run())
+    assert router.hits == 4  # round 0's three calls and one of round 1; the other two were never sent
+    said = " ".join(str(w.message) for w in warned)
+    assert "2 agent call(s) failed and abstained: Your free allowance on this Space's account is used up" in said
+    assert OWNER not in said
