@@ -1,29 +1,35 @@
-"""Typed configuration: dataclasses, YAML loading with yaml.safe_load, and validation that names the
-file, the key and the allowed values. The only module (with the CLI and app.py) that reads config files."""
+"""Typed configuration: the debate settings (dataclasses), `load_config`, which reads configs/*.yaml and the
+environment, and the keys a backbone takes. The only module (with the CLI and app.py) that reads config files;
+YAML reading and value checks live in config_files.py, the backbone and app settings in config_serving.py."""
 from __future__ import annotations
 
 import dataclasses
 import os
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from r2mad.config_files import (  # noqa: F401 - re-exported: callers import them from here
+    ConfigError,
+    _check,
+    _limits,
+    load_mapping,
+    load_yaml,
+    validate,
+    whole_number,
+)
+from r2mad.config_serving import (  # noqa: F401 - re-exported: callers import them from here
+    HF_ROUTER,
+    Allowance,
+    AppConfig,
+    Backbone,
+    allowance_from_env,
+    with_router,
+)
 from r2mad.text import quoted
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG_DIR = ROOT / "configs"
-
-
-class ConfigError(ValueError):
-    """A configuration problem, phrased as one sentence with the file, key and fix."""
-
-
-def _limits(lo: float | None = None, hi: float | None = None, choices: tuple = ()) -> dict:
-    return {"lo": lo, "hi": hi, "choices": choices}
 
 
 @dataclass(frozen=True)
@@ -160,157 +166,11 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "r2mad"
 
 
-@dataclass(frozen=True)
-class Backbone:
-    name: str
-    kind: str = field(default="openai", metadata=_limits(choices=("embedded", "openai")))
-    label: str = ""
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str | None = None
-    api_key_required: bool = False
-    # a visitor's own token (pasted in the app, or their Hugging Face login's) may be sent here in place of
-    # api_key_env's key: true for the Hugging Face router's backbones only; a token never reaches the others
-    visitor_token: bool = False
-    timeout_s: float = field(default=60.0, metadata=_limits(0.1, 3600))
-    max_retries: int = field(default=2, metadata=_limits(0, 10))
-    # a streamed answer's bound on total time (unset: timeout_s + 0.05 s per max token); timeout_s bounds the gaps
-    total_timeout_s: float | None = field(default=None, metadata=_limits(0.1, 86400))
-    supports_logprobs: bool = True
-    stream: bool = False  # read answers as server-sent events (live text in the app)
-    n_ctx: int = field(default=3072, metadata=_limits(512, 131072))
-    # how the server can be made to keep to an answer format (the answer guard); "none": a plain follow-up
-    structured_output: str = field(default="none", metadata=_limits(choices=(
-        "none", "grammar", "vllm", "json_schema")))
-    answer_guard: bool = False  # default of the answer guard on this backbone (settings may override)
-    native_n: bool = False  # identical prompts go as one request for n samples (vLLM, OpenAI)
-    price_input_per_m: float | None = field(default=None, metadata=_limits(0, 1e6))  # USD per 1M prompt tokens
-    price_output_per_m: float | None = field(default=None, metadata=_limits(0, 1e6))  # USD per 1M completion tokens
-
-
-@dataclass(frozen=True)
-class AppConfig:
-    host: str = "127.0.0.1"
-    port: int = field(default=7860, metadata=_limits(1, 65535))
-    concurrency_limit: int = field(default=4, metadata=_limits(1, 256))
-    max_queue: int = field(default=32, metadata=_limits(1, 10000))
-    remote_concurrency_limit: int = field(default=16, metadata=_limits(1, 1024))  # debates on remote backbones
-    per_visitor_limit: int = field(default=2, metadata=_limits(1, 64))  # running or waiting, one of them waiting
-    allow_custom_endpoint: bool = True  # forced off on a Space
-    data_dir: str = "var"
-    memory_dirs: tuple[str, ...] = ("memory",)
-    embedder: str = "all-MiniLM-L6-v2"
-    default_bank: str | None = "memory/demo-mcq"
-    default_method: str = "mad"
-    # A public Space: each visitor reads only their own runs ("auto": when SPACE_ID is set)
-    private_runs: str = field(default="auto", metadata=_limits(choices=("auto", "on", "off")))
-    # Who may annotate and browse every run when runs are private: Hugging Face usernames or org names
-    # (the Space variable R2MAD_ANNOTATORS, comma-separated, replaces this list)
-    annotators: tuple[str, ...] = ()
-    # Debates of visitors who neither signed in nor pasted a token may spend the owner's HF_TOKEN
-    visitors_use_owner_token: bool = False
-    # Without persistent storage (/data), push runs and annotations to this private dataset repo
-    # (R2MAD_PERSIST_REPO) every `persist_every_min` minutes, and read them back at start
-    persist_repo: str | None = None
-    persist_every_min: float = field(default=10.0, metadata=_limits(1, 1440))
-    store_lock_wait_s: float = field(default=30.0, metadata=_limits(0.1, 3600))  # then: one sentence, no loss
-
-    @property
-    def runs_db(self) -> Path:
-        return Path(self.data_dir) / "runs.sqlite"
-
-    @property
-    def summaries_file(self) -> Path:
-        """R²-MAD's round summaries per backbone and stance pattern (a cache)."""
-        return Path(self.data_dir) / "summaries.json"
-
-    @property
-    def index_root(self) -> Path:
-        """Derived Qdrant indexes of the memory banks (never shipped, rebuilt when stale)."""
-        return Path(self.data_dir) / "index"
-
-
-def load_mapping(path: Path) -> dict:
-    """A YAML file whose top level must be a mapping of keys (an empty file reads as {})."""
-    data = load_yaml(path)
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the top level is a {type(data).__name__}, not a mapping of keys; write "
-                          "it as `key: value` lines (see the shipped file for the layout).")
-    return data
-
-
-def load_yaml(path: Path) -> Any:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"Config file {path} does not exist; create it or pass another path.") from None
-    try:
-        return yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise ConfigError(f"{where}: {problem}; fix the YAML syntax there.") from None
-
-
-def validate(cls: type, data: Any, where: str) -> Any:
-    """Build dataclass `cls` from a mapping, rejecting unknown keys, wrong types and values out of range."""
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where}: expected a mapping of keys to values, got {type(data).__name__}.")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - set(fields))
-    if unknown:
-        raise ConfigError(f"{where}: unknown key {quoted(unknown[0])}; allowed keys: {', '.join(fields)}.")
-    hints = typing.get_type_hints(cls)
-    values = {}
-    for name, value in data.items():
-        values[name] = _check(f"{where}.{name}", hints[name], value, fields[name].metadata)
-    return cls(**values)
-
-
-def _check(where: str, hint: Any, value: Any, limits: Any) -> Any:
-    optional = typing.get_origin(hint) in (typing.Union, types.UnionType)
-    if value is None:
-        if optional:
-            return None
-        raise ConfigError(f"{where}: a value is required.")
-    base = next(a for a in typing.get_args(hint) if a is not type(None)) if optional else hint
-    if typing.get_origin(base) is tuple:
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{where}: expected a list.")
-        return tuple(str(v) for v in value)
-    if dataclasses.is_dataclass(base):
-        return value if isinstance(value, base) else validate(base, value, where)
-    if base is bool and not isinstance(value, bool):
-        raise ConfigError(f"{where}: expected true or false, got {quoted(value)}.")
-    if base is int and isinstance(value, float) and value.is_integer():  # a form's number field sends 3.0
-        value = int(value)
-    if base is int and (isinstance(value, bool) or not isinstance(value, int)):
-        raise ConfigError(f"{where}: expected a whole number, got {quoted(value)}.")
-    if base is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{where}: expected a number, got {quoted(value)}.")
-        value = float(value)
-    if base is str and not isinstance(value, str):
-        raise ConfigError(f"{where}: expected text, got {quoted(value)}.")
-    lo, hi, choices = limits.get("lo"), limits.get("hi"), limits.get("choices", ())
-    if choices and value not in choices:
-        raise ConfigError(f"{where}: {quoted(value)} is not allowed; choose one of {', '.join(choices)}.")
-    if lo is not None and not (lo <= value <= hi):
-        raise ConfigError(f"{where}: {quoted(value)} is out of range; allowed {lo} to {hi}.")
-    return value
-
-
 def bounds(name: str) -> tuple[float, float]:
     """The (lowest, highest) value a debate setting allows, by its plain name: forms bound their fields by it."""
     cls = SECTIONS.get(SECTION_OF.get(name), DebateSettings)
     limits = next(f.metadata for f in dataclasses.fields(cls) if f.name == name)
     return limits["lo"], limits["hi"]
-
-
-def whole_number(value: Any, where: str, lo: int, hi: int) -> int:
-    """A whole number from a form or an API call (3.0 counts) within lo..hi, else one ConfigError sentence."""
-    return _check(where, int, value, _limits(lo, hi))
 
 
 @dataclass(frozen=True)
@@ -321,6 +181,7 @@ class Config:
     app: AppConfig
     on_space: bool
     config_dir: Path = CONFIG_DIR
+    hf_router: str = HF_ROUTER  # where the owner's token may go for anonymous visitors (R2MAD_HF_ROUTER_URL)
 
     @property
     def private_runs(self) -> bool:
@@ -334,6 +195,11 @@ class Config:
         if name not in self.backbones:
             raise ConfigError(f"Unknown backbone {quoted(name)}; choose one of: {', '.join(self.backbones)}.")
         return self.backbones[name]
+
+    def on_hf_router(self, backbone: Backbone) -> bool:
+        """Whether the backbone's endpoint is the Hugging Face router (the only place the owner's token goes for
+        anonymous visitors)."""
+        return bool(backbone.base_url) and backbone.base_url.rstrip("/") == self.hf_router.rstrip("/")
 
 
 def load_config(config_dir: Path | str = CONFIG_DIR, env: dict[str, str] | None = None) -> Config:
@@ -350,12 +216,20 @@ def load_config(config_dir: Path | str = CONFIG_DIR, env: dict[str, str] | None 
         if spec is not None and not isinstance(spec, dict):
             raise ConfigError(f"{path}: backbone {quoted(name)} is given as {quoted(spec)}; give it settings as "
                               "indented `key: value` lines (kind, base_url, model, ...).")
-    backbones = {name: validate(Backbone, {**(spec or {}), "name": name}, f"{path}: {name}")
+    router = (env.get("R2MAD_HF_ROUTER_URL") or "").strip() or None
+    backbones = {name: with_router(validate(Backbone, {**(spec or {}), "name": name}, f"{path}: {name}"), router)
                  for name, spec in entries.items()}
     for b in backbones.values():
         if b.visitor_token and (b.kind != "openai" or not b.api_key_env):
             raise ConfigError(f"{path}: {b.name}.visitor_token is true but the backbone names no api_key_env; give "
                               "it the key's variable (HF_TOKEN for the Hugging Face router) or remove visitor_token.")
+        gguf = (b.gguf_repo, b.gguf_file)
+        if any(gguf) and (b.kind != "embedded" or not all(gguf)):
+            raise ConfigError(f"{path}: {b.name} names a GGUF on the Hub; give an embedded backbone both gguf_repo "
+                              "and gguf_file (and gguf_sha256), or remove them.")
+        if b.gguf_sha256 is not None and not _is_sha256(b.gguf_sha256):
+            raise ConfigError(f"{path}: {b.name}.gguf_sha256 is not a sha256 (64 hexadecimal digits); copy it from "
+                              "the file's page on huggingface.co.")
     default = raw.get("default", next(iter(backbones)))
     if default not in backbones:
         raise ConfigError(f"{path}: default {quoted(default)} is not one of the backbones listed there.")
@@ -374,11 +248,16 @@ def load_config(config_dir: Path | str = CONFIG_DIR, env: dict[str, str] | None 
         app = dataclasses.replace(app, annotators=names)
     if env.get("R2MAD_PERSIST_REPO"):
         app = dataclasses.replace(app, persist_repo=env["R2MAD_PERSIST_REPO"])
+    app = dataclasses.replace(app, allowance=allowance_from_env(app.allowance, env))
     if env.get("GRADIO_SERVER_NAME"):
         app = dataclasses.replace(app, host=env["GRADIO_SERVER_NAME"])
     if env.get("GRADIO_SERVER_PORT"):
         app = dataclasses.replace(app, port=int(env["GRADIO_SERVER_PORT"]))
-    return Config(settings, backbones, default, app, on_space, config_dir)
+    return Config(settings, backbones, default, app, on_space, config_dir, router or HF_ROUTER)
+
+
+def _is_sha256(text: str) -> bool:
+    return len(text) == 64 and all(c in "0123456789abcdefABCDEF" for c in text)
 
 
 def env_secrets(config: Config, env: dict[str, str] | None = None) -> list[str]:

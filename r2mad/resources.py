@@ -9,9 +9,11 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from r2mad.allowance import Ledger, Left, Metered, refusal
 from r2mad.backends import make_backend
 from r2mad.backends.base import ChatBackend
 from r2mad.config import ROOT, Backbone, Config, ConfigError, api_key_for
+from r2mad.evaluation.costs import Prices, prices_of
 from r2mad.memory.summaries import SummaryCache
 from r2mad.runs.store import RunStore
 from r2mad.service import RunRequest
@@ -102,6 +104,8 @@ class Shared:
         self._opening: dict[Path, threading.Lock] = {}  # one opener per bank; other banks are not held up
         self.warming: dict[Path, str] = {}  # bank -> what its first opening is doing now
         self._backends: dict[str, Any] = {}
+        allowance = config.app.allowance
+        self.ledger = Ledger(config.app.allowance_db, allowance) if allowance.enabled else None
 
     # --- memory banks ---------------------------------------------------------------------------
 
@@ -182,11 +186,13 @@ class Shared:
     # --- backends -------------------------------------------------------------------------------
 
     def backend(self, backbone: str, *, token: str | None = None, base_url: str | None = None,
-                model: str | None = None, login_token: str | None = None) -> tuple[Any, str]:
+                model: str | None = None, login_token: str | None = None,
+                visitor: str | None = None) -> tuple[Any, str]:
         """(backend, backbone name to record). A visitor's own token (pasted first, then a signed-in visitor's
         login token) goes only to a backbone that declares `visitor_token` (the Hugging Face router's), and a
         pasted one to a custom endpoint the visitor typed (off on a Space); every other backbone gets the
-        environment's key, which on a Space serves visitors only when the config says so. Backends for
+        environment's key, which on a Space serves visitors only when the config says so, or, for an anonymous
+        `visitor` on the Hugging Face router, within the owner's allowance (allowance_backend). Backends for
         configured backbones with the environment's key are shared; the others are never cached."""
         token = (token or "").strip() or None
         if base_url and base_url.strip():
@@ -203,6 +209,9 @@ class Shared:
         own = (token or (login_token or "").strip() or None) if spec.visitor_token else None
         if own:
             return backend_for(self.config, backbone, pasted_token=own), backbone
+        metered = self.allowance_backend(spec, visitor)
+        if metered is not None:
+            return metered, backbone
         if self.config.on_space and not self.config.app.visitors_use_owner_token and spec.api_key_required:
             if spec.visitor_token:
                 raise ConfigError(f"Backbone '{backbone}' runs on your own account here: sign in with Hugging "
@@ -215,8 +224,26 @@ class Shared:
                 self._backends[backbone] = backend_for(self.config, backbone, env=env)
             return self._backends[backbone], backbone
 
+    def allowance_backend(self, spec: Backbone, visitor: str | None) -> Metered | None:
+        """The owner's key for an anonymous visitor's calls, metered by the allowance; None where it does not apply
+        (allowance off, no visitor, or a backbone that is not on the Hugging Face router: the owner's token goes
+        nowhere else). Refuses in one sentence, offering sign-in, when the visitor's allowance is spent."""
+        if self.ledger is None or not visitor or not spec.visitor_token or not self.config.on_hf_router(spec):
+            return None
+        left = self.ledger.left(visitor)
+        if left.spent:
+            raise ConfigError(refusal(left, self.ledger.allowance))
+        unpriced = self.ledger.allowance.unpriced_per_m
+        prices = prices_of(spec) or Prices(unpriced, unpriced)
+        return Metered(backend_for(self.config, spec.name), self.ledger, visitor, prices)
+
+    def allowance_left(self, visitor: str | None) -> Left | None:
+        """What this anonymous visitor may still spend today (None when there is no allowance)."""
+        return self.ledger.left(visitor) if self.ledger is not None and visitor else None
+
     def mixed_backends(self, names: list[str], aux: str | None = None, *, n_agents: int, token: str | None = None,
-                       login_token: str | None = None) -> tuple[Any, str, list[tuple[str, Any]]]:
+                       login_token: str | None = None,
+                       visitor: str | None = None) -> tuple[Any, str, list[tuple[str, Any]]]:
         """(auxiliary backend, its name, one (name, backend) per agent) for a mixed-model debate; each backbone
         under the rules of backend(), so a visitor's token reaches only the backbones declaring
         `visitor_token`; the others use the server's keys."""
@@ -233,7 +260,7 @@ class Shared:
         for name in dict.fromkeys([aux, *names]):
             spec = self.config.backbone(name)  # unknown: one sentence listing the backbones
             try:
-                made[name] = self.backend(name, token=token, login_token=login_token)[0]
+                made[name] = self.backend(name, token=token, login_token=login_token, visitor=visitor)[0]
             except ConfigError:
                 if spec.visitor_token or not token:
                     raise
@@ -241,9 +268,10 @@ class Shared:
                                   "mixed-model debate a pasted token serves only Hugging Face backbones.") from None
         return made[aux], aux, [(n, made[n]) for n in names]
 
-    def resources(self, token: str | None = None, login_token: str | None = None) -> VisitorResources:
+    def resources(self, token: str | None = None, login_token: str | None = None,
+                  visitor: str | None = None) -> VisitorResources:
         """What the run service resolves a visitor's request with (see VisitorResources)."""
-        return VisitorResources(self, token, login_token)
+        return VisitorResources(self, token, login_token, visitor)
 
     def store_for(self, *tokens: str | None) -> RunStore:
         """The shared store, or (with a visitor's token) a store that also scrubs that token."""
@@ -258,15 +286,16 @@ class VisitorResources:
     """The run service's resources for one visitor's request: backends under the token rules of
     Shared.backend, and the process-wide banks, which stay open after the run."""
 
-    def __init__(self, services: Shared, token: str | None = None, login_token: str | None = None):
-        self.services, self.token, self.login_token = services, token, login_token
+    def __init__(self, services: Shared, token: str | None = None, login_token: str | None = None,
+                 visitor: str | None = None):
+        self.services, self.token, self.login_token, self.visitor = services, token, login_token, visitor
 
     def backends(self, request: RunRequest) -> tuple[Any, str, AgentBackends]:
         s = self.services
         if request.agent_backbones:
             return s.mixed_backends(list(request.agent_backbones), request.backbone, n_agents=request.settings.agents,
-                                    token=self.token, login_token=self.login_token)
-        return (*s.backend(request.backbone, token=self.token, login_token=self.login_token), [])
+                                    token=self.token, login_token=self.login_token, visitor=self.visitor)
+        return (*s.backend(request.backbone, token=self.token, login_token=self.login_token, visitor=self.visitor), [])
 
     def bank(self, folder: str | None, task_kind: str) -> tuple[Any, list[str]]:
         return self.services.bank_for_task(folder, task_kind)

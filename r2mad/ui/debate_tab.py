@@ -13,6 +13,7 @@ import gradio as gr
 
 from r2mad.methods import names
 from r2mad.ui import handlers
+from r2mad.ui.allowance_line import AllowanceLine
 from r2mad.ui.debate_form import (
     AGENTS,
     FILL,
@@ -24,7 +25,7 @@ from r2mad.ui.debate_form import (
     needs_token,
     question_part,
 )
-from r2mad.ui.examples import BACKBONE, CARDS, SEED, cached, card_task
+from r2mad.ui.examples import BACKBONE, CARDS, SEED, cached, card_task, recording_model
 from r2mad.ui.fill import card_values
 from r2mad.ui.render import final_markdown
 from r2mad.ui.scoreboard import scoreboard_html
@@ -75,8 +76,8 @@ def cards_part() -> list[gr.Button]:
                 "the grid shows who answered what in each round (green = correct, red = wrong).",
                 elem_id="examples-intro")
     with gr.Row(elem_id="examples", equal_height=True):
-        return [gr.Button(card.label(card_task(card)), elem_classes=["example-card"], elem_id=f"example-{i}",
-                          size="sm") for i, card in enumerate(CARDS)]
+        return [gr.Button(card.label(card_task(card), recording_model(card)), elem_classes=["example-card"],
+                          elem_id=f"example-{i}", size="sm") for i, card in enumerate(CARDS)]
 
 
 def buttons_part(ui: Parts) -> None:
@@ -130,6 +131,7 @@ def build(services: Services, visitor_id) -> DebateTab:
         with gr.Column(scale=2, min_width=300):
             methods_part(form, config.app.default_method)
             buttons_part(ui)
+            ui["allowance"] = gr.Markdown(visible=services.ledger is not None, elem_id="allowance")
     results_part(ui)
     banks = services.bank_choices()
     with gr.Accordion("Advanced: backbone, token, endpoint, memory bank and settings", open=False,
@@ -140,6 +142,8 @@ def build(services: Services, visitor_id) -> DebateTab:
     run_event = run_events(services, debate, form, ui, visitor_id, outputs)
     form_events(services, debate, form, ui)
     card_events(services, form, ui, card_buttons, banks, outputs)
+    if services.ledger is not None:
+        allowance_events(services, form, ui, visitor_id, run_event)
     return DebateTab(form, outputs, run_event, ui["stop"], debate.run_debate, debate.unload, ui["state"],
                      (ui["saved_run"], ui["fork_round"], ui["fork_button"]))
 
@@ -190,6 +194,20 @@ def form_events(services: Services, debate, form: Parts, ui: Parts) -> None:
                           [form[name] for name in AGENTS], **quiet)
 
 
+def allowance_events(services: Services, form: Parts, ui: Parts, visitor_id, run_event) -> None:
+    """The allowance line answers at page load (and when the browser's id arrives), after a debate and when the
+    backbone changes."""
+    line, quiet = AllowanceLine(services), dict(api_visibility="private", show_progress="hidden")
+
+    def refresh(known: str | None, backbone: str | None, request: gr.Request, login: gr.OAuthProfile | None,
+                oauth_token: gr.OAuthToken | None) -> str:
+        return line.refresh(known, backbone, request, login, oauth_token)
+
+    inputs = [visitor_id, form["backbone"]]
+    gr.on([visitor_id.change, form["backbone"].change], refresh, inputs, ui["allowance"], **quiet)
+    run_event.then(refresh, inputs, ui["allowance"], **quiet)
+
+
 def card_events(services: Services, form: Parts, ui: Parts, card_buttons, banks, outputs: list[Any]) -> None:
     """A card shows its recorded debate at once, fills the form with its preset, then draws the full texts."""
     config, quiet = services.config, dict(api_visibility="private", queue=False, show_progress="hidden")
@@ -202,12 +220,13 @@ def card_events(services: Services, form: Parts, ui: Parts, card_buttons, banks,
         if recorded is None:
             return (f"This example has no recorded debate yet; press **Run it live** to run it "
                     f"({card.method} on the embedded model).", "")
-        return (final_markdown(recorded) + "  \n*Recorded earlier with seed 0 on the embedded model; press "
+        return (final_markdown(recorded) + f"  \n*Recorded earlier with seed 0 on {recording_model(card)}; press "
                 "**Run it live** to watch it happen.*", scoreboard_html(recorded))
 
     def fill_card(index: int) -> dict:
         """The card's question and preset in the form, the single-debate layout and "Run it live"."""
-        values = card_values(*cards[index], config, banks, BACKBONE, SEED)
+        recorded = cached(cards[index][0])  # "Run it live" runs on the backbone the recording used
+        values = card_values(*cards[index], config, banks, recorded.backbone if recorded else BACKBONE, SEED)
         return {**{form[name]: value for name, value in values.items()}, ui["single_box"]: gr.Column(visible=True),
                 ui["compare_box"]: gr.Column(visible=False), ui["live"]: gr.Button(visible=True)}
 

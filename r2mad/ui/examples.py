@@ -1,7 +1,9 @@
 """The first screen's example cards: a question from the demo test split with a method preset, and the
-finished debate recorded for it on the embedded model with seed 0 (shown at once; "Run it live" runs it
-again). `python -m r2mad.ui.examples` records them into data/examples/, again for any recording the
-current defaults or prompts would no longer produce (`stale`). No Gradio here."""
+finished debate recorded for it with seed 0 (shown at once; "Run it live" runs it again), on the embedded model
+unless recorded on another backbone. `python -m r2mad.ui.examples [--backbone NAME]` records them into
+data/examples/, again for any recording the current defaults or prompts would no longer produce (`stale`) or that
+another backbone made; each recording keeps the model it used (`recorded_with`), which its card shows.
+No Gradio here."""
 from __future__ import annotations
 
 import dataclasses
@@ -25,12 +27,12 @@ class ExampleCard:
     blurb: str  # "Method: what the card teaches"
     bank: str = ""
 
-    def label(self, task: Task) -> str:
+    def label(self, task: Task, model: str | None = None) -> str:
         """The method's name alone on the first line (drawn bold, so it never wraps half-bold), then what the
-        card teaches, then the question."""
+        card teaches, then the question, then the model its recording used."""
         q = task.question if len(task.question) <= 72 else task.question[:71] + "…"
         name, teaches = self.blurb.split(": ", 1)
-        return f"{name}\n{teaches[0].upper()}{teaches[1:]}\n{q}"
+        return f"{name}\n{teaches[0].upper()}{teaches[1:]}\n{q}" + (f"\nRecorded on {model}" if model else "")
 
 
 CARDS = (
@@ -62,6 +64,35 @@ def cached(card: ExampleCard, folder: Path = CACHE) -> Transcript | None:
     return t if t.status == "done" else None
 
 
+def recorded_with(config, backbone: str) -> dict[str, str]:
+    """What a recording keeps of the model it used: the backbone's name, the model's name (its label up to the
+    first bracket) and the model id or file behind it."""
+    spec = config.backbone(backbone)
+    if spec.kind == "embedded":
+        from r2mad.backends.embedded import GGUF_NAME
+
+        served = spec.gguf_file or GGUF_NAME
+    else:
+        served = spec.model or spec.base_url or ""
+    return {"backbone": backbone, "model": (spec.label or backbone).split(" (")[0].strip(), "served": served}
+
+
+def recording_model(card: ExampleCard, folder: Path = CACHE) -> str | None:
+    """The model a card's recording used, as the card shows it (None: no recording). Read from the recording's
+    `recorded_with`, else (older recordings) from its backbone's configured label."""
+    try:
+        data = json.loads((folder / f"{card.id}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    kept = data.get("recorded_with") or {}
+    return kept.get("model") or data.get("backbone")
+
+
+def write_recording(path: Path, t: Transcript, config, backbone: str) -> None:
+    data = {**json.loads(t.to_json()), "recorded_with": recorded_with(config, backbone)}
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+
+
 def recording_settings(config):
     """The app's defaults with seed 0; a generous deadline, so a busy CPU does not cut the recording."""
     return config.settings.replace(seed=SEED, deadline_s=7200)
@@ -69,13 +100,13 @@ def recording_settings(config):
 
 def stale(card: ExampleCard, recorded: Transcript, config) -> list[str]:
     """Why the current code would not reproduce a recording: settings that differ from today's defaults
-    (the answer guard as the embedded model decides it) and agents whose round-0 prompt changed."""
+    (the answer guard as the backbone decides it) and agents whose round-0 prompt changed."""
     from r2mad.methods import make_method
 
     now = dataclasses.asdict(recording_settings(config))
     why = [f"setting {key}" for key in sorted(set(now) | set(recorded.settings))
            if key != "deadline_s" and now.get(key) != recorded.settings.get(key)
-           and not (key == "answer_guard" and now[key] == "auto" and recorded.settings.get(key) == "on")]
+           and not (key == "answer_guard" and now[key] == "auto" and recorded.settings.get(key) in ("on", "off"))]
     method, task = make_method(card.method, recording_settings(config)), card_task(card)
     if recorded.task != task or recorded.method != method.name:
         why.append("question or method")
@@ -86,33 +117,51 @@ def stale(card: ExampleCard, recorded: Transcript, config) -> list[str]:
     return why
 
 
-async def record(card: ExampleCard, config) -> Transcript:
-    """Run a card's debate as the app would with its defaults on the embedded model, seed 0."""
+async def record(card: ExampleCard, config, backbone: str = BACKBONE) -> Transcript:
+    """Run a card's debate as the app would with its defaults, seed 0, on `backbone` (the embedded model unless
+    told; a remote backbone takes its key from the environment)."""
     from r2mad.resources import backend_for, open_bank
     from r2mad.runner import run_debate
 
     task = card_task(card)
     settings = recording_settings(config)
     bank, notices = open_bank(card.bank or None, config, task_kind=task.kind) if card.bank else (None, [])
-    return await run_debate(task, card.method, backend_for(config, BACKBONE), settings, backbone=BACKBONE,
+    return await run_debate(task, card.method, backend_for(config, backbone), settings, backbone=backbone,
                             bank=bank, notices=tuple(notices))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    import argparse
     import asyncio
 
-    from r2mad.config import load_config
+    from r2mad.config import ConfigError, load_config
 
-    config = load_config()
-    CACHE.mkdir(parents=True, exist_ok=True)
+    parser = argparse.ArgumentParser(prog="python -m r2mad.ui.examples",
+                                     description="Record the first screen's example debates.")
+    parser.add_argument("--backbone", default=BACKBONE, help=f"a backbone of backbones.yaml (default {BACKBONE})")
+    parser.add_argument("--config", type=Path, default=None, help="the configs folder (default configs/)")
+    parser.add_argument("--out", type=Path, default=CACHE, help="the folder of the recordings (default data/examples)")
+    parser.add_argument("--force", action="store_true", help="record every card again, even a current recording")
+    args = parser.parse_args(argv)
+    try:
+        config = load_config(args.config) if args.config else load_config()
+        config.backbone(args.backbone)
+    except ConfigError as exc:
+        raise SystemExit(str(exc)) from None
+    args.out.mkdir(parents=True, exist_ok=True)
     for card in CARDS:
-        recorded = cached(card)
-        if recorded is not None and not stale(card, recorded, config):
+        recorded = cached(card, args.out)
+        if (recorded is not None and not args.force and recorded.backbone == args.backbone
+                and not stale(card, recorded, config)):
+            print(f"{card.id}: current ({recording_model(card, args.out)}), kept")
             continue
-        t = asyncio.run(record(card, config))
-        (CACHE / f"{card.id}.json").write_text(json.dumps(json.loads(t.to_json()), ensure_ascii=False, indent=1),
-                                               encoding="utf-8")
-        print(f"{card.id}: {t.status}, final {t.final}, {t.seconds:.0f} s")
+        t = asyncio.run(record(card, config, args.backbone))
+        if t.status != "done":
+            print(f"{card.id}: {t.status} ({'; '.join(t.notices) or 'see the log'}), not kept")
+            continue
+        write_recording(args.out / f"{card.id}.json", t, config, args.backbone)
+        print(f"{card.id}: final {t.final.value}, {'right' if t.correct else 'wrong'}, {t.seconds:.0f} s on "
+              f"{recorded_with(config, args.backbone)['model']}")
 
 
 if __name__ == "__main__":

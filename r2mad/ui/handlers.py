@@ -102,8 +102,10 @@ class DebateHandlers:
         """The page was closed: stop its debate instead of letting it run on."""
         self.services.request_stop(getattr(request, "session_hash", None) or "anonymous")
 
-    async def _prepare(self, req: DebateRequest, login_token: str | None, owner: str | None = None):
-        """(run request, backend, per-agent backends) for a run; raises a USER_ERRORS exception to refuse."""
+    async def _prepare(self, req: DebateRequest, login_token: str | None, owner: str | None = None,
+                       visitor: str | None = None):
+        """(run request, backend, per-agent backends) for a run; raises a USER_ERRORS exception to refuse.
+        `visitor`: who an anonymous visitor is to the owner's allowance (their line key)."""
         services = self.services
         unknown = [m for m in req.methods if m.removesuffix("+advice") not in METHODS]
         if unknown:
@@ -117,11 +119,11 @@ class DebateHandlers:
                                   "Mixed models.")
             backend, backbone_name, agents = await asyncio.to_thread(
                 services.mixed_backends, list(req.agent_backbones), req.aux_backbone, n_agents=settings.agents,
-                token=req.token, login_token=login_token)
+                token=req.token, login_token=login_token, visitor=visitor)
         else:
             (backend, backbone_name), agents = await asyncio.to_thread(
                 services.backend, req.backbone, token=req.token, base_url=req.base_url, model=req.model,
-                login_token=login_token), []
+                login_token=login_token, visitor=visitor), []
         request = RunRequest(task, req.methods, settings, backbone_name, source="app",
                              agent_backbones=tuple(n for n, _ in agents), bank=req.bank or None, owner=owner)
         return request, backend, agents
@@ -195,7 +197,7 @@ class DebateHandlers:
         finished = False
         try:
             try:
-                request, backend, agent_backends = await self._prepare(req, login_token, visitor.owner)
+                request, backend, agent_backends = await self._prepare(req, login_token, visitor.owner, key)
             except USER_ERRORS as exc:
                 warn(str(exc), token)
                 text = html.escape(str(exc).replace(token or chr(0), "[redacted]"), quote=False)

@@ -40,7 +40,8 @@ async def start_in_line(services: Services, request: RunRequest, line_key: str, 
             waiting(ticket)
         await ticket.admitted()
     try:
-        runs = await start(request, services.resources(), services.store, summaries=services.summaries,
+        # an anonymous visitor's run on a Hugging Face backbone may spend the owner's allowance, counted to them
+        runs = await start(request, services.resources(visitor=line_key), services.store, summaries=services.summaries,
                            on_update=on_update, admit=admit)
         ticket.measured = all(t.status == "done" for t in runs.transcripts.values())
     finally:
