@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from r2mad.backends.base import BackendError
+from r2mad.commands import bank as bank_cli
 from r2mad.commands import bench, build_memory, evaluate
 from r2mad.commands import runs as runs_cli
 from r2mad.commands import steer as steer_cli
@@ -83,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_settings_flags(d)
     add_backbone_flags(d)
     d.set_defaults(func=cmd_debate)
-    for module in (build_memory, evaluate, bench, runs_cli, steer_cli):  # each adds its own subcommands
+    for module in (build_memory, evaluate, bench, runs_cli, steer_cli, bank_cli):  # each adds its own subcommands
         module.register(sub)
     return parser
 

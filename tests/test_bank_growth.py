@@ -1,0 +1,109 @@
+"""Labels become memory: saved debates written into a bank with their provenance, the bank's history and
+undo, and the leakage rule that refuses runs on questions an eval of the bank tests (CLI and library)."""
+import json
+
+import pytest
+
+from r2mad.annotation.book import LabelBook
+from r2mad.cli import main
+from r2mad.config import load_config
+from r2mad.evaluation.datasets import load_split
+from r2mad.evaluation.leakage import eval_tasks
+from r2mad.memory.bank import MemoryBank
+from r2mad.memory.embedder import load_embedder
+from r2mad.memory.files import BankError
+from r2mad.memory.growth import add_runs, history, undo
+from r2mad.runs.store import RunStore
+from r2mad.types import Task
+from tests.helpers import make_transcript, save_run
+
+TRAINED = Task("mcq", "Which gas do plants take in?", (("A", "oxygen"), ("B", "carbon dioxide")), gold="B",
+               id="own-1")
+OTHER = Task("mcq", "Which metal is liquid at room temperature?", (("A", "iron"), ("B", "mercury")), gold="B",
+             id="own-2")
+NO_GOLD = Task("mcq", "Is this a question without an answer key?", (("A", "yes"), ("B", "no")), id="own-3")
+TESTED = load_split("demo-mcq", "test").tasks[0]  # an eval of a demo-mcq bank tests this question
+
+
+def new_bank(tmp_path):
+    return MemoryBank.create(tmp_path / "grown", task_kind="mcq", split="demo-mcq:train", backbone="test",
+                             embedder=load_embedder("hash-64"), code_version="test", index_root=tmp_path / "index")
+
+
+def three_rounds(task):
+    # agent 1 right throughout, agent 2 wrong then right, agent 3 wrong throughout: final B (right)
+    return make_transcript(task, [["B", "A", "A"], ["B", "B", "A"], ["B", "B", "A"]], "B", True)
+
+
+@pytest.fixture
+def store(tmp_path):
+    return RunStore(tmp_path / "runs.db")
+
+
+def test_runs_become_cases_with_provenance_and_undo_takes_them_out(tmp_path, store):
+    labelled, plain = save_run(store, three_rounds(TRAINED)), save_run(store, three_rounds(OTHER))
+    LabelBook(store).set_final(labelled, [], adjudicator="ada")
+    bank = new_bank(tmp_path)
+    batch, refused = add_runs(bank, [store.get_run(labelled), store.get_run(plain)], by="bo",
+                              tested=eval_tasks(bank), finals=LabelBook(store).finals())
+    assert refused == []
+    assert (batch.number, len(batch.case_ids)) == (1, 12)  # 2 runs × rounds 1–2 × 3 agents
+    assert len(bank) == 12 and bank.has_question("own-1") and bank.has_question("own-2")
+    case = bank.case(f"run:{labelled}:a2:r1")
+    assert case.provenance["run"] == labelled and case.provenance["annotator"] == "ada"  # the adjudicator's
+    assert case.provenance["added_by"] == "bo" and case.provenance["labels"] == []
+    assert bank.case(f"run:{plain}:a0:r2").provenance["annotator"] == "bo"  # no final labels: who added it
+    assert case.answers == ("B", "B", "A") and case.correct == (True, True, False) and case.reward == 0.0
+    bank.close()
+    assert [(b.number, b.by, len(b.runs), b.undone_at) for b in history(tmp_path / "grown")] == [(1, "bo", 2, None)]
+
+    reopen = lambda p: MemoryBank.open(p, load_embedder("hash-64"), index_root=tmp_path / "index")  # noqa: E731
+    assert undo(tmp_path / "grown", 1, by="cy", reopen=reopen) == 12
+    [entry] = history(tmp_path / "grown")
+    assert entry.undone_by == "cy" and entry.undone_at
+    with reopen(tmp_path / "grown") as again:
+        assert len(again) == 0 and not again.has_question("own-1")
+        assert again.manifest["question_ids"] == [] and again.manifest["counts"]["cases"] == 0
+    with pytest.raises(BankError, match="already undone"):
+        undo(tmp_path / "grown", 1, by="cy")
+
+
+def test_leakage_unfinished_no_gold_and_repeats_are_refused_with_a_reason(tmp_path, store):
+    leak = save_run(store, make_transcript(TESTED, [["D", "D", "A"], ["D", "D", "D"]], "D", True))
+    no_gold = save_run(store, make_transcript(NO_GOLD, [["A", "B", "A"], ["A", "A", "A"]], "A", None))
+    failed = save_run(store, make_transcript(OTHER, [["A", "B", "A"]], "A", False, status="failed"))
+    good = save_run(store, three_rounds(TRAINED))
+    twice = save_run(store, three_rounds(TRAINED))
+    bank = new_bank(tmp_path)
+    batch, refused = add_runs(bank, [store.get_run(r) for r in (leak, no_gold, failed, good, twice)], by="bo",
+                              tested=eval_tasks(bank))
+    reasons = {r.run_id: r.reason for r in refused}
+    assert set(reasons) == {leak, no_gold, failed, twice}
+    assert f"question {TESTED.id}, which an eval of bank grown tests" in reasons[leak]
+    assert "no gold answer" in reasons[no_gold] and "did not finish" in reasons[failed]
+    assert "same question" in reasons[twice]
+    assert [r["run"] for r in batch.runs] == [good] and not bank.has_question(TESTED.id)
+    _, again = add_runs(bank, [store.get_run(twice)], by="bo", tested=[])
+    assert "already holds" in again[0].reason
+    bank.close()
+
+
+def test_bank_cli_adds_lists_and_undoes(tmp_path, capsys):
+    config = load_config()
+    store = RunStore(config.app.runs_db)
+    run_id = save_run(store, three_rounds(TRAINED))
+    leak = save_run(store, make_transcript(TESTED, [["D", "D", "A"], ["D", "D", "D"]], "D", True))
+    new_bank(tmp_path).close()
+    folder = str(tmp_path / "grown")
+    assert main(["bank", "add-runs", folder, "--gold", "--annotator", "bo"]) == 0
+    out = capsys.readouterr().out
+    assert f"refused: run {leak[:8]} asks question {TESTED.id}" in out
+    assert "Batch 1: 1 runs, 6 cases added" in out
+    lines = [json.loads(x) for x in (tmp_path / "grown" / "cases.jsonl").read_text().splitlines()]
+    assert {x["provenance"]["run"] for x in lines} == {run_id}
+    assert main(["bank", "history", folder]) == 0
+    assert f"run {run_id}  question own-1  annotator bo" in capsys.readouterr().out
+    assert main(["bank", "undo", folder, "1", "--annotator", "cy"]) == 0
+    assert (tmp_path / "grown" / "cases.jsonl").read_text() == ""
+    assert main(["bank", "history", folder]) == 0
+    assert "(undone" in capsys.readouterr().out
