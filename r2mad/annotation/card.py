@@ -6,6 +6,7 @@ from typing import Any, Sequence
 
 from r2mad.annotation import agreement
 from r2mad.annotation.book import LabelBook
+from r2mad.annotation.judge_book import judge_markdown
 
 FRONT = """---
 pretty_name: R²-MAD Studio debate failure annotations
@@ -28,10 +29,11 @@ def _cell(value: Any) -> str:
 def agreement_tables(book: LabelBook) -> tuple[list[agreement.LabelAgreement], list[agreement.DetectorScore]]:
     humans, taxonomy = book.human_labels(), list(book.store.taxonomy)
     suggested: dict[str, set[str]] = {}
-    for s in book.suggestions():
+    found = [s for s in book.suggestions() if not s.detector.startswith("llm:")]  # judges: judge_book.py
+    for s in found:
         suggested.setdefault(s.run_id, set()).add(s.label)
     finals = {run: f.labels for run, f in book.finals().items()}
-    detectable = sorted({s.label for s in book.suggestions()} & set(taxonomy), key=taxonomy.index)
+    detectable = sorted({s.label for s in found} & set(taxonomy), key=taxonomy.index)
     return (agreement.label_agreement(humans, taxonomy), agreement.detector_scores(suggested, finals, detectable))
 
 
@@ -44,6 +46,8 @@ def agreement_markdown(book: LabelBook) -> str:
               "| label | precision | recall | TP | FP | FN |", "| --- | --- | --- | --- | --- | --- |"]
     lines += [f"| {_cell(d.label)} | {_cell(d.precision)} | {_cell(d.recall)} | {d.true_pos} | {d.false_pos} | "
               f"{d.false_neg} |" for d in detectors]
+    lines += ["", "LLM judges against the same final labels (κ: judge vs. adjudicator, per label):", "",
+              judge_markdown(book)]
     return "\n".join(lines)
 
 
