@@ -104,3 +104,8 @@ def test_the_push_button_sends_the_dataset_with_the_pasted_token_or_the_login(tm
         login = SimpleNamespace(token="hf_" + "LOGINTOKEN" + "7" * 16)
         assert on_space.push("me/space-labels", "", "", "", req, SimpleNamespace(username="ann"), login)
         assert [a for m, p, a in hub.requests if m == "POST" and "commit" in p][-1] == f"Bearer {login.token}"
+        # contribute-repos: a bare name (or none) goes to the signed-in annotator's own namespace
+        assert "ann/space-labels" in on_space.push("space-labels", "", "", "", req, SimpleNamespace(username="ann"),
+                                                   login)
+        assert sorted(hub.repos["ann/space-labels"]) == ["README.md", "labels.parquet", "runs.parquet"]
+        assert "ann/r2mad-annotations" in on_space.push("", "", "", "", req, SimpleNamespace(username="ann"), login)
