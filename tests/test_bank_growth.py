@@ -107,3 +107,34 @@ def test_bank_cli_adds_lists_and_undoes(tmp_path, capsys):
     assert (tmp_path / "grown" / "cases.jsonl").read_text() == ""
     assert main(["bank", "history", folder]) == 0
     assert "(undone" in capsys.readouterr().out
+
+
+@pytest.mark.slow  # the app's services (gradio, the admission line): seconds
+def test_the_annotate_button_adds_the_open_run_for_annotators_only(tmp_path):
+    import dataclasses
+    from types import SimpleNamespace
+
+    import gradio as gr
+
+    from r2mad.ui.annotate_handlers import AnnotateHandlers
+    from r2mad.ui.bank_growth import BankGrowth
+    from r2mad.ui.services import Services
+
+    base = load_config(env={"R2MAD_DATA_DIR": str(tmp_path / "var")})
+    app = dataclasses.replace(base.app, memory_dirs=(str(tmp_path),), default_bank=None, private_runs="on",
+                              annotators=("ann",))
+    services = Services(dataclasses.replace(base, app=app))
+    new_bank(tmp_path).close()
+    folder = str(tmp_path / "grown")
+    assert services.bank_choices() == [folder]
+    run = save_run(services.store, three_rounds(TRAINED))
+    growth = BankGrowth(services, AnnotateHandlers(services)._me)
+    req = SimpleNamespace(session_hash="s1", query_params={})
+    with pytest.raises(gr.Error, match="annotators"):  # a visitor, signed in or not, writes no bank
+        growth.add_run(folder, run, "ann", "x" * 32, req, SimpleNamespace(username="visitor"))
+    assert len(services.bank(folder)) == 0
+    said = growth.add_run(folder, run, "", "x" * 32, req, SimpleNamespace(username="ann"))
+    assert said.startswith(f"Added run {run[:8]} to **grown** as 6 cases (batch 1, by ann)")
+    assert services.bank(folder).case(f"run:{run}:a0:r1").provenance["annotator"] == "ann"
+    assert "already holds" in growth.add_run(folder, run, "", "x" * 32, req, SimpleNamespace(username="ann"))
+    services.bank(folder).close()
