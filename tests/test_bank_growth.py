@@ -138,3 +138,23 @@ def test_the_annotate_button_adds_the_open_run_for_annotators_only(tmp_path):
     assert services.bank(folder).case(f"run:{run}:a0:r1").provenance["annotator"] == "ann"
     assert "already holds" in growth.add_run(folder, run, "", "x" * 32, req, SimpleNamespace(username="ann"))
     services.bank(folder).close()
+
+
+@pytest.mark.slow  # three evals and two builds against a loopback server: seconds
+def test_eval_measures_accuracy_as_a_copy_of_the_bank_grows(tmp_path, config_dir, capsys):
+    new_bank(tmp_path).close()
+    out = tmp_path / "curve"
+    args = ["--config-dir", str(config_dir), "eval", "--task", "demo-mcq", "--limit", "2", "--methods", "cot,r2mad",
+            "--bank", str(tmp_path / "grown"), "--grow-batch", "2", "--grow-steps", "2", "--rounds", "2",
+            "--no-progress", "--out", str(out)]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    # the fake server answers B to everything: cases per question = 1 debate round after round 0 × 3 agents
+    assert "step 0: 0 cases (0 questions added)" in printed
+    assert "step 1: 6 cases (2 questions added)" in printed and "step 2: 12 cases (4 questions added)" in printed
+    curve = (out / "learning_curve.md").read_text()
+    assert curve.count("\n| ") == 4 and "R²-MAD" in curve and "CoT" not in curve  # header + 3 steps; bank methods
+    assert (out / "learning_curve.png").is_file() and 'src="data:image/png' in (out / "learning_curve.html").read_text()
+    assert len(MemoryBank.open(tmp_path / "grown", load_embedder("hash-64"), index_root=tmp_path / "i2")) == 0
+    assert main(args) == 0  # resumed: the same points, no question debated twice
+    assert "step 2: 12 cases (4 questions added)" in capsys.readouterr().out

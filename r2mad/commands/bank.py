@@ -6,11 +6,12 @@ import sys
 from pathlib import Path
 
 
-def open_for_growth(folder: str | Path, config):
+def open_for_growth(folder: str | Path, config, task_kind: str | None = None):
     """The bank at `folder` opened to write (its own embedder), or a BankError naming the fix."""
     from r2mad.memory.bank import MemoryBank, own_embedder
 
-    return MemoryBank.open(Path(folder), own_embedder(folder, config.app.embedder), index_root=config.app.index_root)
+    return MemoryBank.open(Path(folder), own_embedder(folder, config.app.embedder), index_root=config.app.index_root,
+                           expected_task=task_kind)
 
 
 def grow(store, bank, run_ids, *, by: str, data_file=None):
