@@ -141,3 +141,22 @@ def test_judge_command_on_a_loopback_server(tmp_path, config_dir, capsys):
     assert "dropped oscillation: the quote 'no such words' is not in round 1, agent 1's text" in out
     [s] = [s for s in LabelBook(store).suggestions(run) if s.detector == "llm:judge"]
     assert (s.label, s.round, s.agents) == ("majority_persuaded_correct_agent", 1, (0,))
+
+
+def test_the_dataset_exports_judge_rows_as_kind_llm_and_imports_them_back(tmp_path):
+    import pyarrow.parquet as pq
+
+    from r2mad.annotation.dataset import read_dataset, write_dataset
+
+    store = RunStore(tmp_path / "runs.db", taxonomy=TAXONOMY)
+    run = save_run(store, debate())
+    book = judged(store, {"largest": quote("majority_persuaded_correct_agent", 2, 1, "A")}, [run])
+    write_dataset(book, tmp_path / "ds")
+    rows = [r for r in pq.read_table(tmp_path / "ds" / "labels.parquet").to_pylist() if r["kind"] == "llm"]
+    assert [(r["label"], r["annotator"], r["round"], r["agent"]) for r in rows] == [
+        ("majority_persuaded_correct_agent", "llm:scripted", 1, 0)]
+    assert "1 LLM judge suggestions" in (tmp_path / "ds" / "README.md").read_text()
+    fresh = LabelBook(RunStore(tmp_path / "b.db", taxonomy=TAXONOMY))
+    read_dataset(fresh, tmp_path / "ds")
+    assert sorted(s.detector for s in fresh.suggestions(run)) == sorted(s.detector for s in book.suggestions(run))
+    assert "llm:scripted" in {s.detector for s in fresh.suggestions(run)}

@@ -52,13 +52,13 @@ def agreement_markdown(book: LabelBook) -> str:
 
 
 def dataset_card(book: LabelBook, runs: int, labels: Sequence[dict[str, Any]]) -> str:
-    kinds = {k: sum(1 for r in labels if r["kind"] == k) for k in ("human", "detector", "final")}
+    kinds = {k: sum(1 for r in labels if r["kind"] == k) for k in ("human", "detector", "llm", "final")}
     taxonomy = "\n".join(f"| `{_cell(k)}` | {_cell(v)} |" for k, v in book.store.taxonomy.items())
     return f"""{FRONT}
 # Why multi-agent debates fail: annotations from R²-MAD Studio
 
-{runs} debate runs; {kinds['human']} human labels, {kinds['detector']} detector suggestions and
-{kinds['final']} adjudicated final labels.
+{runs} debate runs; {kinds['human']} human labels, {kinds['detector']} detector suggestions,
+{kinds['llm']} LLM judge suggestions and {kinds['final']} adjudicated final labels.
 
 ## Taxonomy
 
@@ -76,8 +76,9 @@ labelled; Fleiss' κ over the runs with the most common number of annotators; Kr
 
 ## Files and schema
 
-- `labels.parquet`: one row per label. `kind` is `human`, `detector` or `final`; `annotator` is the
-  person, the detector's name or the adjudicator; `round` and `agent` (0-based, as in transcripts)
+- `labels.parquet`: one row per label. `kind` is `human`, `detector`, `llm` (an LLM judge's proposal,
+  its quote in `evidence`) or `final`; `annotator` is the person, the detector's or judge's name
+  (`llm:<backbone>`) or the adjudicator; `round` and `agent` (0-based, as in transcripts)
   point at the turn a label blames; `agents` lists every agent a detector named; `evidence` (JSON)
   holds a detector's numbers and text span; `reviews` (JSON) who confirmed or rejected it.
 - `runs.parquet`: one row per run with every stored column; `settings`, `task`, `transcript` and
