@@ -109,3 +109,12 @@ def test_the_push_button_sends_the_dataset_with_the_pasted_token_or_the_login(tm
                                                    login)
         assert sorted(hub.repos["ann/space-labels"]) == ["README.md", "labels.parquet", "runs.parquet"]
         assert "ann/r2mad-annotations" in on_space.push("", "", "", "", req, SimpleNamespace(username="ann"), login)
+
+
+def test_a_signed_in_annotator_pushes_a_bare_name_to_their_own_namespace():
+    from r2mad.ui.own_repo import own_repo
+
+    ann = SimpleNamespace(username="ann")
+    assert own_repo("labels", ann) == "ann/labels" and own_repo("  ", ann) == "ann/r2mad-annotations"
+    assert own_repo("org/labels", ann) == "org/labels"  # a full id stays as typed
+    assert own_repo("labels", None) == "labels"  # no login: push_dataset asks for user/name
