@@ -40,6 +40,8 @@ def memory_rows(t: Any) -> list[tuple]:
 
 def table_html(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     def cell(v: Any) -> str:
+        if isinstance(v, bool):
+            return "yes" if v else "no"
         return "—" if v is None else f"{v:.3f}" if isinstance(v, float) else esc(v)
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{cell(v)}</td>" for v in row) + "</tr>" for row in rows)
