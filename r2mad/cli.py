@@ -1,4 +1,4 @@
-"""Command line: `python -m r2mad debate | build-memory | eval | bench | export | import`.
+"""Command line: `python -m r2mad debate | build-memory | eval | bench | export | import | judge | export-html | bank`.
 Reads config files and environment variables (an edge of the system); prints human-readable output."""
 from __future__ import annotations
 

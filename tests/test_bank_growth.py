@@ -158,3 +158,26 @@ def test_eval_measures_accuracy_as_a_copy_of_the_bank_grows(tmp_path, config_dir
     assert len(MemoryBank.open(tmp_path / "grown", load_embedder("hash-64"), index_root=tmp_path / "i2")) == 0
     assert main(args) == 0  # resumed: the same points, no question debated twice
     assert "step 2: 12 cases (4 questions added)" in capsys.readouterr().out
+
+
+@pytest.mark.slow  # two evals, two debates and a plot: about two seconds on a shared machine
+def test_the_learning_curve_evaluates_before_and_after_each_batch(tmp_path):
+    import asyncio
+
+    from r2mad.evaluation.learning_curve import learning_curve
+    from tests.helpers import EVAL_SETTINGS, make_eval_run
+    from tests.scripted import ScriptedBackend
+
+    bank = new_bank(tmp_path)
+    run = make_eval_run(methods=("r2mad",), limit=1)
+    train = load_split("demo-mcq", "train").tasks
+    backend = ScriptedBackend(lambda m: "Thinking. ((B))")
+    points = asyncio.run(learning_curve(run, backend, tmp_path / "curve", bank=bank, train=train, batch=2, steps=1,
+                                        build_settings=EVAL_SETTINGS, backbone="scripted"))
+    # each training question: a full 3-round debate, cases from rounds 1 and 2 for 3 agents = 6
+    assert [(p.step, p.questions_added, p.bank_questions, p.bank_cases) for p in points] == [
+        (0, 0, 0, 0), (1, 2, 2, 12)]
+    assert [p.accuracy["r2mad"].n for p in points] == [1, 1]
+    assert bank.has_question(train[0].id) and bank.has_question(train[1].id) and not bank.has_question(train[2].id)
+    assert (tmp_path / "curve" / "step-1" / "rows.jsonl").is_file()
+    bank.close()
