@@ -54,6 +54,10 @@ def test_runs_become_cases_with_provenance_and_undo_takes_them_out(tmp_path, sto
     assert case.provenance["added_by"] == "bo" and case.provenance["labels"] == []
     assert bank.case(f"run:{plain}:a0:r2").provenance["annotator"] == "bo"  # no final labels: who added it
     assert case.answers == ("B", "B", "A") and case.correct == (True, True, False) and case.reward == 0.0
+    from r2mad.ui.tables import case_markdown
+    shown = case_markdown(case)  # the Memory bank tab's audit view says where the case came from
+    assert f"**From run** {labelled} (mad on smollm2-135m) · annotator ada · added by bo on" in shown
+    assert "adjudicated labels: none" in shown
     bank.close()
     assert [(b.number, b.by, len(b.runs), b.undone_at) for b in history(tmp_path / "grown")] == [(1, "bo", 2, None)]
 
