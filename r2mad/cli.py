@@ -1,4 +1,4 @@
-"""Command line: `python -m r2mad debate | build-memory | eval | bench | export | import`.
+"""Command line: `python -m r2mad debate | build-memory | eval | bench | export | import | judge | export-html | bank`.
 Reads config files and environment variables (an edge of the system); prints human-readable output."""
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ import sys
 from pathlib import Path
 
 from r2mad.backends.base import BackendError
+from r2mad.commands import bank as bank_cli
 from r2mad.commands import bench, build_memory, evaluate
+from r2mad.commands import export_html as export_html_cli
+from r2mad.commands import judge as judge_cli
 from r2mad.commands import runs as runs_cli
 from r2mad.commands import steer as steer_cli
 from r2mad.commands.common import (
@@ -84,7 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_settings_flags(d)
     add_backbone_flags(d)
     d.set_defaults(func=cmd_debate)
-    for module in (build_memory, evaluate, bench, runs_cli, steer_cli):  # each adds its own subcommands
+    # each adds its own subcommands
+    for module in (build_memory, evaluate, bench, runs_cli, steer_cli, bank_cli, judge_cli,
+                   export_html_cli):
         module.register(sub)
     return parser
 

@@ -215,6 +215,7 @@ class Case:
     stance_changed: bool = False  # a(z_i^(t)) != a(z_i^(t-1))
     quarantined: bool = False
     solution: str = ""  # the task's worked reference solution, where the data set has one (older banks: none)
+    provenance: dict = field(default_factory=dict)  # a case from a saved run: run, annotator, time (memory/growth.py)
 
     @property
     def own_correct(self) -> bool:

@@ -104,3 +104,17 @@ def test_the_push_button_sends_the_dataset_with_the_pasted_token_or_the_login(tm
         login = SimpleNamespace(token="hf_" + "LOGINTOKEN" + "7" * 16)
         assert on_space.push("me/space-labels", "", "", "", req, SimpleNamespace(username="ann"), login)
         assert [a for m, p, a in hub.requests if m == "POST" and "commit" in p][-1] == f"Bearer {login.token}"
+        # contribute-repos: a bare name (or none) goes to the signed-in annotator's own namespace
+        assert "ann/space-labels" in on_space.push("space-labels", "", "", "", req, SimpleNamespace(username="ann"),
+                                                   login)
+        assert sorted(hub.repos["ann/space-labels"]) == ["README.md", "labels.parquet", "runs.parquet"]
+        assert "ann/r2mad-annotations" in on_space.push("", "", "", "", req, SimpleNamespace(username="ann"), login)
+
+
+def test_a_signed_in_annotator_pushes_a_bare_name_to_their_own_namespace():
+    from r2mad.ui.own_repo import own_repo
+
+    ann = SimpleNamespace(username="ann")
+    assert own_repo("labels", ann) == "ann/labels" and own_repo("  ", ann) == "ann/r2mad-annotations"
+    assert own_repo("org/labels", ann) == "org/labels"  # a full id stays as typed
+    assert own_repo("labels", None) == "labels"  # no login: push_dataset asks for user/name

@@ -67,7 +67,7 @@ class LabelBook:
                                       "v.reviewed_at FROM suggestions s JOIN suggestion_reviews v ON "
                                       "v.suggestion_id = s.id WHERE s.run_id = ?", (run_id,)).fetchall():
                     kept.setdefault((r[0], r[1], r[2], r[3]), []).append((r[4], r[5], r[6]))
-                conn.execute("DELETE FROM suggestions WHERE run_id = ?", (run_id,))
+                conn.execute("DELETE FROM suggestions WHERE run_id = ? AND detector NOT LIKE 'llm:%'", (run_id,))
                 for s in found:
                     agents = dumps(list(s.agents))
                     sid = conn.execute(

@@ -6,6 +6,7 @@ from typing import Any, Sequence
 
 from r2mad.annotation import agreement
 from r2mad.annotation.book import LabelBook
+from r2mad.annotation.judge_book import judge_markdown
 
 FRONT = """---
 pretty_name: R²-MAD Studio debate failure annotations
@@ -28,10 +29,11 @@ def _cell(value: Any) -> str:
 def agreement_tables(book: LabelBook) -> tuple[list[agreement.LabelAgreement], list[agreement.DetectorScore]]:
     humans, taxonomy = book.human_labels(), list(book.store.taxonomy)
     suggested: dict[str, set[str]] = {}
-    for s in book.suggestions():
+    found = [s for s in book.suggestions() if not s.detector.startswith("llm:")]  # judges: judge_book.py
+    for s in found:
         suggested.setdefault(s.run_id, set()).add(s.label)
     finals = {run: f.labels for run, f in book.finals().items()}
-    detectable = sorted({s.label for s in book.suggestions()} & set(taxonomy), key=taxonomy.index)
+    detectable = sorted({s.label for s in found} & set(taxonomy), key=taxonomy.index)
     return (agreement.label_agreement(humans, taxonomy), agreement.detector_scores(suggested, finals, detectable))
 
 
@@ -44,17 +46,19 @@ def agreement_markdown(book: LabelBook) -> str:
               "| label | precision | recall | TP | FP | FN |", "| --- | --- | --- | --- | --- | --- |"]
     lines += [f"| {_cell(d.label)} | {_cell(d.precision)} | {_cell(d.recall)} | {d.true_pos} | {d.false_pos} | "
               f"{d.false_neg} |" for d in detectors]
+    lines += ["", "LLM judges against the same final labels (κ: judge vs. adjudicator, per label):", "",
+              judge_markdown(book)]
     return "\n".join(lines)
 
 
 def dataset_card(book: LabelBook, runs: int, labels: Sequence[dict[str, Any]]) -> str:
-    kinds = {k: sum(1 for r in labels if r["kind"] == k) for k in ("human", "detector", "final")}
+    kinds = {k: sum(1 for r in labels if r["kind"] == k) for k in ("human", "detector", "llm", "final")}
     taxonomy = "\n".join(f"| `{_cell(k)}` | {_cell(v)} |" for k, v in book.store.taxonomy.items())
     return f"""{FRONT}
 # Why multi-agent debates fail: annotations from R²-MAD Studio
 
-{runs} debate runs; {kinds['human']} human labels, {kinds['detector']} detector suggestions and
-{kinds['final']} adjudicated final labels.
+{runs} debate runs; {kinds['human']} human labels, {kinds['detector']} detector suggestions,
+{kinds['llm']} LLM judge suggestions and {kinds['final']} adjudicated final labels.
 
 ## Taxonomy
 
@@ -72,8 +76,9 @@ labelled; Fleiss' κ over the runs with the most common number of annotators; Kr
 
 ## Files and schema
 
-- `labels.parquet`: one row per label. `kind` is `human`, `detector` or `final`; `annotator` is the
-  person, the detector's name or the adjudicator; `round` and `agent` (0-based, as in transcripts)
+- `labels.parquet`: one row per label. `kind` is `human`, `detector`, `llm` (an LLM judge's proposal,
+  its quote in `evidence`) or `final`; `annotator` is the person, the detector's or judge's name
+  (`llm:<backbone>`) or the adjudicator; `round` and `agent` (0-based, as in transcripts)
   point at the turn a label blames; `agents` lists every agent a detector named; `evidence` (JSON)
   holds a detector's numbers and text span; `reviews` (JSON) who confirmed or rejected it.
 - `runs.parquet`: one row per run with every stored column; `settings`, `task`, `transcript` and

@@ -48,7 +48,8 @@ def label_rows(book: LabelBook, records: Sequence[dict[str, Any]]) -> list[dict[
                              "agents": [] if turn.get("agent") is None else [turn["agent"]], "evidence": "{}",
                              "summary": "", "note": a["note"], "reviews": "{}", "created_at": a["updated_at"]})
         for s in by_run.get(r["id"], []):
-            rows.append({**base, "label": s.label, "kind": "detector", "annotator": s.detector, "round": s.round,
+            kind = "llm" if s.detector.startswith("llm:") else "detector"  # an LLM judge's (judge.py)
+            rows.append({**base, "label": s.label, "kind": kind, "annotator": s.detector, "round": s.round,
                          "agent": s.agents[0] if s.agents else None, "agents": list(s.agents),
                          "evidence": dumps(s.evidence), "summary": s.summary, "note": "",
                          "reviews": dumps(s.reviews), "created_at": None})
@@ -100,7 +101,7 @@ def read_dataset(book: LabelBook, folder: str | Path) -> int:
             conn.execute("DELETE FROM suggestions WHERE run_id = ?", (run_id,))
             conn.execute("INSERT OR REPLACE INTO detected VALUES (?, ?, ?)", (run_id, VERSION, known[run_id]))
         for row in labels:
-            if row["kind"] == "detector":
+            if row["kind"] in ("detector", "llm"):
                 sid = conn.execute("INSERT INTO suggestions (run_id, label, detector, round, agents, summary, "
                                    "evidence) VALUES (?, ?, ?, ?, ?, ?, ?)",
                                    (row["run"], row["label"], row["annotator"], row["round"], dumps(row["agents"]),

@@ -55,6 +55,11 @@ def register(sub) -> None:
                    help="also copy the debates that helped or hurt (ledger.md) into the run store for Inspect")
     e.add_argument("--combine", nargs="+", metavar="DIR", default=None,
                    help="with --report-only: write OUT/table1.md, Table 1 over these results folders")
+    e.add_argument("--grow-batch", type=whole_in(1, 10**6), default=None, metavar="N",
+                   help="a learning curve: after each eval of the bank's methods, debate N more training questions "
+                   "into a copy of --bank (OUT/bank-NAME) and evaluate again; OUT/learning_curve.md and .png")
+    e.add_argument("--grow-steps", type=whole_in(1, 1000), default=3, metavar="K",
+                   help="with --grow-batch: how many batches to add (default 3)")
     e.add_argument("--out", required=True, help="results folder, e.g. results/NAME")
     add_settings_flags(e)
     add_backbone_flags(e)
@@ -94,10 +99,21 @@ def cmd_eval(args, config) -> int:
         methods = tuple(dict.fromkeys(with_advice(m) if is_debate(m) else m for m in methods))
     whole = load_split(args.task, args.split, data_file=args.data, seed=args.split_seed)
     split = whole.head(args.limit)
+    if args.grow_batch:  # the curve grows a copy of the bank and evaluates only the methods that use one
+        from r2mad.evaluation.learning_curve import copy_bank
+        methods = tuple(m for m in methods if needs_bank(m))
+        if not methods or not args.bank:
+            raise ConfigError("--grow-batch measures a bank as it grows; give --bank and a method that uses it "
+                              "(r2mad, its ablations or icl-cot).")
+        args.bank = str(copy_bank(args.bank, out))
     bank, notices = None, []
     if any(map(needs_bank, methods)):
         kind = split.tasks[0].kind if split.tasks else None
-        bank, notices = open_bank(args.bank, config, task_kind=kind)
+        if args.grow_batch:  # opened even while empty: the curve's first point is memory off
+            from r2mad.commands.bank import open_for_growth
+            bank = open_for_growth(args.bank, config, task_kind=kind)
+        else:
+            bank, notices = open_bank(args.bank, config, task_kind=kind)
         try:  # a bank that holds a test question is refused before any model starts
             leaks = check_no_leakage(bank, whole) if bank is not None else []
         except ConfigError:
@@ -117,12 +133,13 @@ def cmd_eval(args, config) -> int:
                   agent_backbones=tuple(n for n, _ in agents), aux_backbone=aux if agents else None,
                   model_prices={n: prices_of(config.backbone(n)) for n in dict.fromkeys([aux, *names])}
                   if agents else {})
+    eval_kw = dict(bank_notices=tuple(notices), agent_backends=agents,
+                   summaries=SummaryCache(config.app.summaries_file), concurrency=args.concurrency or questions,
+                   progress=not args.no_progress, retry_failed=args.retry_failed, prereg=args.prereg)
     try:
-        asyncio.run(run_eval(run, backend, out, bank=bank, bank_notices=tuple(notices), agent_backends=agents,
-                             summaries=SummaryCache(config.app.summaries_file),
-                             concurrency=args.concurrency or questions,
-                             progress=not args.no_progress,
-                             retry_failed=args.retry_failed, prereg=args.prereg))
+        if args.grow_batch:
+            return _curve(args, run, backend, bank, settings, aux, eval_kw)
+        asyncio.run(run_eval(run, backend, out, bank=bank, **eval_kw))
     except KeyboardInterrupt:
         print(f"Stopped; the finished rows are kept in {out / ROWS}. Run the same command again to "
               "continue.", file=sys.stderr)
@@ -134,6 +151,19 @@ def cmd_eval(args, config) -> int:
     if args.prereg:
         print(f"Plan pre-registered in {out / PREREG} (sha256 {read_prereg(out)['sha256']}).")
     print(f"Rows in {out / ROWS}; report written to {write_report(out, ids)}")
+    return 0
+
+
+def _curve(args, run, backend, bank, settings, aux, eval_kw) -> int:
+    from r2mad.evaluation.learning_curve import learning_curve
+
+    train = load_split(args.task, "train", data_file=args.data, seed=args.split_seed).tasks
+    points = asyncio.run(learning_curve(run, backend, args.out, bank=bank, train=train, batch=args.grow_batch,
+                                        steps=args.grow_steps, build_settings=settings, backbone=aux, **eval_kw))
+    for p in points:
+        print(f"step {p.step}: {p.bank_cases} cases ({p.questions_added} questions added): "
+              + ", ".join(f"{name} {a.value:.3f} (n={a.n})" for name, a in p.accuracy.items()))
+    print(f"Learning curve written to {Path(args.out) / 'learning_curve.md'} (and .png, .html)")
     return 0
 
 

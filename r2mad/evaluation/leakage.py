@@ -75,3 +75,25 @@ def bank_record(bank) -> dict:
     return {"path": str(bank.path), "dataset": manifest.get("dataset"), "split": manifest.get("split"),
             "split_seed": manifest.get("split_seed"), "backbone": manifest.get("backbone"),
             "embedder": (manifest.get("embedder") or {}).get("id"), "questions": len(held_questions(bank))}
+
+
+def eval_tasks(bank, data_file=None) -> list[Task]:
+    """The questions an eval of `bank` tests: the test split of the dataset (and split seed) its manifest
+    records, or the dataset named by its split (`demo-mcq:train`, seed 0). None known: no questions."""
+    from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED, DataError, load_split
+
+    manifest = bank.manifest
+    named, sep, _ = str(manifest.get("split") or "").partition(":")
+    dataset = manifest.get("dataset") or (named if sep else "")
+    if not dataset:
+        return []
+    seed = manifest.get("split_seed")
+    try:
+        return list(load_split(dataset, "test", data_file=data_file,
+                               seed=DEFAULT_SPLIT_SEED if seed is None else seed).tasks)
+    except ValueError as exc:
+        if isinstance(exc, DataError) or "Unknown dataset" not in str(exc):
+            raise ConfigError(f"Could not read the test split of {dataset}, which an eval of bank {bank.path} "
+                              f"tests ({exc}); give the data file with --data so runs on its questions can be "
+                              "refused.") from None
+        return []

@@ -10,6 +10,7 @@ from typing import Sequence
 from r2mad.evaluation import metrics as m
 from r2mad.evaluation import prereg, trust
 from r2mad.evaluation.models import mix_line
+from r2mad.evaluation.report_html import write_report_html
 from r2mad.evaluation.results import (  # noqa: F401 - load_results and Results are this module's API too
     TABLE3,
     Results,
@@ -272,8 +273,9 @@ def write_table1(results_dirs: Sequence[str | Path], out_path: str | Path) -> Pa
 
 
 def write_report(results_dir: str | Path, run_ids: dict | None = None) -> Path:
-    """Write report.md, ledger.md, accuracy_vs_tokens.png, consensus.png and (with Self-Consistency in the run)
-    compute_matched.png into the folder; returns report.md. `run_ids`: the ledger's debates in the run store."""
+    """Write report.md (and report.html), ledger.md, accuracy_vs_tokens.png, consensus.png and (with
+    Self-Consistency in the run) compute_matched.png into the folder; returns report.md. `run_ids`: the
+    ledger's debates in the run store."""
     folder = Path(results_dir)
     res = load_results(folder)
     plot_accuracy_vs_tokens(res, folder / "accuracy_vs_tokens.png")
@@ -282,4 +284,5 @@ def write_report(results_dir: str | Path, run_ids: dict | None = None) -> Path:
     trust.write_ledger(res, folder / "ledger.md", run_ids)
     path = folder / "report.md"
     path.write_text(render_report(res), encoding="utf-8")
+    write_report_html(folder)  # the same, one self-contained file to send
     return path

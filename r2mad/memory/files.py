@@ -40,7 +40,8 @@ def check_case(case: Case, task_kind: str | None = None) -> None:
 
 
 _FIELDS = {f.name for f in dataclasses.fields(Case)}
-_REQUIRED = [f.name for f in dataclasses.fields(Case) if f.default is dataclasses.MISSING]
+_REQUIRED = [f.name for f in dataclasses.fields(Case)
+             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
 _TUPLES = {name for name, hint in typing.get_type_hints(Case).items() if typing.get_origin(hint) is tuple}
 
 

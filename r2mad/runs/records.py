@@ -78,6 +78,12 @@ MIGRATIONS.append((  # 4: forks link to the run they replay (r2mad/steer); blame
         final_answer TEXT, correct INTEGER, calls INTEGER NOT NULL, tokens INTEGER NOT NULL,
         created_at REAL NOT NULL, PRIMARY KEY (run_id, round, agent, neutraliser))""",
 ))
+MIGRATIONS.append((  # 5: the LLM judge (annotation/judge.py): which runs each judge read, and its raw reply
+    """CREATE TABLE judged (
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE, judge TEXT NOT NULL,
+        judged_at REAL NOT NULL, reply TEXT NOT NULL, dropped INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (run_id, judge))""",
+))
 BOOL_COLUMNS = ("correct", "shared_misconception", "flip")
 SUMMARY_COLUMNS = ("id", "created_at", "updated_at", "status", "status_note", "source", "method",
                     "backbone", "bank", "question", "gold", "final_answer", "correct", "tokens",

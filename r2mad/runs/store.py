@@ -1,6 +1,7 @@
-"""Run store: each debate's config (secrets scrubbed), transcript, outcome and human annotations in
-one SQLite file (database.py; annotations.py; recovery.py keeps what a fault would lose). Schema, rows and scrubbing live in records.py,
-export/import in io.py; not for scoring (evaluation/metrics.py) or rendering (ui/)."""
+"""Run store: each debate's config (secrets scrubbed), transcript, outcome and human annotations in one
+SQLite file (database.py; annotations.py; recovery.py keeps what a fault would lose). Schema, rows and
+scrubbing live in records.py, export/import in io.py; not for scoring (evaluation/metrics.py) or rendering
+(ui/)."""
 from __future__ import annotations
 
 import json

@@ -40,6 +40,7 @@ from r2mad.ui.annotate_view import (
 from r2mad.ui.errors import refusal
 from r2mad.ui.handlers import warn
 from r2mad.ui.identity import current_annotator
+from r2mad.ui.own_repo import own_repo
 from r2mad.ui.render import chat_messages, esc, final_markdown
 from r2mad.ui.services import Services
 from r2mad.ui.tables import run_header_markdown
@@ -258,7 +259,7 @@ class AnnotateHandlers:
         folder = Path(tempfile.mkdtemp(prefix="r2mad-dataset-"))
         try:
             counts = write_dataset(self.book, folder)
-            url = push_dataset(folder, (repo or "").strip(), token, endpoint=self.hub_endpoint)
+            url = push_dataset(folder, own_repo(repo, profile), token, endpoint=self.hub_endpoint)
         except (ValueError, RuntimeError) as exc:
             warn(str(exc), secret=token)
             return gr.skip()

@@ -16,6 +16,7 @@ from r2mad.ui.annotate_view import (
     QUEUE_HEADERS,
     label_choices,
 )
+from r2mad.ui.bank_growth import bank_growth_block
 from r2mad.ui.services import Services
 
 KEYS_JS = """() => {
@@ -141,6 +142,7 @@ def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, visit
                                              "annotators on a Space may leave it empty)")
                 push = gr.Button("Push to the Hub", scale=1, elem_id="ann-push")
             pushed = gr.Markdown(elem_id="ann-pushed")
+        bank_growth_block(h.services, h._me, run_id, [annotator, visitor_id])  # labels become memory
 
     shown = [run_id, header, chat, suggestions, labels, turn, note, others, progress, items, final, final_md]  # SHOWN
     who = [annotator, visitor_id]

@@ -136,11 +136,23 @@ def case_rows(cases: Iterable[Case]) -> list[list[Any]]:
             for c in cases]
 
 
+def provenance_lines(case: Case) -> list[str]:
+    """Where a case written from a saved run came from (memory/growth.py); nothing for build-memory's."""
+    p = case.provenance or {}
+    if not p:
+        return []
+    labels = p.get("labels")
+    judged = "no adjudicated labels" if labels is None else f"adjudicated labels: {esc(', '.join(labels) or 'none')}"
+    return [f"**From run** {esc(p.get('run'))} ({esc(p.get('method'))} on {esc(p.get('backbone'))}) · annotator "
+            f"{esc(p.get('annotator'))} · added by {esc(p.get('added_by'))} on {esc(p.get('added_at'))} · {judged}"]
+
+
 def case_markdown(case: Case) -> str:
     """One memory case in full, for auditing."""
     lines = [f"**Case {esc(case.id)}** · question {esc(case.question_id)} · {esc(case.task_kind)} · "
              f"agent {case.agent + 1} · round {case.round} · reward {case.reward:g}"
              + (" · **quarantined** (never retrieved)" if case.quarantined else ""),
+             *provenance_lines(case),
              f"**Question**\n\n{esc(case.question)}",
              f"**Gold answer:** {esc(case.gold)}",
              f"**State before round {case.round}** — consensus {case.consensus:.2f}  \n"
