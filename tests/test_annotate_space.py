@@ -90,10 +90,12 @@ def test_the_push_button_sends_the_dataset_with_the_pasted_token_or_the_login(tm
     with HubStandIn() as hub:
         h = AnnotateHandlers(Services(local))
         h.hub_endpoint = hub.url
+        # 2 detector rows (shared misconception, persuaded by the majority); "I think ((A))" -> "I think
+        #   ((B))" is a bare answer change, no longer "the same reasoning"
         save_run(h.store, make_transcript(MCQ, [["A", "B", "B"], ["B", "B", "B"]], "B", False))
         with pytest.warns(UserWarning, match="No token to push with"):
             assert h.push("me/labels", "", "ana", "", req) == gr.skip()
-        assert h.push("me/labels", SECRET, "ana", "", req).startswith("Pushed 1 runs and 3 label rows to")
+        assert h.push("me/labels", SECRET, "ana", "", req).startswith("Pushed 1 runs and 2 label rows to")
         assert sorted(hub.repos["me/labels"]) == ["README.md", "labels.parquet", "runs.parquet"]
         with pytest.warns(UserWarning, match="needs the form user/name") as caught:
             h.push("labels", SECRET, "ana", "", req)

@@ -96,7 +96,8 @@ def test_blame_that_fixes_a_run_is_a_counterfactual_suggestion_for_annotators(tm
     assert len(book.suggestions(run)) == len(before) + 1 and len(found) == 1
     s = found[0]
     assert (s.label, s.round, s.agents) == (NO_LABEL, 0, (0,))  # agent 1 of the chat is agent 0 here
-    assert s.evidence == {"neutraliser": "mask", "fork_id": fork, "calls": 6, "final_answer": "B"}
+    assert s.evidence == {"neutraliser": "mask", "turns": [[0, 0, "mask"]], "fork_id": fork, "calls": 6,
+                          "final_answer": "B"}
     assert s.summary == ("with agent 1's round 0 turn masked from its peers, the replayed debate ends "
                          "correct (B)")
     h = AnnotateHandlers(services)

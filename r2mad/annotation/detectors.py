@@ -230,15 +230,19 @@ NEUTRALISED = {"mask": "masked from its peers", "previous": "replaced by its own
 
 
 def counterfactual(rows: Sequence[Any]) -> list[Suggestion]:
-    """Blame's replays (steer.links.Blame) that turned the final answer correct: the turn they
-    neutralised is where the failure comes from. No taxonomy label says that, so none is picked."""
-    return [Suggestion(NO_LABEL, "counterfactual", b.round, (b.agent,),
-                       f"with agent {b.agent + 1}'s round {b.round} turn "
-                       f"{NEUTRALISED.get(b.neutraliser, b.neutraliser)}, the replayed debate ends correct "
-                       f"({b.final_answer})",
-                       {"neutraliser": b.neutraliser, "fork_id": b.fork_id, "calls": b.calls,
-                        "final_answer": b.final_answer})
-            for b in rows if b.correct]
+    """Blame's replays (steer.links.Blame) that turned the final answer correct: the turn, or the set of
+    turns, they neutralised is where the failure comes from. No taxonomy label says that, so none is picked."""
+    out = []
+    for b in rows:
+        if not b.correct:
+            continue
+        turns = getattr(b, "turns", ((b.round, b.agent, b.neutraliser),))
+        what = " and ".join(f"agent {a + 1}'s round {r} turn {NEUTRALISED.get(how, how)}" for r, a, how in turns)
+        out.append(Suggestion(NO_LABEL, "counterfactual", b.round, tuple(a for _, a, _ in turns),
+                              f"with {what}, the replayed debate ends correct ({b.final_answer})",
+                              {"neutraliser": b.neutraliser, "turns": [list(t) for t in turns],
+                               "fork_id": b.fork_id, "calls": b.calls, "final_answer": b.final_answer}))
+    return out
 
 
 def detect(t: Transcript | None) -> list[Suggestion]:
