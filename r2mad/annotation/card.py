@@ -96,8 +96,9 @@ labelled; Fleiss' κ over the runs with the most common number of annotators; Kr
 - `labels.parquet`: one row per label. `kind` is `human`, `detector` or `final`; `annotator` is the
   person, the detector's name or the adjudicator; `round` and `agent` (0-based, as in transcripts)
   point at the turn a label blames (the first, when it blames several); `turns` lists every blamed
-  turn as [round, agent] pairs; `mast` is the label's closest MAST mode; `agents` lists every agent a detector named; `evidence` (JSON)
-  holds a detector's numbers and text span; `reviews` (JSON) who confirmed or rejected it.
+  turn as [round, agent] pairs; `mast` is the label's closest MAST mode; `agents` lists every agent a
+  detector named; `evidence` (JSON) holds a detector's numbers and text span;
+  `reviews` (JSON) who confirmed or rejected it.
 - `runs.parquet`: one row per run with every stored column; `settings`, `task`, `transcript` and
   `annotations` (with their edit history) are JSON. Secrets were scrubbed before export.
 """

@@ -122,7 +122,8 @@ def register(sub) -> None:
     add_settings_flags(f)
     add_backbone_flags(f)
     f.set_defaults(func=cmd_fork)
-    b = sub.add_parser("blame", help="find the turn (or, with --pairs, two turns) of a failed run whose removal fixes the answer")
+    b = sub.add_parser("blame", help="find the turn (or, with --pairs, two turns) of a failed run whose "
+                                     "removal fixes the answer")
     b.add_argument("run_id")
     b.add_argument("--budget", type=whole_in(1, 10**6), default=60,
                    help="most model calls to spend on replays (default 60)")

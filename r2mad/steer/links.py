@@ -1,5 +1,6 @@
 """The run store's side of steering: a fork's link to its parent (runs.parent_id and runs.fork) and
-the blame tables (single turns, and sets of turns). Uses RunStore's public transaction; the schema is in runs/records.py's MIGRATIONS."""
+the blame tables (single turns, and sets of turns).
+Uses RunStore's public transaction; the schema is in runs/records.py's MIGRATIONS."""
 from __future__ import annotations
 
 import json
