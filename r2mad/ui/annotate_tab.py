@@ -43,8 +43,10 @@ KEYS_JS = """() => {
   });
 }"""
 REMEMBER_JS = "(name) => { try { localStorage.setItem('r2mad-annotator', name || ''); } catch (e) {} return []; }"
+REMEMBER_QUEUE_JS = ("(queue) => { try { localStorage.setItem('r2mad-annotate-queue', queue || ''); } "
+                     "catch (e) {} return []; }")  # a queue name: nothing secret
 RECALL_JS = ("(name, visitor, queue) => { try { return [localStorage.getItem('r2mad-annotator') || '', visitor, "
-             "queue]; } catch (e) { return ['', visitor, queue]; } }")
+             "localStorage.getItem('r2mad-annotate-queue') || '']; } catch (e) { return ['', visitor, '']; } }")
 LINK_JS = """(run, queue) => {
   const base = location.origin + location.pathname;
   const link = run ? base + '?run=' + encodeURIComponent(run)
@@ -70,7 +72,7 @@ def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, visit
     it), Compare (two runs side by side, the labels still beside them), Agreement, Export."""
     h = AnnotateHandlers(services)
     config, taxonomy = services.config, services.store.taxonomy
-    last_queue = gr.BrowserState("", storage_key="r2mad-annotate-queue", secret=services.browser_secret())
+    last_queue = gr.Textbox(visible=False)  # filled on load from this browser's localStorage (RECALL_JS)
     with gr.Column(elem_id="ann-panel"):
         gr.Markdown(who_annotates(config), elem_id="ann-who")
         with gr.Row(equal_height=False, elem_id="ann-layout"):
@@ -165,7 +167,7 @@ def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, visit
     who = [annotator, visitor_id]
     open_in = [queue, *who]
     queue.change(h.open_queue, open_in, shown, api_visibility="private")
-    queue.change(remember_queue, [queue], [last_queue], api_visibility="private")
+    queue.change(None, [queue], None, js=REMEMBER_QUEUE_JS)
     annotator.submit(h.open_queue, open_in, shown, api_visibility="private")
     annotator.change(None, [annotator], None, js=REMEMBER_JS)
     q_create.click(h.create_queue, [q_name, q_method, q_backbone, q_bank, q_outcome, q_flags, q_detector, q_n, q_blind,
@@ -189,7 +191,3 @@ def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, visit
               api_visibility="private")
     demo.load(None, None, None, js=KEYS_JS)
 
-
-def remember_queue(name: str | None) -> str:
-    """What this browser keeps between visits: the name of the queue it had open (nothing secret)."""
-    return (name or "").strip()
