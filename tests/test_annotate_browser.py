@@ -223,9 +223,8 @@ def test_create_a_queue_measure_agreement_adjudicate_and_export(served, browser)
     page.get_by_text("New queue from a filter").click()
     page.fill("#ann-q-name input, #ann-q-name textarea", "all wrong")
     page.click("#ann-create")
-    # five mad runs and two madm2 runs, all wrong; the first pending for local is the 2nd (the deep-link
-    #   test labelled the 1st in the compare view)
-    wait_progress(page, "Queue all wrong · run 2 of 7")
+    # five mad runs and two madm2 runs, all wrong (which one opens first depends on who labelled what above)
+    wait_progress(page, "Queue all wrong · run [12] of 7")
     page.get_by_role("tab", name="Agreement").click()
     page.click("#ann-measure")
     agreement = page.locator("#ann-agreement")
@@ -251,3 +250,32 @@ def test_create_a_queue_measure_agreement_adjudicate_and_export(served, browser)
     names = zipfile.ZipFile(io.BytesIO(data)).namelist()
     assert sorted(names) == ["README.md", "labels.parquet", "runs.parquet"]
     page.context.close()
+
+
+def test_the_workbench_fits_a_laptop_and_a_phone_and_the_last_queue_comes_back(served, browser):
+    url, book, runs, _ = served
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    page.goto(url + "?queue=five")
+    wait_progress(page, "Queue five")
+    boxes = [page.locator(f"#{x}").bounding_box() for x in ("ann-side", "ann-main", "ann-label-pane")]
+    assert boxes[0]["x"] < boxes[1]["x"] < boxes[2]["x"]  # sidebar | run pages | labels, side by side
+    assert all(b["y"] < 300 for b in boxes) and boxes[2]["x"] + boxes[2]["width"] <= 1440
+    cell = page.locator("#ann-items span.run-id").filter(visible=True).first
+    full = cell.get_attribute("title")
+    assert full in runs and cell.inner_text() == full[:8]  # a short id, the whole one on hover
+    page.goto(url)  # no link: the queue this browser had open comes back
+    page.get_by_role("tab", name="Annotate").click()
+    wait_progress(page, "Queue five")
+    kept = page.evaluate("JSON.stringify(Object.assign({}, localStorage))")
+    assert '"r2mad-annotate-queue":"five"' in kept
+    shot(page, "annotate-laptop.png")
+    context.close()
+    phone = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True).new_page()
+    phone.goto(url + "?queue=five")
+    wait_progress(phone, "Queue five")
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 390  # nothing wider than the screen
+    xs = [phone.locator(f"#{x}").bounding_box()["x"] for x in ("ann-side", "ann-main", "ann-label-pane")]
+    assert max(xs) - min(xs) < 20  # stacked
+    shot(phone, "annotate-phone.png")
+    phone.context.close()

@@ -105,7 +105,7 @@ def test_blame_that_fixes_a_run_is_a_counterfactual_suggestion_for_annotators(tm
     said = shown["suggestions"]
     assert "☐ **counterfactual**" in said and "round 0, agent(s) 1: with agent 1's round 0 turn" in said
     assert f"fork_id = {fork}" in said and "calls = 6" in said
-    assert NO_LABEL not in shown["labels"] and shown["turn"]["value"] == ["round 0 · agent 1"]  # none ticked; turn picked
+    assert NO_LABEL not in shown["labels"] and shown["turn"]["value"] == ["round 0 · agent 1"]  # turn picked
     book.save_labels(run, "ana", ["majority_persuaded_correct_agent"],
                      blame={"majority_persuaded_correct_agent": {"round": 0, "agent": 0}})
     assert book.suggestions(run)[-1].reviews == {"ana": "confirmed"}  # they blamed the same turn

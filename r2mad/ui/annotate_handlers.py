@@ -194,4 +194,4 @@ class AnnotateHandlers(AnnotateTools):
         return (typed, gr.skip(), gr.update(choices=self.queue_names()), *keep)
 
 
-QUEUE_ROW = ("#", "Run", "Question", "Flags", "You", "Annotators")
+QUEUE_ROW = ("#", "Run", "Question", "Flags", "You")

@@ -17,6 +17,7 @@ from r2mad.ui.annotate_view import (
     NO_TURN,
     QUEUE_HEADERS,
     label_choices,
+    label_guide,
 )
 from r2mad.ui.services import Services
 
@@ -43,6 +44,12 @@ KEYS_JS = """() => {
   });
 }"""
 REMEMBER_JS = "(name) => { try { localStorage.setItem('r2mad-annotator', name || ''); } catch (e) {} return []; }"
+CSS = """
+#ann-labels label { padding: 2px 8px !important; margin: 0 !important; flex: 1 1 100%; }
+#ann-labels .wrap { gap: 3px !important; }
+#ann-side th { height: auto !important; }
+#ann-suggestions details { margin-left: 1.2em; }
+"""
 REMEMBER_QUEUE_JS = ("(queue) => { try { localStorage.setItem('r2mad-annotate-queue', queue || ''); } "
                      "catch (e) {} return []; }")  # a queue name: nothing secret
 RECALL_JS = ("(name, visitor, queue) => { try { return [localStorage.getItem('r2mad-annotator') || '', visitor, "
@@ -82,7 +89,7 @@ def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, visit
                 queue = gr.Dropdown(h.queue_names(), value=None, label="Queue", allow_custom_value=True,
                                     elem_id="ann-queue")
                 progress = gr.Markdown(elem_id="ann-progress")
-                items = gr.Dataframe(headers=QUEUE_HEADERS, datatype=["str", "html", "str", "number", "str", "str"],
+                items = gr.Dataframe(headers=QUEUE_HEADERS, datatype=["str", "html", "str", "number", "str"],
                                      interactive=False, wrap=True, max_height=300, elem_id="ann-items",
                                      label="Runs (most flags first; click one; hover an id for all of it)")
                 with gr.Row():
@@ -153,15 +160,17 @@ def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, visit
                             push = gr.Button("Push to the Hub", scale=1, elem_id="ann-push")
                         pushed = gr.Markdown(elem_id="ann-pushed")
             with gr.Column(scale=3, min_width=320, elem_id="ann-label-pane"):
+                suggestions = gr.Markdown(elem_id="ann-suggestions")
                 labels = gr.CheckboxGroup(label_choices(taxonomy), label="Failure labels (keys 1–9)",
                                           elem_id="ann-labels")
                 turn = gr.Dropdown([NO_TURN], value=[], multiselect=True, elem_id="ann-turn",
                                    label="Blamed turns, one or several (for labels no suggestion placed)")
                 note = gr.Textbox(label="Note", lines=1, elem_id="ann-note")
                 save = gr.Button("Save & next (Ctrl+Enter)", variant="primary", elem_id="ann-save")
-                suggestions = gr.Markdown(elem_id="ann-suggestions")
                 others = gr.Markdown(elem_id="ann-others")
                 gr.Markdown(KEYS_HELP, elem_id="ann-help")
+                with gr.Accordion("What each label means (and its MAST mode)", open=False):
+                    gr.Markdown(label_guide(taxonomy), elem_id="ann-guide")
 
     shown = [run_id, header, chat, suggestions, labels, turn, note, others, progress, items, final, final_md]  # SHOWN
     who = [annotator, visitor_id]

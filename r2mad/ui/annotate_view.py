@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 from r2mad.annotation.book import blame_turns
 from r2mad.ui.render import esc
 
-QUEUE_HEADERS = ["#", "Run", "Question", "Flags", "You", "Annotators"]
+QUEUE_HEADERS = ["#", "Run", "Question", "Flags", "You"]
 DISAGREEMENT_HEADERS = ["Run", "Question", "Labels per annotator"]
 SHORT = 8  # characters of a run id shown; the whole id is on hover
 NO_TURN = "no particular turn"
@@ -21,8 +21,15 @@ KEYS_HELP = ("**Keys** (outside text boxes): **1–9** toggle the first nine lab
 
 
 def label_choices(taxonomy: Mapping[str, str]) -> list[tuple[str, str]]:
-    """Checkbox labels numbered 1-9 for the keys (the rest unnumbered), with the description."""
-    return [(f"{i + 1 if i < 9 else '·'} {key} — {text}", key) for i, (key, text) in enumerate(taxonomy.items())]
+    """Checkbox labels numbered 1-9 for the keys (the rest unnumbered); descriptions in label_guide."""
+    return [(f"{i + 1 if i < 9 else '·'} {key}", key) for i, key in enumerate(taxonomy)]
+
+
+def label_guide(taxonomy: Mapping[str, str]) -> str:
+    """What each label means, and the closest mode of the MAST taxonomy of multi-agent failures."""
+    from r2mad.annotation.mast import mast_name
+    rows = [f"| `{esc(k)}` | {esc(v)} | {esc(mast_name(k) or '—')} |" for k, v in taxonomy.items()]
+    return "\n".join(["| label | meaning | closest MAST mode |", "| --- | --- | --- |", *rows])
 
 
 def turn_choices(transcript: Any) -> list[str]:
@@ -69,8 +76,8 @@ def full_id(cell: Any) -> str:
 
 def queue_rows(items: Sequence[Any], current: str | None) -> list[list[Any]]:
     you = {"done": "done", "pending": "pending", "full": "enough labels"}
-    return [[("▶ " if i.run.id == current else "") + str(n), short_id(i.run.id), _snippet(i.run.question, 48),
-             i.flags, you[i.state], ", ".join(i.annotators) or "—"] for n, i in enumerate(items, 1)]
+    return [[("▶ " if i.run.id == current else "") + str(n), short_id(i.run.id), _snippet(i.run.question, 40),
+             i.flags, you[i.state]] for n, i in enumerate(items, 1)]
 
 
 def progress_markdown(queue: Any, items: Sequence[Any], current: str | None, annotator: str) -> str:
@@ -109,9 +116,13 @@ def suggestions_markdown(groups: Sequence[Any], annotator: str, others_visible: 
             evidence = "; ".join(f"{esc(k)} = {esc(_short(v))}" for k, v in s.evidence.items())
             reviews = ", ".join(f"{esc(who)} {verdict}" for who, verdict in s.reviews.items()
                                 if others_visible or who == annotator)
-            body.append(f"{where}{esc(s.summary)}  \n  *evidence:* {evidence or '—'}"
-                        + (f"  \n  *reviews:* {reviews}" if reviews else ""))
-        lines += [f"  - {b}" for b in body]
+            body.append(f"{where}{esc(s.summary)}<br><i>evidence:</i> {evidence or '—'}"
+                        + (f"<br><i>reviews:</i> {reviews}" if reviews else ""))
+        if len(body) == 1:
+            lines.append(f"  - {body[0]}")
+        else:  # one row per group: its members folded under it
+            lines.append(f"  <details><summary>each of the {len(body)}</summary><ul>"
+                         + "".join(f"<li>{b}</li>" for b in body) + "</ul></details>")
     return "\n".join(lines)
 
 
