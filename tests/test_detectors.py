@@ -152,9 +152,22 @@ def test_premature_consensus_stop_needs_the_early_stop_and_a_wrong_unanimous_rou
     assert found(d.premature_consensus_stop, stopped([["A", "B", "B"], ["B", "B", "B"]], notice=False)) == []
 
 
+def test_judge_endorsed_wrong_answer_needs_a_yes_for_the_wrong_final_answer():
+    judged = {"all": {"0": {"label": "NO", "keep": False}, "1": {"label": "YES", "keep": True},
+                      "2": {"label": "YES", "keep": True}}}
+    t = debate([["A", "B", "A"], ["B", "B", "B"]], round_details={1: {"masks": judged}})  # B wrong, final B
+    assert found(d.judge_endorsed_wrong, t) == [("judge_endorsed_wrong_answer", 0, (1,))]  # agent 3's A was right
+    assert d.judge_endorsed_wrong(t)[0].evidence["answer"] == "B"
+    objective = {"0": {"keep": False, "perplexity": 9.0}, "1": {"keep": True, "perplexity": 2.0}}  # no judge
+    no_judge = debate([["A", "B"], ["B", "B"]], round_details={1: {"masks": objective}})
+    assert found(d.judge_endorsed_wrong, no_judge) == []
+    other_final = debate([["A", "B", "B"], ["C", "C", "C"]], round_details={1: {"masks": judged}})  # B kept, ends on C
+    assert found(d.judge_endorsed_wrong, other_final) == []
+
+
 def test_detect_runs_every_detector_in_order():
     t = debate([["B", "C", "A"], ["B", "B", "A"], ["B", "B", "B"]])
     labels = [s.label for s in d.detect(t)]
     assert labels == ["shared_misconception_unrecovered", "majority_persuaded_correct_agent"]
-    assert len(d.DETECTORS) == 12
+    assert len(d.DETECTORS) == 13
     assert d.detect(None) == []

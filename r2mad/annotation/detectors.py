@@ -86,6 +86,29 @@ def correct_minority_masked(t: Transcript) -> list[Suggestion]:
     return out
 
 
+def judge_endorsed_wrong(t: Transcript) -> list[Suggestion]:
+    """MAD-M² (subjective): the judge said YES to a wrong round t-1 response, kept it, and its answer is
+    the wrong final answer."""
+    if t.correct is not False or t.final is None:
+        return []
+    out, final = [], answer_key(t.final, t.task.kind)
+    for index in range(1, len(t.rounds)):
+        before = turns_by_agent(t.rounds[index - 1])
+        masks = t.rounds[index].details.get("masks") or {}
+        views = {"all": masks} if any("keep" in v for v in masks.values()) else masks
+        endorsed = sorted({int(a) for verdicts in views.values() for a, v in verdicts.items()
+                           if (v or {}).get("label") == "YES" and v.get("keep") and int(a) in before})
+        for agent in endorsed:
+            turn = before[agent]
+            if not _right(t, turn) and final is not None and answer_key(turn.answer, t.task.kind) == final:
+                out.append(Suggestion("judge_endorsed_wrong_answer", "judge_endorsed_wrong", index - 1, (agent,),
+                                      f"the judge kept agent {agent + 1}'s wrong {turn.answer} as correct before "
+                                      f"round {index}; the debate ended on it", {
+                                          "answer": str(turn.answer), "final": str(t.final),
+                                          "span": _span(turn.text)}))
+    return out
+
+
 def negative_case_adopted(t: Transcript) -> list[Suggestion]:
     """R²-MAD: an agent was shown a case whose answer was wrong and switched to that answer, wrongly."""
     out, kind = [], t.task.kind
@@ -222,7 +245,7 @@ DETECTORS: dict[str, Callable[[Transcript], list[Suggestion]]] = {
     f.__name__: f for f in (shared_misconception, persuaded_by_wrong_majority, correct_minority_masked,
                             negative_case_adopted, correct_peer_low_confidence, advice_flipped_correct,
                             oscillation, stalled_split, parse_failure, answer_changed_no_new_argument,
-                            correct_answer_outvoted, premature_consensus_stop)}
+                            correct_answer_outvoted, premature_consensus_stop, judge_endorsed_wrong)}
 
 
 NO_LABEL = ""  # a counterfactual says which turn, not why: the annotator picks the label
