@@ -35,11 +35,12 @@ def served(tmp_path_factory):
     demo = build_app(config)
     store = demo.r2mad_services.store
     # five wrong runs for the keyboard queue (their detector flags differ), two for the blind queue
-    grids = [[["A", "B", "B"], ["B", "B", "B"]],             # shared misconception, persuaded, same words
-             [["B", "C", "A"], ["B", "C", "A"], ["B", "C", "B"]],  # shared, stalled split, same words
+    # ("Run i says I think ((X))" changing X is a bare answer change, not "the same reasoning")
+    grids = [[["A", "B", "B"], ["B", "B", "B"]],             # shared misconception, persuaded
+             [["B", "C", "A"], ["B", "C", "A"], ["B", "C", "B"]],  # shared, stalled split
              [["B", None, "C"], ["B", "B", "C"]],            # shared, parse failure
-             [["B", "B", "A"], ["B", "B", "B"]],             # shared, persuaded, same words
-             [["C", "A", "C"], ["C", "C", "C"]]]             # shared, persuaded, same words
+             [["B", "B", "A"], ["B", "B", "B"]],             # shared, persuaded
+             [["C", "A", "C"], ["C", "C", "C"]]]             # shared, persuaded
     runs = [save_run(store, make_transcript(task(i), grid, "B" if i != 4 else "C", False, text=f"Run {i} says "))
             for i, grid in enumerate(grids)]
     blind = [save_run(store, make_transcript(task(10 + i), [["B", "B"]], "B", False, method="madm2-objective"))
@@ -92,7 +93,7 @@ def test_five_runs_labelled_with_keys_alone_survive_a_reload(served, browser):
     wait_progress(page, "as ana: 0 done, 5 pending")
     page.keyboard.press("Escape")  # leave the name box: from here on, keys only
     order = [i.run.id for i in queue_items(book.store, _queue(book), "ana")]
-    assert order == [runs[0], runs[1], runs[3], runs[4], runs[2]]  # 3 flags each, oldest first, then 2
+    assert order == runs  # 2 flags each: oldest first
     expected = {}
     for n in range(5):
         wait_progress(page, f"run {n + 1} of 5 · as ana: {n} done")
@@ -165,23 +166,29 @@ def test_blind_queue_hides_the_other_label_until_you_submit(served, browser):
     page.context.close()
 
 
-def test_deep_link_opens_the_run_and_a_click_blames_a_turn(served, browser):
+def test_deep_link_opens_the_run_a_click_blames_a_turn_and_a_compared_run_is_labelled(served, browser):
     url, book, runs, _ = served
     page = fresh_page(browser, url + f"?run={runs[3]}")
-    page.locator("#ann-header").filter(has_text=f"Run {runs[3]}").wait_for(timeout=30_000)
+    # the header names the run by a short id, the whole id on hover
+    page.locator(f'#ann-header span.run-id[title="{runs[3]}"]').filter(has_text=runs[3][:8]).wait_for(timeout=30_000)
+    assert page.locator("#ann-header").inner_text().count(runs[3]) == 0
     assert run_shown(page) == runs[3]
     assert page.get_by_role("tab", name="Annotate").get_attribute("aria-selected") == "true"
     # round 1's agent 3: its text starts collapsed under its title; open it, then click the text
     page.locator("#ann-chat").get_by_text("Agent 3 · careful").nth(1).click()
     page.locator("#ann-chat").get_by_text("Run 3 says I think ((B))").locator("visible=true").first.click()
-    page.locator("#ann-turn input").first.wait_for()
-    page.wait_for_function("() => document.querySelector('#ann-turn input').value === 'round 1 · agent 3'",
-                           timeout=60_000)
+    page.locator("#ann-turn").filter(has_text="round 1 · agent 3").wait_for(timeout=60_000)
     page.locator("#ann-labels input[type=checkbox]").nth(8).check()  # other
     page.click("#ann-copy")
     page.wait_for_function("(id) => document.querySelector('#ann-link input, #ann-link textarea').value"
                            ".endsWith('?run=' + id)", arg=runs[3], timeout=60_000)
-    page.get_by_text("Compare with another run · who moved whom").click()
+    page.click("#ann-save")
+    page.wait_for_timeout(1500)
+    (ann,) = [a for a in book.store.get_run(runs[3]).annotations if a.annotator == "local"]
+    assert ann.blame["other"] == {"round": 1, "agent": 2}
+    assert ann.blame["majority_persuaded_correct_agent"]["round"] == 1  # the detector's turn
+    # the Compare page, with the labels still beside it: compare, then label the other run there
+    page.get_by_role("tab", name="Compare").click()
     page.fill("#ann-other input, #ann-other textarea", runs[0])
     page.click("#ann-compare")
     page.locator("#ann-graphs svg").nth(1).wait_for(timeout=60_000)
@@ -190,12 +197,18 @@ def test_deep_link_opens_the_run_and_a_click_blames_a_turn(served, browser):
     assert page.locator("#ann-graphs svg").nth(1).locator('line[data-from="2"][data-to="1"]').count() == 1
     table = page.locator("#ann-compared").inner_text()
     assert "B B A" in table and "A B B" in table and "final" in table
-    shot(page, "annotate-deep-link.png")
+    assert page.locator("#ann-labels").is_visible() and page.locator("#ann-graphs").is_visible()
+    shot(page, "annotate-compare.png")
+    page.click("#ann-swap")
+    page.wait_for_function("(id) => document.querySelector('#ann-run input, #ann-run textarea').value === id",
+                           arg=runs[0], timeout=60_000)
+    assert page.locator("#ann-other input, #ann-other textarea").first.input_value() == runs[3]
+    assert page.locator("#ann-graphs").is_visible()  # still on the Compare page
+    page.locator("#ann-labels input[type=checkbox]").nth(10).check()  # stalled_split
     page.click("#ann-save")
     page.wait_for_timeout(1500)
-    (ann,) = [a for a in book.store.get_run(runs[3]).annotations if a.annotator == "local"]
-    assert ann.blame["other"] == {"round": 1, "agent": 2}
-    assert ann.blame["majority_persuaded_correct_agent"]["round"] == 1  # the detector's turn
+    (ann,) = [a for a in book.store.get_run(runs[0]).annotations if a.annotator == "local"]
+    assert "stalled_split" in ann.labels
     page.context.close()
 
 
@@ -210,13 +223,15 @@ def test_create_a_queue_measure_agreement_adjudicate_and_export(served, browser)
     page.get_by_text("New queue from a filter").click()
     page.fill("#ann-q-name input, #ann-q-name textarea", "all wrong")
     page.click("#ann-create")
-    wait_progress(page, "Queue all wrong · run 1 of 7")  # five mad runs and two madm2 runs, all wrong
-    page.get_by_text("Agreement and adjudication").click()
+    # five mad runs and two madm2 runs, all wrong (which one opens first depends on who labelled what above)
+    wait_progress(page, "Queue all wrong · run [12] of 7")
+    page.get_by_role("tab", name="Agreement").click()
     page.click("#ann-measure")
     agreement = page.locator("#ann-agreement")
     agreement.filter(has_text="Krippendorff").wait_for(timeout=30_000)
     assert "advice_misled" in agreement.inner_text() and "precision" in agreement.inner_text()
-    row = page.locator("#ann-disagreements").get_by_text(blind[1], exact=True).filter(visible=True).first
+    assert "Caution:" in agreement.inner_text()  # two runs labelled by two people are too few for κ
+    row = page.locator("#ann-disagreements").get_by_text(blind[1][:8], exact=True).filter(visible=True).first
     row.wait_for(timeout=60_000)
     assert "cy: other" in page.locator("#ann-disagreements").inner_text()
     row.click()
@@ -227,7 +242,7 @@ def test_create_a_queue_measure_agreement_adjudicate_and_export(served, browser)
     page.locator("#ann-final-md").filter(has_text="Final labels by local: advice_misled").wait_for(timeout=60_000)
     assert book.finals()[blind[1]].labels == ("advice_misled",)
     shot(page, "annotate-agreement.png")
-    page.get_by_text("Export the labels as a dataset").click()
+    page.get_by_role("tab", name="Export").click()
     page.click("#ann-export")
     link = page.locator("#ann-export-file a[href*='.zip']").first
     link.wait_for(timeout=30_000)
@@ -235,3 +250,32 @@ def test_create_a_queue_measure_agreement_adjudicate_and_export(served, browser)
     names = zipfile.ZipFile(io.BytesIO(data)).namelist()
     assert sorted(names) == ["README.md", "labels.parquet", "runs.parquet"]
     page.context.close()
+
+
+def test_the_workbench_fits_a_laptop_and_a_phone_and_the_last_queue_comes_back(served, browser):
+    url, book, runs, _ = served
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    page.goto(url + "?queue=five")
+    wait_progress(page, "Queue five")
+    boxes = [page.locator(f"#{x}").bounding_box() for x in ("ann-side", "ann-main", "ann-label-pane")]
+    assert boxes[0]["x"] < boxes[1]["x"] < boxes[2]["x"]  # sidebar | run pages | labels, side by side
+    assert all(b["y"] < 300 for b in boxes) and boxes[2]["x"] + boxes[2]["width"] <= 1440
+    cell = page.locator("#ann-items span.run-id").filter(visible=True).first
+    full = cell.get_attribute("title")
+    assert full in runs and cell.inner_text() == full[:8]  # a short id, the whole one on hover
+    page.goto(url)  # no link: the queue this browser had open comes back
+    page.get_by_role("tab", name="Annotate").click()
+    wait_progress(page, "Queue five")
+    kept = page.evaluate("JSON.stringify(Object.assign({}, localStorage))")
+    assert '"r2mad-annotate-queue":"five"' in kept
+    shot(page, "annotate-laptop.png")
+    context.close()
+    phone = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True).new_page()
+    phone.goto(url + "?queue=five")
+    wait_progress(phone, "Queue five")
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 390  # nothing wider than the screen
+    xs = [phone.locator(f"#{x}").bounding_box()["x"] for x in ("ann-side", "ann-main", "ann-label-pane")]
+    assert max(xs) - min(xs) < 20  # stacked
+    shot(phone, "annotate-phone.png")
+    phone.context.close()

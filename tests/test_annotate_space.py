@@ -50,11 +50,11 @@ def test_only_annotators_open_runs_on_a_space(tmp_path):
         h.save_next(None, run, ["other"], "", "", "ann", "x" * 32, req, SimpleNamespace(username="bo"))
     assert services.store.get_run(run).annotations == ()
     with pytest.warns(UserWarning, match="Links to runs and queues open for this Space's annotators"):
-        skipped = h.deep_link("", "x" * 32, req)  # a link opens nothing for a stranger
+        skipped = h.deep_link("", "x" * 32, "", req)  # a link opens nothing for a stranger
     _, *unchanged = skipped  # the typed name, then every other output
     assert all(isinstance(v, dict) and v.get("__type__") == "update" and len(v) == 1 for v in unchanged)
     shown = dict(zip(SHOWN, h.show(None, run, "", "x" * 32, req, SimpleNamespace(username="ann"))))
-    assert shown["run_id"] == run and f"Run {run}" in shown["header"]
+    assert shown["run_id"] == run and f'title="{run}"' in shown["header"] and f">{run[:8]}</span>" in shown["header"]
     h.save_next(None, run, ["other"], "", "", "typed", "x" * 32, req, SimpleNamespace(username="ann"))
     assert [a.annotator for a in services.store.get_run(run).annotations] == ["ann"]
 
@@ -90,10 +90,12 @@ def test_the_push_button_sends_the_dataset_with_the_pasted_token_or_the_login(tm
     with HubStandIn() as hub:
         h = AnnotateHandlers(Services(local))
         h.hub_endpoint = hub.url
+        # 2 detector rows (shared misconception, persuaded by the majority); "I think ((A))" -> "I think
+        #   ((B))" is a bare answer change, no longer "the same reasoning"
         save_run(h.store, make_transcript(MCQ, [["A", "B", "B"], ["B", "B", "B"]], "B", False))
         with pytest.warns(UserWarning, match="No token to push with"):
             assert h.push("me/labels", "", "ana", "", req) == gr.skip()
-        assert h.push("me/labels", SECRET, "ana", "", req).startswith("Pushed 1 runs and 3 label rows to")
+        assert h.push("me/labels", SECRET, "ana", "", req).startswith("Pushed 1 runs and 2 label rows to")
         assert sorted(hub.repos["me/labels"]) == ["README.md", "labels.parquet", "runs.parquet"]
         with pytest.warns(UserWarning, match="needs the form user/name") as caught:
             h.push("labels", SECRET, "ana", "", req)

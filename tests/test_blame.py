@@ -96,15 +96,16 @@ def test_blame_that_fixes_a_run_is_a_counterfactual_suggestion_for_annotators(tm
     assert len(book.suggestions(run)) == len(before) + 1 and len(found) == 1
     s = found[0]
     assert (s.label, s.round, s.agents) == (NO_LABEL, 0, (0,))  # agent 1 of the chat is agent 0 here
-    assert s.evidence == {"neutraliser": "mask", "fork_id": fork, "calls": 6, "final_answer": "B"}
+    assert s.evidence == {"neutraliser": "mask", "turns": [[0, 0, "mask"]], "fork_id": fork, "calls": 6,
+                          "final_answer": "B"}
     assert s.summary == ("with agent 1's round 0 turn masked from its peers, the replayed debate ends "
                          "correct (B)")
     h = AnnotateHandlers(services)
     shown = dict(zip(SHOWN, h.show(None, run, "ana", "", SimpleNamespace(session_hash="s1", query_params={}))))
     said = shown["suggestions"]
-    assert "**counterfactual**" in said and "round 0, agent(s) 1: with agent 1's round 0 turn" in said
+    assert "☐ **counterfactual**" in said and "round 0, agent(s) 1: with agent 1's round 0 turn" in said
     assert f"fork_id = {fork}" in said and "calls = 6" in said
-    assert NO_LABEL not in shown["labels"] and shown["turn"]["value"] == "round 0 · agent 1"  # none ticked; turn picked
+    assert NO_LABEL not in shown["labels"] and shown["turn"]["value"] == ["round 0 · agent 1"]  # turn picked
     book.save_labels(run, "ana", ["majority_persuaded_correct_agent"],
                      blame={"majority_persuaded_correct_agent": {"round": 0, "agent": 0}})
     assert book.suggestions(run)[-1].reviews == {"ana": "confirmed"}  # they blamed the same turn

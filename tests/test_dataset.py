@@ -60,6 +60,11 @@ def test_export_then_import_is_lossless_and_the_card_has_the_figures(tmp_path):
 
     card = (tmp_path / "ds" / "README.md").read_text()
     assert "data_files: labels.parquet" in card and "| `stalled_split` |" in card
+    assert ("| `mask_removed_correct_answer` | Masking between rounds hid the response that held the correct "
+            "answer. | FM-2.4 Information withholding (Inter-agent misalignment) |") in card
+    assert "**Caution:** only 2 run(s) were labelled by two or more people" in card  # 2 < MIN_RUNS
+    assert {r["label"]: r["mast"] for r in rows}["parse_failure"] == "FM-1.1 Disobey task specification " \
+        "(Specification issues)"
     # persuaded: yes/yes on flipped, no/no on messy -> every figure 1.0; 'other' nobody kept -> undefined.
     # shared misconception: no/no on flipped, no/yes on messy. Cohen: po = 0.5, pe = 0*0.5 + 1*0.5 = 0.5
     # -> 0. Fleiss: P = (1 + 0)/2 = 0.5, p(yes) = 1/4, Pe = 1/16 + 9/16 = 0.625 -> -0.125/0.375 = -0.3333.
@@ -132,7 +137,8 @@ def test_export_and_import_from_the_command_line(tmp_path, config_dir, capsys):
     run = save_run(book.store, make_transcript(MCQ, [["A", "B", "B"], ["B", "B", "B"]], "B", False))
     book.save_labels(run, "ana", ["other"])
     assert main(["--config-dir", str(config_dir), "export", "--out", str(tmp_path / "ds")]) == 0
-    assert "Wrote 1 runs and 4 label rows" in capsys.readouterr().out
+    # ana's label and 2 detector rows (a bare "I think ((A))" -> "((B))" change is no longer flagged)
+    assert "Wrote 1 runs and 3 label rows" in capsys.readouterr().out
     book.store.close()
     config.app.runs_db.unlink()
     assert main(["--config-dir", str(config_dir), "import", str(tmp_path / "ds")]) == 0

@@ -113,17 +113,61 @@ def test_answer_changed_with_no_new_argument_uses_word_jaccard():
              (0, 1): "Short take ((B))", (1, 1): "A wholly different line of thought ((A))"}
     t = debate([["A", "B"], ["B", "A"]], texts=texts)
     assert found(d.answer_changed_no_new_argument, t) == [("answer_changed_no_new_argument", 1, (0,))]
-    assert d.answer_changed_no_new_argument(t)[0].evidence["jaccard"] == 1.0
-    # 4 shared words of 6 in all: 0.667 < 0.8, so not flagged
-    assert round(d.reasoning_similarity("one two three four five", "one two three four six"), 3) == 0.667
-    assert round(d.reasoning_similarity("x \\boxed{4}", "x \\boxed{5}"), 3) == 1.0
+    flagged = d.answer_changed_no_new_argument(t)[0]
+    # 11 distinct words on both sides ("the" thrice, "is" twice), all shared: same reasoning, other answer
+    assert (flagged.evidence["jaccard"], flagged.evidence["shared_words"]) == (1.0, 11)
+    assert "reasoning kept 100% of its words (11 shared of 11; answers left out)" in flagged.summary
+    # 4 shared words of 10 in all (8 + 2 new): 0.4 < 0.8, so not flagged
+    assert d.reasoning_similarity("one two three four five six seven eight",
+                                  "one two three four nine ten eleven twelve") == 4 / 12
+
+
+def test_a_bare_answer_change_has_no_reasoning_to_call_the_same():
+    # the reported case: A → B with nothing but the answer said, once read as "100 % of the same words"
+    assert d.reasoning_similarity("x \\boxed{4}", "x \\boxed{5}") is None
+    assert d.reasoning_similarity("((A))", "((B))") is None
+    bare = debate([["A"], ["B"]], texts={(0, 0): "((A))", (1, 0): "The answer is ((B))"})
+    assert found(d.answer_changed_no_new_argument, bare) == []
     math = debate([["4"], ["5"]], task=MATH, texts={(0, 0): "so \\boxed{4}", (1, 0): "so \\boxed{5}"})
-    assert found(d.answer_changed_no_new_argument, math) == [("answer_changed_no_new_argument", 1, (0,))]
+    assert found(d.answer_changed_no_new_argument, math) == []
+
+
+def test_correct_answer_outvoted_is_the_oracle_gap_of_one_run():
+    t = debate([["A", "B", "B"], ["A", "B", "B"]], final="B")  # agent 1 ends right, the vote says B
+    assert found(d.correct_answer_outvoted, t) == [("correct_answer_outvoted", 1, (0,))]
+    assert d.correct_answer_outvoted(t)[0].evidence["right_agents"] == [1]
+    assert found(d.correct_answer_outvoted, debate([["A", "B", "B"], ["B", "B", "B"]])) == []  # nobody right
+    assert found(d.correct_answer_outvoted, debate([["B", "A", "A"], ["B", "A", "A"]], final="A")) == []  # vote right
+
+
+def test_premature_consensus_stop_needs_the_early_stop_and_a_wrong_unanimous_round():
+    def stopped(grid, notice=True):
+        t = debate(grid)
+        note = ("All agents agree after round 1; stopping early.",) if notice else ()
+        return Transcript(**{**t.__dict__, "settings": {"rounds": 3}, "notices": note})
+    assert found(d.premature_consensus_stop, stopped([["A", "B", "B"], ["B", "B", "B"]])) == [
+        ("premature_consensus_stop", 1, (0, 1, 2))]
+    assert d.premature_consensus_stop(stopped([["A", "B", "B"], ["B", "B", "B"]]))[0].evidence["rounds_planned"] == 3
+    assert found(d.premature_consensus_stop, stopped([["A", "B", "B"], ["A", "A", "A"]])) == []  # right consensus
+    assert found(d.premature_consensus_stop, stopped([["A", "B", "B"], ["B", "B", "B"]], notice=False)) == []
+
+
+def test_judge_endorsed_wrong_answer_needs_a_yes_for_the_wrong_final_answer():
+    judged = {"all": {"0": {"label": "NO", "keep": False}, "1": {"label": "YES", "keep": True},
+                      "2": {"label": "YES", "keep": True}}}
+    t = debate([["A", "B", "A"], ["B", "B", "B"]], round_details={1: {"masks": judged}})  # B wrong, final B
+    assert found(d.judge_endorsed_wrong, t) == [("judge_endorsed_wrong_answer", 0, (1,))]  # agent 3's A was right
+    assert d.judge_endorsed_wrong(t)[0].evidence["answer"] == "B"
+    objective = {"0": {"keep": False, "perplexity": 9.0}, "1": {"keep": True, "perplexity": 2.0}}  # no judge
+    no_judge = debate([["A", "B"], ["B", "B"]], round_details={1: {"masks": objective}})
+    assert found(d.judge_endorsed_wrong, no_judge) == []
+    other_final = debate([["A", "B", "B"], ["C", "C", "C"]], round_details={1: {"masks": judged}})  # B kept, ends on C
+    assert found(d.judge_endorsed_wrong, other_final) == []
 
 
 def test_detect_runs_every_detector_in_order():
     t = debate([["B", "C", "A"], ["B", "B", "A"], ["B", "B", "B"]])
     labels = [s.label for s in d.detect(t)]
     assert labels == ["shared_misconception_unrecovered", "majority_persuaded_correct_agent"]
-    assert len(d.DETECTORS) == 10
+    assert len(d.DETECTORS) == 13
     assert d.detect(None) == []

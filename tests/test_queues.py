@@ -26,8 +26,9 @@ def book(tmp_path):
 
 
 def fill(book):
-    """calm: right all along; flipped: shared misconception, agent 1 persuaded with the same words
-    (3 flags); messy: shared misconception and one parse failure (2 flags); other: another method."""
+    """calm: right all along; flipped: shared misconception, agent 1 persuaded (2 flags: "I think ((A))" ->
+    "I think ((B))" is a bare answer change, not the same reasoning); messy: shared misconception and one
+    parse failure, and agent 3 ends on the right A while the vote says B (3 flags); other: another method."""
     store = book.store
     ids = {"calm": save_run(store, make_transcript(MCQ, [["A", "A", "A"]], "A", True)),
            "flipped": save_run(store, make_transcript(MCQ, [["A", "B", "B"], ["B", "B", "B"]], "B", False)),
@@ -42,9 +43,9 @@ def test_detectors_run_once_per_saved_transcript_and_are_stored_with_evidence(bo
     found = {(s.run_id, s.label, s.round, s.agents) for s in book.suggestions()}
     assert found == {(ids["flipped"], "shared_misconception_unrecovered", 0, (1, 2)),
                      (ids["flipped"], "majority_persuaded_correct_agent", 1, (0, 1, 2)),
-                     (ids["flipped"], "answer_changed_no_new_argument", 1, (0,)),
                      (ids["messy"], "shared_misconception_unrecovered", 0, (0, 1)),
-                     (ids["messy"], "parse_failure", 0, (1,))}
+                     (ids["messy"], "parse_failure", 0, (1,)),
+                     (ids["messy"], "correct_answer_outvoted", 1, (2,))}
     # saving the run again (a rerun finishing, an import) makes it due again
     book.store.save_transcript(ids["calm"], make_transcript(MCQ, [["A", None]], "A", True), "done")
     assert book.detect() == 1
@@ -54,7 +55,8 @@ def test_detectors_run_once_per_saved_transcript_and_are_stored_with_evidence(bo
     book.store.set_status(ids["messy"], "done", "checked again")
     assert book.detect() == 1
     assert {s.label: s.reviews for s in book.suggestions(ids["messy"])} == {
-        "shared_misconception_unrecovered": {"ana": "rejected"}, "parse_failure": {"ana": "confirmed"}}
+        "shared_misconception_unrecovered": {"ana": "rejected"}, "parse_failure": {"ana": "confirmed"},
+        "correct_answer_outvoted": {"ana": "rejected"}}
 
 
 def test_queue_order_states_and_save_and_next(book):
@@ -65,21 +67,22 @@ def test_queue_order_states_and_save_and_next(book):
     save_queue(book.store, Queue("wrong mad", {"method": "mad", "correct": False}, annotators_per_run=2))
     queue = get_queue(book.store, "wrong mad")
     items = queue_items(book.store, queue, "ana")
-    assert [i.run.id for i in items] == [ids["flipped"], ids["messy"]]  # 3 flags before 2
+    assert [i.run.id for i in items] == [ids["messy"], ids["flipped"]]  # 3 flags before 2
     assert [i.state for i in items] == ["pending", "pending"]
     book.save_labels(ids["messy"], "ana", ["parse_failure", "other"], blame={"other": {"round": 1, "agent": 2}})
     items = queue_items(book.store, queue, "ana")
-    assert [i.state for i in items] == ["pending", "done"]
-    assert next_pending(items, ids["messy"]) == ids["flipped"]  # wraps round to the first pending
-    assert step(items, ids["messy"], -1) == ids["flipped"] and step(items, ids["messy"], +1) == ids["messy"]
-    # the suggestion ana ticked is confirmed and lends its turn; the one she left out is rejected
+    assert [i.state for i in items] == ["done", "pending"]
+    assert next_pending(items, ids["flipped"]) == ids["flipped"]  # wraps round to the first pending: itself
+    assert step(items, ids["flipped"], -1) == ids["messy"] and step(items, ids["flipped"], +1) == ids["flipped"]
+    # the suggestion ana ticked is confirmed and lends its turn; the ones she left out are rejected
     reviews = {s.label: s.reviews for s in book.suggestions(ids["messy"])}
-    assert reviews == {"shared_misconception_unrecovered": {"ana": "rejected"}, "parse_failure": {"ana": "confirmed"}}
+    assert reviews == {"shared_misconception_unrecovered": {"ana": "rejected"}, "parse_failure": {"ana": "confirmed"},
+                       "correct_answer_outvoted": {"ana": "rejected"}}
     (ann,) = book.store.get_run(ids["messy"]).annotations
     assert ann.blame == {"parse_failure": {"round": 0, "agent": 1}, "other": {"round": 1, "agent": 2}}
     # two annotators per run: after bo, the run is full for a third person
     book.save_labels(ids["messy"], "bo", ["other"])
-    assert [i.state for i in queue_items(book.store, queue, "cy")] == ["pending", "full"]
+    assert [i.state for i in queue_items(book.store, queue, "cy")] == ["full", "pending"]
     detector_queue = save_queue(book.store, Queue("persuaded", {"detector": "majority_persuaded_correct_agent"}))
     assert [i.run.id for i in queue_items(book.store, detector_queue, "ana")] == [ids["flipped"]]
 

@@ -214,6 +214,20 @@ def test_plots_are_written_as_png(tmp_path):
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000, name
 
 
+def test_oracle_gap_per_method(report):
+    rows = {cells(x)[0]: cells(x)[1:] for x in section(report, "Oracle gap")}
+    # last rounds (gold B): MAD q1 [A,A,B] vote A (gap), q2 [B,B,B], q3 [B,A,C] vote B, q4 [A,A,A] -> 1/4;
+    #   some agent right at the end on q1, q2, q3 -> 3/4.  Wilson(1, 4) = [.046, .699] (see Table 1)
+    assert rows["MAD"] == ["0.500", "0.750", "0.250 (1/4)", "[0.046, 0.699]"]
+    assert rows["TrueMAD"] == rows["MAD"]
+    # R²-MAD ends q1-q3 unanimous on B, q4 on A: the vote never discards a held right answer
+    assert rows["R²-MAD"][2] == "0.000 (0/4)" and rows["R²-MAD"][1] == "0.750"
+    # w/o Confidence: q3 ends [B,B,A] vote B (right); q1 [A,A,A] -> no gap anywhere
+    #   (some agent right at the end: q2, q3 -> 2/4)
+    assert rows["R²-MAD w/o Confidence"] == ["0.500", "0.500", "0.000 (0/4)", "[0.000, 0.490]"]
+    assert rows["CoT"][2] == "0.000 (0/4)"  # one agent: its answer is the vote
+
+
 def test_report_does_not_depend_on_row_order(tmp_path):
     ordered = write_report(make_folder(tmp_path / "a")).read_text(encoding="utf-8")
     shuffled = write_report(make_folder(tmp_path / "b", order=7)).read_text(encoding="utf-8")
@@ -239,7 +253,13 @@ def test_table1_over_several_benchmarks_has_an_average(tmp_path):
     from r2mad.cli import main
     assert main(["eval", "--report-only", "--out", str(tmp_path / "t"), "--combine", str(first), str(second)]) == 0
     text = (tmp_path / "t" / "table1.md").read_text(encoding="utf-8")
-    lines = {cells(x)[0]: cells(x)[1:] for x in text.splitlines()[5:] if x.startswith("| ")}
+    accuracy, gap = text.split("Oracle gap on scripted:")
+    lines = {cells(x)[0]: cells(x)[1:] for x in accuracy.splitlines()[5:] if x.startswith("| ")}
+    gaps = {cells(x)[0]: cells(x)[1:] for x in gap.splitlines()[2:] if x.startswith("| ")}
+    # MAD ends q1 on [A, A, B] and votes A: agent 3 held B -> 1/4 on demo-mcq, 1/3 on q1-q3; CoT has no
+    #   TruthfulQA rows, so no rate there
+    assert gaps["MAD"] == ["0.250", "0.333"] and gaps["R²-MAD"] == ["0.000", "0.000"]
+    assert gaps["CoT"] == ["0.000", "–"]
     assert "| Method | demo-mcq | TruthfulQA | Avg. |" in text
     # On q1-q3: R²-MAD B,B,B -> 1.0, Avg. (.75 + 1) / 2 = .875;  MAD A,B,B -> 2/3, Avg. (.5 + .6667) / 2
     #   = .583;  CoT lacks TruthfulQA -> no average

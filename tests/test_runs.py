@@ -33,7 +33,8 @@ MATH = Task("math", "What is 3 + 4?", gold="7", id="m1", source="demo-math")
 TAXONOMY = ["majority_persuaded_correct_agent", "misleading_retrieved_case", "wrong_confidence",
             "mask_removed_correct_answer", "advice_misled", "parse_failure", "backend_error",
             "shared_misconception_unrecovered", "other", "oscillation", "stalled_split",
-            "answer_changed_no_new_argument"]
+            "answer_changed_no_new_argument", "correct_answer_outvoted", "premature_consensus_stop",
+            "judge_endorsed_wrong_answer", "problem_drift"]  # appended: ids in use never move
 
 
 def test_export_import_round_trip_is_byte_identical(tmp_path):

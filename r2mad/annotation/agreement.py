@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
+MIN_RUNS = 20  # fewer runs labelled by two or more people: κ and α come with a caution
 LabelsByRun = Mapping[str, Mapping[str, Sequence[str]]]  # run -> annotator -> labels
 
 
@@ -106,4 +107,30 @@ def detector_scores(suggested: Mapping[str, Iterable[str]], final: Mapping[str, 
         precision = _number(precision_score(truth, guess, zero_division=math.nan)) if any(guess) else None
         recall = _number(recall_score(truth, guess, zero_division=math.nan)) if any(truth) else None
         out.append(DetectorScore(label, precision, recall, tp, fp, fn))
+    return out
+
+
+@dataclass(frozen=True)
+class BlameAgreement:
+    """How far people who gave a label agree on which turns caused it: the Jaccard overlap of their
+    blamed sets, averaged over every pair of annotators on every run where both blamed turns for it."""
+    label: str
+    pairs: int
+    mean_jaccard: float | None
+
+
+def jaccard(a: Iterable, b: Iterable) -> float:
+    a, b = set(a), set(b)
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def blame_agreement(blames: Mapping[str, Mapping[str, Mapping[str, Sequence]]],
+                    taxonomy: Iterable[str]) -> list[BlameAgreement]:
+    """blames: run -> annotator -> label -> blamed turns. One row per taxonomy label."""
+    from itertools import combinations
+    out = []
+    for label in taxonomy:
+        scores = [jaccard(x, y) for by in blames.values()
+                  for x, y in combinations([turns.get(label) for turns in by.values() if turns.get(label)], 2)]
+        out.append(BlameAgreement(label, len(scores), round(sum(scores) / len(scores), 4) if scores else None))
     return out

@@ -13,7 +13,21 @@ from r2mad.runs.records import dumps
 from r2mad.runs.store import RunStore
 from r2mad.text import quoted
 
-Blame = dict[str, dict[str, int]]  # label -> {"round": r, "agent": a} (0-based agent)
+Turn = dict[str, int]  # {"round": r, "agent": a} (0-based agent)
+Blame = dict[str, "Turn | list[Turn]"]  # label -> the turn it blames, or a list of turns (several culprits)
+
+
+def blame_turns(value: Any) -> list[tuple[int, int]]:
+    """The (round, agent) pairs a label's blame names, whether stored as one turn or a list of turns."""
+    items = value if isinstance(value, list) else [value] if isinstance(value, dict) else []
+    return sorted({(int(t["round"]), int(t["agent"])) for t in items
+                   if isinstance(t, dict) and t.get("round") is not None and t.get("agent") is not None})
+
+
+def blame_value(turns: Sequence[tuple[int, int]]) -> Turn | list[Turn] | None:
+    """How a set of turns is stored: one turn as a plain {"round", "agent"}, several as a list."""
+    items = [{"round": r, "agent": a} for r, a in sorted(set(turns))]
+    return None if not items else items[0] if len(items) == 1 else items
 
 
 @dataclass(frozen=True)
@@ -51,12 +65,12 @@ class LabelBook:
         from r2mad.steer.links import blame_of
 
         with self.store.transaction(write=False) as conn:
+            stamp = ("MAX(r.updated_at, COALESCE((SELECT MAX(created_at) FROM (SELECT created_at FROM blame WHERE "
+                     "run_id = r.id UNION ALL SELECT created_at FROM blame_sets WHERE run_id = r.id)), 0))")
             rows = conn.execute(
-                "SELECT r.id, MAX(r.updated_at, COALESCE((SELECT MAX(b.created_at) FROM blame b WHERE b.run_id = "
-                "r.id), 0)) AS stamp FROM runs r LEFT JOIN detected d ON d.run_id = r.id WHERE r.status != "
-                "'running' AND r.transcript IS NOT NULL AND (d.run_id IS NULL OR d.version != ? OR d.updated_at < "
-                "MAX(r.updated_at, COALESCE((SELECT MAX(b.created_at) FROM blame b WHERE b.run_id = r.id), 0)))",
-                (VERSION,)).fetchall()
+                f"SELECT r.id, {stamp} AS stamp FROM runs r LEFT JOIN detected d ON d.run_id = r.id WHERE r.status "
+                f"!= 'running' AND r.transcript IS NOT NULL AND (d.run_id IS NULL OR d.version != ? OR "
+                f"d.updated_at < {stamp})", (VERSION,)).fetchall()
         todo = [(r["id"], r["stamp"]) for r in rows if run_ids is None or r["id"] in set(run_ids)]
         for run_id, stamp in todo:
             record = self.store.get_run(run_id)
@@ -100,18 +114,20 @@ class LabelBook:
                     blame: Blame | None = None) -> int:
         """Save a person's labels (through the store's checks); every suggestion of the run counts as
         confirmed by them when its label is among theirs, rejected otherwise; a counterfactual one (no
-        label) when they blamed its turn for some label. A confirmed suggestion lends its round and first
-        agent to a label the person gave no turn for."""
+        label) when they blamed one of its turns for some label. The confirmed suggestions of a label the
+        person gave no turn for lend it their turns (round, first agent): one, or a set of several."""
         blame = dict(blame or {})
         found = self.suggestions(run_id)
+        lent: dict[str, set[tuple[int, int]]] = {}
         for s in found:
             if s.label in labels and s.label not in blame and s.round is not None and s.agents:
-                blame[s.label] = {"round": s.round, "agent": s.agents[0]}
+                lent.setdefault(s.label, set()).add((s.round, s.agents[0]))
+        blame.update({label: blame_value(turns) for label, turns in lent.items()})
         annotation_id = self.store.annotate(run_id, annotator=annotator, labels=labels, note=note, blame=blame)
-        turns = [(b["round"], b["agent"]) for b in blame.values()]
+        turns = [turn for value in blame.values() for turn in blame_turns(value)]
 
         def confirmed(s: StoredSuggestion) -> bool:
-            return (s.round, s.agents[0]) in turns if s.label == NO_LABEL else s.label in labels
+            return any((s.round, a) in turns for a in s.agents) if s.label == NO_LABEL else s.label in labels
         now = time.time()
         with self.store.transaction() as conn:
             conn.executemany("INSERT OR REPLACE INTO suggestion_reviews VALUES (?, ?, ?, ?)",
@@ -150,4 +166,14 @@ class LabelBook:
             out: dict[str, dict[str, tuple[str, ...]]] = {}
             for r in rows.fetchall():
                 out.setdefault(r["run_id"], {})[r["annotator"]] = tuple(json.loads(r["labels"]))
+        return out
+
+    def human_blame(self) -> dict[str, dict[str, dict[str, list[tuple[int, int]]]]]:
+        """run id -> annotator -> label -> the turns they blamed for it, for every annotated run."""
+        with self.store.transaction(write=False) as conn:
+            rows = conn.execute("SELECT run_id, annotator, blame FROM annotations ORDER BY run_id, annotator")
+            out: dict[str, dict[str, dict[str, list[tuple[int, int]]]]] = {}
+            for r in rows.fetchall():
+                out.setdefault(r["run_id"], {})[r["annotator"]] = {
+                    label: blame_turns(value) for label, value in json.loads(r["blame"]).items()}
         return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from r2mad.annotation import agreement
+from r2mad.annotation import agreement, mast
 from r2mad.annotation.book import LabelBook
 from r2mad.annotation.judge_book import judge_markdown
 
@@ -37,11 +37,28 @@ def agreement_tables(book: LabelBook) -> tuple[list[agreement.LabelAgreement], l
     return (agreement.label_agreement(humans, taxonomy), agreement.detector_scores(suggested, finals, detectable))
 
 
+def caution(runs: int) -> str:
+    """A warning line when κ/α rest on fewer runs than agreement.MIN_RUNS, else ''."""
+    if runs >= agreement.MIN_RUNS:
+        return ""
+    return (f"**Caution:** only {runs} run(s) were labelled by two or more people; κ and α on fewer than "
+            f"{agreement.MIN_RUNS} runs swing widely with one changed label, so read them as a first look, "
+            "not a measurement.")
+
+
 def agreement_markdown(book: LabelBook) -> str:
     per_label, detectors = agreement_tables(book)
-    lines = ["| label | runs | Cohen's κ | Fleiss' κ | Krippendorff's α |", "| --- | --- | --- | --- | --- |"]
+    runs = max((a.n for a in per_label), default=0)
+    lines = [caution(runs), ""] if caution(runs) else []
+    lines += ["| label | runs | Cohen's κ | Fleiss' κ | Krippendorff's α |", "| --- | --- | --- | --- | --- |"]
     lines += [f"| {_cell(a.label)} | {a.n} | {_cell(a.cohen)} | {_cell(a.fleiss)} | {_cell(a.alpha)} |"
               for a in per_label]
+    blamed = [b for b in agreement.blame_agreement(book.human_blame(), book.store.taxonomy) if b.pairs]
+    if blamed:
+        lines += ["", "Blamed turns: the Jaccard overlap of two people's sets of turns for the same label on the "
+                  "same run (1 = the same turns), averaged over pairs:", "",
+                  "| label | pairs | mean Jaccard |", "| --- | --- | --- |"]
+        lines += [f"| {_cell(b.label)} | {b.pairs} | {_cell(b.mean_jaccard)} |" for b in blamed]
     lines += ["", f"Detectors against the final labels of {len(book.finals())} adjudicated run(s):", "",
               "| label | precision | recall | TP | FP | FN |", "| --- | --- | --- | --- | --- | --- |"]
     lines += [f"| {_cell(d.label)} | {_cell(d.precision)} | {_cell(d.recall)} | {d.true_pos} | {d.false_pos} | "
@@ -53,7 +70,8 @@ def agreement_markdown(book: LabelBook) -> str:
 
 def dataset_card(book: LabelBook, runs: int, labels: Sequence[dict[str, Any]]) -> str:
     kinds = {k: sum(1 for r in labels if r["kind"] == k) for k in ("human", "detector", "llm", "final")}
-    taxonomy = "\n".join(f"| `{_cell(k)}` | {_cell(v)} |" for k, v in book.store.taxonomy.items())
+    taxonomy = "\n".join(f"| `{_cell(k)}` | {_cell(v)} | {_cell(mast.mast_name(k))} |"
+                         for k, v in book.store.taxonomy.items())
     return f"""{FRONT}
 # Why multi-agent debates fail: annotations from R²-MAD Studio
 
@@ -62,8 +80,11 @@ def dataset_card(book: LabelBook, runs: int, labels: Sequence[dict[str, Any]]) -
 
 ## Taxonomy
 
-| label | description |
-| --- | --- |
+The last column names the closest failure mode of MAST, the multi-agent failure taxonomy of Cemri et
+al. (2025, "Why do multi-agent LLM systems fail?"; 14 modes in 3 categories); — where none is close.
+
+| label | description | closest MAST mode |
+| --- | --- | --- |
 {taxonomy}
 
 ## Agreement between annotators
@@ -78,9 +99,10 @@ labelled; Fleiss' κ over the runs with the most common number of annotators; Kr
 
 - `labels.parquet`: one row per label. `kind` is `human`, `detector`, `llm` (an LLM judge's proposal,
   its quote in `evidence`) or `final`; `annotator` is the person, the detector's or judge's name
-  (`llm:<backbone>`) or the adjudicator; `round` and `agent` (0-based, as in transcripts)
-  point at the turn a label blames; `agents` lists every agent a detector named; `evidence` (JSON)
-  holds a detector's numbers and text span; `reviews` (JSON) who confirmed or rejected it.
+  (`llm:<backbone>`) or the adjudicator; `round` and `agent` (0-based, as in transcripts) point at the turn
+  a label blames (the first, when it blames several); `turns` lists every blamed turn as [round, agent]
+  pairs; `mast` is the label's closest MAST mode; `agents` lists every agent a detector named; `evidence`
+  (JSON) holds a detector's numbers and text span; `reviews` (JSON) who confirmed or rejected it.
 - `runs.parquet`: one row per run with every stored column; `settings`, `task`, `transcript` and
   `annotations` (with their edit history) are JSON. Secrets were scrubbed before export.
 """

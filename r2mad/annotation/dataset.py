@@ -9,14 +9,16 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from r2mad.annotation import card
-from r2mad.annotation.book import LabelBook
-from r2mad.annotation.detectors import VERSION
+from r2mad.annotation.book import LabelBook, blame_turns, blame_value
+from r2mad.annotation.detectors import NO_LABEL, VERSION
+from r2mad.annotation.mast import mast_name
 from r2mad.runs.io import export_records, import_records
 from r2mad.runs.records import REDACTED, dumps
 from r2mad.safewrite import atomic_open
 
 LABEL_COLUMNS = ("run", "method", "backbone", "question", "gold", "final", "correct", "label", "kind",
-                 "annotator", "round", "agent", "agents", "evidence", "summary", "note", "reviews", "created_at")
+                 "annotator", "round", "agent", "agents", "turns", "mast", "evidence", "summary", "note", "reviews",
+                 "created_at")
 _RUN_JSON = ("settings", "task", "transcript", "annotations")
 
 
@@ -26,7 +28,8 @@ def _label_schema():
                       ("question", pa.string()), ("gold", pa.string()), ("final", pa.string()),
                       ("correct", pa.bool_()), ("label", pa.string()), ("kind", pa.string()),
                       ("annotator", pa.string()), ("round", pa.int64()), ("agent", pa.int64()),
-                      ("agents", pa.list_(pa.int64())), ("evidence", pa.string()), ("summary", pa.string()),
+                      ("agents", pa.list_(pa.int64())), ("turns", pa.list_(pa.list_(pa.int64()))),
+                      ("mast", pa.string()), ("evidence", pa.string()), ("summary", pa.string()),
                       ("note", pa.string()), ("reviews", pa.string()), ("created_at", pa.float64())])
 
 
@@ -42,25 +45,30 @@ def label_rows(book: LabelBook, records: Sequence[dict[str, Any]]) -> list[dict[
                 "gold": r["gold"], "final": r["final_answer"], "correct": r["correct"]}
         for a in r["annotations"]:
             for label in a["labels"]:
-                turn = a["blame"].get(label) or {}
-                rows.append({**base, "label": label, "kind": "human", "annotator": a["annotator"],
-                             "round": turn.get("round"), "agent": turn.get("agent"),
-                             "agents": [] if turn.get("agent") is None else [turn["agent"]], "evidence": "{}",
-                             "summary": "", "note": a["note"], "reviews": "{}", "created_at": a["updated_at"]})
+                rows.append({**base, **_blamed(a["blame"].get(label)), "label": label, "mast": mast_name(label),
+                             "kind": "human", "annotator": a["annotator"], "evidence": "{}", "summary": "",
+                             "note": a["note"], "reviews": "{}", "created_at": a["updated_at"]})
         for s in by_run.get(r["id"], []):
+            named = s.agents if s.label == NO_LABEL else s.agents[:1]  # a replay names every turn it changed
             kind = "llm" if s.detector.startswith("llm:") else "detector"  # an LLM judge's (judge.py)
-            rows.append({**base, "label": s.label, "kind": kind, "annotator": s.detector, "round": s.round,
-                         "agent": s.agents[0] if s.agents else None, "agents": list(s.agents),
+            rows.append({**base, "label": s.label, "mast": mast_name(s.label), "kind": kind,
+                         "annotator": s.detector, "round": s.round, "agent": s.agents[0] if s.agents else None,
+                         "agents": list(s.agents), "turns": [] if s.round is None else [[s.round, a] for a in named],
                          "evidence": dumps(s.evidence), "summary": s.summary, "note": "",
                          "reviews": dumps(s.reviews), "created_at": None})
         final = finals.get(r["id"])
         for label in final.labels if final else ():
-            turn = final.blame.get(label) or {}
-            rows.append({**base, "label": label, "kind": "final", "annotator": final.adjudicator,
-                         "round": turn.get("round"), "agent": turn.get("agent"),
-                         "agents": [] if turn.get("agent") is None else [turn["agent"]], "evidence": "{}",
-                         "summary": "", "note": "", "reviews": "{}", "created_at": final.decided_at})
+            rows.append({**base, **_blamed(final.blame.get(label)), "label": label, "mast": mast_name(label),
+                         "kind": "final", "annotator": final.adjudicator, "evidence": "{}", "summary": "", "note": "",
+                         "reviews": "{}", "created_at": final.decided_at})
     return rows
+
+
+def _blamed(value: Any) -> dict[str, Any]:
+    """round/agent (the first blamed turn), agents and turns (every one) of a label's stored blame."""
+    turns = blame_turns(value)
+    return {"round": turns[0][0] if turns else None, "agent": turns[0][1] if turns else None,
+            "agents": sorted({a for _, a in turns}), "turns": [list(t) for t in turns]}
 
 
 def write_dataset(book: LabelBook, folder: str | Path, run_ids: Sequence[str] | None = None) -> dict[str, int]:
@@ -115,8 +123,10 @@ def read_dataset(book: LabelBook, folder: str | Path) -> int:
             entry = finals.setdefault(row["run"], {"labels": [], "blame": {}, "by": row["annotator"],
                                                    "at": row["created_at"]})
             entry["labels"].append(row["label"])
-            if row["agent"] is not None:
-                entry["blame"][row["label"]] = {"round": row["round"], "agent": row["agent"]}
+            turns = [tuple(t) for t in row.get("turns") or []] or (
+                [(row["round"], row["agent"])] if row["agent"] is not None else [])  # older exports: one turn
+            if turns:
+                entry["blame"][row["label"]] = blame_value(turns)
     with store.transaction() as conn:
         for run_id, f in finals.items():
             old = conn.execute("SELECT decided_at FROM final_labels WHERE run_id = ?", (run_id,)).fetchone()

@@ -4,49 +4,21 @@ confirm or reject. Pure functions; storing them is book.py's job."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from r2mad.answers import is_correct
-from r2mad.mathcheck import normalize_math
-from r2mad.types import AgentTurn, Answer, Round, Transcript
+from r2mad.annotation.outcome import correct_answer_outvoted, premature_consensus_stop
+from r2mad.annotation.suggestion import Suggestion, answer_key, turns_by_agent
+from r2mad.annotation.suggestion import right as _right
+from r2mad.annotation.suggestion import span as _span
+from r2mad.types import Answer, Round, Transcript
 
-VERSION = 2  # bump when a detector changes, so stored suggestions are recomputed
+__all__ = ["Suggestion", "answer_key", "turns_by_agent", "DETECTORS", "detect", "counterfactual"]
+VERSION = 3  # bump when a detector changes, so stored suggestions are recomputed
 SAME_REASONING = 0.8  # word-set Jaccard at or above which two responses argue the same way
+MIN_REASONING_WORDS = 8  # fewer words (answer markers left out) on either side: no reasoning to compare
 _ANSWER_MARK = re.compile(r"\\boxed\{[^{}]*(\{[^{}]*\}[^{}]*)*\}|\(\([^()]*\)\)|answer\s*(is|:)\s*\(?\w+\)?",
                           re.I)
 _WORD = re.compile(r"[a-z0-9]+")
-
-
-@dataclass(frozen=True)
-class Suggestion:
-    """A detector's label for a run, with where it happened (round, 0-based agents) and why."""
-    label: str
-    detector: str
-    round: int | None
-    agents: tuple[int, ...]
-    summary: str
-    evidence: dict[str, Any] = field(default_factory=dict)
-
-
-def answer_key(answer: Answer, kind: str) -> str | None:
-    """A comparable form of a parsed answer; None for UNPARSED and abstentions."""
-    if not answer.parsed or answer.how == "abstained":
-        return None
-    return normalize_math(answer.value) if kind == "math" else answer.value.strip().upper()
-
-
-def turns_by_agent(rnd: Round) -> dict[int, AgentTurn]:
-    return {turn.agent: turn for turn in rnd.turns}
-
-
-def _right(t: Transcript, turn: AgentTurn | None) -> bool:
-    return turn is not None and turn.error is None and bool(is_correct(turn.answer, t.task))
-
-
-def _span(text: str, limit: int = 240) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _partition(rnd: Round, kind: str) -> frozenset[frozenset[int]]:
@@ -111,6 +83,29 @@ def correct_minority_masked(t: Transcript) -> list[Suggestion]:
                                   (agent,), f"the only right answer ({before[agent].answer}, agent "
                                   f"{agent + 1}) was masked before round {index}",
                                   {"mask": verdict, "hidden_from": hidden_from}))
+    return out
+
+
+def judge_endorsed_wrong(t: Transcript) -> list[Suggestion]:
+    """MAD-M² (subjective): the judge said YES to a wrong round t-1 response, kept it, and its answer is
+    the wrong final answer."""
+    if t.correct is not False or t.final is None:
+        return []
+    out, final = [], answer_key(t.final, t.task.kind)
+    for index in range(1, len(t.rounds)):
+        before = turns_by_agent(t.rounds[index - 1])
+        masks = t.rounds[index].details.get("masks") or {}
+        views = {"all": masks} if any("keep" in v for v in masks.values()) else masks
+        endorsed = sorted({int(a) for verdicts in views.values() for a, v in verdicts.items()
+                           if (v or {}).get("label") == "YES" and v.get("keep") and int(a) in before})
+        for agent in endorsed:
+            turn = before[agent]
+            if not _right(t, turn) and final is not None and answer_key(turn.answer, t.task.kind) == final:
+                out.append(Suggestion("judge_endorsed_wrong_answer", "judge_endorsed_wrong", index - 1, (agent,),
+                                      f"the judge kept agent {agent + 1}'s wrong {turn.answer} as correct before "
+                                      f"round {index}; the debate ended on it", {
+                                          "answer": str(turn.answer), "final": str(t.final),
+                                          "span": _span(turn.text)}))
     return out
 
 
@@ -209,11 +204,18 @@ def parse_failure(t: Transcript) -> list[Suggestion]:
             if turn.error is None and not turn.answer.parsed]
 
 
-def reasoning_similarity(a: str, b: str) -> float:
-    """Jaccard overlap of the lower-cased word sets of two responses, answer markers removed."""
-    words = [set(_WORD.findall(_ANSWER_MARK.sub(" ", text.lower()))) for text in (a, b)]
-    union = words[0] | words[1]
-    return len(words[0] & words[1]) / len(union) if union else 1.0
+def reasoning_words(text: str) -> set[str]:
+    """The lower-cased word set of a response with its answer markers (\\boxed{}, ((X)), "answer is X") left out."""
+    return set(_WORD.findall(_ANSWER_MARK.sub(" ", (text or "").lower())))
+
+
+def reasoning_similarity(a: str, b: str) -> float | None:
+    """Jaccard overlap of two responses' reasoning words; None when either has fewer than
+    MIN_REASONING_WORDS (a bare answer has no reasoning to compare, so it never counts as the same)."""
+    words = [reasoning_words(a), reasoning_words(b)]
+    if min(len(w) for w in words) < MIN_REASONING_WORDS:
+        return None
+    return len(words[0] & words[1]) / len(words[0] | words[1])
 
 
 def answer_changed_no_new_argument(t: Transcript) -> list[Suggestion]:
@@ -227,11 +229,14 @@ def answer_changed_no_new_argument(t: Transcript) -> list[Suggestion]:
             if old is None or new is None or old == new:
                 continue
             similarity = reasoning_similarity(prev.text, turn.text)
-            if similarity >= SAME_REASONING:
+            if similarity is not None and similarity >= SAME_REASONING:
+                was, now = reasoning_words(prev.text), reasoning_words(turn.text)
                 out.append(Suggestion("answer_changed_no_new_argument", "answer_changed_no_new_argument",
-                                      index, (agent,), f"agent {agent + 1} changed {prev.answer} → "
-                                      f"{turn.answer} with {similarity:.0%} of the same words",
-                                      {"jaccard": round(similarity, 4), "from": str(prev.answer),
+                                      index, (agent,), f"agent {agent + 1} changed {prev.answer} → {turn.answer} "
+                                      f"while its reasoning kept {similarity:.0%} of its words ({len(was & now)} "
+                                      f"shared of {len(was | now)}; answers left out)",
+                                      {"jaccard": round(similarity, 4), "shared_words": len(was & now),
+                                       "words_before": len(was), "words_after": len(now), "from": str(prev.answer),
                                        "to": str(turn.answer), "span": _span(turn.text)}))
     return out
 
@@ -239,7 +244,8 @@ def answer_changed_no_new_argument(t: Transcript) -> list[Suggestion]:
 DETECTORS: dict[str, Callable[[Transcript], list[Suggestion]]] = {
     f.__name__: f for f in (shared_misconception, persuaded_by_wrong_majority, correct_minority_masked,
                             negative_case_adopted, correct_peer_low_confidence, advice_flipped_correct,
-                            oscillation, stalled_split, parse_failure, answer_changed_no_new_argument)}
+                            oscillation, stalled_split, parse_failure, answer_changed_no_new_argument,
+                            correct_answer_outvoted, premature_consensus_stop, judge_endorsed_wrong)}
 
 
 NO_LABEL = ""  # a counterfactual says which turn, not why: the annotator picks the label
@@ -247,15 +253,19 @@ NEUTRALISED = {"mask": "masked from its peers", "previous": "replaced by its own
 
 
 def counterfactual(rows: Sequence[Any]) -> list[Suggestion]:
-    """Blame's replays (steer.links.Blame) that turned the final answer correct: the turn they
-    neutralised is where the failure comes from. No taxonomy label says that, so none is picked."""
-    return [Suggestion(NO_LABEL, "counterfactual", b.round, (b.agent,),
-                       f"with agent {b.agent + 1}'s round {b.round} turn "
-                       f"{NEUTRALISED.get(b.neutraliser, b.neutraliser)}, the replayed debate ends correct "
-                       f"({b.final_answer})",
-                       {"neutraliser": b.neutraliser, "fork_id": b.fork_id, "calls": b.calls,
-                        "final_answer": b.final_answer})
-            for b in rows if b.correct]
+    """Blame's replays (steer.links.Blame) that turned the final answer correct: the turn, or the set of
+    turns, they neutralised is where the failure comes from. No taxonomy label says that, so none is picked."""
+    out = []
+    for b in rows:
+        if not b.correct:
+            continue
+        turns = getattr(b, "turns", ((b.round, b.agent, b.neutraliser),))
+        what = " and ".join(f"agent {a + 1}'s round {r} turn {NEUTRALISED.get(how, how)}" for r, a, how in turns)
+        out.append(Suggestion(NO_LABEL, "counterfactual", b.round, tuple(a for _, a, _ in turns),
+                              f"with {what}, the replayed debate ends correct ({b.final_answer})",
+                              {"neutraliser": b.neutraliser, "turns": [list(t) for t in turns],
+                               "fork_id": b.fork_id, "calls": b.calls, "final_answer": b.final_answer}))
+    return out
 
 
 def detect(t: Transcript | None) -> list[Suggestion]:

@@ -78,19 +78,22 @@ def cmd_blame(args, config) -> int:
     steering = Steering(args, config, args.run_id)
     rows, skipped = asyncio.run(blame(steering.parent.transcript, steering.parent.id,
                                       lambda spec, wrap: steering.fork(spec, source="blame", wrap=wrap),
-                                      args.budget))
+                                      args.budget, pairs=args.pairs))
     save_blame(steering.store, rows)
     for b in rows:
         verdict = ("cut by the budget (incomplete)" if b.correct is None else "turns it CORRECT" if b.correct
                    else f"still wrong ({b.final_answer or 'UNPARSED'})")
-        print(f"round {b.round} agent {b.agent + 1} {b.neutraliser:<8} -> {verdict} · {b.calls} calls · "
-              f"fork {b.fork_id}")
-    culprits = [b for b in rows if b.correct]
+        turns = " + ".join(f"round {r} agent {a + 1} {how:<8}" for r, a, how in b.turns)
+        print(f"{turns} -> {verdict} · {b.calls} calls · fork {b.fork_id}")
+    singles, sets = [b for b in rows if not b.also], [b for b in rows if b.also]
     spent = sum(b.calls for b in rows)
     cut = sum(b.correct is None for b in rows)
-    print(f"{len(culprits)} of {len(rows)} single-turn replays turn the answer correct; {spent} calls of a "
-          f"budget of {args.budget}; {len(skipped)} left out for the budget, {cut} cut by it. Saved in the "
-          "blame table; annotators see the ones that turn it correct as suggestions.")
+    print(f"{sum(bool(b.correct) for b in singles)} of {len(singles)} single-turn replays turn the answer correct"
+          + (f"; {sum(bool(b.correct) for b in sets)} of {len(sets)} pairs do" if args.pairs else "")
+          + f"; {spent} calls of a budget of {args.budget}; {len(skipped)} left out for the budget, {cut} cut by "
+          "it. Saved in the blame tables; annotators see the ones that turn it correct as suggestions.")
+    if args.pairs and not sets and not any(b.correct for b in singles) and not skipped:
+        print("No two wrong turns share a round, so there was no pair to try.")
     return 0
 
 
@@ -119,9 +122,13 @@ def register(sub) -> None:
     add_settings_flags(f)
     add_backbone_flags(f)
     f.set_defaults(func=cmd_fork)
-    b = sub.add_parser("blame", help="find the single turn of a failed run whose removal fixes the answer")
+    b = sub.add_parser("blame", help="find the turn (or, with --pairs, two turns) of a failed run whose "
+                                     "removal fixes the answer")
     b.add_argument("run_id")
     b.add_argument("--budget", type=whole_in(1, 10**6), default=60,
                    help="most model calls to spend on replays (default 60)")
+    b.add_argument("--pairs", action="store_true",
+                   help="when no single turn's replay fixes the answer, try pairs of turns of one round "
+                        "(within the same budget)")
     add_settings_flags(b)
     b.set_defaults(func=cmd_blame, agent_backbones=None, aux_backbone=None)

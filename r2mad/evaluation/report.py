@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Sequence
 
 from r2mad.evaluation import metrics as m
-from r2mad.evaluation import prereg, trust
+from r2mad.evaluation import oracle, prereg, trust
 from r2mad.evaluation.models import mix_line
 from r2mad.evaluation.report_html import write_report_html
 from r2mad.evaluation.results import (  # noqa: F401 - load_results and Results are this module's API too
@@ -114,6 +114,7 @@ def render_report(res: Results) -> str:
     if any(res.by_method.get(n) for n in set(TABLE3) - {FULL}):
         out += ["", "## Retrieval policies (Table 3 layout)", "",
                 table(_accuracy_header(res, "Policy"), accuracy_rows(res, _ordered(res, TABLE3), TABLE3))]
+    out += oracle.section(res)
     out += trust.sections(res)
     out += prereg.section(res.prereg, run)
     out += _process_sections(res)
@@ -264,8 +265,12 @@ def write_table1(results_dirs: Sequence[str | Path], out_path: str | Path) -> Pa
             accs = [m.accuracy(r.by_method.get(name, [])) for r in group]
             mean = sum(a.value for a in accs) / len(accs) if all(a.n for a in accs) else math.nan
             rows.append([label(name), *(_f(a.value) for a in accs), _f(mean)])
-        lines += ["", f"## {backbone}", "", table(["Method", *(r.benchmark for r in group), "Avg."], rows)]
-    lines += ["", "Plurality accuracy; Avg. is the mean over the benchmarks (– when a method lacks one)."]
+        gaps = [[label(name), *(_f(oracle.oracle_gap_rate(r.by_method.get(name, [])).value) for r in group)]
+                for name in names]
+        lines += ["", f"## {backbone}", "", table(["Method", *(r.benchmark for r in group), "Avg."], rows), "",
+                  f"Oracle gap on {backbone}:", "", table(["Method", *(r.benchmark for r in group)], gaps)]
+    lines += ["", "Plurality accuracy; Avg. is the mean over the benchmarks (– when a method lacks one). Oracle "
+              "gap: the share of questions where some agent ended right and the vote did not."]
     path = Path(out_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -84,6 +84,12 @@ MIGRATIONS.append((  # 5: the LLM judge (annotation/judge.py): which runs each j
         judged_at REAL NOT NULL, reply TEXT NOT NULL, dropped INTEGER NOT NULL DEFAULT 0,
         PRIMARY KEY (run_id, judge))""",
 ))
+MIGRATIONS.append((  # 6: blame by sets of turns (`blame --pairs`): one replay with several turns neutralised
+    """CREATE TABLE blame_sets (
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE, turns TEXT NOT NULL,
+        fork_id TEXT REFERENCES runs (id) ON DELETE SET NULL, final_answer TEXT, correct INTEGER,
+        calls INTEGER NOT NULL, tokens INTEGER NOT NULL, created_at REAL NOT NULL, PRIMARY KEY (run_id, turns))""",
+))
 BOOL_COLUMNS = ("correct", "shared_misconception", "flip")
 SUMMARY_COLUMNS = ("id", "created_at", "updated_at", "status", "status_note", "source", "method",
                     "backbone", "bank", "question", "gold", "final_answer", "correct", "tokens",

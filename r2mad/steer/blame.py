@@ -1,6 +1,7 @@
 """Blame by counterfactual: for a failed debate, replay it with one wrong turn neutralised (masked from
 the peers, or replaced by the agent's own answer of the round before) and see whether that alone turns
-the final answer correct. Cheapest replays first, within a strict budget of model calls: every call the
+the final answer correct; with --pairs, two turns of one round together when no single one does. Cheapest
+replays first, within a strict budget of model calls: every call the
 replays make goes through one CallMeter, which refuses any call past the budget."""
 from __future__ import annotations
 
@@ -56,6 +57,7 @@ class Candidate:
     neutraliser: str  # "mask" | "previous"
     spec: ForkSpec
     estimated_calls: int  # the parent's calls after the round (what replaying them live costs)
+    also: tuple[tuple[int, int, str], ...] = ()  # a pair's second turn: (round, agent, neutraliser)
 
 
 def candidates(parent: Transcript) -> list[Candidate]:
@@ -81,17 +83,43 @@ def candidates(parent: Transcript) -> list[Candidate]:
     return sorted(found, key=lambda c: (c.estimated_calls, -c.round, c.agent, c.neutraliser))
 
 
-async def blame(parent: Transcript, run_id: str, run_fork: RunFork,
-                budget: int) -> tuple[list[Blame], list[Candidate]]:
+def pair_candidates(parent: Transcript) -> list[Candidate]:
+    """Two wrong turns of the same round neutralised together (a fork changes one recorded round, so a
+    pair never spans two rounds), each way either can be neutralised; cheapest first. `also` carries the
+    second turn."""
+    singles = candidates(parent)
+    found = []
+    for i, a in enumerate(singles):
+        for b in singles[i + 1:]:
+            if a.round != b.round or a.agent == b.agent:
+                continue
+            first, second = sorted((a, b), key=lambda c: (c.agent, c.neutraliser))
+            spec = ForkSpec(first.round + 1, first.spec.changes + second.spec.changes)
+            found.append(Candidate(first.round, first.agent, first.neutraliser, spec, first.estimated_calls,
+                                   ((second.round, second.agent, second.neutraliser),)))
+    return sorted(found, key=lambda c: (c.estimated_calls, -c.round, c.agent, c.also, c.neutraliser))
+
+
+async def blame(parent: Transcript, run_id: str, run_fork: RunFork, budget: int,
+                pairs: bool = False) -> tuple[list[Blame], list[Candidate]]:
     """(the replays run, the candidates left out for the budget). A replay starts only when the parent's
     cost of the rounds it re-runs fits in what is left; one that needs more (answer-guard calls, say) is
     cut where the budget ends and saved as incomplete (correct None, no final answer), and no replay
-    that would make a call starts after it."""
+    that would make a call starts after it. With `pairs`, when no single turn turns the answer correct,
+    pairs of turns of one round are tried next, within what is left of the same budget."""
     if parent.task.gold is None or parent.correct is not False:
         raise ValueError("Blame needs a finished run with a wrong final answer and a gold answer; "
                          "choose a failed run (python -m r2mad export lists them with their outcome).")
     meter, results, skipped = CallMeter(budget), [], []
-    for cand in candidates(parent):
+    await _replay(candidates(parent), parent, run_id, run_fork, meter, results, skipped)
+    if pairs and not any(b.correct for b in results):
+        await _replay(pair_candidates(parent), parent, run_id, run_fork, meter, results, skipped)
+    return results, skipped
+
+
+async def _replay(cands: list[Candidate], parent: Transcript, run_id: str, run_fork: RunFork, meter: CallMeter,
+                  results: list[Blame], skipped: list[Candidate]) -> None:
+    for cand in cands:
         if cand.estimated_calls > meter.left:
             skipped.append(cand)
             continue
@@ -100,5 +128,4 @@ async def blame(parent: Transcript, run_id: str, run_fork: RunFork,
         cut = meter.refused > refused
         results.append(Blame(run_id, cand.round, cand.agent, cand.neutraliser, fork_id,
                              None if cut else t.final.value, None if cut else t.correct, meter.used - used,
-                             live_usage(t).tokens, time.time()))
-    return results, skipped
+                             live_usage(t).tokens, time.time(), cand.also))

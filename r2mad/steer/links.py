@@ -1,5 +1,6 @@
 """The run store's side of steering: a fork's link to its parent (runs.parent_id and runs.fork) and
-the blame table. Uses RunStore's public transaction; the schema is in runs/records.py's MIGRATIONS."""
+the blame tables (single turns, and sets of turns).
+Uses RunStore's public transaction; the schema is in runs/records.py's MIGRATIONS."""
 from __future__ import annotations
 
 import json
@@ -52,18 +53,35 @@ class Blame:
     calls: int
     tokens: int
     created_at: float = 0.0
+    also: tuple[tuple[int, int, str], ...] = ()  # more turns neutralised in the same replay: (round, agent, how)
+
+    @property
+    def turns(self) -> tuple[tuple[int, int, str], ...]:
+        return ((self.round, self.agent, self.neutraliser), *self.also)
 
 
 def save_blame(store: RunStore, rows: list[Blame]) -> None:
+    """Single-turn replays go to the blame table, replays of several turns to blame_sets."""
+    def outcome(b: Blame) -> tuple:
+        return (b.fork_id, b.final_answer, None if b.correct is None else int(b.correct), b.calls, b.tokens,
+                b.created_at or time.time())
     with store.transaction() as conn:
         conn.executemany("INSERT OR REPLACE INTO blame VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         [(b.run_id, b.round, b.agent, b.neutraliser, b.fork_id, b.final_answer,
-                           None if b.correct is None else int(b.correct), b.calls, b.tokens,
-                           b.created_at or time.time()) for b in rows])
+                         [(b.run_id, b.round, b.agent, b.neutraliser, *outcome(b)) for b in rows if not b.also])
+        conn.executemany("INSERT OR REPLACE INTO blame_sets VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                         [(b.run_id, json.dumps([list(t) for t in b.turns]), *outcome(b)) for b in rows if b.also])
 
 
 def blame_of(store: RunStore, run_id: str) -> list[Blame]:
+    """Every replay of a run: single turns first (by round, agent, neutraliser), then sets of turns."""
     with store.transaction(write=False) as conn:
         rows = conn.execute("SELECT * FROM blame WHERE run_id = ? ORDER BY round, agent, neutraliser",
                             (run_id,)).fetchall()
-    return [Blame(**{**dict(r), "correct": None if r["correct"] is None else bool(r["correct"])}) for r in rows]
+        sets = conn.execute("SELECT * FROM blame_sets WHERE run_id = ? ORDER BY turns", (run_id,)).fetchall()
+    out = [Blame(**{**dict(r), "correct": None if r["correct"] is None else bool(r["correct"])}) for r in rows]
+    for r in sets:
+        (first, *rest) = [tuple(t) for t in json.loads(r["turns"])]
+        out.append(Blame(run_id, first[0], first[1], first[2], r["fork_id"], r["final_answer"],
+                         None if r["correct"] is None else bool(r["correct"]), r["calls"], r["tokens"],
+                         r["created_at"], tuple(rest)))
+    return out

@@ -3,13 +3,17 @@ evidence, other people's labels (or the blind notice), the turns a label can bla
 No Gradio; every piece of stored or visitor text is escaped."""
 from __future__ import annotations
 
+import html
 import json
+import re
 from typing import Any, Mapping, Sequence
 
+from r2mad.annotation.book import blame_turns
 from r2mad.ui.render import esc
 
-QUEUE_HEADERS = ["#", "Run id", "Question", "Flags", "You", "Annotators"]
-DISAGREEMENT_HEADERS = ["Run id", "Question", "Labels per annotator"]
+QUEUE_HEADERS = ["#", "Run", "Question", "Flags", "You"]
+DISAGREEMENT_HEADERS = ["Run", "Question", "Labels per annotator"]
+SHORT = 8  # characters of a run id shown; the whole id is on hover
 NO_TURN = "no particular turn"
 KEYS_HELP = ("**Keys** (outside text boxes): **1–9** toggle the first nine labels · **J** next run · "
              "**K** previous run · **Ctrl+Enter** save and go to the next pending run · **?** show or hide "
@@ -17,8 +21,15 @@ KEYS_HELP = ("**Keys** (outside text boxes): **1–9** toggle the first nine lab
 
 
 def label_choices(taxonomy: Mapping[str, str]) -> list[tuple[str, str]]:
-    """Checkbox labels numbered 1-9 for the keys (the rest unnumbered), with the description."""
-    return [(f"{i + 1 if i < 9 else '·'} {key} — {text}", key) for i, (key, text) in enumerate(taxonomy.items())]
+    """Checkbox labels numbered 1-9 for the keys (the rest unnumbered); descriptions in label_guide."""
+    return [(f"{i + 1 if i < 9 else '·'} {key}", key) for i, key in enumerate(taxonomy)]
+
+
+def label_guide(taxonomy: Mapping[str, str]) -> str:
+    """What each label means, and the closest mode of the MAST taxonomy of multi-agent failures."""
+    from r2mad.annotation.mast import mast_name
+    rows = [f"| `{esc(k)}` | {esc(v)} | {esc(mast_name(k) or '—')} |" for k, v in taxonomy.items()]
+    return "\n".join(["| label | meaning | closest MAST mode |", "| --- | --- | --- |", *rows])
 
 
 def turn_choices(transcript: Any) -> list[str]:
@@ -40,10 +51,33 @@ def parse_turn(name: str | None) -> dict[str, int] | None:
     return None
 
 
+def parse_turns(names: Any) -> list[tuple[int, int]]:
+    """The (round, agent) pairs of the picked turn names (a list, one name, or none)."""
+    names = names if isinstance(names, (list, tuple)) else [names]
+    return sorted({(t["round"], t["agent"]) for t in map(parse_turn, names) if t})
+
+
+def turn_names(turns: Sequence[tuple[int, int]]) -> list[str]:
+    return [turn_name(r, a) for r, a in turns]
+
+
+def short_id(run_id: str) -> str:
+    """The first SHORT characters of a run id, the whole id on hover and in data-run (for clicks)."""
+    full = esc(run_id)
+    return f'<span class="run-id" title="{full}" data-run="{full}">{esc(run_id[:SHORT])}</span>'
+
+
+def full_id(cell: Any) -> str:
+    """The run id behind a short_id cell (or a plain id)."""
+    text = str(cell or "")
+    found = re.search(r'data-run="([^"]+)"', text)
+    return html.unescape(found.group(1)) if found else text.strip()
+
+
 def queue_rows(items: Sequence[Any], current: str | None) -> list[list[Any]]:
     you = {"done": "done", "pending": "pending", "full": "enough labels"}
-    return [[("▶ " if i.run.id == current else "") + str(n), i.run.id, _snippet(i.run.question), i.flags,
-             you[i.state], ", ".join(i.annotators) or "—"] for n, i in enumerate(items, 1)]
+    return [[("▶ " if i.run.id == current else "") + str(n), short_id(i.run.id), _snippet(i.run.question, 40),
+             i.flags, you[i.state]] for n, i in enumerate(items, 1)]
 
 
 def progress_markdown(queue: Any, items: Sequence[Any], current: str | None, annotator: str) -> str:
@@ -59,20 +93,36 @@ def progress_markdown(queue: Any, items: Sequence[Any], current: str | None, ann
             f"{mode}{tail}")
 
 
-def suggestions_markdown(suggestions: Sequence[Any], annotator: str, others_visible: bool = True) -> str:
-    """Each suggestion with its evidence and reviews; others' reviews hidden while theirs labels are."""
-    if not suggestions:
+def suggestions_markdown(groups: Sequence[Any], annotator: str, others_visible: bool = True) -> str:
+    """One line per group of suggestions (label × source: a detector, blame's replays, a judge), with the
+    source's precision, whether it starts ticked and why, and each suggestion's evidence folded below;
+    others' reviews hidden while their labels are."""
+    if not groups:
         return "*No detector flagged this run.*"
-    lines = ["**Detector suggestions** (pre-ticked below; untick to reject):"]
-    for s in suggestions:
-        where = "" if s.round is None else f"round {s.round}, agent(s) {', '.join(str(a + 1) for a in s.agents)}: "
-        evidence = "; ".join(f"{esc(k)} = {esc(_short(v))}" for k, v in s.evidence.items())
-        reviews = ", ".join(f"{esc(who)} {verdict}" for who, verdict in s.reviews.items()
-                            if others_visible or who == annotator)
-        label = (f"`{esc(s.label)}`" if s.label else
-                 "**counterfactual** (blame's replay; no label picked: tick why, the turn is pre-selected)")
-        lines.append(f"- {label} — {where}{esc(s.summary)}  \n  *evidence:* {evidence or '—'}"
-                     + (f"  \n  *reviews:* {reviews}" if reviews else ""))
+    lines = ["**Suggestions** (☑ starts ticked below; untick to reject):"]
+    for g in groups:
+        score = g.score
+        measured = ("precision not measured" if score is None or score.precision is None else
+                    f"precision {score.precision:.0%} ({score.true_pos} of {score.true_pos + score.false_pos} "
+                    "kept by adjudication)")
+        label = (f"`{esc(g.label)}`" if g.label else
+                 "**counterfactual** (blame's replay; no label picked: tick why, its turns are pre-selected)")
+        count = f" ×{g.count}" if g.count > 1 else ""
+        lines.append(f"- {'☑' if g.ticked else '☐'} {label}{count} · *{esc(g.source)}* · {measured} — "
+                     f"{'ticked' if g.ticked else 'unticked'}: {esc(g.why)}")
+        body = []
+        for s in g.items:
+            where = "" if s.round is None else f"round {s.round}, agent(s) {', '.join(str(a + 1) for a in s.agents)}: "
+            evidence = "; ".join(f"{esc(k)} = {esc(_short(v))}" for k, v in s.evidence.items())
+            reviews = ", ".join(f"{esc(who)} {verdict}" for who, verdict in s.reviews.items()
+                                if others_visible or who == annotator)
+            body.append(f"{where}{esc(s.summary)}<br><i>evidence:</i> {evidence or '—'}"
+                        + (f"<br><i>reviews:</i> {reviews}" if reviews else ""))
+        if len(body) == 1:
+            lines.append(f"  - {body[0]}")
+        else:  # one row per group: its members folded under it
+            lines.append(f"  <details><summary>each of the {len(body)}</summary><ul>"
+                         + "".join(f"<li>{b}</li>" for b in body) + "</ul></details>")
     return "\n".join(lines)
 
 
@@ -85,14 +135,14 @@ def others_markdown(annotations: Sequence[Any], annotator: str, visible: bool) -
                 "submit yours (blind queue).*")
     lines = ["**Other annotators**"]
     for a in others:
-        blame = "; ".join(f"{esc(k)} → {turn_name(v['round'], v['agent'])}" for k, v in a.blame.items())
+        blame = "; ".join(f"{esc(k)} → {' + '.join(turn_names(blame_turns(v)))}" for k, v in a.blame.items())
         lines.append(f"- **{esc(a.annotator)}**: {', '.join(esc(x) for x in a.labels)}"
                      + (f" ({blame})" if blame else "") + (f" — {esc(a.note)}" if a.note else ""))
     return "\n".join(lines)
 
 
 def disagreement_rows(rows: Sequence[tuple[str, dict[str, tuple[str, ...]]]], questions: Mapping[str, str]):
-    return [[run, _snippet(questions.get(run, "")),
+    return [[short_id(run), _snippet(questions.get(run, "")),
              " | ".join(f"{who}: {', '.join(labels)}" for who, labels in by.items())] for run, by in rows]
 
 
