@@ -10,7 +10,7 @@ from typing import Iterable
 import gradio as gr
 
 from r2mad.config import Config, load_config
-from r2mad.ui import annotate_tab, api, bank_tab, debate_tab, fork_tab, inspect_tab
+from r2mad.ui import annotate_tab, api, api_page, bank_tab, debate_tab, fork_tab, inspect_tab
 from r2mad.ui.about import about_text
 from r2mad.ui.services import Services
 from r2mad.ui.visitors import kept_notice, new_browser_id
@@ -87,6 +87,7 @@ def build_app(config: Config | None = None, *, secrets: Iterable[str] = (),
         demo.load(lambda known: known or new_browser_id(), [visitor_id], [visitor_id], api_visibility="private",
                   queue=False)
         demo.unload(debate.unload_fn)
+        api_page.open_from_address(demo)  # /?view=api opens the API page
         api.install(demo, services)  # last: the UI's events above stay out of the public API
     demo.r2mad_services = services  # for tests and app.py
     return demo
