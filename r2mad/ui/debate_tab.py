@@ -12,7 +12,7 @@ from typing import Any
 import gradio as gr
 
 from r2mad.methods import names
-from r2mad.ui import handlers
+from r2mad.ui import handlers, vote_panel
 from r2mad.ui.debate_form import (
     AGENTS,
     FILL,
@@ -92,6 +92,7 @@ def results_part(ui: Parts) -> None:
     """The outcome line, scoreboard, fork offer, full texts, side-by-side views and the transcript JSON."""
     ui["status"] = gr.Markdown(elem_id="final")
     ui["scoreboard"] = gr.HTML("", elem_id="scoreboard")
+    vote_panel.part(ui)  # a blind side-by-side comparison asks which debate convinced the visitor
     ui["saved_run"] = gr.State("")
     with gr.Row(visible=False, equal_height=True, elem_id="debate-fork") as ui["fork_box"]:  # under a finished debate
         ui["fork_round"] = gr.Dropdown([], label="Fork from round", show_label=False, container=False, scale=0,
@@ -137,7 +138,9 @@ def build(services: Services, visitor_id) -> DebateTab:
         ui["mixed_box"] = advanced_part(form, config, banks)
     debate = handlers.DebateHandlers(services)
     outputs = [ui[name] for name in VIEW_NAMES]
-    run_event = run_events(services, debate, form, ui, visitor_id, outputs)
+    run_event = run_events(services, debate, form, ui, visitor_id,
+                           [*outputs, *(ui[name] for name in vote_panel.VOTE_NAMES)])
+    vote_panel.events(services, ui, outputs, visitor_id)
     form_events(services, debate, form, ui)
     card_events(services, form, ui, card_buttons, banks, outputs)
     return DebateTab(form, outputs, run_event, ui["stop"], debate.run_debate, debate.unload, ui["state"],

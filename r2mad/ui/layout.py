@@ -10,7 +10,7 @@ from typing import Iterable
 import gradio as gr
 
 from r2mad.config import Config, load_config
-from r2mad.ui import annotate_tab, api, api_page, bank_tab, debate_tab, fork_tab, inspect_tab
+from r2mad.ui import annotate_tab, api, api_page, bank_tab, board_tab, debate_tab, fork_tab, inspect_tab
 from r2mad.ui.about import about_text
 from r2mad.ui.services import Services
 from r2mad.ui.visitors import kept_notice, new_browser_id
@@ -73,6 +73,8 @@ def build_app(config: Config | None = None, *, secrets: Iterable[str] = (),
                 annotate_tab.build(services, demo, tabs, annotate, visitor_id)
             with gr.Tab("Fork", id="fork"):
                 fork_run, fork_round = fork_tab.build(services, visitor_id)
+            with gr.Tab("Method board", id="board") as board:
+                board_tab.build(services, board)
             with gr.Tab("Memory bank", id="bank") as bank:
                 bank_tab.build(services, bank)
             with gr.Tab("About", id="about"):
