@@ -32,7 +32,7 @@ def services_with(tmp: Path, base_url: str, default_bank: str | None) -> Service
 
 
 def compare(services) -> list[tuple]:
-    form = dict(backbone="fake", methods=["mad", "r2mad"], bank="", agents=2, rounds=2, k=1, gamma=0.9,
+    form = dict(backbone="fake", methods=["mad", "r2mad"], blind=True, bank="", agents=2, rounds=2, k=1, gamma=0.9,
                 temperature=0.7, max_tokens=32, seed=0, answer_guard="off", gold="B",
                 question="Which planet has the most moons?", option_a="Mars", option_b="Saturn", option_c="Venus")
 

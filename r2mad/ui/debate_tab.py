@@ -130,6 +130,7 @@ def build(services: Services, visitor_id) -> DebateTab:
             question_part(form)
         with gr.Column(scale=2, min_width=300):
             methods_part(form, config.app.default_method)
+            form["blind"] = vote_panel.toggle()
             buttons_part(ui)
     results_part(ui)
     banks = services.bank_choices()
@@ -178,6 +179,8 @@ def form_events(services: Services, debate, form: Parts, ui: Parts) -> None:
     form["profile"].change(debate.profile_values, [form["profile"]], [form["temperature"], form["max_tokens"]],
                            **quiet)
     form["methods"].change(layout_for, [form["methods"]], [ui["single_box"], ui["compare_box"], ui["hint"]], **quiet)
+    form["methods"].change(lambda picked: gr.Checkbox(visible=len(picked or []) > 1), [form["methods"]],
+                           [form["blind"]], **quiet)
     mix = {form[name] for name in ("backbone", "mixed_models", "agents", "aux_backbone", *AGENTS)}
 
     def token_box(values: dict):

@@ -158,18 +158,19 @@ class DebateHandlers:
         Debate form's values by name (r2mad.ui.debate_form; they name the event's parameters too);
         `visitor_id`: the id the visitor's browser keeps (their runs are kept under it). Gradio fills
         `request`, `login` and `oauth_token` itself (only parameters that may be positional)."""
+        blind = bool(form.pop("blind", False))  # side by side: names hidden until the vote (ui/blind.py)
         req = DebateRequest.from_form(form)
         asked = time.time()  # the visitor's clock starts here: the status line counts from the press of Run
         session = getattr(request, "session_hash", None) or "anonymous"
         visitor = identify(self.services.config, browser_id=visitor_id, session=session, profile=login,
                            token=oauth_token)
         key = visitor_key(visitor.owner, visitor_id, session)
-        curtain, first = Curtain(), True  # side by side runs blind until the visitor votes (ui/blind.py)
+        curtain, first = (Curtain() if blind else None), True
         async for update in self._run(req, session, visitor, getattr(oauth_token, "token", None), asked=asked,
                                       key=key, curtain=curtain):
             yield (*update, *(vote_panel.cleared() if first else vote_panel.unchanged()))
             first = False
-        if curtain.drawn:
+        if curtain is not None and curtain.drawn:
             yield vote_panel.ending(curtain)
 
     async def _run(self, req: DebateRequest, session: str, visitor: Visitor, login_token: str | None = None, *,

@@ -23,6 +23,16 @@ PROMPT = ("### Which debate's reasoning convinced you most?\nThe methods' names,
 VOTE_NAMES = ("vote_state", "vote_box", "vote_note", *(f"vote_{i}" for i in range(len(LETTERS))))
 
 
+def toggle() -> gr.Checkbox:
+    """"Blind" beside the methods, shown when 2+ are picked. Off as built, so an API client's comparison comes back
+    with its names; each browser page turns it on as it loads (BLIND_ON_LOAD), and a visitor may untick it."""
+    return gr.Checkbox(False, label="Blind: hide the methods' names and the gold answer until I vote",
+                       elem_id="blind", visible=False, container=False)
+
+
+BLIND_ON_LOAD = "() => true"  # demo.load's js: a page, unlike an API client, compares blind by default
+
+
 def part(ui: dict[str, Any]) -> None:
     """The vote's components, by name, in `ui`."""
     with gr.Column(visible=False, elem_id="vote-box") as ui["vote_box"]:
