@@ -89,7 +89,8 @@ def _outcome(t: Transcript) -> str:
             return "No final answer — every answer was cut at the token limit; raise Max tokens"
         return "No final answer — no agent gave an answer in the task's format"
     if t.correct is None:
-        verdict = "no gold answer given" if t.task.gold is None else "not scored"
+        verdict = ("right or wrong shown after your vote" if is_blind(t.method) else
+                   "no gold answer given" if t.task.gold is None else "not scored")
     else:
         verdict = "correct" if t.correct else f"wrong (gold {t.task.gold})"
     return f"Final answer: {t.final.value} — {verdict}"
