@@ -100,3 +100,13 @@ def test_the_page_folds_the_reasoning_above_the_reply():
     assert thinking_folded("plain ((B))") == "plain ((B))"
     t, _ = debate("cot", lambda m: "<think>hm</think>((B))")
     assert "<details" in turn_body(t.rounds[0].turns[0], "mcq")
+
+
+def test_the_answer_guard_reads_the_json_after_the_reasoning():
+    from r2mad.guard import guard_answer
+    from r2mad.types import Message
+
+    backend = ScriptedBackend(lambda m: '<think>{"answer": "((A))"} would be wrong</think>{"answer": "((B))"}')
+    answer, call = asyncio.run(guard_answer(backend, [Message("user", "q")], "no format", MCQ, round_index=0,
+                                            agent=0, seed=None))
+    assert (answer.value, answer.how, call.label) == ("B", "guarded", "guarded")
