@@ -182,3 +182,13 @@ def test_view_api_in_the_address_opens_the_api_page(browser, served):
     assert "run_debate" in docs.inner_text() and "view=api" in page.url
     shot(page, "view-api", full=False)
     page.close()
+
+
+def test_a_card_clicked_while_a_vote_waits_drops_the_vote(browser, served):
+    page = open_page(browser, served[0])
+    compare_two(page)
+    page.locator("#vote-box").wait_for(state="visible", timeout=30_000)
+    page.locator("#example-0").click()
+    page.locator("#vote-box").wait_for(state="hidden", timeout=30_000)
+    page.locator("#blind").wait_for(state="hidden", timeout=30_000)  # the card's one method: nothing blind
+    page.close()

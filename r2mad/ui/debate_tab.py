@@ -200,6 +200,7 @@ def card_events(services: Services, form: Parts, ui: Parts, card_buttons, banks,
     """A card shows its recorded debate at once, fills the form with its preset, then draws the full texts."""
     config, quiet = services.config, dict(api_visibility="private", queue=False, show_progress="hidden")
     cards = [(card, card_task(card)) for card in CARDS]
+    voting = [ui[name] for name in vote_panel.VOTE_NAMES]
 
     def recorded_view(index: int) -> tuple[str, str]:
         """The outcome line and scoreboard of a card's recorded debate (or why there is none)."""
@@ -215,7 +216,8 @@ def card_events(services: Services, form: Parts, ui: Parts, card_buttons, banks,
         """The card's question and preset in the form, the single-debate layout and "Run it live"."""
         values = card_values(*cards[index], config, banks, BACKBONE, SEED)
         return {**{form[name]: value for name, value in values.items()}, ui["single_box"]: gr.Column(visible=True),
-                ui["compare_box"]: gr.Column(visible=False), ui["live"]: gr.Button(visible=True)}
+                ui["compare_box"]: gr.Column(visible=False), ui["live"]: gr.Button(visible=True),
+                **dict(zip(voting, vote_panel.cleared()))}  # a vote still pending is dropped with its comparison
 
     def card_texts(index: int):
         """Then the full texts, the JSON and its download (slower to draw)."""
@@ -227,7 +229,7 @@ def card_events(services: Services, form: Parts, ui: Parts, card_buttons, banks,
         shown[VIEW_NAMES.index("status")] = gr.skip()  # the status line keeps the "recorded" note
         return tuple(shown)
 
-    filled = [*(form[name] for name in FILL), ui["single_box"], ui["compare_box"], ui["live"]]
+    filled = [*(form[name] for name in FILL), ui["single_box"], ui["compare_box"], ui["live"], *voting]
     for i, button in enumerate(card_buttons):
         # the recorded outcome and scoreboard are drawn in the browser at once, with no server round trip
         button.click(None, None, [ui["status"], ui["scoreboard"]], js=f"() => {json.dumps(recorded_view(i))}",
