@@ -94,7 +94,7 @@ def test_the_push_button_sends_the_dataset_with_the_pasted_token_or_the_login(tm
         with pytest.warns(UserWarning, match="No token to push with"):
             assert h.push("me/labels", "", "ana", "", req) == gr.skip()
         assert h.push("me/labels", SECRET, "ana", "", req).startswith("Pushed 1 runs and 3 label rows to")
-        assert sorted(hub.repos["me/labels"]) == ["README.md", "labels.parquet", "runs.parquet"]
+        assert sorted(hub.repos["me/labels"]) == ["README.md", "labels.parquet", "runs.parquet", "votes.parquet"]
         with pytest.warns(UserWarning, match="needs the form user/name") as caught:
             h.push("labels", SECRET, "ana", "", req)
         assert SECRET not in str(caught[0].message)
