@@ -143,13 +143,15 @@ def test_the_blind_view_names_no_method_and_no_gold():
 
 def test_curtain_labels_hide_and_reveal():
     curtain = Curtain()
-    curtain.draw({"mad": "r1", "r2mad": "r2"}, random.Random(1))
+    curtain.draw(["mad", "r2mad"], random.Random(1))
     assert sorted(curtain.labels.values()) == ["Debate A", "Debate B"]
     shown = curtain.hide({"mad": memory_transcript("mad"), "r2mad": memory_transcript()})
-    assert list(shown) == ["Debate A", "Debate B"] and curtain.votable()
+    assert list(shown) == ["Debate A", "Debate B"] and not curtain.votable()  # no saved runs to vote on yet
+    curtain.runs.update({"mad": "r1", "r2mad": "r2"})
+    assert curtain.votable()
     state = curtain.state()
     assert revealed(state)["r2mad"] == curtain.real["r2mad"]
-    order = {tuple(c.labels) for c in (Curtain() for _ in range(30)) if c.draw({"a": "1", "b": "2"}) is None}
+    order = {tuple(c.labels) for c in (Curtain() for _ in range(30)) if c.draw(["a", "b"]) is None}
     assert len(order) == 2  # either method may be "Debate A"
     running = memory_transcript().__class__(**{**memory_transcript().__dict__, "status": "cancelled"})
     curtain.hide({"mad": memory_transcript("mad"), "r2mad": running})
@@ -159,7 +161,8 @@ def test_curtain_labels_hide_and_reveal():
 def test_the_vote_handler_counts_once_and_reveals(store):
     runs = comparison(store, "B", "A")
     curtain = Curtain()
-    curtain.draw(runs, random.Random(0))
+    curtain.draw(list(runs), random.Random(0))
+    curtain.runs.update(runs)
     curtain.hide({m: store.get_run(r).transcript for m, r in runs.items()})
     state, services = curtain.state(), SimpleNamespace(store=store, config=SimpleNamespace(private_runs=False))
     handlers, voted = VoteHandlers(services), curtain.labels["mad"]

@@ -46,7 +46,8 @@ def blinded(t: Transcript, name: str) -> Transcript:
 
 @dataclass
 class Curtain:
-    """The blind labels of one comparison; `hide` keeps the latest real transcripts for the reveal."""
+    """The blind labels of one comparison (drawn before it starts), its saved runs' ids (known once the run
+    service opened them), and the latest real transcripts `hide` saw, for the reveal."""
     labels: dict[str, str] = field(default_factory=dict)  # method -> "Debate A"
     runs: dict[str, str] = field(default_factory=dict)  # method -> run id
     real: dict[str, Transcript] = field(default_factory=dict)
@@ -55,12 +56,11 @@ class Curtain:
     def drawn(self) -> bool:
         return bool(self.labels)
 
-    def draw(self, run_ids: dict[str, str], rng: random.Random | None = None) -> None:
+    def draw(self, methods: list[str], rng: random.Random | None = None) -> None:
         """Labels in a random order (so "Debate A" is not always the first method picked)."""
-        methods = list(run_ids)
+        methods = list(methods)
         (rng or random.SystemRandom()).shuffle(methods)
         self.labels = {m: label(i) for i, m in enumerate(methods)}
-        self.runs = dict(run_ids)
 
     def hide(self, transcripts: dict[str, Transcript]) -> dict[str, Transcript]:
         if not self.drawn:
@@ -70,8 +70,8 @@ class Curtain:
         return dict(sorted(shown.items()))
 
     def votable(self) -> bool:
-        """A vote is asked for once every debate of the comparison finished."""
-        return self.drawn and len(self.real) == len(self.labels) and all(
+        """A vote is asked for once every debate of the comparison finished and was saved."""
+        return self.drawn and len(self.real) == len(self.runs) == len(self.labels) and all(
             t.status == "done" for t in self.real.values())
 
     def state(self) -> dict[str, Any]:

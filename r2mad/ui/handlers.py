@@ -240,7 +240,7 @@ class DebateHandlers:
             prices = price_table(services.config.backbones.values())  # a custom endpoint has none
             live = LiveRun.of(request, store, agent_backends)
             if curtain is not None and len(methods) > 1:
-                curtain.draw(live.run_ids)
+                curtain.draw(list(methods))
             hide = curtain.hide if curtain is not None else (lambda shown: shown)
             yield view(hide(live.transcripts()), final=False, elapsed=time.time() - asked)
             async for transcripts in stream(live, backend, bank=bank_obj, bank_notices=tuple(notices),
@@ -253,6 +253,8 @@ class DebateHandlers:
                 done = all(t.status != "running" for t in transcripts.values())
                 yield view(hide(shown), final=done, prices=prices, saved=live.run_ids, elapsed=time.time() - asked)
             finished = bool(live.results) and all(t.status == "done" for t in live.results.values())
+            if curtain is not None:
+                curtain.runs.update(live.run_ids)  # what a vote names (the runs are saved by now)
             for notice in store.take_notices():
                 warn(notice)
             for m, t in live.results.items():
