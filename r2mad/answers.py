@@ -11,16 +11,27 @@ from r2mad.types import UNPARSED, Answer, Task
 
 # --- reasoning blocks ---------------------------------------------------------------------------
 
-def strip_think(text: str) -> str:
-    """Drop <think>…</think> blocks, a leading block whose opening tag the template ate, and an
-    unterminated trailing block."""
+def split_think(text: str) -> tuple[str, str]:
+    """(reasoning, reply): the <think>…</think> blocks (Qwen3, DeepSeek-R1 and other thinking models), a
+    leading block whose opening tag the chat template ate, and a block never closed (the reply never came)
+    apart from the reply. The reasoning is never read as an answer."""
+    text = text or ""
+    thoughts: list[str] = []
     head, close, tail = text.rpartition("</think>")  # after the last close no block can end: not searched
-    text = re.sub(r"<think>.*?</think>", "", head + close, flags=re.S) + tail
+    head = re.sub(r"<think>(.*?)</think>", lambda m: thoughts.append(m.group(1)) or "", head + close, flags=re.S)
+    text = head + tail
     if "</think>" in text:  # reasoning with no opening tag: everything before the close
-        text = text.rsplit("</think>", 1)[1]
+        before, text = text.rsplit("</think>", 1)
+        thoughts.insert(0, before)
     if "<think>" in text:  # never closed: the answer never came
-        text = text.split("<think>", 1)[0]
-    return text.strip()
+        text, unclosed = text.split("<think>", 1)
+        thoughts.append(unclosed)
+    return "\n\n".join(t.strip() for t in thoughts if t.strip()), text.strip()
+
+
+def strip_think(text: str) -> str:
+    """The reply without its reasoning blocks (see split_think)."""
+    return split_think(text)[1]
 
 
 # --- math ---------------------------------------------------------------------------------------

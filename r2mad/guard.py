@@ -8,7 +8,7 @@ import json
 import re
 from typing import Sequence
 
-from r2mad.answers import extract_answer
+from r2mad.answers import extract_answer, strip_think
 from r2mad.backends.base import BackendError, ChatBackend
 from r2mad.prompts.common import final_answer_request
 from r2mad.types import UNPARSED, Answer, AnswerShape, AuxCall, Message, Task
@@ -59,7 +59,7 @@ async def guard_answer(backend: ChatBackend, prompt: Sequence[Message], text: st
             [c] = await backend.chat(messages, **base)
     except BackendError as exc:
         return UNPARSED, AuxCall("guard", round_index, "", target=agent, label="failed", error=str(exc))
-    found = extract_answer(_answer_text(c.text), task)
+    found = extract_answer(_answer_text(strip_think(c.text)), task)
     answer = Answer(found.value, "guarded") if found.parsed else UNPARSED
     return answer, AuxCall("guard", round_index, c.text, c.tokens_in, c.tokens_out, c.latency_s, target=agent,
                            label="guarded" if found.parsed else "unparsed")

@@ -248,7 +248,7 @@ def test_create_a_queue_measure_agreement_adjudicate_and_export(served, browser)
     link.wait_for(timeout=30_000)
     data = page.request.get(link.get_attribute("href")).body()
     names = zipfile.ZipFile(io.BytesIO(data)).namelist()
-    assert sorted(names) == ["README.md", "labels.parquet", "runs.parquet"]
+    assert sorted(names) == ["README.md", "labels.parquet", "runs.parquet", "votes.parquet"]
     page.context.close()
 
 

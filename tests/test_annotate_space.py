@@ -96,7 +96,7 @@ def test_the_push_button_sends_the_dataset_with_the_pasted_token_or_the_login(tm
         with pytest.warns(UserWarning, match="No token to push with"):
             assert h.push("me/labels", "", "ana", "", req) == gr.skip()
         assert h.push("me/labels", SECRET, "ana", "", req).startswith("Pushed 1 runs and 2 label rows to")
-        assert sorted(hub.repos["me/labels"]) == ["README.md", "labels.parquet", "runs.parquet"]
+        assert sorted(hub.repos["me/labels"]) == ["README.md", "labels.parquet", "runs.parquet", "votes.parquet"]
         with pytest.warns(UserWarning, match="needs the form user/name") as caught:
             h.push("labels", SECRET, "ana", "", req)
         assert SECRET not in str(caught[0].message)
@@ -109,7 +109,7 @@ def test_the_push_button_sends_the_dataset_with_the_pasted_token_or_the_login(tm
         # contribute-repos: a bare name (or none) goes to the signed-in annotator's own namespace
         assert "ann/space-labels" in on_space.push("space-labels", "", "", "", req, SimpleNamespace(username="ann"),
                                                    login)
-        assert sorted(hub.repos["ann/space-labels"]) == ["README.md", "labels.parquet", "runs.parquet"]
+        assert sorted(hub.repos["ann/space-labels"]) == ["README.md", "labels.parquet", "runs.parquet", "votes.parquet"]
         assert "ann/r2mad-annotations" in on_space.push("", "", "", "", req, SimpleNamespace(username="ann"), login)
 
 

@@ -60,7 +60,7 @@ def test_only_the_five_endpoints_are_public_and_none_takes_a_token(client):
         for p in endpoint["parameters"]:
             assert p["label"] == p["parameter_name"] and p["python_type"]["description"], p
     question = info["named_endpoints"]["/run_debate"]["parameters"][0]
-    assert question["python_type"]["description"] == "the question to debate."
+    assert question["python_type"]["description"] == "The question to debate."
 
 
 def test_run_debate_get_run_list_runs_and_fork_run(app, client):

@@ -16,6 +16,7 @@ from r2mad.ui.services import Services
 from r2mad.ui.states import outcome_line
 from r2mad.ui.tables import summary_rows
 from r2mad.ui.views import VIEW_NAMES
+from r2mad.ui.vote_panel import VoteHandlers
 from tests import helpers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,15 +31,15 @@ def services_with(tmp: Path, base_url: str, default_bank: str | None) -> Service
     return Services(dataclasses.replace(config, backbones={"fake": fake}, default_backbone="fake", app=app))
 
 
-def compare(services) -> dict:
-    form = dict(backbone="fake", methods=["mad", "r2mad"], bank="", agents=2, rounds=2, k=1, gamma=0.9,
+def compare(services) -> list[tuple]:
+    form = dict(backbone="fake", methods=["mad", "r2mad"], blind=True, bank="", agents=2, rounds=2, k=1, gamma=0.9,
                 temperature=0.7, max_tokens=32, seed=0, answer_guard="off", gold="B",
                 question="Which planet has the most moons?", option_a="Mars", option_b="Saturn", option_c="Venus")
 
     async def run():
         return [u async for u in DebateHandlers(services).run_debate(
             **form, visitor_id="v" * 32, request=SimpleNamespace(session_hash="s"))]
-    return dict(zip(VIEW_NAMES, asyncio.run(run())[-1]))
+    return asyncio.run(run())  # the comparison's updates; the last one asks for the blind vote
 
 
 @pytest.fixture
@@ -64,10 +65,18 @@ def test_r2mad_without_a_chosen_bank_uses_the_default_one(tmp_path, bank, server
 
 def test_without_a_default_bank_every_surface_says_memory_off(tmp_path, server):
     services = services_with(tmp_path, server.base_url, default_bank=None)
-    shown = compare(services)
+    updates = compare(services)
     [run] = services.store.list_runs(method="r2mad")
     t = services.store.get_run(run.id).transcript
     assert run.bank is None and outcome_line(t).endswith(" · memory off")
+    # blind until the vote: the debate whose method reads a bank says "memory off", naming no method
+    blind, state = dict(zip(VIEW_NAMES, updates[-2])), updates[-1][len(VIEW_NAMES)]
+    which = next(name for name, m in state["shown"].items() if m == "r2mad")
+    assert "R²-MAD" not in str(blind["status"]) and f"{which}: " in str(blind["status"])
+    assert str(blind["status"]).count("memory off") == 1
+    assert [row[0] for row in blind["summary"].value["data"]].count(f"{which} (memory off)") == 1
+    # then the names, and the same words on every surface
+    shown = dict(zip(VIEW_NAMES, VoteHandlers(services).vote(None, state, "v" * 32, None, None, None)))
     assert "R²-MAD" in str(shown["status"]) and "memory off" in str(shown["status"])
     summary = str(shown["summary"].value)
     assert "r2mad (memory off)" in summary and "'mad (memory off)'" not in summary

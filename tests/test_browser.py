@@ -93,6 +93,8 @@ def test_side_by_side_shows_two_columns_and_a_summary(page):
     page.fill("#gold textarea, #gold input", "7")
     page.click("#run")
     page.wait_for_selector("#final :text('Side by side: 2 methods — finished')", timeout=DEBATE_TIMEOUT_MS)
+    page.click("#vote-skip")  # blind until a vote or a skip (test_browser_votes.py)
+    page.locator("#vote-note").get_by_text("as you skipped the vote").wait_for(timeout=60_000)
     left = page.locator("#chat-col-0")
     assert left.is_visible() and not page.locator("#chat-single").is_visible()
     assert "Round 0 (each agent alone) · shared by every method" in left.inner_text()

@@ -49,7 +49,7 @@ def test_export_then_import_is_lossless_and_the_card_has_the_figures(tmp_path):
     # human: ana 1 + bo 1 on flipped, ana 1 + bo 2 on messy; final: 2; detector: 3 + 2
     assert {k: sum(r["kind"] == k for r in rows) for k in ("human", "detector", "final")} == \
         {"human": 5, "detector": 5, "final": 2}
-    assert counts == {"runs": 3, "labels": 12}
+    assert counts == {"runs": 3, "labels": 12, "votes": 0}
     blamed = [r for r in rows if r["kind"] == "human" and r["run"] == messy and r["annotator"] == "ana"]
     assert [(r["label"], r["round"], r["agent"]) for r in blamed] == [("parse_failure", 0, 1)]
     persuaded = next(r for r in rows if r["kind"] == "detector" and r["label"] == "majority_persuaded_correct_agent")
@@ -166,7 +166,7 @@ def test_cli_pushes_to_and_imports_from_a_hub_over_http(tmp_path, config_dir, ca
         monkeypatch.setenv("HF_ENDPOINT", hub.url)
         assert main(["--config-dir", str(config_dir), "export", "--hub", "me/debate-labels"]) == 0
         assert f"Pushed to {hub.url}/datasets/me/debate-labels" in capsys.readouterr().out
-        assert sorted(hub.repos["me/debate-labels"]) == ["README.md", "labels.parquet", "runs.parquet"]
+        assert sorted(hub.repos["me/debate-labels"]) == ["README.md", "labels.parquet", "runs.parquet", "votes.parquet"]
         assert "| other |" in hub.repos["me/debate-labels"]["README.md"].decode()
         writes = [(path.split("/")[-2], auth) for method, path, auth in hub.requests if method == "POST"]
         assert writes == [("repos", f"Bearer {SECRET}"), ("api", f"Bearer {SECRET}"),  # create, validate-yaml

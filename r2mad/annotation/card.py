@@ -106,3 +106,14 @@ labelled; Fleiss' κ over the runs with the most common number of annotators; Kr
 - `runs.parquet`: one row per run with every stored column; `settings`, `task`, `transcript` and
   `annotations` (with their edit history) are JSON. Secrets were scrubbed before export.
 """
+
+
+def votes_section(votes: int) -> str:
+    """The card's words on votes.parquet (visitors' blind votes on side-by-side comparisons)."""
+    return f"""- `votes.parquet`: {votes} visitors' blind votes, one row per visitor per side-by-side comparison:
+  the debate whose reasoning convinced them most, chosen before the methods' names and the gold answer
+  were shown. `comparison` is the comparison's run ids, sorted and joined by commas; `runs` (JSON) maps
+  each method to its run, `shown` (JSON) the label the visitor saw ("Debate A") to its method; `winner`
+  is the chosen run and `winner_method` its method; `voter` is a hash of the visitor's key (never the
+  key), `username` their Hugging Face login when signed in.
+"""

@@ -14,6 +14,7 @@ from r2mad.annotation.detectors import NO_LABEL, VERSION
 from r2mad.annotation.mast import mast_name
 from r2mad.runs.io import export_records, import_records
 from r2mad.runs.records import REDACTED, dumps
+from r2mad.runs.votes import VoteStore
 from r2mad.safewrite import atomic_open
 
 LABEL_COLUMNS = ("run", "method", "backbone", "question", "gold", "final", "correct", "label", "kind",
@@ -31,6 +32,13 @@ def _label_schema():
                       ("agents", pa.list_(pa.int64())), ("turns", pa.list_(pa.list_(pa.int64()))),
                       ("mast", pa.string()), ("evidence", pa.string()), ("summary", pa.string()),
                       ("note", pa.string()), ("reviews", pa.string()), ("created_at", pa.float64())])
+
+
+def _vote_schema():
+    import pyarrow as pa
+    return pa.schema([("comparison", pa.string()), ("voter", pa.string()), ("username", pa.string()),
+                      ("winner", pa.string()), ("winner_method", pa.string()), ("runs", pa.string()),
+                      ("shown", pa.string()), ("created_at", pa.float64())])
 
 
 def label_rows(book: LabelBook, records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -72,7 +80,8 @@ def _blamed(value: Any) -> dict[str, Any]:
 
 
 def write_dataset(book: LabelBook, folder: str | Path, run_ids: Sequence[str] | None = None) -> dict[str, int]:
-    """Write labels.parquet, runs.parquet and README.md into `folder`; returns row counts."""
+    """Write labels.parquet, runs.parquet, votes.parquet (visitors' blind votes on comparisons among these
+    runs, r2mad.runs.votes) and README.md into `folder`; returns row counts."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     book.detect(run_ids)
@@ -80,14 +89,17 @@ def write_dataset(book: LabelBook, folder: str | Path, run_ids: Sequence[str] | 
     labels = label_rows(book, records)
     folder = Path(folder)
     runs = [{k: dumps(v) if k in _RUN_JSON else v for k, v in r.items()} for r in records]
-    # all three or none: each is renamed into place only once every one was written (a full disk: none)
+    votes = [v.row() for v in VoteStore(book.store).votes(r["id"] for r in records)]
+    # all four or none: each is renamed into place only once every one was written (a full disk: none)
     with atomic_open(folder / "labels.parquet", "wb") as label_file, \
             atomic_open(folder / "runs.parquet", "wb") as runs_file, \
+            atomic_open(folder / "votes.parquet", "wb") as votes_file, \
             atomic_open(folder / "README.md", "w", encoding="utf-8") as readme:
         pq.write_table(pa.Table.from_pylist(labels, schema=_label_schema()), label_file)
         pq.write_table(pa.Table.from_pylist(runs), runs_file)
-        readme.write(card.dataset_card(book, len(runs), labels))
-    return {"runs": len(runs), "labels": len(labels)}
+        pq.write_table(pa.Table.from_pylist(votes, schema=_vote_schema()), votes_file)
+        readme.write(card.dataset_card(book, len(runs), labels) + card.votes_section(len(votes)))
+    return {"runs": len(runs), "labels": len(labels), "votes": len(votes)}
 
 
 def read_dataset(book: LabelBook, folder: str | Path) -> int:
@@ -133,6 +145,8 @@ def read_dataset(book: LabelBook, folder: str | Path) -> int:
             if old is None or f["at"] > old[0]:
                 conn.execute("INSERT OR REPLACE INTO final_labels VALUES (?, ?, ?, ?, ?)",
                              (run_id, dumps(f["labels"]), dumps(f["blame"]), f["by"], f["at"]))
+    if (folder / "votes.parquet").is_file():  # written since the votes came (issue 31)
+        VoteStore(store).add_rows(pq.read_table(folder / "votes.parquet").to_pylist())
     return changed
 
 

@@ -48,7 +48,8 @@ def _export_dataset(store, args) -> int:
     from r2mad.annotation.dataset import push_dataset, write_dataset
     folder = args.out or tempfile.mkdtemp(prefix="r2mad-dataset-")
     counts = write_dataset(LabelBook(store), folder, args.run or None)
-    print(f"Wrote {counts['runs']} runs and {counts['labels']} label rows (Parquet + dataset card) to {folder}")
+    print(f"Wrote {counts['runs']} runs and {counts['labels']} label rows (Parquet + dataset card, with "
+          f"{counts['votes']} visitors' votes) to {folder}")
     if args.hub:
         url = push_dataset(folder, args.hub, os.environ.get("HF_TOKEN"), endpoint=os.environ.get("HF_ENDPOINT"))
         print(f"Pushed to {url}")

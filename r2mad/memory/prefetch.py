@@ -94,8 +94,9 @@ class SummaryPrefetch:
 
     async def _ask(self, ctx, messages) -> None:
         call = await ctx.aux_call("summary", messages, max_tokens=PREFETCH_TOKENS, labeler=lambda text: "prefetched")
-        if not call.error and call.text.strip():
-            self.summaries.put(summary_key(ctx.backend, messages), call.text.strip())
+        summary = strip_think(call.text)
+        if not call.error and summary:
+            self.summaries.put(summary_key(ctx.backend, messages), summary)
 
 
 class ResponseEmbeddings:

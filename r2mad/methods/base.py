@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
+from r2mad.answers import strip_think
 from r2mad.backends.base import BackendError, ChatBackend
 from r2mad.config import DebateSettings
 from r2mad.prompts import common, mad
@@ -197,7 +198,7 @@ class RoundContext:
                            backbone=self.backbone)
         else:
             call = AuxCall(kind, self.index, c.text, c.tokens_in, c.tokens_out, c.latency_s, source, target,
-                           labeler(c.text) if labeler else None, backbone=self.backbone,
+                           labeler(strip_think(c.text)) if labeler else None, backbone=self.backbone,
                            provider=c.provider)
         self.aux.append(call)
         return call

@@ -11,6 +11,7 @@ import math
 import re
 import statistics
 
+from r2mad.answers import strip_think
 from r2mad.config import ConfigError
 from r2mad.methods.base import Agent, Method, RoundContext
 from r2mad.prompts import common, mad
@@ -114,7 +115,8 @@ class MADM2(Method):
                 for t in turns if fresh or v != t.agent]
         clips = self.clips  # the paper profile: the whole response, the whole output budget
         budget = min(JUDGE_TOKENS, self.settings.max_tokens) if clips else self.settings.max_tokens
-        calls = await asyncio.gather(*(ctx.aux_call("judge", prompts.judge_messages(ctx.task, t.text, clips),
+        judged = prompts.judge_messages  # the judge reads the reply, never the agent's <think> reasoning
+        calls = await asyncio.gather(*(ctx.aux_call("judge", judged(ctx.task, strip_think(t.text), clips),
                                                     source=v, target=t.agent, max_tokens=budget,
                                                     labeler=parse_judgment)
                                        for v, t in jobs))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
+from r2mad.answers import strip_think
 from r2mad.memory.confidence import annotate, confidence_label
 from r2mad.memory.prefetch import PREFETCH_TOKENS, ResponseEmbeddings, SummaryPrefetch, pattern_summary_messages
 from r2mad.memory.retrieval import render_state
@@ -134,7 +135,7 @@ class R2MAD(Method):
         if call.error:
             ctx.notice(f"Round {ctx.index}: the debate-state summary failed ({call.error}); "
                        "retrieval uses an empty summary.")
-        summary = call.text.strip()
+        summary = strip_think(call.text)  # a thinking model's reasoning is not the summary
         if summary and key is not None:
             self.summaries.put(key, summary)
         return summary

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 
+from r2mad.answers import strip_think
 from r2mad.methods.base import Plugin, RoundContext, keeps_clips
 from r2mad.prompts import truemad as prompts
 
@@ -60,7 +61,7 @@ class Advice(Plugin):
                 ctx.notice(f"Round {ctx.index}: advice from agent {s + 1} to agent {g + 1} failed "
                            f"({call.error}); the round goes on without it.")
                 continue
-            self.received[g].append((live[s].label, call.label, call.text))
+            self.received[g].append((live[s].label, call.label, strip_think(call.text)))
             log.append({"source": s, "target": g, "type": call.label})
         ctx.details["advice"] = log
         if dropped:
@@ -74,7 +75,7 @@ class Advice(Plugin):
         call = await ctx.aux_call("advice", messages, source=source.index, target=target.index,
                                   max_tokens=budget, labeler=parse_advice_type)
         if call.error is None:
-            ctx.emit("advice", agent=target.index, source=source.index, type=call.label, text=call.text)
+            ctx.emit("advice", agent=target.index, source=source.index, type=call.label, text=strip_think(call.text))
         return call
 
     def extend_message(self, ctx: RoundContext, agent: int, message: str) -> str:

@@ -258,8 +258,8 @@ def install(demo: gr.Blocks, services: Services) -> Api:
 
 
 def document(demo: gr.Blocks, api_name: str, fn) -> None:
-    """The API page names each parameter and says what it is (from the docstring's Args), instead of
-    Gradio's "the input value that is provided in the '1st' Api component"."""
+    """The API page names each parameter and says what it is (from the docstring's Args) after Gradio's fixed
+    "The input value that is provided in the "question" Api component.", which its page always writes."""
     from gradio.utils import get_function_description
 
     _, described, _ = get_function_description(fn)
@@ -267,4 +267,6 @@ def document(demo: gr.Blocks, api_name: str, fn) -> None:
     params = [p for p in inspect.signature(fn).parameters if p != "request"]
     for component, param in zip(event.inputs, params):
         component.label = param
-        component._api_info = {**component.api_info(), "additional_description": described.get(param, "")}
+        text = described.get(param, "").strip()  # the page puts it after its own fixed sentence
+        text = text[:1].upper() + text[1:] + ("" if text.endswith(".") or not text else ".")
+        component._api_info = {**component.api_info(), "additional_description": text}

@@ -12,7 +12,7 @@ from typing import Any
 import gradio as gr
 
 from r2mad.methods import names
-from r2mad.ui import handlers
+from r2mad.ui import handlers, vote_panel
 from r2mad.ui.allowance_line import AllowanceLine
 from r2mad.ui.debate_form import (
     AGENTS,
@@ -93,6 +93,7 @@ def results_part(ui: Parts) -> None:
     """The outcome line, scoreboard, fork offer, full texts, side-by-side views and the transcript JSON."""
     ui["status"] = gr.Markdown(elem_id="final")
     ui["scoreboard"] = gr.HTML("", elem_id="scoreboard")
+    vote_panel.part(ui)  # a blind side-by-side comparison asks which debate convinced the visitor
     ui["saved_run"] = gr.State("")
     with gr.Row(visible=False, equal_height=True, elem_id="debate-fork") as ui["fork_box"]:  # under a finished debate
         ui["fork_round"] = gr.Dropdown([], label="Fork from round", show_label=False, container=False, scale=0,
@@ -130,6 +131,7 @@ def build(services: Services, visitor_id) -> DebateTab:
             question_part(form)
         with gr.Column(scale=2, min_width=300):
             methods_part(form, config.app.default_method)
+            form["blind"] = vote_panel.toggle()
             buttons_part(ui)
             ui["allowance"] = gr.Markdown(visible=services.ledger is not None, elem_id="allowance")
     results_part(ui)
@@ -139,7 +141,9 @@ def build(services: Services, visitor_id) -> DebateTab:
         ui["mixed_box"] = advanced_part(form, config, banks)
     debate = handlers.DebateHandlers(services)
     outputs = [ui[name] for name in VIEW_NAMES]
-    run_event = run_events(services, debate, form, ui, visitor_id, outputs)
+    run_event = run_events(services, debate, form, ui, visitor_id,
+                           [*outputs, *(ui[name] for name in vote_panel.VOTE_NAMES)])
+    vote_panel.events(services, ui, outputs, visitor_id)
     form_events(services, debate, form, ui)
     card_events(services, form, ui, card_buttons, banks, outputs)
     if services.ledger is not None:
@@ -179,6 +183,8 @@ def form_events(services: Services, debate, form: Parts, ui: Parts) -> None:
     form["profile"].change(debate.profile_values, [form["profile"]], [form["temperature"], form["max_tokens"]],
                            **quiet)
     form["methods"].change(layout_for, [form["methods"]], [ui["single_box"], ui["compare_box"], ui["hint"]], **quiet)
+    form["methods"].change(lambda picked: gr.Checkbox(visible=len(picked or []) > 1), [form["methods"]],
+                           [form["blind"]], **quiet)
     mix = {form[name] for name in ("backbone", "mixed_models", "agents", "aux_backbone", *AGENTS)}
 
     def token_box(values: dict):
@@ -212,6 +218,7 @@ def card_events(services: Services, form: Parts, ui: Parts, card_buttons, banks,
     """A card shows its recorded debate at once, fills the form with its preset, then draws the full texts."""
     config, quiet = services.config, dict(api_visibility="private", queue=False, show_progress="hidden")
     cards = [(card, card_task(card)) for card in CARDS]
+    voting = [ui[name] for name in vote_panel.VOTE_NAMES]
 
     def recorded_view(index: int) -> tuple[str, str]:
         """The outcome line and scoreboard of a card's recorded debate (or why there is none)."""
@@ -228,7 +235,8 @@ def card_events(services: Services, form: Parts, ui: Parts, card_buttons, banks,
         recorded = cached(cards[index][0])  # "Run it live" runs on the backbone the recording used
         values = card_values(*cards[index], config, banks, recorded.backbone if recorded else BACKBONE, SEED)
         return {**{form[name]: value for name, value in values.items()}, ui["single_box"]: gr.Column(visible=True),
-                ui["compare_box"]: gr.Column(visible=False), ui["live"]: gr.Button(visible=True)}
+                ui["compare_box"]: gr.Column(visible=False), ui["live"]: gr.Button(visible=True),
+                **dict(zip(voting, vote_panel.cleared()))}  # a vote still pending is dropped with its comparison
 
     def card_texts(index: int):
         """Then the full texts, the JSON and its download (slower to draw)."""
@@ -240,7 +248,7 @@ def card_events(services: Services, form: Parts, ui: Parts, card_buttons, banks,
         shown[VIEW_NAMES.index("status")] = gr.skip()  # the status line keeps the "recorded" note
         return tuple(shown)
 
-    filled = [*(form[name] for name in FILL), ui["single_box"], ui["compare_box"], ui["live"]]
+    filled = [*(form[name] for name in FILL), ui["single_box"], ui["compare_box"], ui["live"], *voting]
     for i, button in enumerate(card_buttons):
         # the recorded outcome and scoreboard are drawn in the browser at once, with no server round trip
         button.click(None, None, [ui["status"], ui["scoreboard"]], js=f"() => {json.dumps(recorded_view(i))}",

@@ -22,6 +22,8 @@ from r2mad.runs.faults import StoreError
 from r2mad.service import RunRequest
 from r2mad.tasks import task_from_input
 from r2mad.text import quoted
+from r2mad.ui import vote_panel
+from r2mad.ui.blind import Curtain
 from r2mad.ui.debate_form import AGENTS, OPTIONS
 from r2mad.ui.line import lane_of, skip_hint, visitor_key, wait_turn, with_hint
 from r2mad.ui.live import LiveRun, stream
@@ -158,19 +160,25 @@ class DebateHandlers:
         Debate form's values by name (r2mad.ui.debate_form; they name the event's parameters too);
         `visitor_id`: the id the visitor's browser keeps (their runs are kept under it). Gradio fills
         `request`, `login` and `oauth_token` itself (only parameters that may be positional)."""
+        blind = bool(form.pop("blind", False))  # side by side: names hidden until the vote (ui/blind.py)
         req = DebateRequest.from_form(form)
         asked = time.time()  # the visitor's clock starts here: the status line counts from the press of Run
         session = getattr(request, "session_hash", None) or "anonymous"
         visitor = identify(self.services.config, browser_id=visitor_id, session=session, profile=login,
                            token=oauth_token)
         key = visitor_key(visitor.owner, visitor_id, session)
+        curtain, first = (Curtain() if blind else None), True
         async for update in self._run(req, session, visitor, getattr(oauth_token, "token", None), asked=asked,
-                                      key=key):
-            yield update
+                                      key=key, curtain=curtain):
+            yield (*update, *(vote_panel.cleared() if first else vote_panel.unchanged()))
+            first = False
+        if curtain is not None and curtain.drawn:
+            yield vote_panel.ending(curtain)
 
     async def _run(self, req: DebateRequest, session: str, visitor: Visitor, login_token: str | None = None, *,
-                   asked: float | None = None, key: str | None = None):
-        """`asked`: time.time() when the visitor pressed Run; `key`: who they are to the line (cap per visitor)."""
+                   asked: float | None = None, key: str | None = None, curtain: Curtain | None = None):
+        """`asked`: time.time() when the visitor pressed Run; `key`: who they are to the line (cap per visitor);
+        `curtain`: a comparison of 2+ methods is shown blind through it (names hidden until the vote)."""
         services, methods, bank = self.services, req.methods, req.bank
         asked, key = asked or time.time(), key or visitor_key(visitor.owner, None, session)
         token = req.token or login_token  # whichever reaches the endpoint is scrubbed from what is kept
@@ -232,17 +240,22 @@ class DebateHandlers:
             store = services.store_for(req.token, login_token)
             prices = price_table(services.config.backbones.values())  # a custom endpoint has none
             live = LiveRun.of(request, store, agent_backends)
-            yield view(live.transcripts(), final=False, elapsed=time.time() - asked)
+            if curtain is not None and len(methods) > 1:
+                curtain.draw(list(methods))
+            hide = curtain.hide if curtain is not None else (lambda shown: shown)
+            yield view(hide(live.transcripts()), final=False, elapsed=time.time() - asked)
             async for transcripts in stream(live, backend, bank=bank_obj, bank_notices=tuple(notices),
                                             stop=stop_signal, summaries=services.summaries, tick_s=TICK_S):
                 # what the page shows and downloads holds no key, even one an endpoint echoed back
                 shown = {m: store.scrub_transcript(t) for m, t in (transcripts or live.transcripts()).items()}
                 if not transcripts:  # nothing new for a while: only the clock on the status line moves
-                    yield idle(status_line(shown, prices, time.time() - asked))
+                    yield idle(status_line(hide(shown), prices, time.time() - asked))
                     continue
                 done = all(t.status != "running" for t in transcripts.values())
-                yield view(shown, final=done, prices=prices, saved=live.run_ids, elapsed=time.time() - asked)
+                yield view(hide(shown), final=done, prices=prices, saved=live.run_ids, elapsed=time.time() - asked)
             finished = bool(live.results) and all(t.status == "done" for t in live.results.values())
+            if curtain is not None:
+                curtain.runs.update(live.run_ids)  # what a vote names (the runs are saved by now)
             for notice in store.take_notices():
                 warn(notice)
             for m, t in live.results.items():
@@ -255,14 +268,14 @@ class DebateHandlers:
         except USER_ERRORS as exc:  # raised by the debate itself (e.g. a method that rejects its settings)
             warn(str(exc), token)
             if live is not None and live.run_ids:
-                yield view(live.transcripts(), final=True)
+                yield view(hide(live.transcripts()), final=True)
             else:  # refused before anything was saved (a full run store, a bank that holds the question)
                 yield idle("Not started: " + html.escape(str(exc).replace(token or chr(0), "[redacted]"), quote=False))
         except Exception as exc:  # a bug, not the visitor's fault: log it (no secrets in it) and say so
             log.exception("debate failed")
             warn(f"The debate stopped on an internal error ({type(exc).__name__}); the partial transcript is kept.")
             if live is not None:
-                yield view(live.transcripts(), final=True)
+                yield view(hide(live.transcripts()), final=True)
         finally:
             if ticket is not None:
                 services.admission.leave(ticket, measured=finished)

@@ -10,7 +10,7 @@ from typing import Iterable
 import gradio as gr
 
 from r2mad.config import Config, load_config
-from r2mad.ui import annotate_tab, api, bank_tab, debate_tab, fork_tab, inspect_tab
+from r2mad.ui import annotate_tab, api, api_page, bank_tab, board_tab, debate_tab, fork_tab, inspect_tab, vote_panel
 from r2mad.ui.about import about_text
 from r2mad.ui.services import Services
 from r2mad.ui.visitors import kept_notice, new_browser_id
@@ -73,6 +73,8 @@ def build_app(config: Config | None = None, *, secrets: Iterable[str] = (),
                 annotate_tab.build(services, demo, tabs, annotate, visitor_id)
             with gr.Tab("Fork", id="fork"):
                 fork_run, fork_round = fork_tab.build(services, visitor_id)
+            with gr.Tab("Method board", id="board") as board:
+                board_tab.build(services, board)
             with gr.Tab("Memory bank", id="bank") as bank:
                 bank_tab.build(services, bank)
             with gr.Tab("About", id="about"):
@@ -86,7 +88,10 @@ def build_app(config: Config | None = None, *, secrets: Iterable[str] = (),
                          [fork_run, fork_round, tabs], api_visibility="private", queue=False)
         demo.load(lambda known: known or new_browser_id(), [visitor_id], [visitor_id], api_visibility="private",
                   queue=False)
+        demo.load(None, None, debate.form["blind"], js=vote_panel.BLIND_ON_LOAD, api_visibility="private",
+                  queue=False)  # a page compares blind (names hidden until the vote); an API client does not
         demo.unload(debate.unload_fn)
+        api_page.open_from_address(demo)  # /?view=api opens the API page
         api.install(demo, services)  # last: the UI's events above stay out of the public API
     demo.r2mad_services = services  # for tests and app.py
     return demo

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from r2mad.answers import strip_think
 from r2mad.steer.fork import steer_notes
 from r2mad.types import Round
 from r2mad.ui.text import esc as _esc
@@ -87,8 +88,9 @@ def _subjective_masks(masks: Mapping[str, Any], responses: Mapping[str, str]) ->
             out.append(f"As judged for {_agent(viewer)}:")
         for j, v in sorted((verdicts or {}).items(), key=lambda kv: str(kv[0])):
             failed = f" (judge call failed: {_esc(v.get('error'))})" if v.get("error") else ""
-            judgment = f"  \n  Judge's verdict: “{_clip(v.get('judgment'), 200)}”" if v.get("judgment") else ""
-            said = f"  \n  {_agent(j)} said: “{_clip(responses[str(j)], 200)}”" if responses.get(str(j)) else ""
+            judgment = f"  \n  Judge's verdict: “{_clip(strip_think(v['judgment']), 200)}”" if v.get("judgment") else ""
+            reply = strip_think(responses.get(str(j)) or "")
+            said = f"  \n  {_agent(j)} said: “{_clip(reply, 200)}”" if reply else ""
             out.append(f"- {_agent(j)}'s response: {_esc(v.get('label'))} — "
                        f"{'shown' if v.get('keep') else 'masked'}{failed}{said}{judgment}")
     return "\n".join(out[:1]) + "\n\n" + "\n".join(out[1:])
@@ -125,7 +127,7 @@ def advice_panel(rnd: Round) -> str:
     lines = ["**Advice (TrueMAD)** — who advised whom, before revising", TRUEMAD_NOTE]
     for item in entries:
         call = texts.get((item.get("source"), item.get("target")))
-        said = f": “{_clip(call.text, 240)}”" if call is not None and call.text else ""
+        said = f": “{_clip(strip_think(call.text), 240)}”" if call is not None and strip_think(call.text) else ""
         lines.append(f"- {_agent(item.get('source'))} → {_agent(item.get('target'))} "
                      f"({_esc(item.get('type') or 'other')}){said}")
     if not entries:

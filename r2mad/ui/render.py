@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from r2mad.answers import split_think
 from r2mad.evaluation.costs import PriceTable, format_cost, model_costs, total_words
 from r2mad.types import (
     AgentTurn,
@@ -73,9 +74,21 @@ def turn_body(turn: AgentTurn, kind: str, round_summary: str | None = None) -> s
     if turn.error:
         body = f"The model call failed: {esc(turn.error)}"
     else:
-        body = esc(turn.text.strip()) or "*(empty response)*"
+        body = thinking_folded(turn.text)
     shown = panels.turn_panels(turn.details, round_summary)
     return (shown + "\n\n---\n**Response**\n\n" + body) if shown else body
+
+
+def thinking_folded(text: str) -> str:
+    """A reply with its <think> reasoning (a thinking model's) folded in a <details> above the answer; the
+    answer was read from the reply alone (answers.split_think)."""
+    reasoning, reply = split_think(text)
+    if not reasoning:
+        return esc(reply) or "*(empty response)*"
+    words = len(reasoning.split())
+    reply_part = esc(reply) or "*(no answer after the reasoning: it was cut off or never closed)*"
+    return (f'<details class="thinking"><summary>Thinking ({words:,} words, not read as the answer)</summary>\n\n'
+            f"{esc(reasoning)}\n\n</details>\n\n{reply_part}")
 
 
 def agree_count(rnd: Round, kind: str) -> tuple[int, int]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from r2mad.answers import plurality_vote, same_answer
 from r2mad.methods import REGISTRY, needs_bank
 from r2mad.types import Round, Transcript
+from r2mad.ui.blind import is_blind
 
 
 def finished_rounds(t: Transcript) -> list[Round]:
@@ -57,8 +58,9 @@ def outcome_line(t: Transcript) -> str:
 
 
 def memory_off(t: Transcript) -> bool:
-    """A method that reads a memory bank ran without one (the run's notices say why)."""
-    return needs_bank(t.method) and any(n.startswith("Memory off") for n in t.notices)
+    """A method that reads a memory bank ran without one (the run's notices say why); a blind debate
+    (ui/blind.py) keeps that notice only where its method reads a bank."""
+    return (needs_bank(t.method) or is_blind(t.method)) and any(n.startswith("Memory off") for n in t.notices)
 
 
 def _outcome(t: Transcript) -> str:
@@ -87,7 +89,8 @@ def _outcome(t: Transcript) -> str:
             return "No final answer — every answer was cut at the token limit; raise Max tokens"
         return "No final answer — no agent gave an answer in the task's format"
     if t.correct is None:
-        verdict = "no gold answer given" if t.task.gold is None else "not scored"
+        verdict = ("right or wrong shown after your vote" if is_blind(t.method) else
+                   "no gold answer given" if t.task.gold is None else "not scored")
     else:
         verdict = "correct" if t.correct else f"wrong (gold {t.task.gold})"
     return f"Final answer: {t.final.value} — {verdict}"

@@ -1,0 +1,121 @@
+"""Visitors' blind votes: which debate of a side-by-side comparison convinced them most, chosen before the
+methods' names and the gold answer were shown. One row per visitor per comparison, in its own table of the run
+store's SQLite file (so a backup or a copy of the store carries the votes). A second vote on the same
+comparison is refused: after the first the names are shown, and a second vote would not be blind.
+
+The visitor is kept as a hash of the key their runs are kept under (a browser id works like a password and is
+never stored here) and, when signed in, their Hugging Face username."""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from r2mad.runs.store import RunStore
+
+SCHEMA = """CREATE TABLE IF NOT EXISTS votes (
+    comparison TEXT NOT NULL,   -- the comparison's run ids, sorted, joined by ','
+    voter TEXT NOT NULL,        -- sha256 of the visitor's key, 16 hex characters
+    username TEXT,              -- their Hugging Face login when signed in
+    winner TEXT NOT NULL,       -- the run id of the debate they chose
+    runs TEXT NOT NULL,         -- JSON: method -> run id, every debate of the comparison
+    shown TEXT NOT NULL,        -- JSON: label shown ("Debate A") -> method
+    created_at REAL NOT NULL,
+    PRIMARY KEY (comparison, voter))"""
+
+
+class VoteRefused(ValueError):
+    """A vote that cannot be counted, in one sentence."""
+
+
+@dataclass(frozen=True)
+class Vote:
+    comparison: str
+    voter: str
+    winner: str  # run id
+    runs: dict[str, str]  # method -> run id
+    shown: dict[str, str]  # label -> method
+    username: str | None = None
+    created_at: float = 0.0
+
+    @property
+    def winner_method(self) -> str:
+        return next(m for m, run in self.runs.items() if run == self.winner)
+
+    def row(self) -> dict[str, Any]:
+        """The flat row of an export (runs and shown as JSON text)."""
+        return {"comparison": self.comparison, "voter": self.voter, "username": self.username,
+                "winner": self.winner, "winner_method": self.winner_method, "runs": json.dumps(self.runs),
+                "shown": json.dumps(self.shown), "created_at": self.created_at}
+
+
+def comparison_id(run_ids: Iterable[str]) -> str:
+    return ",".join(sorted(run_ids))
+
+
+def voter_hash(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
+class VoteStore:
+    def __init__(self, store: RunStore):
+        self.store = store
+        with store.transaction() as conn:
+            conn.execute(SCHEMA)
+
+    def record(self, *, runs: dict[str, str], winner_method: str, voter_key: str, shown: dict[str, str],
+               username: str | None = None) -> Vote:
+        """Count one visitor's vote for `winner_method` among `runs` (method -> run id); raises VoteRefused
+        for a comparison of fewer than two debates, a winner not in it, or a second vote."""
+        if len(runs) < 2 or winner_method not in runs:
+            raise VoteRefused("A vote picks one debate of a side-by-side comparison of two or more; "
+                              "nothing was counted.")
+        vote = Vote(comparison_id(runs.values()), voter_hash(voter_key), runs[winner_method], dict(runs),
+                    dict(shown), username, time.time())
+        with self.store.transaction() as conn:
+            earlier = conn.execute("SELECT shown, winner, runs FROM votes WHERE comparison = ? AND voter = ?",
+                                   (vote.comparison, vote.voter)).fetchone()
+            if earlier is None:
+                conn.execute("INSERT INTO votes VALUES (?, ?, ?, ?, ?, ?, ?)",
+                             (vote.comparison, vote.voter, username, vote.winner, json.dumps(vote.runs),
+                              json.dumps(vote.shown), vote.created_at))
+        if earlier is not None:
+            chose = next((label for label, m in json.loads(earlier["shown"]).items()
+                          if json.loads(earlier["runs"]).get(m) == earlier["winner"]), "one debate")
+            raise VoteRefused(f"You already voted on this comparison (for {chose}); one vote per visitor per "
+                              "comparison, so this one was not counted.")
+        return vote
+
+    def votes(self, run_ids: Iterable[str] | None = None) -> list[Vote]:
+        """Every vote, oldest first; with `run_ids`, those on a comparison holding one of them."""
+        with self.store.transaction(write=False) as conn:
+            rows = conn.execute("SELECT * FROM votes ORDER BY created_at, comparison, voter").fetchall()
+        found = [Vote(r["comparison"], r["voter"], r["winner"], json.loads(r["runs"]), json.loads(r["shown"]),
+                      r["username"], r["created_at"]) for r in rows]
+        if run_ids is None:
+            return found
+        wanted = set(run_ids)
+        return [v for v in found if wanted & set(v.runs.values())]
+
+    def add_rows(self, rows: Iterable[dict[str, Any]]) -> int:
+        """Import exported rows (Vote.row); a vote already here is kept. Returns how many were added."""
+        added = 0
+        with self.store.transaction() as conn:
+            for r in rows:
+                added += conn.execute("INSERT OR IGNORE INTO votes VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                      (r["comparison"], r["voter"], r["username"], r["winner"], r["runs"],
+                                       r["shown"], r["created_at"])).rowcount
+        return added
+
+    def correctness(self, run_ids: Iterable[str]) -> dict[str, bool | None]:
+        """Whether each run's final answer was right (None: no gold, or not finished)."""
+        ids, found = sorted(set(run_ids)), {}
+        with self.store.transaction(write=False) as conn:
+            for start in range(0, len(ids), 500):  # SQLite's limit on a query's parameters
+                chunk = ids[start:start + 500]
+                for r in conn.execute(f"SELECT id, correct FROM runs WHERE id IN ({','.join('?' * len(chunk))})",
+                                      chunk):
+                    found[r["id"]] = None if r["correct"] is None else bool(r["correct"])
+        return found
