@@ -198,7 +198,7 @@ class RoundContext:
         else:
             call = AuxCall(kind, self.index, c.text, c.tokens_in, c.tokens_out, c.latency_s, source, target,
                            labeler(c.text) if labeler else None, backbone=self.backbone,
-                           provider=c.provider)
+                           provider=c.provider, tokens_cached=c.tokens_cached)
         self.aux.append(call)
         return call
 
