@@ -91,6 +91,7 @@ class FakeServer:
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.killed = False
+        self._local = threading.local()  # the request each handler thread is answering
 
     # public API
     def script(self, behaviours: list[Behaviour]) -> None:
@@ -125,6 +126,10 @@ class FakeServer:
             self._httpd.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
+
+    def request_headers(self) -> dict[str, str]:
+        """For a responder: the (lower-case) headers of the request it is answering."""
+        return getattr(self._local, "headers", {})
 
     # used by the handler
     def _next(self, body: dict) -> Behaviour:
@@ -188,6 +193,7 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                 self._json(400, error_body("Request body is not JSON."))
                 return
             headers = {k.lower(): v for k, v in self.headers.items()}
+            server._local.headers = headers
             with server._lock:
                 server.requests.append(Received("POST", self.path, headers, body))
             if server._slots is None:

@@ -1,0 +1,133 @@
+"""Several scripted OpenAI-compatible servers playing GPU replicas, for the router tests and `bench --prefix /
+--scale`; not a model and not a router. Each replica keeps a prefix cache of the prompts it has served and
+reports, as vLLM's automatic prefix caching does, the prompt tokens of a request that an earlier prompt on
+that replica already holds (usage.prompt_tokens_details.cached_tokens); it takes `prefill_s` per prompt token
+it must compute (cached ones are free) and `per_token_s` per generated token, decodes at most `slots`
+sequences at once (more wait in line, as a server's scheduler queues them), and names itself in the
+x-served-by header. Tokens here are the words of the messages, with a role marker opening each message (the
+markers take part in matching but are not counted, so prompt_tokens stays the words, as the scripted server
+counts them). The cache holds every prompt (no eviction) and matches token by token (vLLM matches whole
+16-token blocks and never counts a prompt's last token: see `cached` for the last; blocks are not played).
+
+    with Replicas(3, responder=reply) as fleet:
+        fleet.urls            # one base url (without /v1) per replica, for a router's --worker-urls
+        fleet.log             # every request: (replica, routing key, prompt tokens, cached tokens)
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from r2mad.fakebehaviours import Behaviour, Ok, ok
+from r2mad.fakeserver import FakeServer
+
+ROUTING_HEADER = "x-session-id"  # the key our backend sends (affinity.py); logged to check affinity
+
+
+def prompt_tokens(messages: Sequence[dict]) -> list[str]:
+    """A chat prompt as the replicas tokenise it: per message a role marker, then its words."""
+    tokens: list[str] = []
+    for m in messages:
+        tokens.append(f"\x00{m.get('role')}")
+        tokens += str(m.get("content") or "").split()
+    return tokens
+
+
+class PrefixCache:
+    """The prefixes of every prompt seen, kept as chained hashes: looking a prompt up and adding it take
+    time in its length, whatever the number of prompts held. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._seen: set[int] = set()
+        self._lock = threading.Lock()
+
+    def cached(self, tokens: Sequence[str]) -> int:
+        """The counted tokens (words, not markers) of the longest prefix of `tokens` an earlier prompt shares,
+        at most all but the last word (a server recomputes the last token to start decoding); then
+        remembers `tokens`."""
+        with self._lock:
+            chained, words, hit, matched = 0, 0, True, 0
+            for token in tokens:
+                chained = hash((chained, token))
+                if not token.startswith("\x00"):
+                    words += 1
+                if hit and chained in self._seen:
+                    matched = words
+                else:
+                    hit = False
+                    self._seen.add(chained)
+            return min(matched, max(words - 1, 0))
+
+
+@dataclass(frozen=True)
+class Served:
+    replica: str
+    key: str | None  # the request's routing key, if it carried one
+    prompt: int  # prompt tokens (words)
+    cached: int  # of those, served by the replica's prefix cache
+    at: float  # time.monotonic() of arrival
+
+
+@dataclass
+class Replicas:
+    count: int
+    responder: Callable[[dict], Behaviour] = lambda body: ok("ok")
+    per_token_s: float = 0.0  # seconds per generated token (words of the answer)
+    prefill_s: float = 0.0  # seconds per prompt token not served from the cache
+    slots: int | None = None  # sequences decoded at once per replica; None: no limit
+    models: tuple[str, ...] = ("replica-model",)
+    log: list[Served] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.servers: list[FakeServer] = []
+        self.caches: list[PrefixCache] = []
+        self._lock = threading.Lock()
+
+    @property
+    def urls(self) -> list[str]:
+        return [f"http://127.0.0.1:{s.port}" for s in self.servers]
+
+    def __enter__(self) -> Replicas:
+        for i in range(self.count):
+            cache, name = PrefixCache(), f"replica-{i}"
+            server = FakeServer(models=list(self.models), responder=self._replica(name, cache),
+                                max_parallel=self.slots, name=name)
+            self.servers.append(server.__enter__())
+            self.caches.append(cache)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for server in self.servers:
+            if not server.killed:
+                server.__exit__()
+
+    def kill(self, index: int) -> None:
+        """Replica `index` crashes: its calls in flight get no answer and it refuses new connections."""
+        self.servers[index].kill()
+
+    def calls_by_key(self) -> dict[str | None, list[Served]]:
+        with self._lock:
+            by: dict[str | None, list[Served]] = {}
+            for s in self.log:
+                by.setdefault(s.key, []).append(s)
+            return by
+
+    def _replica(self, name: str, cache: PrefixCache) -> Callable[[dict], Behaviour]:
+        def answer(body: dict) -> Behaviour:
+            behaviour = self.responder(body)
+            if not isinstance(behaviour, Ok):
+                return behaviour
+            tokens = prompt_tokens(body.get("messages") or [])
+            prompt = sum(not t.startswith("\x00") for t in tokens)
+            hit = cache.cached(tokens)
+            server = next(s for s in self.servers if s.name == name)
+            key = server.request_headers().get(ROUTING_HEADER)
+            with self._lock:
+                self.log.append(Served(name, key, prompt, hit, time.monotonic()))
+            behaviour.cached_tokens = hit
+            behaviour.latency_s += self.prefill_s * (prompt - hit)
+            behaviour.per_token_latency_s = behaviour.per_token_latency_s or self.per_token_s
+            return behaviour
+        return answer
