@@ -6,7 +6,8 @@ it must compute (cached ones are free) and `per_token_s` per generated token, de
 sequences at once (more wait in line, as a server's scheduler queues them), and names itself in the
 x-served-by header. Tokens here are the words of the messages, with a role marker opening each message (the
 markers take part in matching but are not counted, so prompt_tokens stays the words, as the scripted server
-counts them). The cache holds every prompt (no eviction) and matches token by token (vLLM matches whole
+counts them). The cache holds every prompt with the answer given to it, as vLLM keeps a finished
+request's blocks (no eviction) and matches token by token (vLLM matches whole
 16-token blocks and never counts a prompt's last token: see `cached` for the last; blocks are not played).
 
     with Replicas(3, responder=reply) as fleet:
@@ -122,6 +123,8 @@ class Replicas:
             tokens = prompt_tokens(body.get("messages") or [])
             prompt = sum(not t.startswith("\x00") for t in tokens)
             hit = cache.cached(tokens)
+            if isinstance(behaviour.text, str):  # a finished request's blocks stay cached, its answer's too
+                cache.cached([*tokens, "\x00assistant", *behaviour.text.split()])
             server = next(s for s in self.servers if s.name == name)
             key = server.request_headers().get(ROUTING_HEADER)
             with self._lock:

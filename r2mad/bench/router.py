@@ -3,6 +3,7 @@ for the router tests and `bench --prefix / --scale`. Not a router of our own: it
 the flags docs/several-gpus.md gives a lab, and waits (bounded) for it to answer."""
 from __future__ import annotations
 
+import re
 import shutil
 import socket
 import subprocess
@@ -28,6 +29,18 @@ def router_binary() -> str:
     return found
 
 
+ROUTE_LINE = re.compile(r"key='header:x-session-id:([^']*)' -> worker='([^']*)'")
+
+
+def routes_in_log(text: str) -> dict[str, list[str]]:
+    """Where vllm-router (at log level info) sent each request, per routing key: the router's own word on
+    which worker served a call, for servers that do not name themselves (llama.cpp's, vLLM's)."""
+    routes: dict[str, list[str]] = {}
+    for key, worker in ROUTE_LINE.findall(re.sub(r"\x1b\[[0-9;]*m", "", text)):
+        routes.setdefault(key, []).append(worker)
+    return routes
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -43,6 +56,7 @@ class Router:
     retries: int = 3  # the router's own retries of a failed worker call (it then picks again)
     extra: list[str] = field(default_factory=list)
     log_file: str | None = None  # where the router's log goes (default: discarded)
+    log_level: str = "warning"  # "info" logs where each request's key went (routes_in_log reads it)
 
     @property
     def base_url(self) -> str:
@@ -50,7 +64,7 @@ class Router:
 
     def command(self) -> list[str]:
         return [router_binary(), "--host", "127.0.0.1", "--port", str(self.port), "--policy", self.policy,
-                "--worker-urls", *self.worker_urls, "--log-level", "warning",
+                "--worker-urls", *self.worker_urls, "--log-level", self.log_level,
                 "--retry-max-retries", str(self.retries), "--retry-initial-backoff-ms", "50",
                 "--health-check-interval-secs", "1", "--health-failure-threshold", "1",
                 "--cb-failure-threshold", "1", "--prometheus-port", str(free_port()), *self.extra]
