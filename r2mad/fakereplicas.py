@@ -69,6 +69,7 @@ class Served:
     prompt: int  # prompt tokens (words)
     cached: int  # of those, served by the replica's prefix cache
     at: float  # time.monotonic() of arrival
+    shared: int  # of those, a prefix of an earlier call of the same key on any replica: the most a cache can serve
 
 
 @dataclass
@@ -85,6 +86,7 @@ class Replicas:
         self.servers: list[FakeServer] = []
         self.caches: list[PrefixCache] = []
         self._lock = threading.Lock()
+        self._by_key: dict[str | None, PrefixCache] = {}  # every call of one key, wherever it was served
 
     @property
     def urls(self) -> list[str]:
@@ -122,13 +124,17 @@ class Replicas:
                 return behaviour
             tokens = prompt_tokens(body.get("messages") or [])
             prompt = sum(not t.startswith("\x00") for t in tokens)
-            hit = cache.cached(tokens)
-            if isinstance(behaviour.text, str):  # a finished request's blocks stay cached, its answer's too
-                cache.cached([*tokens, "\x00assistant", *behaviour.text.split()])
             server = next(s for s in self.servers if s.name == name)
             key = server.request_headers().get(ROUTING_HEADER)
             with self._lock:
-                self.log.append(Served(name, key, prompt, hit, time.monotonic()))
+                ideal = self._by_key.setdefault(key, PrefixCache())
+            hit, shared = cache.cached(tokens), ideal.cached(tokens)
+            if isinstance(behaviour.text, str):  # a finished request's blocks stay cached, its answer's too
+                answered = [*tokens, "\x00assistant", *behaviour.text.split()]
+                cache.cached(answered)
+                ideal.cached(answered)
+            with self._lock:
+                self.log.append(Served(name, key, prompt, hit, time.monotonic(), shared))
             behaviour.cached_tokens = hit
             behaviour.latency_s += self.prefill_s * (prompt - hit)
             behaviour.per_token_latency_s = behaviour.per_token_latency_s or self.per_token_s

@@ -9,6 +9,7 @@ import threading
 import time
 import urllib.request
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -157,8 +158,8 @@ def llama_servers():
     from r2mad.backends.embedded import smollm2_path
 
     ports = [free_port() for _ in range(3)]
-    procs = [subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path()),
-                               "--host", "127.0.0.1", "--port", str(p), "--n_ctx", "2048"],
+    script = Path(__file__).with_name("llama_health_server.py")  # llama_cpp.server plus the /health a router polls
+    procs = [subprocess.Popen([sys.executable, str(script), str(smollm2_path()), str(p)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for p in ports]
     try:
         deadline = time.monotonic() + LLAMA_START_S
@@ -180,11 +181,10 @@ def llama_servers():
 
 @pytest.mark.slow
 def test_debates_on_three_llama_cpp_servers_behind_the_router_keep_to_one_each(llama_servers, tmp_path):
-    """llama.cpp's server names no replica: the router's own log says where each key went."""
+    """llama-cpp-python's server names no replica: the router's own log says where each key went."""
     log = tmp_path / "router.log"
-    small = SETTINGS.replace(max_tokens=12, rounds=2)
-    with Router(llama_servers, log_file=str(log), log_level="info",
-                extra=["--health-check-endpoint", "/v1/models"]) as router:
+    small = SETTINGS.replace(max_tokens=16, rounds=2)
+    with Router(llama_servers, log_file=str(log), log_level="info") as router:
         backend = OpenAICompatBackend(base_url=router.base_url, model=None, api_key=None, timeout_s=300)
 
         async def debates():

@@ -50,6 +50,12 @@ def run_through(base_url: str, methods: tuple[str, ...], split: Split, out: Path
     backend = OpenAICompatBackend(base_url=base_url, model=model, api_key=None, name="fleet",
                                   max_retries=max_retries, timeout_s=timeout_s)
     run = EvalRun(split, methods, "fleet", settings, share_round0=len(methods) > 1)
+    async def run_and_close() -> None:
+        try:
+            await run_eval(run, backend, out, bank=bank, concurrency=concurrency, summaries=SummaryCache())
+        finally:
+            await backend.aclose()
+
     started = time.monotonic()
-    asyncio.run(run_eval(run, backend, out, bank=bank, concurrency=concurrency, summaries=SummaryCache()))
+    asyncio.run(run_and_close())
     return EvalFigures(read_rows(out / "rows.jsonl"), time.monotonic() - started)
