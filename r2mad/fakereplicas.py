@@ -140,3 +140,73 @@ class Replicas:
             behaviour.per_token_latency_s = behaviour.per_token_latency_s or self.per_token_s
             return behaviour
         return answer
+
+
+class ReplicasProcess:
+    """Replicas in a process of their own, so that their HTTP threads do not share the eval driver's
+    interpreter lock (a GPU server is another machine): same `urls`, `log`, `calls_by_key` and `kill`.
+    `responder` must be a module-level function (it is pickled)."""
+
+    def __init__(self, count: int, **kw) -> None:
+        self.count, self.kw = count, kw
+        self.urls: list[str] = []
+        self._log: list[Served] | None = None
+
+    def __enter__(self) -> ReplicasProcess:
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        self._conn, child = context.Pipe()
+        self._process = context.Process(target=_serve_replicas, args=(child, self.count, self.kw), daemon=True)
+        self._process.start()
+        if not self._conn.poll(START_S):
+            self._process.kill()
+            raise RuntimeError(f"the scripted replicas did not start within {START_S:g} s")
+        self.urls = self._conn.recv()
+        return self
+
+    def _ask(self, *command):
+        self._conn.send(command)
+        if not self._conn.poll(START_S):
+            raise RuntimeError(f"the scripted replicas did not answer {command[0]!r} within {START_S:g} s")
+        return self._conn.recv()
+
+    @property
+    def log(self) -> list[Served]:
+        return self._log if self._log is not None else self._ask("log")
+
+    def calls_by_key(self) -> dict[str | None, list[Served]]:
+        by: dict[str | None, list[Served]] = {}
+        for s in self.log:
+            by.setdefault(s.key, []).append(s)
+        return by
+
+    def kill(self, index: int) -> None:
+        self._ask("kill", index)
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self._log = self._ask("log")
+            self._conn.send(("stop",))
+        finally:
+            self._process.join(timeout=10)
+            if self._process.is_alive():
+                self._process.kill()
+
+
+START_S = 60.0  # the most seconds to wait for the replicas' process to start or answer
+
+
+def _serve_replicas(conn, count: int, kw: dict) -> None:
+    with Replicas(count, **kw) as fleet:
+        conn.send(fleet.urls)
+        while True:
+            command = conn.recv()
+            if command[0] == "log":
+                with fleet._lock:
+                    conn.send(list(fleet.log))
+            elif command[0] == "kill":
+                fleet.kill(command[1])
+                conn.send(True)
+            else:
+                return

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from r2mad.bench.fleet import replica_reply, run_through, synthetic_split
 from r2mad.bench.router import Router
-from r2mad.fakereplicas import Replicas
+from r2mad.fakereplicas import ReplicasProcess
 
 AFFINITY_POLICY = "sticky_least_loaded"  # a new debate goes to the least busy replica, then stays there
 PREFIX_METHODS = ("cot", "sc", "icl-cot", "mad", "madm2-subjective", "truemad", "r2mad")
@@ -43,8 +43,8 @@ def _bank(tmp: Path):
 
 
 def _on_fleet(count: int, policy: str, plan: FleetPlan, methods: tuple[str, ...], questions: int, out: Path,
-              bank) -> tuple[object, Replicas]:
-    with Replicas(count, responder=replica_reply, per_token_s=plan.per_token_s, prefill_s=plan.prefill_s,
+              bank) -> tuple[object, ReplicasProcess]:
+    with ReplicasProcess(count, responder=replica_reply, per_token_s=plan.per_token_s, prefill_s=plan.prefill_s,
                   slots=plan.slots) as fleet, Router(fleet.urls, policy=policy) as router:
         figures = run_through(router.base_url, methods, synthetic_split(questions), out,
                               concurrency=plan.concurrency, bank=bank)
@@ -102,10 +102,8 @@ def scale_figures(plan: FleetPlan = FleetPlan()) -> list[dict]:
 
 def ceiling(plan: FleetPlan, out: Path) -> dict:
     """The driver alone: MAD 3 x 3 debates against one scripted server that answers at once."""
-    from r2mad.fakeserver import FakeServer
-
-    with FakeServer(models=["replica-model"], responder=replica_reply) as server:
-        figures = run_through(server.base_url, ("mad",), synthetic_split(plan.ceiling_questions), out,
+    with ReplicasProcess(1, responder=replica_reply) as server:
+        figures = run_through(server.urls[0] + "/v1", ("mad",), synthetic_split(plan.ceiling_questions), out,
                               concurrency=plan.ceiling_concurrency)
     return {"figure": f"driver ceiling: MAD 3 x 3 debates per second against a server answering at once "
                       f"({plan.ceiling_questions} debates, concurrency {plan.ceiling_concurrency})",
