@@ -126,14 +126,13 @@ class Replicas:
             prompt = sum(not t.startswith("\x00") for t in tokens)
             server = next(s for s in self.servers if s.name == name)
             key = server.request_headers().get(ROUTING_HEADER)
-            with self._lock:
+            with self._lock:  # both caches see the calls in one order
                 ideal = self._by_key.setdefault(key, PrefixCache())
-            hit, shared = cache.cached(tokens), ideal.cached(tokens)
-            if isinstance(behaviour.text, str):  # a finished request's blocks stay cached, its answer's too
-                answered = [*tokens, "\x00assistant", *behaviour.text.split()]
-                cache.cached(answered)
-                ideal.cached(answered)
-            with self._lock:
+                hit, shared = cache.cached(tokens), ideal.cached(tokens)
+                if isinstance(behaviour.text, str):  # a finished request's blocks stay cached, its answer's too
+                    answered = [*tokens, "\x00assistant", *behaviour.text.split()]
+                    cache.cached(answered)
+                    ideal.cached(answered)
                 self.log.append(Served(name, key, prompt, hit, time.monotonic(), shared))
             behaviour.cached_tokens = hit
             behaviour.latency_s += self.prefill_s * (prompt - hit)
@@ -159,9 +158,12 @@ class ReplicasProcess:
         self._conn, child = context.Pipe()
         self._process = context.Process(target=_serve_replicas, args=(child, self.count, self.kw), daemon=True)
         self._process.start()
-        if not self._conn.poll(START_S):
-            self._process.kill()
-            raise RuntimeError(f"the scripted replicas did not start within {START_S:g} s")
+        deadline = time.monotonic() + START_S
+        while not self._conn.poll(0.1):
+            if not self._process.is_alive() or time.monotonic() > deadline:
+                self._process.kill()
+                raise RuntimeError(f"the scripted replicas' process did not start within {START_S:g} s "
+                                   f"(exit code {self._process.exitcode})")
         self.urls = self._conn.recv()
         return self
 

@@ -23,11 +23,11 @@ SCALE_METHODS = ("mad", "r2mad")
 @dataclass(frozen=True)
 class FleetPlan:
     questions: int = 24  # --prefix: debates per method and policy
-    scale_questions: int = 64  # --scale: questions of the MAD + R²-MAD eval
+    scale_questions: int = 32  # --scale: questions of the MAD + R²-MAD eval (64 debates)
     replicas: tuple[int, ...] = (1, 2, 4)
-    per_token_s: float = 0.01  # a replica's seconds per generated token (100 tokens/s per sequence)
+    per_token_s: float = 0.015  # a replica's seconds per generated token (about 67 tokens/s per sequence)
     prefill_s: float = 0.0002  # a replica's seconds per prompt token not served from its cache
-    slots: int = 8  # sequences a replica decodes at once
+    slots: int = 4  # sequences a replica decodes at once
     concurrency: int = 32  # questions in flight
     ceiling_questions: int = 120  # the driver's ceiling: MAD 3 x 3 debates against an instant server
     ceiling_concurrency: int = 64
