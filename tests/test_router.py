@@ -109,9 +109,11 @@ def test_each_debate_stays_on_one_of_three_replicas_behind_the_router():
 
 
 @pytest.mark.slow
-def test_a_replica_killed_mid_eval_loses_no_row_and_the_eval_resumes(tmp_path):
+@pytest.mark.parametrize("policy", ["consistent_hash", "sticky_least_loaded"])
+def test_a_replica_killed_mid_eval_loses_no_row_and_the_eval_resumes(tmp_path, policy):
     split = synthetic_split(12)
-    with Replicas(3, responder=replica_reply, per_token_s=0.004, slots=4) as fleet, Router(fleet.urls) as router:
+    with Replicas(3, responder=replica_reply, per_token_s=0.004, slots=4) as fleet, \
+            Router(fleet.urls, policy=policy) as router:
         def kill_the_busiest():
             while len(fleet.log) < 40:  # bounded by the eval below finishing: checked against its calls
                 time.sleep(0.02)
@@ -199,3 +201,18 @@ def test_debates_on_three_llama_cpp_servers_behind_the_router_keep_to_one_each(l
     for i in range(4):
         assert len(routes[f"llama-{i}"]) == 6 and len(set(routes[f"llama-{i}"])) == 1  # one server each
     assert len({routes[f"llama-{i}"][0] for i in range(4)}) > 1  # and not all on the same one
+
+
+@pytest.mark.slow
+def test_eval_rows_and_report_add_up_the_cached_tokens(tmp_path):
+    from r2mad.evaluation.report import write_report
+
+    with Replicas(1, responder=replica_reply) as fleet:
+        figures = run_through(fleet.servers[0].base_url, ("mad",), synthetic_split(2), tmp_path, concurrency=2)
+    per_row = [sum(turn["tokens_cached"] for rnd in r["transcript"]["rounds"]
+                   for turn in [*rnd["turns"], *rnd["aux"]]) for r in figures.rows]
+    assert [r["tokens"]["cached"] for r in figures.rows] == per_row and all(per_row)
+    cached, prompt = sum(per_row), sum(r["tokens"]["input"] for r in figures.rows)
+    assert cached == sum(s.cached for s in fleet.log)  # what the replica reported, call by call
+    report = write_report(tmp_path).read_text()
+    assert f"mad {cached / prompt:.1%} ({cached:,} of {prompt:,})" in report
