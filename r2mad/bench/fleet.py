@@ -4,6 +4,7 @@ accident), the scripted debate replies of speed.py, and `run_eval` itself on the
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +26,15 @@ def synthetic_split(n: int) -> Split:
 
 
 def replica_reply(body: dict):
-    """A plausible debate (speed.reply_for): agents split in round 0 and converge; judges, advice, summaries."""
-    return reply_for(body)
+    """A plausible debate (speed.reply_for): agents split in round 0 and converge; judges, advice, summaries.
+    Asked for logprobs (objective MAD-M²), an answer gets one per word, steady within the answer and
+    different between answers (from a digest of its text), so the median rule keeps some and masks others."""
+    behaviour = reply_for(body)
+    if body.get("logprobs"):
+        text = behaviour.text if isinstance(behaviour.text, str) else behaviour.text[0]
+        level = -0.05 - hashlib.sha1(text.encode()).digest()[0] / 255
+        behaviour.logprobs = [level] * max(1, len(text.split()))
+    return behaviour
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,11 @@ from pathlib import Path
 from r2mad.bench.fleet import replica_reply, run_through, synthetic_split
 from r2mad.bench.router import Router
 from r2mad.fakereplicas import ReplicasProcess
+from r2mad.methods import FULL, PLAIN, REGISTRY
 
 AFFINITY_POLICY = "sticky_least_loaded"  # a new debate goes to the least busy replica, then stays there
-PREFIX_METHODS = ("cot", "sc", "icl-cot", "mad", "madm2-subjective", "truemad", "r2mad")
-SCALE_METHODS = ("mad", "r2mad")
+PREFIX_METHODS = tuple(name for name, spec in REGISTRY.items() if "main" in spec.tables)  # Table 1's methods
+SCALE_METHODS = (PLAIN, FULL)
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ def scale_figures(plan: FleetPlan = FleetPlan()) -> list[dict]:
 def ceiling(plan: FleetPlan, out: Path) -> dict:
     """The driver alone: MAD 3 x 3 debates against one scripted server that answers at once."""
     with ReplicasProcess(1, responder=replica_reply) as server:
-        figures = run_through(server.urls[0] + "/v1", ("mad",), synthetic_split(plan.ceiling_questions), out,
+        figures = run_through(server.urls[0] + "/v1", (PLAIN,), synthetic_split(plan.ceiling_questions), out,
                               concurrency=plan.ceiling_concurrency)
     return {"figure": f"driver ceiling: MAD 3 x 3 debates per second against a server answering at once "
                       f"({plan.ceiling_questions} debates, concurrency {plan.ceiling_concurrency})",
