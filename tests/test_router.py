@@ -61,6 +61,29 @@ def test_prefix_cache_counts_words_of_the_longest_shared_prefix():
     assert cache.cached(prompt_tokens([{"role": "user", "content": "you are a judge"}])) == 0  # the role differs
 
 
+def test_streamed_and_batched_calls_carry_the_key_and_read_cached_tokens_and_the_replica():
+    from r2mad.fakeserver import ok
+    from r2mad.types import Message
+
+    prompt = [Message("system", "you are terse"), Message("user", "name a planet")]
+    with Replicas(1, responder=lambda body: ok("Mars is one")) as fleet:
+        url = fleet.servers[0].base_url
+
+        async def calls():
+            with debate_key("streamed"):
+                [first] = await backend_for(url, stream=True).chat(prompt, max_tokens=16)
+                [again] = await backend_for(url, stream=True).chat(prompt, max_tokens=16)
+            batching = backend_for(url, native_n=True)
+            with debate_key("batched"):  # three samples of one prompt go as one request with n = 3
+                samples = await asyncio.gather(*(batching.chat(prompt, seed=1 + i) for i in range(3)))
+            return first, again, samples
+        first, again, samples = asyncio.run(calls())
+    assert (first.tokens_cached, again.tokens_cached) == (0, 5)  # "you are terse name a planet": all but the last
+    assert first.provider == again.provider == "replica-0"
+    assert [s.key for s in fleet.log] == ["streamed", "streamed", "batched"]
+    assert sum(c.tokens_cached for [c] in samples) == 5  # on the request's first completion only
+
+
 def test_cached_tokens_of_a_small_scripted_mad_debate_counted_by_hand():
     """2 agents x 2 rounds of MAD on one replica. By hand: in round 0 the second agent's prompt shares the
     personas' common opening words with the first; in round 1 each agent's prompt repeats its round-0 prompt
