@@ -10,6 +10,7 @@ import time
 from typing import Any, Callable, Sequence
 
 from r2mad.answers import consensus_ratio, is_correct, is_unanimous, plurality_vote, strip_think
+from r2mad.backends.affinity import debate_key
 from r2mad.backends.base import BackendError, ChatBackend
 from r2mad.guard import guard_answer
 from r2mad.methods.base import ABSTAINED, Agent, EventSink, Method, RoundContext, seed_for
@@ -53,7 +54,13 @@ class Debate:
         `replay` holds recorded rounds 0..T-1 that are taken over as they are, without a model call (a
         side-by-side comparison's shared round 0, a fork's rounds before the one it changes); the debate
         goes on live from round T. `steer`: a fork's changes that round T's hooks read (ctx.steer),
-        recorded in its details. `notices` open the transcript (e.g. why memory is off)."""
+        recorded in its details. `notices` open the transcript (e.g. why memory is off). Every call
+        carries one routing key (the enclosing one, e.g. an eval question's, else a new one)."""
+        with debate_key():
+            return await self._run(task, replay, notices, steer)
+
+    async def _run(self, task: Task, replay: Sequence[Round], notices: tuple[str, ...],
+                   steer: Sequence[Any]) -> Transcript:
         self.started, self._t0 = time.time(), time.monotonic()
         self.task = task
         backends = list({id(b): b for b in [self.backend, *(b for _, b in self.agent_backends)]}.values())
@@ -184,7 +191,7 @@ class Debate:
             turn = AgentTurn(agent.index, t, agent.name, prompt, c.text, answer,
                              c.tokens_in, c.tokens_out, c.latency_s, started, time.monotonic(),
                              mean_lp, details=to_dict(details), backbone=name,
-                             provider=c.provider)
+                             provider=c.provider, tokens_cached=c.tokens_cached)
         ctx.arrived[agent.index] = turn
         self.method.on_turn(turn)
         self.emit(Event("turn", t, agent.index, to_dict(turn)))

@@ -8,7 +8,8 @@
 When the script queue is empty, `responder(body)` decides (default: ok("ok")). Every sleep is capped
 and wakes early when the server stops, so a test can never hang on it. Like vLLM and OpenAI it answers `n`
 with n choices (`ignore_n` plays a server that does not); `provider` plays the HF router's
-x-inference-provider header. Faults of a connection that was reached: `short_body` (a body shorter than its
+x-inference-provider header, `name` a replica naming itself (x-served-by, as fakereplicas.py's do), and
+`kill()` a crash. Faults of a connection that was reached: `short_body` (a body shorter than its
 Content-Length), `sse_error` (an error event inside a stream), `drip` (a stream with a pause before each chunk).
 """
 from __future__ import annotations
@@ -21,170 +22,39 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+from r2mad.fakebehaviours import (  # noqa: F401 - the behaviours are used from here
+    CONTEXT_ERROR,
+    Behaviour,
+    ContentNull,
+    Hang,
+    Ok,
+    ShortBody,
+    SseCut,
+    SseError,
+    Status,
+    TruncatedJson,
+    Unauthorized,
+    burst,
+    completion_body,
+    content_null,
+    context_length,
+    drip,
+    error_body,
+    hang,
+    ok,
+    prompt_words,
+    short_body,
+    split_tokens,
+    sse_cut,
+    sse_error,
+    status,
+    truncated_json,
+    unauthorized,
+    usage_body,
+    words_in,
+)
+
 MAX_SLEEP_S = 30.0  # no behaviour sleeps longer than this
-CONTEXT_ERROR = ("This model's maximum context length is 4096 tokens. However, you requested 5120 tokens "
-                 "(4608 in the messages, 512 in the completion). Please reduce the length of the messages "
-                 "or completion.")
-
-
-# --- behaviours ---------------------------------------------------------------------------------
-
-@dataclass
-class Ok:
-    text: str | list[str] = "ok"  # a list gives one text per choice
-    logprobs: list[float] | None = None  # per-token logprobs, sent only when the request asks for them
-    latency_s: float = 0.0
-    per_token_latency_s: float = 0.0
-    prompt_tokens: int | None = None  # default: words in the messages
-    completion_tokens: int | None = None  # per choice; default: len(logprobs) or words in the text
-    finish_reason: str = "stop"
-    ignore_n: bool = False  # answer with one choice whatever `n` asked for
-    drip_s: float = 0.0  # streams only: the pause before each chunk
-
-
-@dataclass
-class Status:
-    code: int
-    retry_after: float | None = None
-    message: str = ""
-    error_code: str | None = None
-
-
-@dataclass
-class Hang:
-    seconds: float  # sleep, then close the connection without a response
-
-
-@dataclass
-class TruncatedJson:
-    """200 with a valid-looking chat.completion body cut in half (Content-Length matches the cut)."""
-
-
-@dataclass
-class ContentNull:
-    finish_reason: str = "stop"
-
-
-@dataclass
-class SseCut:
-    text: str = "partial answer that never"  # streamed word by word, then the connection drops
-
-
-@dataclass
-class ShortBody:
-    """200 whose Content-Length promises a whole chat.completion but only its first half is sent."""
-
-
-@dataclass
-class SseError:
-    text: str = "partial"  # streamed word by word, then an error event, as vLLM and the HF router send one
-    message: str = "upstream overloaded"
-
-
-@dataclass
-class Unauthorized:
-    echo_key: bool = False  # put the received bearer token in the error message, as some servers do
-
-
-def ok(text: str | list[str] = "ok", **kw: Any) -> Ok:
-    return Ok(text, **kw)
-
-
-def status(code: int, retry_after: float | None = None, message: str = "", error_code: str | None = None) -> Status:
-    return Status(code, retry_after, message, error_code)
-
-
-def burst(code: int, count: int) -> list[Status]:
-    return [Status(code) for _ in range(count)]
-
-
-def hang(seconds: float) -> Hang:
-    return Hang(seconds)
-
-
-def truncated_json() -> TruncatedJson:
-    return TruncatedJson()
-
-
-def content_null(finish_reason: str = "stop") -> ContentNull:
-    return ContentNull(finish_reason)
-
-
-def sse_cut(text: str = "partial answer that never") -> SseCut:
-    return SseCut(text)
-
-
-def short_body() -> ShortBody:
-    return ShortBody()
-
-
-def sse_error(text: str = "partial", message: str = "upstream overloaded") -> SseError:
-    return SseError(text, message)
-
-
-def drip(text: str, every_s: float) -> Ok:
-    return Ok(text, drip_s=every_s)
-
-
-def context_length() -> Status:
-    return Status(400, message=CONTEXT_ERROR, error_code="context_length_exceeded")
-
-
-def unauthorized(echo_key: bool = False) -> Unauthorized:
-    return Unauthorized(echo_key)
-
-
-Behaviour = Ok | Status | Hang | TruncatedJson | ContentNull | SseCut | ShortBody | SseError | Unauthorized
-
-
-# --- response bodies ----------------------------------------------------------------------------
-
-def _words(text: str) -> int:
-    return len(text.split())
-
-
-def _split_tokens(text: str, count: int) -> list[str]:
-    """Cut text into `count` contiguous pieces (the fake's notion of tokens)."""
-    if count <= 0:
-        return []
-    step, extra = divmod(len(text), count)
-    pieces, start = [], 0
-    for i in range(count):
-        end = start + step + (1 if i < extra else 0)
-        pieces.append(text[start:end])
-        start = end
-    return pieces
-
-
-def _prompt_words(body: dict) -> int:
-    return sum(_words(str(m.get("content") or "")) for m in body.get("messages") or [])
-
-
-def completion_body(b: Ok, body: dict) -> dict:
-    """An OpenAI chat.completion object for behaviour `b` answering request `body`."""
-    n = 1 if b.ignore_n else max(1, int(body.get("n") or 1))
-    texts = b.text if isinstance(b.text, list) else [b.text] * n
-    want_logprobs = bool(body.get("logprobs"))
-    choices, out_tokens = [], 0
-    for i, text in enumerate(texts[:n]):
-        logprobs = None
-        if want_logprobs and b.logprobs is not None:
-            tokens = _split_tokens(text, len(b.logprobs))
-            logprobs = {"content": [{"token": t, "logprob": lp, "bytes": None, "top_logprobs": []}
-                                    for t, lp in zip(tokens, b.logprobs)], "refusal": None}
-        out_tokens += b.completion_tokens if b.completion_tokens is not None else (
-            len(b.logprobs) if b.logprobs is not None else _words(text))
-        choices.append({"index": i, "message": {"role": "assistant", "content": text},
-                        "finish_reason": b.finish_reason, "logprobs": logprobs})
-    prompt = b.prompt_tokens if b.prompt_tokens is not None else _prompt_words(body)
-    return {"id": f"chatcmpl-fake-{time.monotonic_ns()}", "object": "chat.completion", "created": int(time.time()),
-            "model": body.get("model") or "fake-model", "choices": choices,
-            "usage": {"prompt_tokens": prompt, "completion_tokens": out_tokens,
-                      "total_tokens": prompt + out_tokens}}
-
-
-def error_body(message: str, code: str | None = None, kind: str = "invalid_request_error") -> dict:
-    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
 # --- the server ---------------------------------------------------------------------------------
@@ -211,6 +81,7 @@ class FakeServer:
     model_requests: list[Received] = field(default_factory=list)  # GET /models requests
     provider: str | None = None  # sent as the x-inference-provider header of every answer, as the HF router does
     max_parallel: int | None = None  # answer at most this many chat requests at a time (a server with few slots)
+    name: str | None = None  # a replica's name, sent as the x-served-by header of every answer
 
     def __post_init__(self) -> None:
         self._queue: deque[Behaviour] = deque()
@@ -219,6 +90,8 @@ class FakeServer:
         self._slots = threading.BoundedSemaphore(self.max_parallel) if self.max_parallel else None
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.killed = False
+        self._local = threading.local()  # the request each handler thread is answering
 
     # public API
     def script(self, behaviours: list[Behaviour]) -> None:
@@ -241,6 +114,11 @@ class FakeServer:
         self._thread.start()
         return self
 
+    def kill(self) -> None:
+        """Die as a crashed server does: requests in flight get no answer, new connections are refused."""
+        self.killed = True
+        self.__exit__()
+
     def __exit__(self, *exc: object) -> None:
         self._stopping.set()  # wakes any sleeping handler
         if self._httpd is not None:
@@ -248,6 +126,10 @@ class FakeServer:
             self._httpd.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
+
+    def request_headers(self) -> dict[str, str]:
+        """For a responder: the (lower-case) headers of the request it is answering."""
+        return getattr(self._local, "headers", {})
 
     # used by the handler
     def _next(self, body: dict) -> Behaviour:
@@ -287,7 +169,9 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
             self._send(code, json.dumps(obj).encode(), headers=headers)
 
         def do_GET(self) -> None:
-            if self.path.rstrip("/") == "/v1/models":
+            if self.path.rstrip("/") == "/health":  # what a router polls (vLLM answers it too)
+                self._send(200, b"")
+            elif self.path.rstrip("/") == "/v1/models":
                 with server._lock:
                     server.model_hits += 1
                     server.model_requests.append(Received("GET", self.path, {k.lower(): v for k, v in
@@ -309,6 +193,7 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                 self._json(400, error_body("Request body is not JSON."))
                 return
             headers = {k.lower(): v for k, v in self.headers.items()}
+            server._local.headers = headers
             with server._lock:
                 server.requests.append(Received("POST", self.path, headers, body))
             if server._slots is None:
@@ -320,12 +205,15 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
         def _respond(self, b: Behaviour, body: dict, headers: dict[str, str]) -> None:
             if isinstance(b, Ok):
                 server._sleep(b.latency_s)
-                n_tokens = len(b.logprobs) if b.logprobs is not None else _words(
+                n_tokens = len(b.logprobs) if b.logprobs is not None else words_in(
                     b.text if isinstance(b.text, str) else " ".join(b.text))
                 server._sleep(b.per_token_latency_s * n_tokens)
+                if server.killed:
+                    self.close_connection = True
+                    return
                 if body.get("stream"):
                     self._stream(b.text if isinstance(b.text, str) else b.text[0], body, finish=b.finish_reason,
-                                 logprobs=b.logprobs, drip_s=b.drip_s)
+                                 logprobs=b.logprobs, drip_s=b.drip_s, cached=b.cached_tokens)
                 else:
                     self._json(200, completion_body(b, body), headers=self._provider())
             elif isinstance(b, Status):
@@ -363,10 +251,11 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                 self._json(500, error_body(f"FakeServer cannot play behaviour {b!r}."))
 
         def _provider(self) -> dict[str, str] | None:
-            return {"x-inference-provider": server.provider} if server.provider else None
+            named = {"x-inference-provider": server.provider} if server.provider else {}
+            return {**named, "x-served-by": server.name} if server.name else named or None
 
         def _stream(self, text: str, body: dict, finish: str | None, logprobs: list[float] | None = None,
-                    drip_s: float = 0.0, error: str | None = None) -> None:
+                    drip_s: float = 0.0, error: str | None = None, cached: int | None = None) -> None:
             """SSE chunks (one per logprob when given, else word by word, each after `drip_s`) that join back to
             `text`, then the finish_reason, a usage chunk when stream_options asks for one, and [DONE];
             finish=None cuts the stream before all of that, after an error event when `error` is given."""
@@ -378,7 +267,7 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
             base = {"id": "chatcmpl-fake-stream", "object": "chat.completion.chunk", "created": int(time.time()),
                     "model": body.get("model") or "fake-model"}
             if logprobs is not None:
-                pieces = _split_tokens(text, len(logprobs))
+                pieces = split_tokens(text, len(logprobs))
             else:
                 pieces = [w if i == 0 else " " + w for i, w in enumerate(text.split(" "))]
             for i, piece in enumerate(pieces):
@@ -395,9 +284,8 @@ def _make_handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                 return
             self._event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
             if (body.get("stream_options") or {}).get("include_usage"):
-                prompt = _prompt_words(body)
-                self._event({**base, "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": len(pieces),
-                                                              "total_tokens": prompt + len(pieces)}})
+                usage = usage_body(prompt_words(body), len(pieces), cached)
+                self._event({**base, "choices": [], "usage": usage})
             self.wfile.write(b"data: [DONE]\n\n")
             self.close_connection = True
 

@@ -62,4 +62,5 @@ async def guard_answer(backend: ChatBackend, prompt: Sequence[Message], text: st
     found = extract_answer(_answer_text(strip_think(c.text)), task)
     answer = Answer(found.value, "guarded") if found.parsed else UNPARSED
     return answer, AuxCall("guard", round_index, c.text, c.tokens_in, c.tokens_out, c.latency_s, target=agent,
-                           label="guarded" if found.parsed else "unparsed")
+                           label="guarded" if found.parsed else "unparsed", provider=c.provider,
+                           tokens_cached=c.tokens_cached)

@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 from typing import Callable, Sequence
 
+from r2mad.backends.affinity import debate_key
 from r2mad.backends.base import ChatBackend
 from r2mad.config import ConfigError, DebateSettings
 from r2mad.debate import Debate, EventSink
@@ -92,13 +93,14 @@ async def run_side_by_side(task: Task, methods: list[str], backend: ChatBackend,
     record_for = record_for or (lambda name: None)
     debates = [m for m in methods if is_debate(m)]
     round0 = None
-    if share_round0 and len(debates) > 1:
-        round0 = await compute_round0(task, backend, settings, emit=emit_for("round0"),
-                                      record=record_for("round0"), backbone=backbone,
-                                      agent_backends=agent_backends)
-    jobs = [run_debate(task, m, backend, settings, backbone=backbone, emit=emit_for(m),
-                       bank=bank, notices=bank_notices, round0=round0 if is_debate(m) else None,
-                       record=record_for(m), summaries=summaries, agent_backends=agent_backends)
-            for m in methods]
-    results = await asyncio.gather(*jobs)
+    with debate_key():  # the shared round 0 and every fork on one replica behind a router
+        if share_round0 and len(debates) > 1:
+            round0 = await compute_round0(task, backend, settings, emit=emit_for("round0"),
+                                          record=record_for("round0"), backbone=backbone,
+                                          agent_backends=agent_backends)
+        jobs = [run_debate(task, m, backend, settings, backbone=backbone, emit=emit_for(m),
+                           bank=bank, notices=bank_notices, round0=round0 if is_debate(m) else None,
+                           record=record_for(m), summaries=summaries, agent_backends=agent_backends)
+                for m in methods]
+        results = await asyncio.gather(*jobs)
     return dict(zip(methods, results))

@@ -83,10 +83,12 @@ class Usage:
     tokens_in: int = 0
     tokens_out: int = 0
     seconds: float = 0.0
+    tokens_cached: int = 0  # of tokens_in, those a server's prefix cache served
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(self.calls + other.calls, self.tokens_in + other.tokens_in,
-                     self.tokens_out + other.tokens_out, round(self.seconds + other.seconds, 6))
+                     self.tokens_out + other.tokens_out, round(self.seconds + other.seconds, 6),
+                     self.tokens_cached + other.tokens_cached)
 
     @property
     def tokens(self) -> int:
@@ -111,7 +113,8 @@ class AgentTurn:
     error: str | None = None  # set when the agent abstained because its call failed
     details: dict[str, Any] = field(default_factory=dict)  # method-specific: retrieval, confidence, mask, advice
     backbone: str = ""  # the model that answered (mixed-model debates give agents different ones)
-    provider: str | None = None  # who served the call behind a router (HF's x-inference-provider header)
+    provider: str | None = None  # who served the call behind a router (HF's provider, or a replica's name)
+    tokens_cached: int = 0  # of tokens_in, those the server's prefix cache served
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,7 @@ class AuxCall:
     error: str | None = None
     backbone: str = ""  # the model that made the call
     provider: str | None = None  # who served the call behind a router
+    tokens_cached: int = 0  # of tokens_in, those the server's prefix cache served
 
 
 @dataclass(frozen=True)
@@ -161,10 +165,10 @@ class Transcript:
             if "debate" in kinds:
                 for turn in rnd.turns:
                     if turn.error is None:
-                        total += Usage(1, turn.tokens_in, turn.tokens_out, turn.seconds)
+                        total += Usage(1, turn.tokens_in, turn.tokens_out, turn.seconds, turn.tokens_cached)
             for call in rnd.aux:
                 if call.kind in kinds and call.error is None:
-                    total += Usage(1, call.tokens_in, call.tokens_out, call.seconds)
+                    total += Usage(1, call.tokens_in, call.tokens_out, call.seconds, call.tokens_cached)
         return total
 
     def usage_by_model(self) -> dict[str, Usage]:
@@ -173,7 +177,8 @@ class Transcript:
         for rnd in self.rounds:
             for item in (*(t for t in rnd.turns if t.error is None), *(c for c in rnd.aux if c.error is None)):
                 name = item.backbone or self.backbone
-                per[name] = per.get(name, Usage()) + Usage(1, item.tokens_in, item.tokens_out, item.seconds)
+                per[name] = per.get(name, Usage()) + Usage(1, item.tokens_in, item.tokens_out, item.seconds,
+                                                             item.tokens_cached)
         return per
 
     def agent_backbones(self) -> list[str]:

@@ -8,7 +8,10 @@ Accounting when one request returns several choices: the request's prompt tokens
 it produced and 0 on the others (so summing completions gives the true cost); each choice's completion tokens
 are its own count of token logprobs when the server sent them, otherwise the request's total shared in
 proportion to each choice's characters (the sum stays exact); every completion carries the wall time of the
-request that produced it, and the provider that served it (the HF router's `x-inference-provider` header).
+request that produced it, who served it (the HF router's `x-inference-provider` header, or a replica's
+`x-served-by`) and the prompt tokens a prefix cache served (usage.prompt_tokens_details.cached_tokens, on the
+request's first completion like its prompt tokens). Every request carries the current debate's routing key
+(affinity.py), so a router keeps a debate on one replica.
 
 With `native_n` (batching.py), single-sample calls of identical prompts and sampling settings that arrive within
 BATCH_WINDOW_S of each other (Self-Consistency's samples, judges of the same response) go as one request
@@ -24,6 +27,7 @@ from typing import Any, Callable, Sequence
 
 import openai
 
+from r2mad.backends.affinity import affinity_headers
 from r2mad.backends.base import BackendError, Capabilities
 from r2mad.backends.batching import SampleBatcher
 from r2mad.backends.failures import (
@@ -33,13 +37,20 @@ from r2mad.backends.failures import (
     permanent_message,
     too_slow_message,
 )
+from r2mad.backends.openai_reading import (  # noqa: F401 - choice_tokens and constraint are used from here
+    cached_tokens,
+    choice_tokens,
+    constraint,
+    provider,
+    token_logprobs,
+    usable,
+)
 from r2mad.types import AnswerShape, Completion, Message
 
 BACKOFF_START_S = 0.5
 BACKOFF_CAP_S = 8.0
 MAX_RETRY_AFTER_S = 30.0  # without a deadline, a longer Retry-After ends the call instead of waiting
 TOTAL_PER_TOKEN_S = 0.05  # default bound on a streamed answer: timeout_s plus this per max token (>= 20 tokens/s)
-PROVIDER_HEADER = "x-inference-provider"
 NO_KEY = "not-needed"  # local servers take no key; a placeholder keeps the client from reading the environment
 
 
@@ -139,21 +150,23 @@ class OpenAICompatBackend:
 
     async def _complete(self, args: dict[str, Any], timeout: float, wanted: int) -> list[Completion]:
         started = time.monotonic()
-        raw = await self._get_client().chat.completions.with_raw_response.create(**args, timeout=timeout)
+        raw = await self._get_client().chat.completions.with_raw_response.create(**args, timeout=timeout,
+                                                                                 extra_headers=affinity_headers())
         response = raw.parse()
         latency = time.monotonic() - started
-        choices = [c for c in (getattr(response, "choices", None) or [])[:wanted] if _usable(c)]
+        choices = [c for c in (getattr(response, "choices", None) or [])[:wanted] if usable(c)]
         if not choices:
             raise Retryable("empty", "no choice with content")
         usage = getattr(response, "usage", None)
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
         out_total = int(getattr(usage, "completion_tokens", 0) or 0)
-        logprobs = [_token_logprobs(c) if "logprobs" in args else None for c in choices]
+        logprobs = [token_logprobs(c) if "logprobs" in args else None for c in choices]
         counts = choice_tokens(out_total, [c.message.content or "" for c in choices], logprobs)
-        provider = _provider(raw)
+        served = provider(raw)
         return [Completion(text=c.message.content or "", tokens_in=prompt_tokens if i == 0 else 0,
                            tokens_out=counts[i], latency_s=round(latency, 6), logprobs=logprobs[i],
-                           finish_reason=getattr(c, "finish_reason", None), provider=provider)
+                           finish_reason=getattr(c, "finish_reason", None), provider=served,
+                           tokens_cached=cached_tokens(usage) if i == 0 else 0)
                 for i, c in enumerate(choices)]
 
     def total_bound(self, max_tokens: int) -> float:
@@ -168,7 +181,8 @@ class OpenAICompatBackend:
         started = time.monotonic()
         total = self.total_bound(args["max_tokens"])
         raw = await self._get_client().chat.completions.with_raw_response.create(
-            **args, stream=True, stream_options={"include_usage": True}, timeout=timeout)
+            **args, stream=True, stream_options={"include_usage": True}, timeout=timeout,
+            extra_headers=affinity_headers())
         stream = raw.parse()
         text, logprobs, finish, usage, chunks = "", [], None, None, 0
         async with stream:
@@ -180,7 +194,7 @@ class OpenAICompatBackend:
                         text, chunks = text + piece, chunks + 1
                         if on_text is not None:
                             on_text(text)
-                    logprobs += _token_logprobs(choice) or ()
+                    logprobs += token_logprobs(choice) or ()
                     finish = getattr(choice, "finish_reason", None) or finish
         if finish is None:
             raise Retryable("cut", f"stream ended after {chunks} chunks without a finish_reason")
@@ -190,7 +204,8 @@ class OpenAICompatBackend:
                            tokens_out=int(getattr(usage, "completion_tokens", 0) or chunks),
                            latency_s=round(time.monotonic() - started, 6),
                            logprobs=(tuple(logprobs) or None) if "logprobs" in args else None,
-                           finish_reason=finish, provider=_provider(raw))]
+                           finish_reason=finish, provider=provider(raw),
+                           tokens_cached=cached_tokens(usage))]
 
     async def _bounded(self, stream: Any, started: float, gap: float, total: float, deadline: float | None):
         """The stream's chunks, each within `gap` seconds of the one before (or of the request) and all within
@@ -295,64 +310,3 @@ class OpenAICompatBackend:
         if self._api_key and len(self._api_key) >= 4:
             text = text.replace(self._api_key, "***")
         return text
-
-
-def choice_tokens(total: int, texts: Sequence[str], logprobs: Sequence[tuple[float, ...] | None]) -> list[int]:
-    """Each choice's share of a request's `total` completion tokens: its own logprob count when every choice
-    has logprobs adding up to the total, otherwise shares in proportion to the characters (largest
-    remainder, ties to the earliest), so the counts always sum to `total`."""
-    if len(texts) == 1:
-        return [total]
-    if all(logprobs) and sum(len(lp) for lp in logprobs) == total:
-        return [len(lp) for lp in logprobs]
-    weights = [max(len(t), 1) for t in texts]
-    exact = [total * w / sum(weights) for w in weights]
-    counts = [int(x) for x in exact]
-    order = sorted(range(len(texts)), key=lambda i: (-(exact[i] - counts[i]), i))
-    for i in order[:total - sum(counts)]:
-        counts[i] += 1
-    return counts
-
-
-def _provider(raw: Any) -> str | None:
-    """The provider that served a call through the HF router (None from other servers)."""
-    value = raw.headers.get(PROVIDER_HEADER) if getattr(raw, "headers", None) is not None else None
-    return value.strip()[:100] or None if value else None
-
-
-def _usable(choice: Any) -> bool:
-    """A choice with text, or an empty one that honestly ran out of tokens (retrying would not help);
-    an empty answer that claims to have finished is a failed attempt, never an answer."""
-    message = getattr(choice, "message", None)
-    return message is not None and (bool((message.content or "").strip())
-                                    or getattr(choice, "finish_reason", None) == "length")
-
-
-def _token_logprobs(choice: Any) -> tuple[float, ...] | None:
-    """Per-token logprobs from the chat format (content[].logprob) or the legacy one (token_logprobs)."""
-    raw = getattr(choice, "logprobs", None)
-    if raw is None:
-        return None
-    data = raw.model_dump() if hasattr(raw, "model_dump") else dict(raw)
-    if data.get("content"):
-        values = [t.get("logprob") for t in data["content"]]
-    else:
-        values = data.get("token_logprobs") or []
-    floats = tuple(float(v) for v in values if v is not None)
-    return floats or None
-
-
-def constraint(kind: str | None, shape: AnswerShape) -> dict[str, Any]:
-    """Request fields that make a server keep to `shape`: a llama.cpp grammar (llama.cpp's server),
-    vLLM's structured outputs (a choice of strings, or a regular expression), or an OpenAI-style JSON
-    schema whose one string field holds the answer."""
-    if kind == "grammar":
-        return {"grammar": shape.grammar}
-    if kind == "vllm":
-        return {"structured_outputs": {"choice": list(shape.choices)} if shape.choices else {"regex": shape.regex}}
-    if kind == "json_schema":
-        field = {"enum": list(shape.choices)} if shape.choices else {"pattern": shape.regex}
-        return {"response_format": {"type": "json_schema", "json_schema": {"name": "final_answer", "strict": True,
-                "schema": {"type": "object", "properties": {"answer": {"type": "string", **field}},
-                           "required": ["answer"], "additionalProperties": False}}}}
-    return {}

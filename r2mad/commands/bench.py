@@ -1,6 +1,7 @@
 """`python -m r2mad bench`: the subcommand and its modes. With no mode it prints the debate speed, sampling and
 retrieval figures on scripted servers it starts itself; --memory, --parse and --load run the app or the embedded
-model instead. `--quick` runs any mode in its quickest form (what the tests run: the figures exist, mean little)."""
+model instead; --prefix and --scale run evals through vllm-router in front of scripted replicas. `--quick` runs
+any mode in its quickest form (what the tests run: the figures exist, mean little)."""
 from __future__ import annotations
 
 import asyncio
@@ -24,6 +25,12 @@ def register(sub) -> None:
                    help="instead: the embedded model's calls alone and in flight together, then the app under "
                         "--visitors concurrent MAD debates through its API (times and peak memory)")
     p.add_argument("--visitors", type=int, default=None, help="--load: concurrent debates, one client each (8)")
+    p.add_argument("--prefix", action="store_true",
+                   help="instead: per method, the prompt tokens a prefix cache could serve and those served by 3 "
+                        "scripted replicas behind vllm-router, with debate affinity and with round robin")
+    p.add_argument("--scale", action="store_true",
+                   help="instead: debates per hour of an MAD + R²-MAD eval on 1, 2 and 4 scripted replicas behind "
+                        "vllm-router, and the driver's own ceiling against a server answering at once")
     p.add_argument("--quick", action="store_true",
                    help="the quickest form of a mode (tiny answers, one question, 2 visitors): checks it runs; "
                         "its figures are not the ones to quote")
@@ -33,6 +40,8 @@ def register(sub) -> None:
 def cmd_bench(args, config) -> int:
     from r2mad.bench.retrieval import format_rows
 
+    if args.prefix or args.scale:
+        return fleet_figures(args)
     if args.memory or args.parse or args.load:
         from r2mad.bench import resources
         from r2mad.bench.appproc import QUICK_DEBATE
@@ -65,6 +74,27 @@ def cmd_bench(args, config) -> int:
     if args.quick:
         args.latency, args.token_latency, args.repeats, args.sizes = 0.01, 0.0005, 1, "200"
     return speed_figures(args)
+
+
+def fleet_figures(args) -> int:
+    from r2mad.bench import fleetbench
+    from r2mad.bench.retrieval import format_rows
+
+    plan = fleetbench.QUICK if args.quick else fleetbench.FleetPlan()
+    shape = (f"{plan.per_token_s:g} s per generated token, {plan.prefill_s:g} s per uncached prompt token, "
+             f"{plan.slots} sequences at once per replica")
+    if args.prefix:
+        print(f"Prefix cache, per method ({plan.questions} debates each, 3 agents x 3 rounds, 3 scripted replicas "
+              f"behind vllm-router; affinity = policy {fleetbench.AFFINITY_POLICY} on the debate's X-Session-ID; "
+              "target: >= 95 % of a debate's calls on one replica, served within 5 points of the most):",
+              flush=True)
+        print(format_rows(fleetbench.prefix_figures(plan)), flush=True)
+    if args.scale:
+        print(f"Scale (eval of {', '.join(fleetbench.SCALE_METHODS)} on {plan.scale_questions} questions, "
+              f"concurrency {plan.concurrency}, scripted replicas behind vllm-router: {shape}; targets: 4 "
+              "replicas >= 3.6 x 1; ceiling >= 15 debates/s):", flush=True)
+        print(format_rows(fleetbench.scale_figures(plan)))
+    return 0
 
 
 def speed_figures(args) -> int:

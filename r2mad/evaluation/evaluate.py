@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from r2mad import __version__
+from r2mad.backends.affinity import debate_key
 from r2mad.config import ConfigError, DebateSettings
 from r2mad.evaluation.costs import Prices, model_costs, total_cost
 from r2mad.evaluation.datasets import Split
@@ -188,7 +189,8 @@ def make_row(index: int, task: Task, method: str, run: EvalRun, t: Transcript, s
     `call_seconds` is what the question's calls took, without waiting in line for a serialising backend."""
     usage = t.usage()
     tokens = {"debate": t.usage(("debate",)).tokens, "summary": t.usage(("summary",)).tokens,
-              "auxiliary": t.usage(AUXILIARY_KINDS).tokens, "input": usage.tokens_in, "output": usage.tokens_out}
+              "auxiliary": t.usage(AUXILIARY_KINDS).tokens, "input": usage.tokens_in, "output": usage.tokens_out,
+              "cached": usage.tokens_cached}  # of "input", those a server's prefix cache served
     per_model = t.usage_by_model()
     costs = model_costs(per_model, run.price_table())  # None: no model has a price
     cost = total_cost(costs)
@@ -267,23 +269,25 @@ def _first(error: BaseException) -> BaseException:
 async def _run_question(index, task, seed, methods, run, backend, bank, bank_notices, gate, write,
                         summaries, agent_backends=()) -> None:
     settings = run.settings if seed == run.settings.seed else run.settings.replace(seed=seed)
-    async with gate:
-        round0, round0_s = None, 0.0
-        # Share one round 0 whenever the run has several debate methods, even if only some are left
-        # on a rerun, so a resumed run records the same transcripts as an uninterrupted one.
-        if run.share_round0 and sum(is_debate(m) for m in run.methods) > 1 and any(map(is_debate, methods)):
-            started = time.monotonic()
-            round0 = await compute_round0(task, backend, settings, backbone=run.loop_backbone,
-                                          agent_backends=agent_backends)
-            round0_s = time.monotonic() - started
+    # one routing key per question and seed: its shared round 0 and every method's fork on one replica
+    with debate_key(f"{run.split.dataset}:{task.id}:{seed}"):
+        async with gate:
+            round0, round0_s = None, 0.0
+            # Share one round 0 whenever the run has several debate methods, even if only some are left
+            # on a rerun, so a resumed run records the same transcripts as an uninterrupted one.
+            if run.share_round0 and sum(is_debate(m) for m in run.methods) > 1 and any(map(is_debate, methods)):
+                started = time.monotonic()
+                round0 = await compute_round0(task, backend, settings, backbone=run.loop_backbone,
+                                              agent_backends=agent_backends)
+                round0_s = time.monotonic() - started
 
-        async def one(method: str) -> None:
-            t = await run_debate(task, method, backend, settings, backbone=run.loop_backbone,
-                                 bank=bank, notices=bank_notices, round0=round0 if is_debate(method) else None,
-                                 summaries=summaries, agent_backends=agent_backends)
-            seconds = t.seconds + (round0_s if is_debate(method) and round0 is not None else 0.0)
-            write(make_row(index, task, method, run, t, seconds, seed))
+            async def one(method: str) -> None:
+                t = await run_debate(task, method, backend, settings, backbone=run.loop_backbone,
+                                     bank=bank, notices=bank_notices, round0=round0 if is_debate(method) else None,
+                                     summaries=summaries, agent_backends=agent_backends)
+                seconds = t.seconds + (round0_s if is_debate(method) and round0 is not None else 0.0)
+                write(make_row(index, task, method, run, t, seconds, seed))
 
-        async with asyncio.TaskGroup() as group:
-            for method in methods:
-                group.create_task(one(method))
+            async with asyncio.TaskGroup() as group:
+                for method in methods:
+                    group.create_task(one(method))

@@ -186,7 +186,19 @@ def cost_section(res: Results) -> list[str]:
     if providers:
         out.append("Providers that served the calls: " + ", ".join(f"{p} ({k} calls)" for p, k in
                                                                    providers.most_common()) + ".")
-    return out + per_model_section(res)
+    return out + cached_lines(res) + per_model_section(res)
+
+
+def cached_lines(res) -> list[str]:
+    """Per method, the prompt tokens the servers' prefix caches served (vLLM's cached_tokens), when any did."""
+    totals = {}
+    for name, ts in res.by_method.items():
+        usage = [t.usage() for t in ts]
+        totals[name] = (sum(u.tokens_cached for u in usage), sum(u.tokens_in for u in usage))
+    if not any(cached for cached, _ in totals.values()):
+        return []
+    return ["Prompt tokens served from the servers' prefix caches (usage.prompt_tokens_details.cached_tokens): "
+            + "; ".join(f"{name} {c / p:.1%} ({c:,} of {p:,})" for name, (c, p) in totals.items() if p) + "."]
 
 
 def _price_note(prices: dict) -> str:

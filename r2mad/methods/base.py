@@ -199,7 +199,7 @@ class RoundContext:
         else:
             call = AuxCall(kind, self.index, c.text, c.tokens_in, c.tokens_out, c.latency_s, source, target,
                            labeler(strip_think(c.text)) if labeler else None, backbone=self.backbone,
-                           provider=c.provider)
+                           provider=c.provider, tokens_cached=c.tokens_cached)
         self.aux.append(call)
         return call
 
