@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import threading
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ from r2mad.config import load_config  # noqa: E402
 from r2mad.fakeserver import FakeServer, ok  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.serving import launch  # noqa: E402
+from tests.helpers import free_port  # noqa: E402
 from tests.ui_client import PatientClient as Client  # noqa: E402
 from tests.ui_client import UIClient, debate_outputs  # noqa: E402  (the UI events are undocumented)
 
@@ -62,9 +62,7 @@ def held(tmp_path_factory):
         config = load_config(configs, env={**os.environ, "R2MAD_DATA_DIR": str(tmp / "var")})
         demo = build_app(config)
         demo.queue(default_concurrency_limit=config.app.concurrency_limit, max_size=config.app.max_queue)
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()
         launch(demo, prevent_thread_lock=True, server_port=port, quiet=True)
         yield demo, f"http://127.0.0.1:{port}/", server, gate
         gate.set()

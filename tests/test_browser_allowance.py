@@ -5,7 +5,6 @@ loopback (R2MAD_HF_ROUTER_URL); no real Hugging Face call is made."""
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from app import serve  # noqa: E402
 from r2mad.config import load_config  # noqa: E402
 from r2mad.fakeserver import FakeServer, ok  # noqa: E402
 from tests.browser import SHOTS, sync_api  # noqa: E402  (skips without Chromium)
+from tests.helpers import free_port  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a real browser and app
 
@@ -42,9 +42,7 @@ def space(tmp_path_factory):
         os.environ["HF_TOKEN"] = OWNER  # the Space's secret
         config = load_config(configs, env={**os.environ, "SPACE_ID": "someone/r2mad-studio",
                                            "R2MAD_DATA_DIR": str(tmp / "var"), "R2MAD_HF_ROUTER_URL": srv.base_url})
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()
         demo = serve(config, port=port, block=False, warm=False)
         yield f"http://127.0.0.1:{port}/", srv
         demo.close()

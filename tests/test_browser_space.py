@@ -4,7 +4,6 @@ history is off), and links in visitors' questions and models' answers render ine
 from __future__ import annotations
 
 import os
-import socket
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -16,6 +15,7 @@ from app import serve  # noqa: E402
 from r2mad.config import load_config  # noqa: E402
 from r2mad.fakeserver import FakeServer, ok  # noqa: E402
 from tests.browser import ARGS, CHROMIUM, SHOTS, sync_api  # noqa: E402  (skips without Chromium)
+from tests.helpers import free_port  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a real browser
 
@@ -52,9 +52,7 @@ def space(tmp_path_factory):
                      "api_key_env": "R2MAD_TEST_TOKEN", "api_key_required": True, "visitor_token": True}}}))
         config = load_config(configs, env={**os.environ, "SPACE_ID": "someone/r2mad-studio",
                                            "R2MAD_DATA_DIR": str(tmp / "var")})
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()
         demo = serve(config, port=port, block=False, warm=False)
         yield f"http://127.0.0.1:{port}/", srv
         demo.close()

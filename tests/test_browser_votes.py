@@ -75,13 +75,18 @@ def compare_two(page) -> None:
     box = page.locator("#rounds input[type=number]")
     box.fill("2")
     box.press("Enter")
+    ask_berlin(page)
+    page.locator("#final").get_by_text("Side by side: 2 methods — finished").wait_for(timeout=90_000)
+
+
+def ask_berlin(page) -> None:
+    """Type the Berlin Wall question with its options and gold answer, and press Run."""
     page.fill("#question textarea", "In which year did the Berlin Wall fall?")
     page.get_by_text("Multiple-choice options", exact=False).click()
     for letter, text in BERLIN.items():
         page.fill(f"#option-{letter} textarea, #option-{letter} input", text)
     page.fill("#gold textarea, #gold input", "B")
     page.click("#run")
-    page.locator("#final").get_by_text("Side by side: 2 methods — finished").wait_for(timeout=90_000)
 
 
 def shown_text(page) -> str:
@@ -154,12 +159,7 @@ def test_a_thinking_models_reasoning_is_folded_apart_from_the_answer(browser, se
                                    "1989.</think>It fell in 1989. ((B))", latency_s=0.1)
     try:
         page = open_page(browser, url)
-        page.fill("#question textarea", "In which year did the Berlin Wall fall?")
-        page.get_by_text("Multiple-choice options", exact=False).click()
-        for letter, text in BERLIN.items():
-            page.fill(f"#option-{letter} textarea, #option-{letter} input", text)
-        page.fill("#gold textarea, #gold input", "B")
-        page.click("#run")
+        ask_berlin(page)
         page.locator("#final").get_by_text("Final answer: B", exact=False).first.wait_for(timeout=90_000)
         chat = page.locator("#chat-single")
         chat.get_by_text("Agent 1 · ", exact=False).first.click()  # open the first agent's message
@@ -178,7 +178,7 @@ def test_a_thinking_models_reasoning_is_folded_apart_from_the_answer(browser, se
 def test_view_api_in_the_address_opens_the_api_page(browser, served):
     page = open_page(browser, served[0], path="?view=api")
     docs = page.locator(".api-docs")
-    docs.wait_for(timeout=30_000)
+    docs.wait_for(timeout=90_000)
     assert "run_debate" in docs.inner_text() and "view=api" in page.url
     shot(page, "view-api", full=False)
     page.close()

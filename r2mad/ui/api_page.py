@@ -2,8 +2,7 @@
 page only once its code was fetched, which it does when the footer's "Use via API" is hovered or pressed: opened
 from the address, the flag is set with nothing to draw, and the normal page shows. Our layout, routes and footer
 setting are not the cause (footer_links keeps "api"). Here the page, once loaded, presses the footer's button
-twice when the address asks for the API page: the first press clears the stale flag, the second fetches the
-code and opens it."""
+when the address asks for the API page, once more if the first press only cleared the flag."""
 from __future__ import annotations
 
 from typing import Any
@@ -16,11 +15,11 @@ async () => {
   for (let i = 0; i < 300 && !document.querySelector("footer button.show-api"); i++)
     await sleep(100);  // the footer draws after the app: within 30 s on a busy machine
   const button = document.querySelector("footer button.show-api");
-  for (let tries = 0; button && tries < 2 && !opened(); tries++) {
-    button.click();  // clears the flag set from the address
-    await sleep(50);
-    button.click();  // fetches the API page's code and opens it
-    for (let i = 0; i < 150 && !opened(); i++) await sleep(100);
+  // One press at a time: the first either opens the page or clears the flag the address set (whether Gradio
+  // has read the address yet is a race); then wait for the page before pressing again.
+  for (let tries = 0; button && tries < 4 && !opened(); tries++) {
+    button.click();
+    for (let i = 0; i < 80 && !opened(); i++) await sleep(100);
   }
 }
 """
