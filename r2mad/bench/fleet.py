@@ -19,9 +19,10 @@ OPTIONS = (("A", "Mars"), ("B", "Jupiter"), ("C", "Venus"), ("D", "Earth"))
 SETTINGS = DebateSettings(early_stop=False, max_tokens=64, seed=1, answer_guard="off")  # 3 agents x 3 rounds
 
 
-def synthetic_split(n: int) -> Split:
-    tasks = tuple(Task("mcq", f"Survey {i}: which planet of the solar system is the largest by mass?", OPTIONS,
-                       "B", f"bench-{i}") for i in range(n))
+def synthetic_split(n: int, tag: str = "bench") -> Split:
+    """`n` questions; a different `tag` gives questions no other split shares a prompt with."""
+    tasks = tuple(Task("mcq", f"Survey {tag}-{i}: which planet of the solar system is the largest by mass?",
+                       OPTIONS, "B", f"{tag}-{i}") for i in range(n))
     return Split("test", DATASET, tasks, 0, tuple(t.id for t in tasks))
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import tempfile
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,13 +44,17 @@ def _bank(tmp: Path):
     return demo_bank(tmp)
 
 
-def _on_fleet(count: int, policy: str, plan: FleetPlan, methods: tuple[str, ...], questions: int, out: Path,
-              bank) -> tuple[object, ReplicasProcess]:
+@contextmanager
+def _fleet(count: int, policy: str, plan: FleetPlan):
+    """`count` scripted replicas behind a real router: (the replicas, the router's OpenAI base URL)."""
     with ReplicasProcess(count, responder=replica_reply, per_token_s=plan.per_token_s, prefill_s=plan.prefill_s,
-                  slots=plan.slots) as fleet, Router(fleet.urls, policy=policy) as router:
-        figures = run_through(router.base_url, methods, synthetic_split(questions), out,
-                              concurrency=plan.concurrency, bank=bank)
-    return figures, fleet
+                         slots=plan.slots) as fleet, Router(fleet.urls, policy=policy) as router:
+        yield fleet, router.base_url
+
+
+def _tag(key: str) -> str:
+    """The split's tag in an eval's debate key (dataset:tag-i:seed)."""
+    return key.split(":")[1].rsplit("-", 1)[0]
 
 
 def _share(part: int, whole: int) -> str:
@@ -57,28 +62,36 @@ def _share(part: int, whole: int) -> str:
 
 
 def prefix_figures(plan: FleetPlan = FleetPlan(), methods: tuple[str, ...] = PREFIX_METHODS) -> list[dict]:
-    rows = []
+    """One fleet per routing policy; each method debates questions of its own on it, so no method's prompts
+    are in the cache for another's (the persona lines aside, which any debate's first call may reuse)."""
+    served: dict[tuple[str, str], tuple[int, int]] = {}
+    debates: dict[str, list[list]] = {}
     with tempfile.TemporaryDirectory(prefix="r2mad-prefix-") as tmp:
         bank = _bank(Path(tmp))
-        for method in methods:
-            served = {}
-            for policy in (AFFINITY_POLICY, "round_robin"):
-                figures, fleet = _on_fleet(3, policy, plan, (method,), plan.questions,
-                                           Path(tmp) / f"{method}-{policy}", bank)
-                usage = [r["tokens"] for r in figures.rows]
-                served[policy] = (sum(u["cached"] for u in usage), sum(u["input"] for u in usage))
-                if policy == AFFINITY_POLICY:
-                    by_key = fleet.calls_by_key()
-                    calls = sum(len(c) for c in by_key.values())
-                    on_one = sum(Counter(s.replica for s in c).most_common(1)[0][1] for c in by_key.values())
-                    shared = sum(s.shared for c in by_key.values() for s in c)
-                    prompt = sum(s.prompt for c in by_key.values() for s in c)
-            rows.append({"method": method, "calls / debate": round(calls / max(len(by_key), 1), 1),
-                         "calls on the debate's replica": _share(on_one, calls),
-                         "most a cache can serve": _share(shared, prompt),
-                         "served, affinity": _share(*served[AFFINITY_POLICY]),
-                         "served, round robin": _share(*served["round_robin"])})
+        for policy in (AFFINITY_POLICY, "round_robin"):
+            with _fleet(3, policy, plan) as (fleet, url):
+                for method in methods:
+                    split = synthetic_split(plan.questions, tag=method)
+                    figures = run_through(url, (method,), split, Path(tmp) / f"{method}-{policy}",
+                                          concurrency=plan.concurrency, bank=bank)
+                    usage = [r["tokens"] for r in figures.rows]
+                    served[method, policy] = (sum(u["cached"] for u in usage), sum(u["input"] for u in usage))
+                by_key = fleet.calls_by_key()
+            if policy == AFFINITY_POLICY:
+                for method in methods:
+                    debates[method] = [calls for key, calls in by_key.items() if key and _tag(key) == method]
         bank.close()
+    rows = []
+    for method in methods:
+        calls = sum(len(c) for c in debates[method])
+        on_one = sum(Counter(s.replica for s in c).most_common(1)[0][1] for c in debates[method])
+        shared = sum(s.shared for c in debates[method] for s in c)
+        prompt = sum(s.prompt for c in debates[method] for s in c)
+        rows.append({"method": method, "calls / debate": round(calls / max(len(debates[method]), 1), 1),
+                     "calls on the debate's replica": _share(on_one, calls),
+                     "most a cache can serve": _share(shared, prompt),
+                     "served, affinity": _share(*served[method, AFFINITY_POLICY]),
+                     "served, round robin": _share(*served[method, "round_robin"])})
     return rows
 
 
@@ -87,8 +100,9 @@ def scale_figures(plan: FleetPlan = FleetPlan()) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="r2mad-scale-") as tmp:
         bank = _bank(Path(tmp))
         for count in plan.replicas:
-            figures, _ = _on_fleet(count, AFFINITY_POLICY, plan, SCALE_METHODS, plan.scale_questions,
-                                   Path(tmp) / f"scale-{count}", bank)
+            with _fleet(count, AFFINITY_POLICY, plan) as (_, url):
+                figures = run_through(url, SCALE_METHODS, synthetic_split(plan.scale_questions),
+                                      Path(tmp) / f"scale-{count}", concurrency=plan.concurrency, bank=bank)
             per_hour = figures.debates_per_hour
             base = base or per_hour
             failed = sum(r["status"] != "done" for r in figures.rows)
