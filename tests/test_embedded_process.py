@@ -20,6 +20,8 @@ STORY = [Message("user", "Write a long story about a lighthouse keeper and the s
 TASK = Task("mcq", "Which planet is known as the Red Planet?",
             (("A", "Venus"), ("B", "Mars"), ("C", "Jupiter"), ("D", "Saturn")), "B")
 ONE = DebateSettings(agents=1, rounds=1, max_tokens=200, seed=1, answer_guard="off")
+LONG = Task("math", "Explain step by step, showing every partial product, how to compute 12345 * 6789.", (),
+            "83810205")  # an answer long enough to be streamed before it ends
 
 
 def test_a_crash_of_the_model_fails_one_debate_and_the_next_one_works():
@@ -31,7 +33,7 @@ def test_a_crash_of_the_model_fails_one_debate_and_the_next_one_works():
             os.kill(backend.process().proc.pid, signal.SIGSEGV)
             killed.append(True)
 
-    failed = asyncio.run(Debate(backend, make_method("cot", ONE), emit=crash_on_first_text).run(TASK))
+    failed = asyncio.run(Debate(backend, make_method("cot", ONE), emit=crash_on_first_text).run(LONG))
     assert killed and failed.status == "failed"
     [error] = [turn.error for turn in failed.rounds[0].turns]
     assert "SIGSEGV" in error and "next one starts it again" in error and "\n" not in error

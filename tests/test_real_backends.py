@@ -7,11 +7,13 @@ import sys
 import time
 import urllib.request
 
+import llama_cpp.llama_cpp as low
 import pytest
 
 from r2mad.backends.embedded import EmbeddedBackend, smollm2_path
 from r2mad.backends.openai_compat import OpenAICompatBackend
-from r2mad.config import DebateSettings
+from r2mad.backends.requantize import batched_weights
+from r2mad.config import DebateSettings, cache_dir
 from r2mad.debate import Debate
 from r2mad.methods import make_method
 from r2mad.types import Message, Task
@@ -33,9 +35,11 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def llama_server():
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path()),
+    weights = batched_weights(smollm2_path(), cache_dir() / "gguf")  # the embedded model's own Q8_0 copy
+    q8 = str(int(low.GGML_TYPE_Q8_0))  # and its cache: flash attention, q8_0 keys and values
+    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(weights),
                              "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
-                             "--logits_all", "true"],  # plain attention, as the embedded model
+                             "--logits_all", "true", "--flash_attn", "true", "--type_k", q8, "--type_v", q8],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 600  # a hang guard: start-up on busy cores is slow
@@ -143,7 +147,7 @@ def test_answer_guard_grammar_on_the_llama_cpp_server(llama_server):
 
 def test_embedded_logprobs_equal_llama_cpps_own(llama_server):
     """Ours come from the sampled token's raw distribution, step by step; the server computes them from
-    its all-positions logits array. Greedy decoding (and plain attention on both) makes both runs
+    its all-positions logits array. Greedy decoding (and the same weights and cache on both) makes both runs
     generate the same tokens."""
     server = OpenAICompatBackend(base_url=llama_server, model=None, api_key=None, timeout_s=300)
     [theirs] = asyncio.run(server.chat(HELLO, temperature=0.0, max_tokens=12, seed=1, logprobs=True))

@@ -179,7 +179,7 @@ class EmbeddedBackend:
             supports_logprobs=True, streams_text=True,
             structured_output="grammar",  # the answer guard constrains output with a llama.cpp grammar
             guard_by_default=True,  # a tiny model often reasons without committing to an answer
-            n_ctx=n_ctx, max_parallel=8)  # sequences the model process decodes at once (llama_worker.SLOTS)
+            n_ctx=n_ctx, max_parallel=12)  # sequences the model process decodes at once (llama_worker.SLOTS)
         self.stall_s = stall_s  # no sign of life for this long: the model process is hung and is replaced
         self._ids = iter(range(1, 1 << 62))
 

@@ -10,13 +10,11 @@ import time
 import llama_cpp.llama_cpp as low
 import numpy as np
 
+from r2mad.backends.cores import Cores
+
 TOO_LONG = ("The prompt is longer than the embedded model's context window; lower max tokens, rounds or "
             "retrieved cases.")
 TOP_K, MIN_P = 40, 0.05  # create_chat_completion's defaults, so sampled text reads as before
-# One decode thread: llama.cpp's threads spin at every barrier, so on 2 shared cores a second thread gains
-# at most ~1.8x when both cores are idle and loses 10x or more (seconds per step) when other processes
-# want the cores; run-time trials of two threads cost more than they won (measured for issue 25).
-THREADS = 1
 # A prompt chunk is one long computation a step, not hundreds of short ones: two threads halve it on idle
 # cores and cost little when a core is taken, since the threads meet at few barriers.
 PROMPT_THREADS = max(1, min(2, len(os.sched_getaffinity(0))))
@@ -38,6 +36,32 @@ class Sequence:
         self.logprobs = [] if req.get("logprobs") else None
         self.started = self.shown = time.monotonic()
         self.slot: Slot | None = None
+
+
+class StepCosts:
+    """Seconds a step of k single tokens takes on t threads, as measured here (a running average). On one
+    thread llama.cpp's kernels for 2-4 tokens cost more than as many steps of 1 (1.7x for 3 tokens) while 8
+    together cost less (measured for issue 25); which way this machine goes is read, not assumed."""
+
+    RETRY = 64  # every so many choices the batch is tried again: costs move with the machine's load
+
+    def __init__(self):
+        self.seconds: dict[tuple[int, int], float] = {}
+        self.choices = 0
+
+    def record(self, threads: int, k: int, seconds: float) -> None:
+        old = self.seconds.get((threads, k))
+        self.seconds[threads, k] = seconds if old is None else 0.8 * old + 0.2 * seconds
+
+    def split(self, threads: int, k: int) -> bool:
+        """Whether k tokens go faster as k steps of one than as one step."""
+        if k == 1:
+            return False
+        self.choices += 1
+        together, alone = self.seconds.get((threads, k)), self.seconds.get((threads, 1))
+        if together is None or alone is None or self.choices % self.RETRY == 0:
+            return False
+        return together > k * alone
 
 
 def common_prefix(a: list[int], b: list[int]) -> int:
@@ -69,15 +93,19 @@ class Scheduler:
         params.n_ctx, params.n_batch, params.n_ubatch, params.n_seq_max = kv_size, n_batch, n_batch, slots
         # Each slot a KV stream of its own: a token attends over its own sequence only. In one unified
         # cache every token attends (masked) over every slot's cells, so a step of 8 cost 8 steps of 1
-        # and a single call slowed as the cache filled (measured for issue 25). Flash attention off: on
-        # this CPU it does not batch (4 tokens cost 4x one), plain attention does (~2x one).
+        # and a single call slowed as the cache filled (measured for issue 25). Keys and values in q8_0:
+        # 12 KB a cell instead of 23, so 12 slots take the memory 8 took; values in q8_0 need flash
+        # attention, which on Q8_0 weights decodes 8 sequences as fast as plain attention (issue 25).
         params.kv_unified, params.no_perf = False, True
-        params.flash_attn_type = low.LLAMA_FLASH_ATTN_TYPE_DISABLED
-        params.n_threads, params.n_threads_batch = THREADS, PROMPT_THREADS
+        params.flash_attn_type = low.LLAMA_FLASH_ATTN_TYPE_ENABLED
+        params.type_k = params.type_v = low.GGML_TYPE_Q8_0
+        params.n_threads, params.n_threads_batch = 1, PROMPT_THREADS
         self.ctx = low.llama_init_from_model(model, params)
         if not self.ctx:
             raise RuntimeError("llama.cpp could not create the batched context")
         self.memory = low.llama_get_memory(self.ctx)
+        self.cores = Cores()  # decode threads: as many as there are cores nobody else is using
+        self.costs = StepCosts()
         self.batch = low.llama_batch_init(n_batch, 0, 1)
         self.slots = [Slot(i) for i in range(slots)]
         self.active: list[Sequence] = []
@@ -153,14 +181,15 @@ class Scheduler:
             self.active.append(seq)
 
     # -- one decode step ---------------------------------------------------------------------------
-    def _plan(self) -> list[list[tuple[Sequence, list[int], bool]]]:
+    def _plan(self, threads: int) -> list[list[tuple[Sequence, list[int], bool]]]:
         """This step's decodes: every sequence with one token to go (its next token, or the last prompt
-        token) together, then one chunk of the oldest prompt alone. A prompt is never batched with others:
-        llama.cpp takes another kernel path for big batches, and a prompt decoded alone gives the same
-        numbers as it would with no one else around (so greedy text does not depend on the company)."""
+        token) together, or one by one where that is faster, then one chunk of the oldest prompt alone.
+        A prompt is never batched with others: llama.cpp takes another kernel path for big batches, and a
+        prompt decoded alone gives the same numbers as it would with no one else around (so greedy text
+        does not depend on the company)."""
         ones = [(s, list(s.pending), True) for s in self.active if len(s.pending) == 1]
         prompts = sorted((s for s in self.active if len(s.pending) > 1), key=lambda s: s.order)
-        plan = [ones] if ones else []
+        plan = [[one] for one in ones] if self.costs.split(threads, len(ones)) else [ones] if ones else []
         if prompts:
             chunk = prompts[0].pending[:self.n_batch]
             plan.append([(prompts[0], chunk, len(chunk) == len(prompts[0].pending))])
@@ -186,11 +215,12 @@ class Scheduler:
 
     def step(self) -> None:
         self._admit()
-        for entries in self._plan():
+        threads = self.cores.threads()
+        for entries in self._plan(threads):
             if all(seq in self.active for seq, _, _ in entries) and self._fit(entries):
-                self._decode(entries)
+                self._decode(entries, threads)
 
-    def _decode(self, entries) -> None:
+    def _decode(self, entries, threads: int) -> None:
         batch, n = self.batch, 0
         for seq, chunk, wants_logits in entries:
             start = len(seq.slot.tokens)
@@ -201,10 +231,12 @@ class Scheduler:
                 n += 1
         batch.n_tokens = n
         prompt = any(len(chunk) > 1 for _, chunk, _ in entries)
-        low.llama_set_n_threads(self.ctx, THREADS, PROMPT_THREADS if prompt else THREADS)
-        self.step_started = time.monotonic()
+        low.llama_set_n_threads(self.ctx, threads, max(threads, PROMPT_THREADS) if prompt else threads)
+        self.step_started = started = time.monotonic()
         code = low.llama_decode(self.ctx, batch)
         self.step_started = None
+        if not prompt and code == 0:
+            self.costs.record(threads, n, time.monotonic() - started)
         if code != 0:  # the memory state is as before the call: free what can be freed and try again
             idle = [s for s in self.slots if s.seq is None and s.tokens]
             for slot in idle:

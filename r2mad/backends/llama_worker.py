@@ -17,8 +17,9 @@ import os
 import sys
 import threading
 import time
+from pathlib import Path
 
-SLOTS = 8  # sequences decoded together, each in a KV stream of one whole window (about 23 KB a cell)
+SLOTS = 12  # sequences decoded together, each in a KV stream of one whole window (about 12 KB a cell)
 BEAT_S, HANG_S = 0.5, 300.0
 
 
@@ -42,6 +43,10 @@ class Worker:
         from llama_cpp import Llama
 
         from r2mad.backends.llama_batch import Scheduler
+        from r2mad.backends.requantize import batched_weights
+        from r2mad.config import cache_dir
+
+        model_path = str(batched_weights(Path(model_path), cache_dir() / "gguf"))
 
         self.out, self.out_lock = out, threading.Lock()
         # the high-level Llama gives tokenizer and chat template; its own context stays tiny
