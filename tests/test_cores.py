@@ -26,7 +26,8 @@ class Machine:
 def two_cores(monkeypatch):
     monkeypatch.setattr(cores, "_cpus", lambda: {0, 1})
     machine = Machine()
-    watch = Cores(busy=lambda cpus: machine.busy_s, own=lambda: machine.own_s, clock=lambda: machine.now)
+    watch = Cores(quota=lambda: None, busy=lambda: machine.busy_s, own=lambda: machine.own_s,
+                  clock=lambda: machine.now)
     return machine, watch
 
 
@@ -57,14 +58,32 @@ def test_the_choice_holds_for_a_window(two_cores):
 def test_no_proc_stat_means_one_thread(monkeypatch):
     monkeypatch.setattr(cores, "_cpus", lambda: {0, 1})
     clock = iter(range(100))
-    watch = Cores(busy=lambda cpus: None, clock=lambda: next(clock))
+    watch = Cores(quota=lambda: None, busy=lambda: None, clock=lambda: next(clock))
     assert [watch.threads() for _ in range(3)] == [1, 1, 1]
+
+
+def test_a_container_quota_bounds_the_threads_and_its_own_usage_is_what_counts(monkeypatch, tmp_path):
+    """A Space: 16 CPUs in our affinity, a quota of 2; other tenants' load on the host is not ours to see."""
+    monkeypatch.setattr(cores, "_cpus", lambda: set(range(16)))
+    (tmp_path / "cpu.max").write_text("200000 100000\n")
+    (tmp_path / "cpu.stat").write_text("usage_usec 5000000\nuser_usec 4000000\n")
+    assert cores._quota(tmp_path) == 2.0 and cores._container_seconds(tmp_path) == 5.0
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert cores._quota(tmp_path) is None
+    machine = Machine()
+    watch = Cores(quota=lambda: 2.0, busy=lambda: machine.busy_s, own=lambda: machine.own_s,
+                  clock=lambda: machine.now)
+    assert (watch.cores, watch.most) == (2.0, 2)
+    machine.tick(others=0.0, own=2.0)
+    assert watch.threads() == 2
+    machine.tick(others=0.5)  # the app in the same container at half a core
+    assert watch.threads() == 1
 
 
 def test_one_core_is_always_one_thread(monkeypatch):
     monkeypatch.setattr(cores, "_cpus", lambda: {3})
     clock = iter(range(100))
-    watch = Cores(busy=lambda cpus: 0.0, own=lambda: 0.0, clock=lambda: next(clock))
+    watch = Cores(quota=lambda: None, busy=lambda: 0.0, own=lambda: 0.0, clock=lambda: next(clock))
     assert [watch.threads() for _ in range(3)] == [1, 1, 1]
 
 
@@ -74,7 +93,7 @@ def test_a_real_neighbour_is_seen():
     watch = Cores()
     if watch.most == 1:
         pytest.skip("one core: always one thread")
-    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in watch.cpus]
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(int(watch.cores))]
     try:
         time.sleep(cores.WINDOW_S * 2)
         watch.threads()

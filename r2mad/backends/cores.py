@@ -1,19 +1,44 @@
 """How many threads the embedded model's decode steps can use now: the cores this process may run on, less
-what everything else on them used over the last moment (/proc/stat, minus this process's own CPU time).
-llama.cpp's threads spin at every barrier, so a second thread on a core another process wants costs far more
-than it wins (seconds a step), while on an idle core it makes a batched step ~1.8x faster (issue 25)."""
+what everything else on them used over the last moment, minus this process's own CPU time. In a container
+with a CPU quota (a Space: cgroup v2 cpu.max) that is the quota and what the container used; elsewhere the
+CPUs of our affinity and what every process used on them (/proc/stat). llama.cpp's threads spin at every
+barrier, so a second thread on a core another process wants costs far more than it wins (seconds a step),
+while on an idle core it makes a batched step ~1.8x faster (issue 25)."""
 from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 MOST = 4  # past four threads a 135M model's step is mostly barriers
 WINDOW_S = 0.25  # how far back "now" looks; a neighbour that starts spinning is seen within this
 SPARE = 0.9  # a core counts as free when others used at most a tenth of it
+CGROUP = Path("/sys/fs/cgroup")
 
 
 def _cpus() -> set[int]:
     return os.sched_getaffinity(0)
+
+
+def _quota(cgroup: Path = CGROUP) -> float | None:
+    """CPUs the container may use (cgroup v2 cpu.max "quota period"), or None where there is no limit."""
+    try:
+        quota, period = (cgroup / "cpu.max").read_text().split()
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        return None
+
+
+def _container_seconds(cgroup: Path = CGROUP) -> float | None:
+    """CPU seconds the container has used (cgroup v2 cpu.stat usage_usec)."""
+    try:
+        for line in (cgroup / "cpu.stat").read_text().splitlines():
+            name, value = line.split()
+            if name == "usage_usec":
+                return int(value) / 1e6
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def _busy_seconds(cpus: set[int]) -> float | None:
@@ -40,26 +65,30 @@ def _own_seconds() -> float:
 class Cores:
     """`threads()`: 1 while any other process keeps a core of ours busy; up to `most` when cores are free."""
 
-    def __init__(self, most: int = MOST, *, busy=_busy_seconds, own=_own_seconds, clock=time.monotonic):
-        self.cpus = _cpus()
-        self.most = max(1, min(most, len(self.cpus)))
+    def __init__(self, most: int = MOST, *, quota=_quota, busy=None, own=_own_seconds, clock=time.monotonic):
+        cpus, limit = _cpus(), quota()
+        self.cores = min(len(cpus), limit) if limit else len(cpus)
+        self.most = max(1, min(most, int(self.cores)))
+        if busy is None:
+            busy = _container_seconds if limit else (lambda: _busy_seconds(cpus))
         self.busy, self.own, self.clock = busy, own, clock
-        self.last = self._sample()
+        self.last = self._sample(self.clock())
         self.current = 1
 
-    def _sample(self) -> tuple[float, float | None, float]:
-        return self.clock(), self.busy(self.cpus), self.own()
+    def _sample(self, at: float) -> tuple[float, float | None, float]:
+        return at, self.busy(), self.own()
 
     def threads(self) -> int:
-        now = self._sample()
-        elapsed = now[0] - self.last[0]
+        at = self.clock()
+        elapsed = at - self.last[0]
         if elapsed < WINDOW_S or self.most == 1:
             return self.current
+        now = self._sample(at)
         if now[1] is None or self.last[1] is None:  # nothing to measure by: the safe choice
             self.current = 1
         else:
             others = max(0.0, (now[1] - self.last[1]) - (now[2] - self.last[2])) / elapsed
-            spare = len(self.cpus) - others
+            spare = self.cores - others
             self.current = max(1, min(self.most, int(spare + 1 - SPARE)))
         self.last = now
         return self.current

@@ -3,7 +3,6 @@ batch, each in its own KV sequence (a slot) that keeps its tokens for the next r
 Run by llama_worker (the process protocol lives there); no I/O here besides the `send` callback."""
 from __future__ import annotations
 
-import os
 import queue
 import time
 
@@ -17,7 +16,7 @@ TOO_LONG = ("The prompt is longer than the embedded model's context window; lowe
 TOP_K, MIN_P = 40, 0.05  # create_chat_completion's defaults, so sampled text reads as before
 # A prompt chunk is one long computation a step, not hundreds of short ones: two threads halve it on idle
 # cores and cost little when a core is taken, since the threads meet at few barriers.
-PROMPT_THREADS = max(1, min(2, len(os.sched_getaffinity(0))))
+PROMPT_THREADS = 2
 
 
 class Slot:
@@ -99,12 +98,13 @@ class Scheduler:
         params.kv_unified, params.no_perf = False, True
         params.flash_attn_type = low.LLAMA_FLASH_ATTN_TYPE_ENABLED
         params.type_k = params.type_v = low.GGML_TYPE_Q8_0
-        params.n_threads, params.n_threads_batch = 1, PROMPT_THREADS
+        self.cores = Cores()  # decode threads: as many as there are cores nobody else is using
+        self.prompt_threads = max(1, min(PROMPT_THREADS, int(self.cores.cores)))
+        params.n_threads, params.n_threads_batch = 1, self.prompt_threads
         self.ctx = low.llama_init_from_model(model, params)
         if not self.ctx:
             raise RuntimeError("llama.cpp could not create the batched context")
         self.memory = low.llama_get_memory(self.ctx)
-        self.cores = Cores()  # decode threads: as many as there are cores nobody else is using
         self.costs = StepCosts()
         self.batch = low.llama_batch_init(n_batch, 0, 1)
         self.slots = [Slot(i) for i in range(slots)]
@@ -231,7 +231,7 @@ class Scheduler:
                 n += 1
         batch.n_tokens = n
         prompt = any(len(chunk) > 1 for _, chunk, _ in entries)
-        low.llama_set_n_threads(self.ctx, threads, max(threads, PROMPT_THREADS) if prompt else threads)
+        low.llama_set_n_threads(self.ctx, threads, max(threads, self.prompt_threads) if prompt else threads)
         self.step_started = started = time.monotonic()
         code = low.llama_decode(self.ctx, batch)
         self.step_started = None
