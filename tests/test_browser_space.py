@@ -75,10 +75,14 @@ def ask(page, question: str, *, token: str) -> None:
     page.get_by_text("Advanced", exact=False).first.click()
     field = page.locator("#token input")
     field.wait_for(state="visible", timeout=60_000)  # shown once the page knows the backbone takes a token
-    field.fill(token)
-    field.press("Tab")  # leaving the field commits its value before Run reads it
-    # the token last and checked just before Run: on a loaded machine a late first render of the form
-    # has been seen to empty a field filled early
+    # on a loaded machine a late first render of the form has been seen to empty a field filled early (in
+    # CI, three times): fill it until it still holds the token a second later, at most five times
+    for _ in range(5):
+        field.fill(token)
+        field.press("Tab")  # leaving the field commits its value before Run reads it
+        page.wait_for_timeout(1_000)
+        if field.input_value() == token:
+            break
     sync_api.expect(field).to_have_value(token, timeout=10_000)
     page.click("#run")
     try:
