@@ -4,6 +4,7 @@ you submit; a ?run= link opens the run in a fresh browser, and a click on a mess
 Screenshots go to screenshots/ (git-ignored)."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
@@ -88,8 +89,13 @@ def test_five_runs_labelled_with_keys_alone_survive_a_reload(served, browser):
     url, book, runs, _ = served
     page = fresh_page(browser, url + "?queue=five")
     wait_progress(page, "Queue five · run 1 of 5")
-    page.fill("#ann-name input, #ann-name textarea", "ana")
-    page.keyboard.press("Enter")
+    for _ in range(5):  # on a busy machine a late first render of the page has emptied a name typed early
+        page.fill("#ann-name input, #ann-name textarea", "ana")
+        page.keyboard.press("Enter")
+        named = page.locator("#ann-progress").filter(has_text=re.compile("as ana: 0 done, 5 pending"))
+        with contextlib.suppress(sync_api.TimeoutError):
+            named.wait_for(timeout=5_000)
+            break
     wait_progress(page, "as ana: 0 done, 5 pending")
     page.keyboard.press("Escape")  # leave the name box: from here on, keys only
     order = [i.run.id for i in queue_items(book.store, _queue(book), "ana")]
