@@ -6,7 +6,7 @@ import time
 import pytest
 
 from r2mad.backends import cores
-from r2mad.backends.cores import Cores
+from r2mad.backends.cores import Cores, StepCosts
 
 
 class Machine:
@@ -106,8 +106,6 @@ def test_a_real_neighbour_is_seen():
 
 
 def test_tokens_are_decoded_one_by_one_only_where_that_was_measured_faster():
-    from r2mad.backends.llama_batch import StepCosts
-
     costs = StepCosts()
     assert not costs.split(1, 3)  # nothing measured: batch, and so measure the batch
     costs.record(1, 3, 0.033)

@@ -92,3 +92,29 @@ class Cores:
             self.current = max(1, min(self.most, int(spare + 1 - SPARE)))
         self.last = now
         return self.current
+
+
+class StepCosts:
+    """Seconds a step of k single tokens takes on t threads, as measured here (a running average). On one
+    thread llama.cpp's kernels for 2-4 tokens cost more than as many steps of 1 (1.7x for 3 tokens) while 8
+    together cost less (measured for issue 25); which way this machine goes is read, not assumed."""
+
+    RETRY = 64  # every so many choices the batch is tried again: costs move with the machine's load
+
+    def __init__(self):
+        self.seconds: dict[tuple[int, int], float] = {}
+        self.choices = 0
+
+    def record(self, threads: int, k: int, seconds: float) -> None:
+        old = self.seconds.get((threads, k))
+        self.seconds[threads, k] = seconds if old is None else 0.8 * old + 0.2 * seconds
+
+    def split(self, threads: int, k: int) -> bool:
+        """Whether k tokens go faster as k steps of one than as one step."""
+        if k == 1:
+            return False
+        self.choices += 1
+        together, alone = self.seconds.get((threads, k)), self.seconds.get((threads, 1))
+        if together is None or alone is None or self.choices % self.RETRY == 0:
+            return False
+        return together > k * alone

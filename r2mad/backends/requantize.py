@@ -29,12 +29,12 @@ def file_type(path: Path) -> int | None:
 def batched_weights(path: Path, folder: Path) -> Path:
     """`path` itself, or its Q8_0 copy in `folder` (made once; named by the source's size and time, so a new
     file makes a new copy) when its weights have no batched kernel."""
-    if file_type(path) not in SLOW_FILE_TYPES:
-        return path
     stat = path.stat()
     copy = folder / f"{path.stem}.{stat.st_size}-{stat.st_mtime_ns}.q8_0.gguf"
-    if copy.is_file():
+    if copy.is_file():  # made at an earlier start: the header need not be read again
         return copy
+    if file_type(path) not in SLOW_FILE_TYPES:
+        return path
     partial = copy.with_name(f"{copy.name}.{os.getpid()}.partial")
     params = low.llama_model_quantize_default_params()
     params.ftype, params.allow_requantize, params.nthread = low.LLAMA_FTYPE_MOSTLY_Q8_0, True, 1
