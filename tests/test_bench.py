@@ -110,7 +110,7 @@ def test_bench_parse_prints_both_unparsed_shares(capsys):
 
 @slow
 def test_bench_load_prints_every_figure(capsys):
-    rows = run_bench(capsys, "--load")
+    rows = run_bench(capsys, "--load", "--no-early-stop")
     quiet, busy = numbers(value(rows, "one embedded-model call"), 2)  # quiet / busy
     assert quiet > 0 and busy > 0
     assert numbers(value(rows, "beside a busy core / quiet"), 1)[0] > 0
@@ -118,10 +118,11 @@ def test_bench_load_prints_every_figure(capsys):
     assert numbers(value(rows, "3 in flight / 1"), 1)[0] > 0
     worst, median = numbers(value(rows, "the app answers a poll while the default bank warms up"), 2)
     assert worst >= median > 0
-    wall, calls, tokens = numbers(value(rows, "MAD alone, 2 agents x 2 rounds"), 3)
+    wall, calls, tokens = numbers(value(rows, "MAD alone, 2 agents x 2 rounds, early stop off"), 3)
     assert calls == 4 and tokens > 0  # the quick form: 2 agents x 2 rounds, no answer guard
     p50, p95, last = numbers(value(rows, "2 MAD debates at once"), 3)
     assert 0 < p50 <= p95 <= last
-    assert value(rows, "finished / generated").startswith("2 of 2 / ")
+    finished, visitors, rate, *rounds = numbers(value(rows, "finished / generated"), 5)
+    assert finished == visitors == 2 and rate > 0 and rounds == [2, 2]  # --no-early-stop reached the app's debates
     sampled, hwm = numbers(value(rows, "app + model process peak RSS"), 2)
     assert sampled > 0 and hwm > 0

@@ -1,8 +1,9 @@
 """`python -m r2mad bench --load`: what many visitors at once cost the embedded default. The embedded model's
-calls alone (quiet, and beside a busy core) and with several in flight, through its public `chat`; then the
-app as `make run` starts it, driven through its public API by distinct gradio_client visitors: how fast it
-answers a poll while the default bank warms up, one MAD debate alone, N debates at once, and the peak resident
-memory of the app with its model process. Figures, not tests: nothing here asserts a time."""
+calls alone (quiet, and beside a busy core), with several in flight, and one MAD debate of all its rounds,
+through its public `chat`; then the app as `make run` starts it (early stop as configured, unless the plan
+turns it off), driven through its public API by distinct gradio_client visitors: how fast it answers a poll
+while the default bank warms up, N debates at once, and the peak resident memory of the app with its model
+process. Figures, not tests: nothing here asserts a time."""
 from __future__ import annotations
 
 import asyncio
@@ -78,6 +79,7 @@ def model_figures(plan: LoadPlan, backend=None) -> list[dict]:
         wall, generated = asyncio.run(_calls(backend, k, plan.call_tokens))
         rates[k] = generated / wall
     low, high = min(plan.in_flight), max(plan.in_flight)
+    alone = asyncio.run(_mad_alone(backend, plan))
     return [
         {"figure": f"one embedded-model call ({tokens} tokens), quiet machine / beside a busy core (s)",
          "value": f"{quiet:.2f} / {busy:.2f}"},
@@ -85,7 +87,24 @@ def model_figures(plan: LoadPlan, backend=None) -> list[dict]:
         {"figure": "embedded model, generated tokens/s at " + " / ".join(map(str, plan.in_flight)) +
                    " sequences in flight", "value": " / ".join(f"{rates[k]:.1f}" for k in plan.in_flight)},
         {"figure": f"  {high} in flight / {low}", "value": f"{rates[high] / rates[low]:.2f}"},
+        {"figure": f"MAD alone, {_shape(alone)}, early stop off: wall s (calls, tokens generated)",
+         "value": _one(alone)},
     ]
+
+
+async def _mad_alone(backend, plan: LoadPlan) -> dict:
+    """One MAD debate of all its rounds on the model process, the app's debate settings otherwise."""
+    from r2mad.config import load_config
+    from r2mad.debate import Debate
+    from r2mad.methods import make_method
+    from r2mad.types import Task
+
+    settings = load_config().settings.replace(**{**dict(plan.debate), "early_stop": False})
+    started = time.monotonic()
+    t = await Debate(backend, make_method(PLAIN, settings)).run(Task("math", "What is 17 + 0?", gold="17"))
+    usage = t.usage()
+    return {"wall": time.monotonic() - started, "calls": usage.calls, "generated": usage.tokens_out,
+            "rounds": len(t.rounds), "agents": len(t.rounds[0].turns) if t.rounds else 0}
 
 
 def warmup_polls(url: str, client) -> list[dict]:
@@ -160,21 +179,18 @@ def concurrent_debates(url: str, visitors: int) -> tuple[float, list[dict]]:
 
 
 def app_figures(plan: LoadPlan) -> list[dict]:
-    """The app on the embedded defaults (early stop off, so every debate runs all its rounds; the quick plan
-    also shortens the debates), driven through its public API by distinct gradio_client visitors."""
+    """The app on the embedded defaults (the plan's debate settings changed; the quick plan shortens the
+    debates), driven through its public API by distinct gradio_client visitors."""
     from gradio_client import Client
 
     from r2mad.config import load_config
 
-    defaults = {"early_stop": False, **dict(plan.debate)}
     limit = load_config().app.concurrency_limit
-    with AppProcess(warm=False, **defaults) as app, Peak(app.pid, every_s=0.1) as peak:  # warmed while polled
+    with AppProcess(warm=False, **dict(plan.debate)) as app, Peak(app.pid, every_s=0.1) as peak:
+        # the default bank is warmed while polled, and the first call starts the model
         client = Client(app.url, verbose=False)
         rows = warmup_polls(app.url, client)
-        client.predict(question="What is 2 + 2?", method=SINGLE, api_name="/run_debate")  # starts the model
-        alone = _debate(client, 0)
-        rows.append({"figure": f"MAD alone, {_shape(alone)}, through the API: wall s (calls, tokens generated)",
-                     "value": _one(alone)})
+        client.predict(question="What is 2 + 2?", method=SINGLE, api_name="/run_debate")
         sent, results = concurrent_debates(app.url, plan.visitors)
         hwm = tree_hwm_mb(app.pid)
     finished = [r for r in results if r.get("status") == "done"]
@@ -183,8 +199,9 @@ def app_figures(plan: LoadPlan) -> list[dict]:
                            f"time): p50 / p95 / last ended (s)",
                  "value": f"{np.percentile(ends, 50):.1f} / {np.percentile(ends, 95):.1f} / {ends.max():.1f}"})
     generated = sum(r["generated"] for r in finished)
-    rows.append({"figure": "  finished / generated tokens per second over them all",
-                 "value": f"{len(finished)} of {plan.visitors} / {generated / ends.max():.1f}"})
+    rows.append({"figure": "  finished / generated tokens per second over them all / rounds each ran",
+                 "value": f"{len(finished)} of {plan.visitors} / {generated / ends.max():.1f} / "
+                          + " ".join(str(r.get("rounds", "-")) for r in results)})
     errors = sorted({r["error"] for r in results if "error" in r} |
                     {f"{r['status']}: {r['why'] or 'no reason given'}"[:200] for r in results
                      if r.get("status") not in (None, "done")})

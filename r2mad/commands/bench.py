@@ -25,6 +25,8 @@ def register(sub) -> None:
                    help="instead: the embedded model's calls alone and in flight together, then the app under "
                         "--visitors concurrent MAD debates through its API (times and peak memory)")
     p.add_argument("--visitors", type=int, default=None, help="--load: concurrent debates, one client each (8)")
+    p.add_argument("--no-early-stop", action="store_true",
+                   help="--load: the app's debates run all their rounds (a heavier, steadier load than visitors')")
     p.add_argument("--prefix", action="store_true",
                    help="instead: per method, the prompt tokens a prefix cache could serve and those served by 3 "
                         "scripted replicas behind vllm-router, with debate affinity and with round robin")
@@ -66,8 +68,11 @@ def cmd_bench(args, config) -> int:
             plan = QUICK if args.quick else LoadPlan()
             if args.visitors:
                 plan = dataclasses.replace(plan, visitors=args.visitors)
+            if args.no_early_stop:
+                plan = dataclasses.replace(plan, debate=plan.debate + (("early_stop", False),))
+            stop = "early stop off" if args.no_early_stop else "early stop as configured"
             print(f"Load (embedded model, temperature 0, {plan.call_tokens}-token calls; then the app as `make run` "
-                  f"starts it, early stop off, {plan.visitors} visitors through the public API):")
+                  f"starts it, {stop}, {plan.visitors} visitors through the public API):")
             print(format_rows(model_figures(plan)), flush=True)  # printed as soon as measured: the app's take long
             print(format_rows(app_figures(plan)))
         return 0
