@@ -64,6 +64,10 @@ def test_bench_prints_every_figure_and_the_round0_arithmetic(capsys):
     assert float(value(rows, "same, early stop on")) == 0.25
     assert value(rows, "share of such questions").endswith("%")
     assert value(rows, "retrieve + confidence, k=1, edge") == "200"
+    wall, deadline = numbers(value(rows, "MAD debate (1 round) with an agent answering").split(";")[0], 2)
+    assert 0 < wall < deadline
+    assert value(rows, "MAD debate (1 round)").endswith("done, final 5, refused unchecked: yes")
+    assert float(value(rows, "longest a 0.05 s ticker")) >= 0 and float(value(rows, "100 KB of unclosed")) > 0
 
 
 def test_the_memory_figures_count_every_process_of_the_tree(tmp_path):

@@ -103,6 +103,7 @@ def fleet_figures(args) -> int:
 
 
 def speed_figures(args) -> int:
+    from r2mad.bench.crafted import crafted_figures
     from r2mad.bench.retrieval import bench_retrieval, format_rows
     from r2mad.bench.sampling import SAMPLES, sampling_figures
     from r2mad.bench.speed import TASK, debate_figures, long_reply, reply_for
@@ -131,6 +132,8 @@ def speed_figures(args) -> int:
     print(f"\nSelf-Consistency, {SAMPLES} samples (scripted server, {args.latency:g} s per request whatever its n, "
           "as a server that decodes a request's n samples as one batch):")
     print(format_rows(rows))
+    print("\nCrafted answers (scripted server; the event loop keeps serving other debates meanwhile):")
+    print(format_rows(crafted_figures()))
     sizes = tuple(int(s) for s in args.sizes.split(",") if s.strip())
     print("\nRetrieval (one agent-round; target <= 20 ms p50 at 10k cases):")
     print(format_rows(bench_retrieval(sizes=sizes)))
