@@ -19,7 +19,7 @@ UNCLOSED = "\\boxed{" * 14_300  # 100 KB
 
 
 async def _ticked(coroutine, every_s: float = 0.05) -> tuple[object, float, float]:
-    """(result, wall s, the longest a ticker on the same loop waited between two ticks)."""
+    """(result, wall s, the longest a ticker on the same loop waited past its tick)."""
     gaps, done = [], asyncio.Event()
 
     async def ticker() -> None:
@@ -38,7 +38,7 @@ async def _ticked(coroutine, every_s: float = 0.05) -> tuple[object, float, floa
         wall = time.monotonic() - started
         done.set()
         await ticking
-    return result, wall, max(gaps, default=0.0) - every_s
+    return result, wall, max(0.0, max(gaps, default=every_s) - every_s)
 
 
 def crafted_figures() -> list[dict]:
