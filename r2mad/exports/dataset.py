@@ -4,7 +4,7 @@ the taxonomy and the agreement figures; writing, reading back and moving it to a
 from __future__ import annotations
 
 import json
-import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -12,8 +12,10 @@ from r2mad.annotation import card
 from r2mad.annotation.book import LabelBook, blame_turns, blame_value
 from r2mad.annotation.detectors import NO_LABEL, VERSION
 from r2mad.annotation.mast import mast_name
+from r2mad.runs.annotations import FinalLabels
 from r2mad.runs.io import export_records, import_records
 from r2mad.runs.records import REDACTED, dumps
+from r2mad.runs.suggestions import StoredSuggestion
 from r2mad.runs.votes import VoteStore
 from r2mad.safewrite import atomic_open
 
@@ -116,35 +118,19 @@ def read_dataset(book: LabelBook, folder: str | Path) -> int:
     changed = import_records(book.store, records, str(folder / "runs.parquet"))
     labels = pq.read_table(folder / "labels.parquet").to_pylist()
     store, known = book.store, {r["id"]: r["updated_at"] for r in records}
-    with store.transaction() as conn:
-        for run_id in known:
-            conn.execute("DELETE FROM suggestions WHERE run_id = ?", (run_id,))
-            conn.execute("INSERT OR REPLACE INTO detected VALUES (?, ?, ?)", (run_id, VERSION, known[run_id]))
-        for row in labels:
-            if row["kind"] in ("detector", "llm"):
-                sid = conn.execute("INSERT INTO suggestions (run_id, label, detector, round, agents, summary, "
-                                   "evidence) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                   (row["run"], row["label"], row["annotator"], row["round"], dumps(row["agents"]),
-                                    row["summary"], row["evidence"])).lastrowid
-                conn.executemany("INSERT INTO suggestion_reviews VALUES (?, ?, ?, ?)",
-                                 [(sid, who, verdict, time.time())
-                                  for who, verdict in json.loads(row["reviews"]).items()])
-    finals: dict[str, dict[str, Any]] = {}
+    store.restore_suggestions(known, VERSION, [
+        StoredSuggestion(0, row["run"], row["label"], row["annotator"], row["round"], tuple(row["agents"]),
+                         row["summary"], json.loads(row["evidence"]), json.loads(row["reviews"]))
+        for row in labels if row["kind"] in ("detector", "llm")])
+    finals: dict[str, FinalLabels] = {}
     for row in labels:
         if row["kind"] == "final":
-            entry = finals.setdefault(row["run"], {"labels": [], "blame": {}, "by": row["annotator"],
-                                                   "at": row["created_at"]})
-            entry["labels"].append(row["label"])
+            found = finals.get(row["run"]) or FinalLabels(row["run"], (), {}, row["annotator"], row["created_at"])
             turns = [tuple(t) for t in row.get("turns") or []] or (
                 [(row["round"], row["agent"])] if row["agent"] is not None else [])  # older exports: one turn
-            if turns:
-                entry["blame"][row["label"]] = blame_value(turns)
-    with store.transaction() as conn:
-        for run_id, f in finals.items():
-            old = conn.execute("SELECT decided_at FROM final_labels WHERE run_id = ?", (run_id,)).fetchone()
-            if old is None or f["at"] > old[0]:
-                conn.execute("INSERT OR REPLACE INTO final_labels VALUES (?, ?, ?, ?, ?)",
-                             (run_id, dumps(f["labels"]), dumps(f["blame"]), f["by"], f["at"]))
+            blame = {**found.blame, row["label"]: blame_value(turns)} if turns else found.blame
+            finals[row["run"]] = replace(found, labels=(*found.labels, row["label"]), blame=blame)
+    store.restore_final_labels(list(finals.values()))
     if (folder / "votes.parquet").is_file():  # written since the votes came (issue 31)
         VoteStore(store).add_rows(pq.read_table(folder / "votes.parquet").to_pylist())
     return changed
