@@ -15,8 +15,8 @@ from r2mad.config import ConfigError, whole_number
 from r2mad.methods import METHODS, PLAIN, needs_bank
 from r2mad.runs.faults import StoreError
 from r2mad.service import RunRequest
+from r2mad.serving.compact import TEXT_LIMIT, compact
 from r2mad.text import quoted
-from r2mad.types import Transcript
 from r2mad.ui.errors import refusal, sentence
 from r2mad.ui.line import lane_of, visitor_key
 from r2mad.ui.services import Services
@@ -24,30 +24,12 @@ from r2mad.ui.visitor_runs import fork_saved, readable, start_in_line
 from r2mad.ui.visitors import Visitor, identify
 
 ENDPOINTS = ("run_debate", "list_runs", "get_run", "fork_run", "search_bank")
-TEXT_LIMIT = 1200  # characters of each agent's response in a compact transcript
 USER_ERRORS = (BackendError, ConfigError, ValueError, KeyError, StoreError, Refused)  # Refused: not let in the line
 
 
 def mcp_available() -> bool:
     """Whether the `mcp` package (gradio's [mcp] extra) is installed, so the app can serve MCP tools."""
     return importlib.util.find_spec("mcp") is not None
-
-
-def compact(t: Transcript, run_id: str | None = None) -> dict[str, Any]:
-    """A transcript as an assistant or a script wants it: answers per round, clipped texts, usage."""
-    usage = t.usage()
-    return {"run_id": run_id, "method": t.method, "backbone": t.backbone, "status": t.status,
-            "question": t.task.question, "options": dict(t.task.options), "gold": t.task.gold,
-            "final": t.final.value, "correct": t.correct, "notices": list(t.notices),
-            "rounds": [{"round": r.index, "consensus": round(r.consensus, 4),
-                        "replayed": bool(r.details.get("replayed") or r.details.get("shared")),
-                        "turns": [{"agent": x.agent + 1, "backbone": x.backbone or t.backbone,
-                                   "answer": x.answer.value, "how": x.answer.how, "error": x.error,
-                                   "text": x.text[:TEXT_LIMIT]} for x in r.turns]}
-                       for r in t.rounds],
-            "usage": {"calls": usage.calls, "tokens_in": usage.tokens_in, "tokens_out": usage.tokens_out},
-            "usage_by_model": {name: {"calls": u.calls, "tokens_in": u.tokens_in, "tokens_out": u.tokens_out}
-                               for name, u in t.usage_by_model().items()}}
 
 
 class Api:
