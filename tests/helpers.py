@@ -254,3 +254,36 @@ def grid_debate(grid, *, task=GRID_MCQ, texts=None, turn_details=None, round_det
     last = grid[-1][0] if final is None else final
     ok = (last == task.gold) if correct is None else correct
     return Transcript(task, "mad", "b", {}, tuple(rounds), Answer(last, "double_paren"), ok)
+
+
+# --- the served model (`python -m r2mad serve`) on a scripted backbone -----------------------------------
+
+def scripted_config(base_url: str, data_dir, *, memory_dir=None, **settings):
+    """The repository's config with one more backbone, "fake", at a scripted server (the default backbone)."""
+    import dataclasses
+
+    from r2mad.config import Backbone
+
+    config = load_config(env={"R2MAD_DATA_DIR": str(data_dir)})
+    fake = Backbone(name="fake", base_url=base_url, model="fake-model", timeout_s=30, max_retries=0)
+    app = dataclasses.replace(config.app, embedder="hash-64", private_runs="off",
+                              **({"memory_dirs": (str(memory_dir),), "default_bank": str(memory_dir / "tiny")}
+                                 if memory_dir else {}))
+    return dataclasses.replace(config, backbones={**config.backbones, "fake": fake}, default_backbone="fake",
+                               settings=config.settings.replace(**{"max_tokens": 48, **settings}), app=app)
+
+
+def serve_on_loopback(config, *, key=None):
+    """`with serve_on_loopback(config) as (url, services):` the served model on a free loopback port."""
+    import contextlib
+
+    from r2mad.serving.loopback import ServerThread
+    from r2mad.serving.openai_server import Served, create_app
+    from r2mad.ui.services import Services
+
+    @contextlib.contextmanager
+    def running():
+        services = Services(config)
+        with ServerThread(create_app(Served(services, key=key, key_required=False)), free_port()) as url:
+            yield url + "/v1", services
+    return running()

@@ -18,7 +18,8 @@ OPTION_LINE = re.compile(r"^\s*(?:\(([A-Z])\)|([A-Z])[).:])\s+(\S.*?)\s*$")
 # the answer forms a caller's prompt may ask for, in the order they are looked for
 FORMS = (("answer-line", re.compile(r"ANSWER\s*:\s*\$")), ("boxed", re.compile(r"\\boxed")),
          ("hashes", re.compile(r"####")))
-INSTRUCTION_CHARS = 400  # a paragraph naming the answer form and no longer than this is the caller's instruction
+INSTRUCTION_CHARS = 400  # a paragraph with a "$LETTER"-like placeholder and no longer than this is an instruction
+PLACEHOLDER = re.compile(r"\$[A-Z]{3,}")
 RATIONALE_CHARS = 300
 
 
@@ -59,16 +60,25 @@ def answer_form(text: str) -> str:
 
 
 def read_prompt(text: str) -> Asked:
-    """The question, its "A) ..." option lines (the last run of two or more, lettered from A) and the answer form;
-    a short paragraph that only names the answer form (a harness's instruction) is left out of the question."""
+    """The question, its "A) ..." option lines (the last run of two or more, lettered from A) and the answer form.
+    The caller's instruction about the form is left out of the question (the debaters have their own): a short
+    paragraph naming it with a placeholder ("ANSWER: $LETTER"), else each sentence naming it."""
     form = answer_form(text)
-    paragraphs = re.split(r"\n\s*\n", text.replace("\r\n", "\n"))
-    kept = [p for p in paragraphs
-            if not (form != "plain" and len(p) <= INSTRUCTION_CHARS and answer_form(p) == form)]
-    lines = "\n\n".join(kept).split("\n")
+    kept = [without_instruction(p, form) for p in re.split(r"\n\s*\n", text.replace("\r\n", "\n"))]
+    lines = "\n\n".join(p for p in kept if p).split("\n")
     options, where = _option_run(lines)
     question = "\n".join(line for i, line in enumerate(lines) if i not in where).strip()
     return Asked(question, options, form)
+
+
+def without_instruction(paragraph: str, form: str) -> str:
+    if form == "plain" or answer_form(paragraph) != form:
+        return paragraph
+    if len(paragraph) <= INSTRUCTION_CHARS and PLACEHOLDER.search(paragraph):
+        return ""
+    sentences = re.split(r"(?<=[.!?])[ \t]+", paragraph)
+    kept = " ".join(s for s in sentences if answer_form(s) != form)
+    return kept or paragraph
 
 
 def _option_run(lines: list[str]) -> tuple[tuple[tuple[str, str], ...], set[int]]:
