@@ -273,7 +273,21 @@ def scripted_config(base_url: str, data_dir, *, memory_dir=None, **settings):
                                settings=config.settings.replace(**{"max_tokens": 48, **settings}), app=app)
 
 
-def serve_on_loopback(config, *, key=None):
+def two_rounds(body):
+    """A scripted server's reply: agent 1 starts on A and the others on B; from round 1 every agent says B (so a
+    debate runs 2 rounds). A question without options is answered 7."""
+    import json
+
+    from r2mad.fakeserver import ok
+
+    messages = body["messages"]
+    if "(A)" not in json.dumps(messages):
+        return ok("Adding them up gives \\boxed{7}.")
+    first = messages[0]["content"] == SYSTEMS[0] and len(messages) == 2
+    return ok("Mars is red. ((A))" if first else "Jupiter is the giant. ((B))")
+
+
+def serve_on_loopback(config, *, key=None, key_required=False):
     """`with serve_on_loopback(config) as (url, services):` the served model on a free loopback port."""
     import contextlib
 
@@ -284,6 +298,6 @@ def serve_on_loopback(config, *, key=None):
     @contextlib.contextmanager
     def running():
         services = Services(config)
-        with ServerThread(create_app(Served(services, key=key, key_required=False)), free_port()) as url:
+        with ServerThread(create_app(Served(services, key=key, key_required=key_required)), free_port()) as url:
             yield url + "/v1", services
     return running()

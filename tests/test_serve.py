@@ -9,24 +9,14 @@ import urllib.request
 
 import pytest
 
-from r2mad.fakeserver import FakeServer, ok, status
+from r2mad.fakeserver import FakeServer, status
 from r2mad.methods import METHODS
-from tests.helpers import SYSTEMS, scripted_config, serve_on_loopback
+from tests.helpers import scripted_config, serve_on_loopback, two_rounds
 
 PLANETS = "Which planet is largest?\nA) Mars\nB) Jupiter\nC) Venus"
 INSPECT_STYLE = ("Answer the following multiple choice question. The entire content of your response should be of "
                  "the following format: 'ANSWER: $LETTER' (without quotes) where LETTER is one of A,B,C.\n\n"
                  "Which planet is largest?\n\nA) Mars\nB) Jupiter\nC) Venus")
-
-
-def two_rounds(body):
-    """Agent 1 starts on A and the others on B; from round 1 every agent says B (so a debate runs 2 rounds). A
-    math question is answered 7."""
-    messages = body["messages"]
-    if "(A)" not in json.dumps(messages):
-        return ok("Adding them up gives \\boxed{7}.")
-    first = messages[0]["content"] == SYSTEMS[0] and len(messages) == 2
-    return ok("Mars is red. ((A))" if first else "Jupiter is the giant. ((B))")
 
 
 @pytest.fixture(scope="module")
@@ -149,3 +139,15 @@ def test_a_wrong_or_missing_key_is_refused(tmp_path):
             assert backbone.hits == 0
             got, headers, reply = post(url, body, {"authorization": "Bearer s3cret-key"})
             assert got == 200 and headers["x-r2mad-run-id"] == reply["r2mad"]["run_ids"][0]
+        hits = backbone.hits
+        with serve_on_loopback(config, key_required=True) as (url, services):  # beyond loopback with no key set
+            got, _, reply = post(url, body, {"authorization": "Bearer anything"})
+            assert got == 401 and "set R2MAD_SERVE_KEY where it runs" in reply["error"]["message"]
+        assert backbone.hits == hits
+
+
+def test_serving_beyond_loopback_without_a_key_is_refused_before_it_starts(capsys):
+    from r2mad.cli import main
+
+    assert main(["serve", "--host", "0.0.0.0", "--port", "1"]) == 2
+    assert "give an API key with --api-key or R2MAD_SERVE_KEY, or bind 127.0.0.1" in capsys.readouterr().err

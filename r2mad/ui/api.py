@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
-from typing import Any
+from typing import Any, Callable
 
 import gradio as gr
 
@@ -17,6 +17,8 @@ from r2mad.runs.faults import StoreError
 from r2mad.service import RunRequest
 from r2mad.serving.compact import TEXT_LIMIT, compact
 from r2mad.text import quoted
+from r2mad.types import Transcript
+from r2mad.ui import mcp_results
 from r2mad.ui.errors import refusal, sentence
 from r2mad.ui.line import lane_of, visitor_key
 from r2mad.ui.services import Services
@@ -54,7 +56,7 @@ class Api:
     async def run_debate(self, question: str, options: dict[str, str] | None = None, gold: str = "",
                          method: str = PLAIN, backbone: str = "", bank: str = "",
                          agent_backbones: list[str] | None = None, aux_backbone: str = "",
-                         request: gr.Request = None) -> dict[str, Any]:
+                         request: gr.Request = None, progress: gr.Progress = gr.Progress()) -> dict[str, Any]:
         """Run one debate and return its transcript in compact JSON.
 
         Args:
@@ -82,7 +84,8 @@ class Api:
                                source="api", agent_backbones=names, owner=self.visitor(request).owner,
                                bank=(bank or s.config.app.default_bank) if needs_bank(method) else None)
             lane = lane_of(s.config, [*(agent_backbones or ()), aux_backbone] if agent_backbones else [name])
-            runs = await start_in_line(s, asked, self.line_key(request), lane)
+            report = round_reporter(progress, settings.rounds)
+            runs = await start_in_line(s, asked, self.line_key(request), lane, on_update=lambda _, t: report(t))
             [(run_id, t)] = [(runs.run_ids[m], t) for m, t in runs.transcripts.items()]
         except USER_ERRORS as exc:
             raise refusal(sentence(exc)) from None
@@ -132,7 +135,7 @@ class Api:
                        edits: dict[str, str] | None = None, masks: list[int] | None = None, method: str = "",
                        backbone: str = "", unmasks: list[int] | None = None, drop_cases: dict[str, int] | None = None,
                        replace_cases: dict[str, str] | None = None, drop_advice: dict[str, int] | None = None,
-                       request: gr.Request = None) -> dict[str, Any]:
+                       request: gr.Request = None, progress: gr.Progress = gr.Progress()) -> dict[str, Any]:
         """Fork a saved debate: replay its rounds before from_round from the record (no model calls),
         change round from_round-1 (answers, edits, masks) or round from_round's own steps (unmasks,
         drop_cases, replace_cases, drop_advice) as asked, and go on live. The fork is saved, linked to its parent.
@@ -161,8 +164,10 @@ class Api:
                                     [str(m) for m in unmasks or ()], pairs(drop_cases), pairs(replace_cases),
                                     pairs(drop_advice))
             spec = ForkSpec(whole_number(from_round, "from_round", 1, 100), changes, method or None, backbone or None)
+            report = round_reporter(progress, spec.rounds or self.services.config.settings.rounds)
             parent_id, fork_id, t = await fork_saved(self.services, run_id, spec, source="api-fork",
-                                                     visitor=self.visitor(request), line_key=self.line_key(request))
+                                                     visitor=self.visitor(request), line_key=self.line_key(request),
+                                                     record=report)
         except USER_ERRORS as exc:
             raise refusal(sentence(exc)) from None
         return {**compact(t, fork_id), "forked_from": parent_id, "fork": asdict(spec)}
@@ -194,6 +199,21 @@ class Api:
         return [{"case_id": c.id, "agent": c.agent + 1, "round": c.round, "question": c.question[:500],
                  "answer": c.answers[c.agent], "gold": c.gold, "correct": c.own_correct, "reward": c.reward,
                  "summary": c.summary, "response": c.responses[c.agent][:TEXT_LIMIT]} for c in cases]
+
+
+def round_reporter(progress: gr.Progress, rounds: int) -> Callable[[Transcript], None]:
+    """A transcript watcher that tells the caller each round as it finishes (an MCP client's progress
+    notifications; `rounds` of the debate at most)."""
+    reported = [0]
+
+    def report(t: Transcript) -> None:
+        finished = [r for r in t.rounds if not r.details.get("running")]
+        if len(finished) > reported[0]:
+            reported[0] = len(finished)
+            last = finished[-1]
+            answers = ", ".join(x.answer.value or "no answer" for x in last.turns)
+            progress((len(finished), max(rounds, len(finished))), desc=f"round {last.index} finished ({answers})")
+    return report
 
 
 def _whole(value: Any, name: str, lo: int, hi: int) -> int:
@@ -230,13 +250,24 @@ def install(demo: gr.Blocks, services: Services) -> Api:
             fn.api_name = _unique(f"ui_{fn.api_name}", taken)  # a handler named like an endpoint (default names)
             taken.add(fn.api_name)
     api = Api(services)
+    mcp_results.install()  # MCP results as JSON text
     for name in ENDPOINTS:
         slow = name in ("run_debate", "fork_run")
         # the app's own line (services.admission) holds debates back; the framework gives each a worker
         gr.api(getattr(api, name), api_name=name, concurrency_id="debate" if slow else None,
                concurrency_limit=services.admission.capacity if slow else None)
+        drop_progress_input(demo, name, getattr(api, name))
         document(demo, name, getattr(api, name))
     return api
+
+
+def drop_progress_input(demo: gr.Blocks, api_name: str, fn) -> None:
+    """gr.api takes every typed parameter for an input, gr.Progress too; take that one out again, so the endpoint's
+    callers never send it and Gradio hands the function its progress tracker (MCP clients get each update)."""
+    [event] = [e for e in demo.fns.values() if e.api_name == api_name]
+    params = [p for p in inspect.signature(fn).parameters if p != "request"]
+    if "progress" in params:
+        event.inputs.pop(params.index("progress"))
 
 
 def document(demo: gr.Blocks, api_name: str, fn) -> None:
@@ -246,7 +277,7 @@ def document(demo: gr.Blocks, api_name: str, fn) -> None:
 
     _, described, _ = get_function_description(fn)
     [event] = [e for e in demo.fns.values() if e.api_name == api_name]
-    params = [p for p in inspect.signature(fn).parameters if p != "request"]
+    params = [p for p in inspect.signature(fn).parameters if p not in ("request", "progress")]
     for component, param in zip(event.inputs, params):
         component.label = param
         text = described.get(param, "").strip()  # the page puts it after its own fixed sentence
