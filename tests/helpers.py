@@ -301,3 +301,25 @@ def serve_on_loopback(config, *, key=None, key_required=False):
         with ServerThread(create_app(Served(services, key=key, key_required=key_required)), free_port()) as url:
             yield url + "/v1", services
     return running()
+
+
+def harness_venv(name: str, *requirements: str):
+    """The python of a virtual environment under var/ that holds an evaluation harness whose dependencies would
+    change this project's pins (Inspect AI, lm-eval); created on first use with pip (from the package index), then
+    reused while its requirements stay the same. Skips the test when it cannot be installed here."""
+    import subprocess
+    import sys
+
+    folder = ROOT / "var" / f"harness-{name}"
+    python, marker = folder / "bin" / "python", folder / "installed.txt"
+    wanted = "\n".join(requirements)
+    if marker.is_file() and marker.read_text() == wanted and python.is_file():
+        return python
+    made = subprocess.run([sys.executable, "-m", "venv", "--clear", str(folder)], capture_output=True, text=True)
+    pip = made.returncode == 0 and subprocess.run([str(python), "-m", "pip", "install", "-q", *requirements],
+                                                   capture_output=True, text=True, timeout=1800)
+    if not pip or pip.returncode != 0:
+        pytest.skip(f"{' '.join(requirements)} could not be installed into {folder}: "
+                    + ((pip and pip.stderr) or made.stderr).strip()[-300:])
+    marker.write_text(wanted)
+    return python
