@@ -113,3 +113,54 @@ def test_inspect_ai_scores_and_usage_equal_our_runs(served):
         assert accuracy == pytest.approx(2 / 3 if name == "sums" else 1 / 3)
     served_runs = [r.id for r in services.store.list_runs(limit=200) if r.source == "serve"]
     assert sorted(seen) == sorted(served_runs) and len(seen) == 6  # every request is a saved run, and no other
+
+
+LM_EVAL_TASK = """task: tiny_sums
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: generate_until
+doc_to_text: "{{{{question}}}}\\n\\nGive the final answer on the last line as \\"ANSWER: $ANSWER\\"."
+doc_to_target: "{{{{answer}}}}"
+generation_kwargs:
+  until: []
+  max_gen_toks: 64
+filter_list:
+  - name: extract
+    filter:
+      - function: regex
+        regex_pattern: "ANSWER: (\\\\S+)"
+      - function: take_first
+metric_list:
+  - metric: exact_match
+"""
+
+
+def test_lm_eval_local_chat_completions_scores_equal_our_runs(served):
+    url, services, tmp = served
+    python = harness_venv("lmeval", "lm-eval[api]==0.4.13")
+    folder = tmp / "lm-eval"
+    folder.mkdir()
+    (folder / "sums.jsonl").write_text("".join(json.dumps({"question": q, "answer": g}) + "\n" for q, g, _ in MATH))
+    (folder / "tiny_sums.yaml").write_text(LM_EVAL_TASK.format(data=folder / "sums.jsonl"))
+    before = {r.id for r in services.store.list_runs(limit=200)}
+    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HOME": str(tmp)}
+    done = subprocess.run([str(python), "-m", "lm_eval", "--model", "local-chat-completions", "--model_args",
+                           f"model=mad@fake,base_url={url}/chat/completions,num_concurrent=2,max_retries=1",
+                           "--tasks", "tiny_sums", "--include_path", str(folder), "--apply_chat_template",
+                           "--output_path", str(folder / "out"), "--log_samples"],
+                          capture_output=True, text=True, timeout=600, env=env, cwd=tmp)
+    assert done.returncode == 0, done.stderr[-2000:]
+    [samples] = list((folder / "out").rglob("samples_tiny_sums_*.jsonl"))
+    rows = [json.loads(line) for line in samples.read_text().splitlines()]
+    new = [r for r in services.store.list_runs(limit=200) if r.id not in before]
+    assert len(rows) == len(new) == len(MATH)  # every request a saved run
+    for row in rows:
+        question = row["doc"]["question"]
+        [run] = [r for r in new if question in r.question]
+        correct, _, _ = ours(services, run.id, row["doc"]["answer"])
+        assert row["exact_match"] == (1.0 if correct else 0.0), question
+    [results] = list((folder / "out").rglob("results_*.json"))
+    assert json.loads(results.read_text())["results"]["tiny_sums"]["exact_match,extract"] == pytest.approx(2 / 3)
