@@ -3,6 +3,8 @@
 launched with mcp_server=True. The UI's own events are kept out of the public API (undocumented)."""
 from __future__ import annotations
 
+import asyncio
+import functools
 import importlib.util
 import inspect
 from typing import Any, Callable
@@ -26,6 +28,7 @@ from r2mad.ui.visitor_runs import fork_saved, readable, start_in_line
 from r2mad.ui.visitors import Visitor, identify
 
 ENDPOINTS = ("run_debate", "list_runs", "get_run", "fork_run", "search_bank")
+PROGRESS_FLUSH_S = 0.05  # a few of the queue's progress intervals (timers on the same event loop fire in order)
 USER_ERRORS = (BackendError, ConfigError, ValueError, KeyError, StoreError, Refused)  # Refused: not let in the line
 
 
@@ -86,6 +89,7 @@ class Api:
             lane = lane_of(s.config, [*(agent_backbones or ()), aux_backbone] if agent_backbones else [name])
             report = round_reporter(progress, settings.rounds)
             runs = await start_in_line(s, asked, self.line_key(request), lane, on_update=lambda _, t: report(t))
+            await progress_sent()
             [(run_id, t)] = [(runs.run_ids[m], t) for m, t in runs.transcripts.items()]
         except USER_ERRORS as exc:
             raise refusal(sentence(exc)) from None
@@ -168,6 +172,7 @@ class Api:
             parent_id, fork_id, t = await fork_saved(self.services, run_id, spec, source="api-fork",
                                                      visitor=self.visitor(request), line_key=self.line_key(request),
                                                      record=report)
+            await progress_sent()
         except USER_ERRORS as exc:
             raise refusal(sentence(exc)) from None
         return {**compact(t, fork_id), "forked_from": parent_id, "fork": asdict(spec)}
@@ -216,6 +221,12 @@ def round_reporter(progress: gr.Progress, rounds: int) -> Callable[[Transcript],
     return report
 
 
+async def progress_sent() -> None:
+    """Let the last round's progress update go out before the result ends the call: Gradio's queue sends the
+    newest pending update every 10 ms from this event loop, and a result that comes first drops it."""
+    await asyncio.sleep(PROGRESS_FLUSH_S)
+
+
 def _whole(value: Any, name: str, lo: int, hi: int) -> int:
     """An API call's whole-number argument within lo..hi, or a gr.Error sentence saying what is allowed."""
     try:
@@ -254,20 +265,35 @@ def install(demo: gr.Blocks, services: Services) -> Api:
     for name in ENDPOINTS:
         slow = name in ("run_debate", "fork_run")
         # the app's own line (services.admission) holds debates back; the framework gives each a worker
-        gr.api(getattr(api, name), api_name=name, concurrency_id="debate" if slow else None,
+        fn = getattr(api, name)
+        gr.api(without_progress(fn), api_name=name, concurrency_id="debate" if slow else None,
                concurrency_limit=services.admission.capacity if slow else None)
-        drop_progress_input(demo, name, getattr(api, name))
-        document(demo, name, getattr(api, name))
+        tracking_progress(demo, name, fn)
+        document(demo, name, fn)
     return api
 
 
-def drop_progress_input(demo: gr.Blocks, api_name: str, fn) -> None:
-    """gr.api takes every typed parameter for an input, gr.Progress too; take that one out again, so the endpoint's
-    callers never send it and Gradio hands the function its progress tracker (MCP clients get each update)."""
-    [event] = [e for e in demo.fns.values() if e.api_name == api_name]
-    params = [p for p in inspect.signature(fn).parameters if p != "request"]
-    if "progress" in params:
-        event.inputs.pop(params.index("progress"))
+def without_progress(fn):
+    """`fn` as gr.api should see it: without its gr.Progress parameter, which gr.api would take for an input."""
+    signature = inspect.signature(fn)
+    if "progress" not in signature.parameters:
+        return fn
+
+    @functools.wraps(fn)
+    async def endpoint(*args, **kwargs):
+        return await fn(*args, **kwargs)
+    endpoint.__signature__ = signature.replace(parameters=[p for p in signature.parameters.values()
+                                                           if p.name != "progress"])
+    endpoint.__annotations__ = {k: v for k, v in fn.__annotations__.items() if k != "progress"}
+    return endpoint
+
+
+def tracking_progress(demo: gr.Blocks, api_name: str, fn) -> None:
+    """Once registered, the endpoint calls `fn` itself, so Gradio hands it a progress tracker: each update reaches
+    the caller (an MCP client's progress notifications)."""
+    if "progress" in inspect.signature(fn).parameters:
+        [event] = [e for e in demo.fns.values() if e.api_name == api_name]
+        event.fn, event.tracks_progress = fn, True
 
 
 def document(demo: gr.Blocks, api_name: str, fn) -> None:
