@@ -97,7 +97,7 @@ def layer(module: str) -> int:
     """Entry points (CLI, commands, app UI) > the run service > the library (loop, methods, memory, runs,
     evaluation, ...) > backends and plain types."""
     top = (module.split(".") + [""])[1]
-    if top in ("cli", "__main__", "commands", "ui"):
+    if top in ("cli", "__main__", "commands", "ui", "serving", "bench"):  # serving: the served model; bench runs it
         return ENTRY
     if top in ("service", "resources"):
         return SERVICE

@@ -151,3 +151,37 @@ def test_serving_beyond_loopback_without_a_key_is_refused_before_it_starts(capsy
 
     assert main(["serve", "--host", "0.0.0.0", "--port", "1"]) == 2
     assert "give an API key with --api-key or R2MAD_SERVE_KEY, or bind 127.0.0.1" in capsys.readouterr().err
+
+
+def test_a_full_line_is_refused_with_429_and_the_others_still_answer(tmp_path):
+    import dataclasses
+    import threading
+    import time
+
+    def slow(body):
+        reply = two_rounds(body)
+        reply.latency_s = 0.5
+        return reply
+    with FakeServer(responder=slow) as backbone:
+        config = scripted_config(backbone.base_url, tmp_path / "var", rounds=1)
+        config = dataclasses.replace(config, app=dataclasses.replace(config.app, remote_concurrency_limit=1,
+                                                                     max_queue=1))
+        with serve_on_loopback(config) as (url, services):
+            body = json.dumps({"model": "mad@fake", "messages": [{"role": "user", "content": PLANETS}]}).encode()
+            answers = []
+            threads = [threading.Thread(target=lambda: answers.append(post(url, body)[0])) for _ in range(2)]
+
+            def wait_for(condition) -> None:
+                deadline = time.monotonic() + 30
+                while not condition():
+                    assert time.monotonic() < deadline, "the line never reached the state the test needs"
+                    time.sleep(0.01)
+            threads[0].start()
+            wait_for(lambda: services.admission.running_count("remote") == 1)
+            threads[1].start()
+            wait_for(lambda: services.admission.waiting_count("remote") == 1)
+            got, _, reply = post(url, body)
+            assert got == 429 and reply["error"]["message"].startswith("The line is full (1 debates waiting)")
+            for thread in threads:
+                thread.join(timeout=60)
+            assert answers == [200, 200]

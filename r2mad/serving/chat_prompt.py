@@ -62,29 +62,42 @@ def answer_form(text: str) -> str:
 def read_prompt(text: str) -> Asked:
     """The question, its "A) ..." option lines (the last run of two or more, lettered from A) and the answer form.
     The caller's instruction about the form is left out of the question (the debaters have their own): a short
-    paragraph naming it with a placeholder ("ANSWER: $LETTER"), else each sentence naming it."""
+    paragraph naming it with a placeholder ("ANSWER: $LETTER") when a question remains, else each sentence naming
+    it."""
     form = answer_form(text)
-    kept = [without_instruction(p, form) for p in re.split(r"\n\s*\n", text.replace("\r\n", "\n"))]
-    lines = "\n\n".join(p for p in kept if p).split("\n")
-    options, where = _option_run(lines)
-    question = "\n".join(line for i, line in enumerate(lines) if i not in where).strip()
+    paragraphs = re.split(r"\n\s*\n", text.replace("\r\n", "\n"))
+    for whole in (True, False):
+        kept = [without_instruction(p, form, whole) for p in paragraphs]
+        lines = "\n\n".join(p for p in kept if p).split("\n")
+        options, where = _option_run(lines)
+        question = "\n".join(line for i, line in enumerate(lines) if i not in where).strip()
+        if question:
+            break
     return Asked(question, options, form)
 
 
-def without_instruction(paragraph: str, form: str) -> str:
+def without_instruction(paragraph: str, form: str, whole: bool) -> str:
+    """The paragraph without the caller's instruction about the answer form (`whole`: a short paragraph with a
+    placeholder goes whole)."""
     if form == "plain" or answer_form(paragraph) != form:
         return paragraph
-    if len(paragraph) <= INSTRUCTION_CHARS and PLACEHOLDER.search(paragraph):
+    if whole and len(paragraph) <= INSTRUCTION_CHARS and PLACEHOLDER.search(paragraph):
         return ""
-    sentences = re.split(r"(?<=[.!?])[ \t]+", paragraph)
-    kept = " ".join(s for s in sentences if answer_form(s) != form)
-    return kept or paragraph
+    lines = []
+    for line in paragraph.split("\n"):
+        sentences = re.split(r"(?<=[.!?])[ \t]+", line)
+        kept = " ".join(s for s in sentences if answer_form(s) != form)
+        if kept or not line.strip():
+            lines.append(kept)
+    return "\n".join(lines).strip() or paragraph
 
 
 def _option_run(lines: list[str]) -> tuple[tuple[tuple[str, str], ...], set[int]]:
     best: list[tuple[int, str, str]] = []
     run: list[tuple[int, str, str]] = []
     for i, line in enumerate(lines):
+        if not line.strip():
+            continue  # options may stand a blank line apart
         m = OPTION_LINE.match(line)
         letter = m and (m.group(1) or m.group(2))
         if m and letter == chr(ord("A") + len(run)):
@@ -99,6 +112,7 @@ def _option_run(lines: list[str]) -> tuple[tuple[tuple[str, str], ...], set[int]
 
 
 def known_kinds() -> tuple[str, ...]:
+    """The answer kinds a request may name (the kinds registry's names, once there is one)."""
     return get_args(TaskKind)
 
 

@@ -7,57 +7,35 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
-import logging
 import time
 import uuid
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from r2mad.admission import Refused
-from r2mad.backends.base import BackendError
 from r2mad.config import ConfigError
 from r2mad.methods import needs_bank
-from r2mad.runs.faults import StoreError
 from r2mad.service import RunRequest
 from r2mad.serving.chat_prompt import last_user_text, read_prompt, reply_content, round_text, task_for
-from r2mad.serving.compact import compact
 from r2mad.serving.model_names import ModelChoice, model_ids, parse_model
+from r2mad.serving.openai_wire import (
+    ServeError,
+    as_error,
+    chunk,
+    extras,
+    failure,
+    read_body,
+    reply,
+    usage_of,
+    whole_n,
+)
 from r2mad.text import quoted
-from r2mad.types import Transcript
+from r2mad.types import Round, Transcript
 
-log = logging.getLogger("r2mad.serve")
-MAX_BODY = 1_000_000  # bytes of one request
-MAX_N = 8  # debates one request may ask for
 LINE_WAIT_S = 600.0  # the longest a request waits in the line, on top of the debate's own deadline
 KEY_ENV = "R2MAD_SERVE_KEY"
-
-
-class ServeError(Exception):
-    """A refused request: the HTTP status, OpenAI's error type and code, and one sentence."""
-
-    def __init__(self, status: int, message: str, kind: str = "invalid_request_error", code: str | None = None):
-        super().__init__(message)
-        self.status, self.kind, self.code = status, kind, code
-
-    def body(self) -> dict[str, Any]:
-        return {"error": {"message": str(self), "type": self.kind, "param": None, "code": self.code}}
-
-    def response(self) -> JSONResponse:
-        return JSONResponse(self.body(), status_code=self.status)
-
-
-def refused(exc: BaseException) -> ServeError:
-    """A library's one-sentence refusal as OpenAI's error shape."""
-    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
-    if isinstance(exc, Refused):
-        return ServeError(429, text, "rate_limit_error", "line_full")
-    if isinstance(exc, BackendError):
-        return ServeError(502, text, "api_error", "backbone_failed")
-    if isinstance(exc, StoreError):
-        return ServeError(503, text, "api_error", "store_unavailable")
-    return ServeError(400, text)
+Done = list[tuple[str, Transcript]]  # (run id, transcript) per debate
 
 
 class Served:
@@ -125,62 +103,18 @@ class Served:
         return runs.run_ids[method], t
 
 
-def failure(run_id: str, t: Transcript) -> ServeError | None:
-    """A debate that did not finish, as an error that names its saved run."""
-    if t.status == "done":
-        return None
-    why = (t.notices[-1] if t.notices else f"it ended {t.status}").rstrip(".")
-    failed_calls = any(all(x.error for x in r.turns) for r in t.rounds)
-    return ServeError(502 if failed_calls else 504, f"The debate did not finish ({why}); its run is saved as "
-                      f"{run_id}.", "api_error", "backbone_failed" if failed_calls else "deadline")
-
-
-def usage_of(transcripts: list[Transcript]) -> dict[str, int]:
-    tokens_in = sum(t.usage().tokens_in for t in transcripts)
-    tokens_out = sum(t.usage().tokens_out for t in transcripts)
-    return {"prompt_tokens": tokens_in, "completion_tokens": tokens_out, "total_tokens": tokens_in + tokens_out}
-
-
-def extras(done: list[tuple[str, Transcript]]) -> dict[str, Any]:
-    """The extra field of a reply: the run ids, and each run's rounds and per-model usage."""
-    return {"run_ids": [run_id for run_id, _ in done], "runs": [compact(t, run_id) for run_id, t in done]}
-
-
-async def read_body(request: Request) -> dict[str, Any]:
-    """The JSON body, refused unread past MAX_BODY bytes."""
-    declared = request.headers.get("content-length", "")
-    too_big = ServeError(413, f"The request is over {MAX_BODY // 1_000_000} MB; send a shorter question.",
-                         code="request_too_large")
-    if declared.isdigit() and int(declared) > MAX_BODY:
-        raise too_big
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY:
-            raise too_big
-        chunks.append(chunk)
-    try:
-        body = json.loads(b"".join(chunks) or b"null")
-    except (ValueError, UnicodeDecodeError):
-        raise ServeError(400, "The request body is not JSON; send a chat completion request as JSON.") from None
-    if not isinstance(body, dict):
-        raise ServeError(400, "The request body is not a JSON object; send {\"model\": ..., \"messages\": [...]}.")
-    return body
-
-
-def whole_n(body: dict[str, Any]) -> int:
-    n = body.get("n", 1) or 1
-    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_N:
-        raise ServeError(400, f"n is {n!r}; ask for 1 to {MAX_N} debates.")
-    return n
-
-
-def chunk(cid: str, model: str, created: int, delta: dict | None, *, index: int = 0, finish: str | None = None,
-          **extra: Any) -> str:
-    choices = [] if delta is None else [{"index": index, "delta": delta, "finish_reason": finish}]
-    data = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model, "choices": choices,
-            **extra}
-    return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
+async def run_all(served: Served, requests: list[RunRequest], on_round: Callable[[int, Round], None],
+                  on_open: Callable[[str], None]) -> Done:
+    """The request's debates one after another (each waits in the line); a debate that did not finish stops
+    them with an error naming its saved run."""
+    done: Done = []
+    for i, request in enumerate(requests):
+        run_id, t = await served.debate(request, lambda rnd, i=i: on_round(i, rnd),
+                                        lambda ids: on_open(next(iter(ids.values()))))
+        done.append((run_id, t))
+        if (error := failure(run_id, t)) is not None:
+            raise error
+    return done
 
 
 def make_router(served: Served) -> APIRouter:
@@ -203,73 +137,44 @@ def make_router(served: Served) -> APIRouter:
             body = await read_body(request)
             choice, n = served.choice(body.get("model")), whole_n(body)
             requests = [served.request_for(body, choice, i) for i in range(n)]
-        except ServeError as exc:
-            return exc.response()
-        except (ConfigError, ValueError) as exc:
-            return refused(exc).response()
-        model, form = str(body["model"]), read_prompt(last_user_text(body.get("messages"))).form
+            model, form = str(body["model"]), read_prompt(last_user_text(body.get("messages"))).form
+        except Exception as exc:  # noqa: BLE001 - every refusal in OpenAI's shape
+            return as_error(exc).response()
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return await stream(served, requests, model, form, include_usage)
-        done: list[tuple[str, Transcript]] = []
         try:
-            for req in requests:
-                run_id, t = await served.debate(req, lambda rnd: None, None)
-                done.append((run_id, t))
-                if (err := failure(run_id, t)) is not None:
-                    raise err
-        except ServeError as exc:
-            return exc.response()
-        except TimeoutError:
-            return ServeError(504, "The request waited in line and ran past its bound; try again later.",
-                              "api_error", "deadline").response()
-        except (Refused, BackendError, ConfigError, ValueError, KeyError, StoreError) as exc:
-            return refused(exc).response()
-        reply = {"id": f"chatcmpl-{done[0][0]}", "object": "chat.completion", "created": int(time.time()),
-                 "model": model,
-                 "choices": [{"index": i, "message": {"role": "assistant", "content": reply_content(t, form)},
-                              "finish_reason": "stop"} for i, (_, t) in enumerate(done)],
-                 "usage": usage_of([t for _, t in done]), "r2mad": extras(done)}
-        return JSONResponse(reply, headers={"x-r2mad-run-id": ",".join(run_id for run_id, _ in done)})
+            done = await run_all(served, requests, lambda i, rnd: None, lambda run_id: None)
+        except Exception as exc:  # noqa: BLE001
+            return as_error(exc).response()
+        return JSONResponse(reply(model, form, done), headers={"x-r2mad-run-id": ",".join(i for i, _ in done)})
 
     return router
 
 
 async def stream(served: Served, requests: list[RunRequest], model: str, form: str, include_usage: bool):
     """Server-sent events: each finished round as reasoning text, then the answer. The response starts once the
-    first debate is saved (its id in the header); a refusal before that is a plain error response."""
+    first debate is saved (its id in the header); a refusal before that is a plain error response. The debates
+    go on, and are saved, when the caller leaves."""
     events: asyncio.Queue = asyncio.Queue()
     opened: asyncio.Future = asyncio.get_running_loop().create_future()
 
-    async def run_all() -> None:
-        done: list[tuple[str, Transcript]] = []
+    def on_open(run_id: str) -> None:
+        if not opened.done():
+            opened.set_result(run_id)
+
+    async def debates() -> None:
         try:
-            for i, req in enumerate(requests):
-                def on_open(ids: dict[str, str]) -> None:
-                    if not opened.done():
-                        opened.set_result(next(iter(ids.values())))
-                run_id, t = await served.debate(req, lambda rnd, i=i: events.put_nowait(("round", i, rnd)), on_open)
-                done.append((run_id, t))
-                if (err := failure(run_id, t)) is not None:
-                    raise err
-                events.put_nowait(("answer", i, t))
+            done = await run_all(served, requests, lambda i, rnd: events.put_nowait(("round", i, rnd)), on_open)
             events.put_nowait(("end", None, done))
-        except Exception as exc:  # noqa: BLE001 - every failure reaches the caller, as an error event or response
-            error = exc if isinstance(exc, ServeError) else (
-                ServeError(504, "The request waited in line and ran past its bound; try again later.", "api_error",
-                           "deadline") if isinstance(exc, TimeoutError) else
-                refused(exc) if isinstance(exc, (Refused, BackendError, ConfigError, ValueError, KeyError,
-                                                  StoreError)) else None)
-            if error is None:
-                log.exception("A served debate failed")
-                error = ServeError(500, f"The debate failed unexpectedly ({type(exc).__name__}); see the server's "
-                                        "log.", "api_error")
+        except Exception as exc:  # noqa: BLE001 - reaches the caller as a response or an error event
+            error = as_error(exc)
             if not opened.done():
                 opened.set_exception(error)
             events.put_nowait(("error", None, error))
 
-    task = asyncio.create_task(run_all())
-    served.tasks.add(task)  # it finishes (and is saved) even when the caller goes away
+    task = asyncio.create_task(debates())
+    served.tasks.add(task)
     task.add_done_callback(served.tasks.discard)
     try:
         run_id = await opened
@@ -283,20 +188,19 @@ async def stream(served: Served, requests: list[RunRequest], model: str, form: s
             kind, index, item = await events.get()
             if kind == "round":
                 yield chunk(cid, model, created, {"reasoning_content": round_text(item)}, index=index)
-            elif kind == "answer":
-                yield chunk(cid, model, created, {"content": reply_content(item, form)}, index=index)
-                yield chunk(cid, model, created, {}, index=index, finish="stop")
-            elif kind == "error":
+                continue
+            if kind == "error":
                 yield f"data: {json.dumps(item.body(), ensure_ascii=False)}\n\n"
                 break
-            else:
-                transcripts = [t for _, t in item]
-                yield chunk(cid, model, created, None, r2mad=extras(item),
-                            **({"usage": usage_of(transcripts)} if include_usage else {}))
-                break
+            for i, (_, t) in enumerate(item):
+                yield chunk(cid, model, created, {"content": reply_content(t, form)}, index=i)
+                yield chunk(cid, model, created, {}, index=i, finish="stop")
+            usage = {"usage": usage_of([t for _, t in item])} if include_usage else {}
+            yield chunk(cid, model, created, None, r2mad=extras(item), **usage)
+            break
         yield "data: [DONE]\n\n"
-    return StreamingResponse(sse(), media_type="text/event-stream", headers={"x-r2mad-run-id": run_id,
-                                                                             "cache-control": "no-cache"})
+    return StreamingResponse(sse(), media_type="text/event-stream",
+                             headers={"x-r2mad-run-id": run_id, "cache-control": "no-cache"})
 
 
 def create_app(served: Served) -> FastAPI:
