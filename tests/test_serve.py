@@ -77,6 +77,10 @@ def test_the_answer_comes_in_the_form_the_prompt_asks_for(client, served):
     math = client.chat.completions.create(model="cot@fake?kind=math", messages=[
         {"role": "user", "content": "What is 3 + 4? Put the final answer in \\boxed{}."}])
     assert math.choices[0].message.content.endswith("The answer is \\boxed{7}.")
+    hashes = client.chat.completions.create(model="mad@fake", extra_body={"kind": "math"}, messages=[
+        {"role": "user", "content": "What is 3 + 4?\nEnd your reply with #### and the number."}])
+    assert hashes.choices[0].message.content.endswith("\n\n#### 7")
+    assert served[1].store.list_runs(limit=1)[0].question == "What is 3 + 4?"
 
 
 def test_streaming_sends_each_round_as_reasoning_then_the_answer(client, served):
