@@ -3,11 +3,9 @@
 launched with mcp_server=True. The UI's own events are kept out of the public API (undocumented)."""
 from __future__ import annotations
 
-import asyncio
-import functools
 import importlib.util
 import inspect
-from typing import Any, Callable
+from typing import Any
 
 import gradio as gr
 
@@ -19,16 +17,15 @@ from r2mad.runs.faults import StoreError
 from r2mad.service import RunRequest
 from r2mad.serving.compact import TEXT_LIMIT, compact
 from r2mad.text import quoted
-from r2mad.types import Transcript
 from r2mad.ui import mcp_results
 from r2mad.ui.errors import refusal, sentence
 from r2mad.ui.line import lane_of, visitor_key
+from r2mad.ui.mcp_results import progress_sent, round_reporter, tracking_progress, without_progress
 from r2mad.ui.services import Services
 from r2mad.ui.visitor_runs import fork_saved, readable, start_in_line
 from r2mad.ui.visitors import Visitor, identify
 
 ENDPOINTS = ("run_debate", "list_runs", "get_run", "fork_run", "search_bank")
-PROGRESS_FLUSH_S = 0.05  # a few of the queue's progress intervals (timers on the same event loop fire in order)
 USER_ERRORS = (BackendError, ConfigError, ValueError, KeyError, StoreError, Refused)  # Refused: not let in the line
 
 
@@ -206,27 +203,6 @@ class Api:
                  "summary": c.summary, "response": c.responses[c.agent][:TEXT_LIMIT]} for c in cases]
 
 
-def round_reporter(progress: gr.Progress, rounds: int) -> Callable[[Transcript], None]:
-    """A transcript watcher that tells the caller each round as it finishes (an MCP client's progress
-    notifications; `rounds` of the debate at most)."""
-    reported = [0]
-
-    def report(t: Transcript) -> None:
-        finished = [r for r in t.rounds if not r.details.get("running")]
-        if len(finished) > reported[0]:
-            reported[0] = len(finished)
-            last = finished[-1]
-            answers = ", ".join(x.answer.value or "no answer" for x in last.turns)
-            progress((len(finished), max(rounds, len(finished))), desc=f"round {last.index} finished ({answers})")
-    return report
-
-
-async def progress_sent() -> None:
-    """Let the last round's progress update go out before the result ends the call: Gradio's queue sends the
-    newest pending update every 10 ms from this event loop, and a result that comes first drops it."""
-    await asyncio.sleep(PROGRESS_FLUSH_S)
-
-
 def _whole(value: Any, name: str, lo: int, hi: int) -> int:
     """An API call's whole-number argument within lo..hi, or a gr.Error sentence saying what is allowed."""
     try:
@@ -271,29 +247,6 @@ def install(demo: gr.Blocks, services: Services) -> Api:
         tracking_progress(demo, name, fn)
         document(demo, name, fn)
     return api
-
-
-def without_progress(fn):
-    """`fn` as gr.api should see it: without its gr.Progress parameter, which gr.api would take for an input."""
-    signature = inspect.signature(fn)
-    if "progress" not in signature.parameters:
-        return fn
-
-    @functools.wraps(fn)
-    async def endpoint(*args, **kwargs):
-        return await fn(*args, **kwargs)
-    endpoint.__signature__ = signature.replace(parameters=[p for p in signature.parameters.values()
-                                                           if p.name != "progress"])
-    endpoint.__annotations__ = {k: v for k, v in fn.__annotations__.items() if k != "progress"}
-    return endpoint
-
-
-def tracking_progress(demo: gr.Blocks, api_name: str, fn) -> None:
-    """Once registered, the endpoint calls `fn` itself, so Gradio hands it a progress tracker: each update reaches
-    the caller (an MCP client's progress notifications)."""
-    if "progress" in inspect.signature(fn).parameters:
-        [event] = [e for e in demo.fns.values() if e.api_name == api_name]
-        event.fn, event.tracks_progress = fn, True
 
 
 def document(demo: gr.Blocks, api_name: str, fn) -> None:
