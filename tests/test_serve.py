@@ -189,3 +189,18 @@ def test_a_full_line_is_refused_with_429_and_the_others_still_answer(tmp_path):
             for thread in threads:
                 thread.join(timeout=60)
             assert answers == [200, 200]
+
+
+def test_a_debate_past_its_deadline_is_a_504_naming_the_saved_run(tmp_path):
+    def stalls(body):
+        reply = two_rounds(body)
+        reply.latency_s = 20  # the server wakes early when the test ends
+        return reply
+    with FakeServer(responder=stalls) as backbone:
+        with serve_on_loopback(scripted_config(backbone.base_url, tmp_path / "var", deadline_s=1)) as (url, services):
+            got, _, body = post(url, json.dumps({"model": "cot@fake", "messages": [{"role": "user",
+                                                                                    "content": PLANETS}]}).encode())
+            assert got == 504 and body["error"]["code"] == "deadline"
+            assert "ran past its deadline of 1 s" in body["error"]["message"]
+            run_id = body["error"]["message"].rstrip(".").rsplit(" ", 1)[-1]
+            assert services.store.get_run(run_id).status == "failed"

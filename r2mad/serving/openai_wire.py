@@ -70,7 +70,7 @@ def failure(run_id: str, t: Transcript) -> ServeError | None:
     if t.status == "done":
         return None
     why = (t.notices[-1] if t.notices else f"it ended {t.status}").rstrip(".")
-    failed_calls = any(all(x.error for x in r.turns) for r in t.rounds)
+    failed_calls = any(r.turns and all(x.error for x in r.turns) for r in t.finished().rounds)
     return ServeError(502 if failed_calls else 504, f"The debate did not finish ({why}); its run is saved as "
                       f"{run_id}.", "api_error", "backbone_failed" if failed_calls else "deadline")
 
