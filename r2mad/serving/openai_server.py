@@ -20,6 +20,7 @@ from r2mad.service import RunRequest
 from r2mad.serving.chat_prompt import last_user_text, read_prompt, reply_content, round_text, task_for
 from r2mad.serving.model_names import ModelChoice, model_ids, parse_model
 from r2mad.serving.openai_wire import (
+    APP,
     ServeError,
     as_error,
     chunk,
@@ -127,7 +128,7 @@ def make_router(served: Served) -> APIRouter:
             served.check_key(request)
         except ServeError as exc:
             return exc.response()
-        return {"object": "list", "data": [{"id": name, "object": "model", "created": 0, "owned_by": "r2mad"}
+        return {"object": "list", "data": [{"id": name, "object": "model", "created": 0, "owned_by": APP}
                                            for name in model_ids(served.services.config)]}
 
     @router.post("/chat/completions")
@@ -196,7 +197,7 @@ async def stream(served: Served, requests: list[RunRequest], model: str, form: s
                 yield chunk(cid, model, created, {"content": reply_content(t, form)}, index=i)
                 yield chunk(cid, model, created, {}, index=i, finish="stop")
             usage = {"usage": usage_of([t for _, t in item])} if include_usage else {}
-            yield chunk(cid, model, created, None, r2mad=extras(item), **usage)
+            yield chunk(cid, model, created, None, **{APP: extras(item)}, **usage)
             break
         yield "data: [DONE]\n\n"
     return StreamingResponse(sse(), media_type="text/event-stream",

@@ -22,6 +22,7 @@ from r2mad.types import Transcript
 log = logging.getLogger("r2mad.serve")
 MAX_BODY = 1_000_000  # bytes of one request
 MAX_N = 8  # debates one request may ask for
+APP = "r2mad"  # the reply's own extra field and the models' owner, named after the app
 LIBRARY_ERRORS = (Refused, BackendError, ConfigError, ValueError, KeyError, StoreError)
 
 
@@ -128,4 +129,4 @@ def reply(model: str, form: str, done: list[tuple[str, Transcript]]) -> dict[str
     return {"id": f"chatcmpl-{done[0][0]}", "object": "chat.completion", "created": int(time.time()), "model": model,
             "choices": [{"index": i, "message": {"role": "assistant", "content": reply_content(t, form)},
                          "finish_reason": "stop"} for i, (_, t) in enumerate(done)],
-            "usage": usage_of([t for _, t in done]), "r2mad": extras(done)}
+            "usage": usage_of([t for _, t in done]), APP: extras(done)}
