@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from testing.scripted_server import FakeServer, ok
 
-from r2mad.fakeserver import FakeServer, ok
 from tests.helpers import ROOT, jsonl_values
 
 QUESTIONS = 6

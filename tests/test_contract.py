@@ -14,15 +14,16 @@ import yaml
 
 pytest.importorskip("gradio_client")
 
+from testing.scripted_server import FakeServer, completion_body  # noqa: E402
+
 from r2mad.bench.speed import reply_for  # noqa: E402
 from r2mad.cli import main  # noqa: E402
-from r2mad.config import load_config  # noqa: E402
-from r2mad.evaluation.evaluate import ROWS, read_rows  # noqa: E402
-from r2mad.fakeserver import FakeServer, completion_body  # noqa: E402
+from r2mad.evaluation.rows import ROWS, read_rows  # noqa: E402
 from r2mad.methods import METHODS, is_debate  # noqa: E402
 from r2mad.runs.store import RunStore  # noqa: E402
 from r2mad.serving.openai_server import Served as Model  # noqa: E402
 from r2mad.serving.openai_server import mount  # noqa: E402
+from r2mad.settings.config import load_config  # noqa: E402
 from r2mad.types import Case, Transcript, from_dict, to_dict  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.serving import launch  # noqa: E402

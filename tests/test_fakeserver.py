@@ -7,8 +7,7 @@ import socket
 import time
 
 import pytest
-
-from r2mad.fakeserver import (
+from testing.scripted_server import (
     CONTEXT_ERROR,
     MAX_SLEEP_S,
     FakeServer,

@@ -11,9 +11,9 @@ import os
 import subprocess
 
 import pytest
+from testing.scripted_server import FakeServer, ok
 
-from r2mad.answers import is_correct
-from r2mad.fakeserver import FakeServer, ok
+from r2mad.grading.answers import is_correct
 from tests.helpers import SYSTEMS, harness_venv, scripted_config, serve_on_loopback
 
 pytestmark = pytest.mark.slow  # two harnesses in their own processes

@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 import yaml
+from testing.scripted_server import FakeServer, ok
 
 from r2mad.cli import main
-from r2mad.fakeserver import FakeServer, ok
 from r2mad.prompts.common import PERSONAS
 from tests.helpers import ROOT, jsonl_values
 

@@ -2,10 +2,11 @@
 9 samples, their token counts, seeds, a server that ignores n, and the provider header of each call."""
 import asyncio
 
+from testing.scripted_server import FakeServer, ok
+
 from r2mad.backends.openai_compat import OpenAICompatBackend, choice_tokens
-from r2mad.config import load_config
-from r2mad.fakeserver import FakeServer, ok
-from r2mad.runner import run_debate
+from r2mad.engine.runner import run_debate
+from r2mad.settings.config import load_config
 from r2mad.types import Message, Task
 
 TASK = Task("mcq", "Which letter?", (("A", "a"), ("B", "b")), "B", "q1", "demo-mcq")

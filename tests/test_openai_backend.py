@@ -7,10 +7,7 @@ import time
 import traceback
 
 import pytest
-
-from r2mad.backends.base import BackendError
-from r2mad.backends.openai_compat import OpenAICompatBackend
-from r2mad.fakeserver import (
+from testing.scripted_server import (
     FakeServer,
     burst,
     content_null,
@@ -25,6 +22,9 @@ from r2mad.fakeserver import (
     truncated_json,
     unauthorized,
 )
+
+from r2mad.backends.base import BackendError
+from r2mad.backends.openai_compat import OpenAICompatBackend
 from r2mad.types import Completion, Message
 
 KEY = "sk-test-SECRET-4242"

@@ -8,8 +8,8 @@ import urllib.error
 import urllib.request
 
 import pytest
+from testing.scripted_server import FakeServer, status
 
-from r2mad.fakeserver import FakeServer, status
 from r2mad.methods import METHODS
 from tests.helpers import scripted_config, serve_on_loopback, two_rounds
 

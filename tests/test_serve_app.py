@@ -8,9 +8,9 @@ import dataclasses
 import json
 
 import pytest
+from testing.scripted_server import FakeServer
 
 from app import serve
-from r2mad.fakeserver import FakeServer
 from tests.helpers import free_port, scripted_config, two_rounds
 
 pytestmark = pytest.mark.slow  # the whole app on a port

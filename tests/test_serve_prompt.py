@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from r2mad.config import ConfigError, load_config
 from r2mad.methods import METHODS
 from r2mad.serving.chat_prompt import Asked, read_prompt, reply_content, round_text, task_for
 from r2mad.serving.model_names import ModelChoice, model_ids, parse_model
+from r2mad.settings.config import ConfigError, load_config
 from tests.helpers import grid_debate
 
 INSPECT_MCQ = ("Answer the following multiple choice question. The entire content of your response should be of the "

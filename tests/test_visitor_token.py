@@ -8,11 +8,11 @@ from types import SimpleNamespace
 import gradio as gr
 import pytest
 import yaml
+from testing.scripted_server import FakeServer, ok
 
-from r2mad.config import ConfigError, load_config
-from r2mad.fakeserver import FakeServer, ok
+from r2mad.serving.services import Services
+from r2mad.settings.config import ConfigError, load_config
 from r2mad.ui.handlers import DebateHandlers
-from r2mad.ui.services import Services
 from r2mad.ui.views import VIEW_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent

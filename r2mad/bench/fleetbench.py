@@ -12,9 +12,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from testing.replicas import ReplicasProcess
+
 from r2mad.bench.fleet import replica_reply, run_through, synthetic_split
 from r2mad.bench.router import Router
-from r2mad.fakereplicas import ReplicasProcess
 from r2mad.methods import FULL, PLAIN, REGISTRY
 
 AFFINITY_POLICY = "sticky_least_loaded"  # a new debate goes to the least busy replica, then stays there

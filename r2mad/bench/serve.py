@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 from r2mad.bench.speed import TASK, reply_for
-from r2mad.config import Backbone, load_config
 from r2mad.methods import PLAIN
+from r2mad.settings.config import Backbone, load_config
 
 QUESTION = "\n".join([TASK.question, *(f"{letter}) {text}" for letter, text in TASK.options)])
 
@@ -67,10 +67,11 @@ def _free_port() -> int:
 
 
 def serve_figures(latency_s: float, repeats: int = 3, concurrent: int = 8) -> list[dict]:
-    from r2mad.fakeserver import FakeServer
+    from testing.scripted_server import FakeServer
+
     from r2mad.serving.loopback import ServerThread
     from r2mad.serving.openai_server import Served, create_app
-    from r2mad.ui.services import Services
+    from r2mad.serving.services import Services
 
     def responder(body):
         behaviour = reply_for(body)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from r2mad.config import ConfigError, env_secrets
+from r2mad.settings.config import ConfigError, env_secrets
 
 
 def register(sub) -> None:
@@ -22,7 +22,7 @@ def cmd_serve(args, config) -> int:
 
     from r2mad.serving.loopback import is_loopback
     from r2mad.serving.openai_server import KEY_ENV, Served, create_app
-    from r2mad.ui.services import Services
+    from r2mad.serving.services import Services
 
     key = (args.api_key or os.environ.get(KEY_ENV) or "").strip() or None
     beyond = not is_loopback(args.host)

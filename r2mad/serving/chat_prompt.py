@@ -8,9 +8,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, get_args
 
-from r2mad.answers import strip_think
-from r2mad.config import ConfigError
-from r2mad.tasks import task_from_input
+from r2mad.grading.answers import strip_think
+from r2mad.grading.tasks import task_from_input
+from r2mad.settings.config import ConfigError
 from r2mad.text import quoted
 from r2mad.types import Round, Task, TaskKind, Transcript
 

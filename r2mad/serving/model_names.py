@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
-from r2mad.config import Config, ConfigError, DebateSettings
 from r2mad.methods import METHODS, spec_of
+from r2mad.settings.config import Config, ConfigError, DebateSettings
 from r2mad.text import quoted
 
 OPTIONS = {  # what the part after "?" may set, and how it is described in an error

@@ -14,9 +14,8 @@ from typing import Any, AsyncIterator, Callable
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from r2mad.config import ConfigError
+from r2mad.engine.service import RunRequest
 from r2mad.methods import needs_bank
-from r2mad.service import RunRequest
 from r2mad.serving.chat_prompt import last_user_text, read_prompt, reply_content, round_text, task_for
 from r2mad.serving.model_names import ModelChoice, model_ids, parse_model
 from r2mad.serving.openai_wire import (
@@ -31,6 +30,7 @@ from r2mad.serving.openai_wire import (
     usage_of,
     whole_n,
 )
+from r2mad.settings.config import ConfigError
 from r2mad.text import quoted
 from r2mad.types import Round, Transcript
 
@@ -40,7 +40,7 @@ Done = list[tuple[str, Transcript]]  # (run id, transcript) per debate
 
 
 class Served:
-    """What the routes serve from: the app's process-wide services (r2mad/ui/services.py) and the key callers
+    """What the routes serve from: the app's process-wide services (r2mad/serving/services.py) and the key callers
     must send (None: no key, allowed only on loopback; `key_required` with no key refuses every request)."""
 
     def __init__(self, services, *, key: str | None, key_required: bool, source: str = "serve"):
@@ -84,8 +84,8 @@ class Served:
 
     async def debate(self, request: RunRequest, on_round, on_open) -> tuple[str, Transcript]:
         """One debate through the app's line and run service; (run id, transcript)."""
-        from r2mad.ui.line import lane_of
-        from r2mad.ui.visitor_runs import start_in_line
+        from r2mad.serving.line import lane_of
+        from r2mad.serving.visitor_runs import start_in_line
 
         s = self.services
         seen = [0]

@@ -11,12 +11,12 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import JSONResponse
 
-from r2mad.admission import Refused
 from r2mad.backends.base import BackendError
-from r2mad.config import ConfigError
+from r2mad.engine.admission import Refused
 from r2mad.runs.faults import StoreError
 from r2mad.serving.chat_prompt import reply_content
 from r2mad.serving.compact import compact
+from r2mad.settings.config import ConfigError
 from r2mad.types import Transcript
 
 log = logging.getLogger("r2mad.serve")
