@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from r2mad.serving.loopback import is_loopback
+from r2mad.serving.openai_server import KEY_ENV, Served, mount
 from r2mad.settings.config import env_secrets, load_config
 from r2mad.ui import build_app
 from r2mad.ui.api import mcp_available
@@ -26,10 +28,20 @@ def serve(config, *, port: int | None = None, block: bool = True, warm: bool = T
     # No allowed_paths: memory/ and configs/ are never served as files. No run history: Gradio would
     # keep every call's inputs (a pasted token among them) in the visitor's browser storage.
     launch(demo, server_name=config.app.host, server_port=port or config.app.port, run_history=False,
-           show_error=not config.on_space, prevent_thread_lock=not block, quiet=not block,
+           show_error=not config.on_space, prevent_thread_lock=True, quiet=not block,
            mcp_server=mcp_available() and not config.private_runs)  # the gr.api endpoints as MCP tools
     # (off where runs are private per visitor: gradio's MCP layer sends every tool call through one session)
+    mount_openai(demo, config, os.environ.get(KEY_ENV))
+    if block:
+        demo.block_thread()
     return demo
+
+
+def mount_openai(demo, config, key: str | None) -> None:
+    """/v1: the debates as an OpenAI-compatible model on the app's own server (docs/harnesses.md); beyond loopback
+    (a Space) it answers only callers that send R2MAD_SERVE_KEY."""
+    served = Served(demo.r2mad_services, key=key, key_required=not is_loopback(config.app.host))
+    mount(demo.app, served, "/v1")
 
 
 if __name__ == "__main__":

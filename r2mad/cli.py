@@ -1,4 +1,5 @@
-"""Command line: `python -m r2mad debate | build-memory | eval | bench | export | import | judge | export-html | bank`.
+"""Command line: `python -m r2mad debate | build-memory | eval | bench | export | import | judge | export-html | bank
+| serve`.
 Reads config files and environment variables (an edge of the system); prints human-readable output."""
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from r2mad.commands import bench, build_memory, evaluate
 from r2mad.commands import export_html as export_html_cli
 from r2mad.commands import judge as judge_cli
 from r2mad.commands import runs as runs_cli
+from r2mad.commands import serve as serve_cli
 from r2mad.commands import steer as steer_cli
 from r2mad.commands.common import (
     add_backbone_flags,
@@ -89,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(func=cmd_debate)
     # each adds its own subcommands
     for module in (build_memory, evaluate, bench, runs_cli, steer_cli, bank_cli, judge_cli,
-                   export_html_cli):
+                   export_html_cli, serve_cli):
         module.register(sub)
     return parser
 

@@ -254,3 +254,72 @@ def grid_debate(grid, *, task=GRID_MCQ, texts=None, turn_details=None, round_det
     last = grid[-1][0] if final is None else final
     ok = (last == task.gold) if correct is None else correct
     return Transcript(task, "mad", "b", {}, tuple(rounds), Answer(last, "double_paren"), ok)
+
+
+# --- the served model (`python -m r2mad serve`) on a scripted backbone -----------------------------------
+
+def scripted_config(base_url: str, data_dir, *, memory_dir=None, **settings):
+    """The repository's config with one more backbone, "fake", at a scripted server (the default backbone)."""
+    import dataclasses
+
+    from r2mad.settings.config import Backbone
+
+    config = load_config(env={"R2MAD_DATA_DIR": str(data_dir)})
+    fake = Backbone(name="fake", base_url=base_url, model="fake-model", timeout_s=30, max_retries=0)
+    app = dataclasses.replace(config.app, embedder="hash-64", private_runs="off",
+                              **({"memory_dirs": (str(memory_dir),), "default_bank": str(memory_dir / "tiny")}
+                                 if memory_dir else {}))
+    return dataclasses.replace(config, backbones={**config.backbones, "fake": fake}, default_backbone="fake",
+                               settings=config.settings.replace(**{"max_tokens": 48, **settings}), app=app)
+
+
+def two_rounds(body):
+    """A scripted server's reply: agent 1 starts on A and the others on B; from round 1 every agent says B (so a
+    debate runs 2 rounds). A question without options is answered 7."""
+    import json
+
+    from testing.scripted_server import ok
+
+    messages = body["messages"]
+    if "(A)" not in json.dumps(messages):
+        return ok("Adding them up gives \\boxed{7}.")
+    first = messages[0]["content"] == SYSTEMS[0] and len(messages) == 2
+    return ok("Mars is red. ((A))" if first else "Jupiter is the giant. ((B))")
+
+
+def serve_on_loopback(config, *, key=None, key_required=False):
+    """`with serve_on_loopback(config) as (url, services):` the served model on a free loopback port."""
+    import contextlib
+
+    from r2mad.serving.loopback import ServerThread
+    from r2mad.serving.openai_server import Served, create_app
+    from r2mad.serving.services import Services
+
+    @contextlib.contextmanager
+    def running():
+        services = Services(config)
+        with ServerThread(create_app(Served(services, key=key, key_required=key_required)), free_port()) as url:
+            yield url + "/v1", services
+    return running()
+
+
+def harness_venv(name: str, *requirements: str):
+    """The python of a virtual environment under var/ that holds an evaluation harness whose dependencies would
+    change this project's pins (Inspect AI, lm-eval); created on first use with pip (from the package index), then
+    reused while its requirements stay the same. Skips the test when it cannot be installed here."""
+    import subprocess
+    import sys
+
+    folder = ROOT / "var" / f"harness-{name}"
+    python, marker = folder / "bin" / "python", folder / "installed.txt"
+    wanted = "\n".join(requirements)
+    if marker.is_file() and marker.read_text() == wanted and python.is_file():
+        return python
+    made = subprocess.run([sys.executable, "-m", "venv", "--clear", str(folder)], capture_output=True, text=True)
+    pip = made.returncode == 0 and subprocess.run([str(python), "-m", "pip", "install", "-q", *requirements],
+                                                   capture_output=True, text=True, timeout=1800)
+    if not pip or pip.returncode != 0:
+        pytest.skip(f"{' '.join(requirements)} could not be installed into {folder}: "
+                    + ((pip and pip.stderr) or made.stderr).strip()[-300:])
+    marker.write_text(wanted)
+    return python

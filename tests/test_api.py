@@ -3,9 +3,9 @@ loopback (debates on a scripted OpenAI-compatible server), the UI's events kept 
 MCP tools listed and `run_debate` called on the embedded model by the `mcp` package's client."""
 from __future__ import annotations
 
-import ast
 import asyncio
 import dataclasses
+import json
 import os
 
 import pytest
@@ -16,7 +16,7 @@ from r2mad.settings.config import Backbone, load_config  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.api import ENDPOINTS  # noqa: E402
 from r2mad.ui.serving import launch  # noqa: E402
-from testing.scripted_server import FakeServer  # noqa: E402
+from testing.scripted_server import FakeServer  # noqa: E402  # noqa: E402
 from tests.conftest import answer  # noqa: E402
 from tests.helpers import free_port, make_bank  # noqa: E402
 from tests.ui_client import PatientClient as Client  # noqa: E402
@@ -135,7 +135,7 @@ def test_mcp_client_lists_the_tools_and_runs_a_debate_on_the_embedded_model(app)
     assert sorted(t.name for t in tools) == sorted(ENDPOINTS)
     assert "question" in next(t for t in tools if t.name == "run_debate").inputSchema["properties"]
     assert not result.isError
-    t = ast.literal_eval(result.content[0].text)  # gradio's MCP layer writes a dict as Python literals
+    t = json.loads(result.content[0].text)  # JSON (r2mad/ui/mcp_results.py), not gradio's Python literal
     assert t["backbone"] == "smollm2-135m" and t["status"] == "done" and len(t["rounds"]) >= 1
     assert all(x["backbone"] == "smollm2-135m" and x["text"] for x in t["rounds"][0]["turns"])
 

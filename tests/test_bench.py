@@ -130,3 +130,15 @@ def test_bench_load_prints_every_figure(capsys):
     assert finished == visitors == 2 and rate > 0 and rounds == [2, 2]  # --no-early-stop reached the app's debates
     sampled, hwm = numbers(value(rows, "app + model process peak RSS"), 2)
     assert sampled > 0 and hwm > 0
+
+
+def test_bench_serve_prints_the_overhead_and_the_throughput(capsys):
+    rows = run_bench(capsys, "--serve")
+    direct = numbers(value(rows, "one MAD debate started directly (9 calls"), 1)[0]
+    over_http = numbers(value(rows, "the same debate asked over HTTP"), 1)[0]
+    delta, percent = numbers(value(rows, "server overhead"), 2)
+    assert direct > 0 and over_http > 0 and delta == pytest.approx(over_http - direct, abs=0.0015)
+    assert percent == pytest.approx(100 * delta / direct, abs=1.5)  # from the unrounded times
+    total = numbers(value(rows, "2 requests at once: all answered after"), 1)[0]
+    per_min, ratio = numbers(value(rows, "2 requests at once: throughput"), 2)
+    assert total > 0 and per_min == pytest.approx(2 / total * 60, rel=0.05)

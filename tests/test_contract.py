@@ -1,5 +1,6 @@
 """The contract of every method (debate methods, R²-MAD's ablations, baselines, with and without advice)
-through every entry point (CLI, app via gradio_client, eval, side by side in the app): what is saved is
+through every entry point (CLI, app via gradio_client, eval, side by side in the app, the served model at the
+app's /v1): what is saved is
 the loop's own transcript, and the calls and tokens it counts are exactly what the server served."""
 from __future__ import annotations
 
@@ -18,11 +19,13 @@ from r2mad.cli import main  # noqa: E402
 from r2mad.evaluation.rows import ROWS, read_rows  # noqa: E402
 from r2mad.methods import METHODS, is_debate  # noqa: E402
 from r2mad.runs.store import RunStore  # noqa: E402
+from r2mad.serving.openai_server import Served as Model  # noqa: E402
+from r2mad.serving.openai_server import mount  # noqa: E402
 from r2mad.settings.config import load_config  # noqa: E402
 from r2mad.types import Case, Transcript, from_dict, to_dict  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.serving import launch  # noqa: E402
-from testing.scripted_server import FakeServer, completion_body  # noqa: E402
+from testing.scripted_server import FakeServer, completion_body  # noqa: E402  # noqa: E402
 from tests.helpers import ROOT, free_port  # noqa: E402
 from tests.ui_client import UIClient as Client  # noqa: E402  (the UI events are undocumented)
 from tests.ui_client import debate_outputs  # noqa: E402
@@ -81,8 +84,10 @@ def world(tmp_path_factory):
         demo.queue(default_concurrency_limit=4)
         port = free_port()
         launch(demo, prevent_thread_lock=True, server_port=port, quiet=True)
-        yield dataclasses.make_dataclass("World", ["served", "configs", "bank", "demo", "client", "tmp"])(
-            served, configs, bank, demo, Client(f"http://127.0.0.1:{port}/", verbose=False), tmp)
+        mount(demo.app, Model(demo.r2mad_services, key=None, key_required=False))  # as app.py does
+        yield dataclasses.make_dataclass("World", ["served", "configs", "bank", "demo", "client", "tmp", "url"])(
+            served, configs, bank, demo, Client(f"http://127.0.0.1:{port}/", verbose=False), tmp,
+            f"http://127.0.0.1:{port}/v1")
         demo.close()
 
 
@@ -134,6 +139,19 @@ def test_app_saves_the_loops_transcript_with_the_servers_count(world, method):
     assert shown["status"] == "done"
     assert to_dict(saved_in_app(world, method)) == shown
     assert counted(from_dict(Transcript, shown)) == world.served.since(mark)
+
+
+@pytest.mark.parametrize("method", EVERY)
+def test_the_served_model_saves_the_loops_transcript_with_the_servers_count(world, method):
+    from openai import OpenAI
+
+    mark = world.served.mark
+    question = "\n".join([QUESTION, *(f"{k}) {v}" for k, v in OPTIONS.items())])
+    raw = OpenAI(base_url=world.url, api_key="unused", max_retries=0).chat.completions.with_raw_response.create(
+        model=f"{method}@fake?rounds=2&bank={world.bank}", messages=[{"role": "user", "content": question}])
+    t = world.demo.r2mad_services.store.get_run(raw.headers["x-r2mad-run-id"]).transcript
+    assert t.status == "done" and t.task.options == tuple(OPTIONS.items())
+    assert counted(t) == world.served.since(mark) == (t.usage().calls, raw.parse().usage.total_tokens)
 
 
 @pytest.mark.parametrize("method", EVERY)

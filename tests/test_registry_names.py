@@ -14,6 +14,7 @@ ALLOWED = {
     ("settings/serving.py", "mad"): 1,  # AppConfig.default_method: a setting's default, as configs name methods
     ("settings/config.py", "r2mad"): 2,  # the app's cache and data folders, named after the app
     ("memory/index.py", "r2mad"): 1,  # an index file's maker: the app
+    ("serving/openai_wire.py", "r2mad"): 1,  # the served model's extra reply field and owner: the app
     ("ui/examples.py", "mad"): 1,  # each example card names the method it shows (data)
     ("ui/examples.py", "r2mad"): 1,
     ("ui/examples.py", "madm2-objective"): 1,

@@ -33,6 +33,10 @@ def register(sub) -> None:
     p.add_argument("--scale", action="store_true",
                    help="instead: debates per hour of an MAD + R²-MAD eval on 1, 2 and 4 scripted replicas behind "
                         "vllm-router, and the driver's own ceiling against a server answering at once")
+    p.add_argument("--serve", action="store_true",
+                   help="instead: the OpenAI-compatible server's overhead over a direct debate, and --requests "
+                        "requests at once (scripted backbone, --latency s per call)")
+    p.add_argument("--requests", type=int, default=8, help="--serve: concurrent requests (8)")
     p.add_argument("--quick", action="store_true",
                    help="the quickest form of a mode (tiny answers, one question, 2 visitors): checks it runs; "
                         "its figures are not the ones to quote")
@@ -44,6 +48,14 @@ def cmd_bench(args, config) -> int:
 
     if args.prefix or args.scale:
         return fleet_figures(args)
+    if args.serve:
+        from r2mad.bench.serve import serve_figures
+
+        latency = 0.01 if args.quick else args.latency
+        print(f"Serve (scripted backbone, {latency:g} s per call; MAD, 3 agents x 3 rounds, early stop off):")
+        print(format_rows(serve_figures(latency, 1 if args.quick else args.repeats,
+                                        2 if args.quick else args.requests)))
+        return 0
     if args.memory or args.parse or args.load:
         from r2mad.bench import resources
         from r2mad.bench.appproc import QUICK_DEBATE

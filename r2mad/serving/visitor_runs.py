@@ -28,9 +28,10 @@ def readable(store, run_id: str, visitor: Visitor):
 
 async def start_in_line(services: Services, request: RunRequest, line_key: str, lane: str, *,
                         on_update: Callable[[str, Transcript], None] | None = None,
-                        waiting: Callable[[Ticket], None] | None = None) -> Runs:
+                        waiting: Callable[[Ticket], None] | None = None,
+                        on_open: Callable[[dict[str, str]], None] | None = None) -> Runs:
     """Start `request` once the line lets it in (Refused when it may not); nothing is saved while it waits.
-    `waiting` gets the ticket first, so a caller can show its place."""
+    `waiting` gets the ticket first, so a caller can show its place; `on_open` the saved runs' ids."""
     ticket: Ticket | None = None
 
     async def admit() -> None:
@@ -42,7 +43,7 @@ async def start_in_line(services: Services, request: RunRequest, line_key: str, 
     try:
         # an anonymous visitor's run on a Hugging Face backbone may spend the owner's allowance, counted to them
         runs = await start(request, services.resources(visitor=line_key), services.store, summaries=services.summaries,
-                           on_update=on_update, admit=admit)
+                           on_update=on_update, admit=admit, on_open=on_open)
         ticket.measured = all(t.status == "done" for t in runs.transcripts.values())
     finally:
         if ticket is not None:

@@ -14,40 +14,24 @@ from r2mad.engine.admission import Refused
 from r2mad.engine.service import RunRequest
 from r2mad.methods import METHODS, PLAIN, needs_bank
 from r2mad.runs.faults import StoreError
+from r2mad.serving.compact import TEXT_LIMIT, compact
 from r2mad.serving.line import lane_of, visitor_key
 from r2mad.serving.services import Services
 from r2mad.serving.visitor_runs import fork_saved, readable, start_in_line
 from r2mad.serving.visitors import Visitor, identify
 from r2mad.settings.config import ConfigError, whole_number
 from r2mad.text import quoted
-from r2mad.types import Transcript
+from r2mad.ui import mcp_results
 from r2mad.ui.errors import refusal, sentence
+from r2mad.ui.mcp_results import progress_sent, round_reporter, tracking_progress, without_progress
 
 ENDPOINTS = ("run_debate", "list_runs", "get_run", "fork_run", "search_bank")
-TEXT_LIMIT = 1200  # characters of each agent's response in a compact transcript
 USER_ERRORS = (BackendError, ConfigError, ValueError, KeyError, StoreError, Refused)  # Refused: not let in the line
 
 
 def mcp_available() -> bool:
     """Whether the `mcp` package (gradio's [mcp] extra) is installed, so the app can serve MCP tools."""
     return importlib.util.find_spec("mcp") is not None
-
-
-def compact(t: Transcript, run_id: str | None = None) -> dict[str, Any]:
-    """A transcript as an assistant or a script wants it: answers per round, clipped texts, usage."""
-    usage = t.usage()
-    return {"run_id": run_id, "method": t.method, "backbone": t.backbone, "status": t.status,
-            "question": t.task.question, "options": dict(t.task.options), "gold": t.task.gold,
-            "final": t.final.value, "correct": t.correct, "notices": list(t.notices),
-            "rounds": [{"round": r.index, "consensus": round(r.consensus, 4),
-                        "replayed": bool(r.details.get("replayed") or r.details.get("shared")),
-                        "turns": [{"agent": x.agent + 1, "backbone": x.backbone or t.backbone,
-                                   "answer": x.answer.value, "how": x.answer.how, "error": x.error,
-                                   "text": x.text[:TEXT_LIMIT]} for x in r.turns]}
-                       for r in t.rounds],
-            "usage": {"calls": usage.calls, "tokens_in": usage.tokens_in, "tokens_out": usage.tokens_out},
-            "usage_by_model": {name: {"calls": u.calls, "tokens_in": u.tokens_in, "tokens_out": u.tokens_out}
-                               for name, u in t.usage_by_model().items()}}
 
 
 class Api:
@@ -72,7 +56,7 @@ class Api:
     async def run_debate(self, question: str, options: dict[str, str] | None = None, gold: str = "",
                          method: str = PLAIN, backbone: str = "", bank: str = "",
                          agent_backbones: list[str] | None = None, aux_backbone: str = "",
-                         request: gr.Request = None) -> dict[str, Any]:
+                         request: gr.Request = None, progress: gr.Progress = gr.Progress()) -> dict[str, Any]:
         """Run one debate and return its transcript in compact JSON.
 
         Args:
@@ -100,7 +84,9 @@ class Api:
                                source="api", agent_backbones=names, owner=self.visitor(request).owner,
                                bank=(bank or s.config.app.default_bank) if needs_bank(method) else None)
             lane = lane_of(s.config, [*(agent_backbones or ()), aux_backbone] if agent_backbones else [name])
-            runs = await start_in_line(s, asked, self.line_key(request), lane)
+            report = round_reporter(progress, settings.rounds)
+            runs = await start_in_line(s, asked, self.line_key(request), lane, on_update=lambda _, t: report(t))
+            await progress_sent()
             [(run_id, t)] = [(runs.run_ids[m], t) for m, t in runs.transcripts.items()]
         except USER_ERRORS as exc:
             raise refusal(sentence(exc)) from None
@@ -150,7 +136,7 @@ class Api:
                        edits: dict[str, str] | None = None, masks: list[int] | None = None, method: str = "",
                        backbone: str = "", unmasks: list[int] | None = None, drop_cases: dict[str, int] | None = None,
                        replace_cases: dict[str, str] | None = None, drop_advice: dict[str, int] | None = None,
-                       request: gr.Request = None) -> dict[str, Any]:
+                       request: gr.Request = None, progress: gr.Progress = gr.Progress()) -> dict[str, Any]:
         """Fork a saved debate: replay its rounds before from_round from the record (no model calls),
         change round from_round-1 (answers, edits, masks) or round from_round's own steps (unmasks,
         drop_cases, replace_cases, drop_advice) as asked, and go on live. The fork is saved, linked to its parent.
@@ -179,8 +165,11 @@ class Api:
                                     [str(m) for m in unmasks or ()], pairs(drop_cases), pairs(replace_cases),
                                     pairs(drop_advice))
             spec = ForkSpec(whole_number(from_round, "from_round", 1, 100), changes, method or None, backbone or None)
+            report = round_reporter(progress, spec.rounds or self.services.config.settings.rounds)
             parent_id, fork_id, t = await fork_saved(self.services, run_id, spec, source="api-fork",
-                                                     visitor=self.visitor(request), line_key=self.line_key(request))
+                                                     visitor=self.visitor(request), line_key=self.line_key(request),
+                                                     record=report)
+            await progress_sent()
         except USER_ERRORS as exc:
             raise refusal(sentence(exc)) from None
         return {**compact(t, fork_id), "forked_from": parent_id, "fork": asdict(spec)}
@@ -248,12 +237,15 @@ def install(demo: gr.Blocks, services: Services) -> Api:
             fn.api_name = _unique(f"ui_{fn.api_name}", taken)  # a handler named like an endpoint (default names)
             taken.add(fn.api_name)
     api = Api(services)
+    mcp_results.install()  # MCP results as JSON text
     for name in ENDPOINTS:
         slow = name in ("run_debate", "fork_run")
         # the app's own line (services.admission) holds debates back; the framework gives each a worker
-        gr.api(getattr(api, name), api_name=name, concurrency_id="debate" if slow else None,
+        fn = getattr(api, name)
+        gr.api(without_progress(fn), api_name=name, concurrency_id="debate" if slow else None,
                concurrency_limit=services.admission.capacity if slow else None)
-        document(demo, name, getattr(api, name))
+        tracking_progress(demo, name, fn)
+        document(demo, name, fn)
     return api
 
 
@@ -264,7 +256,7 @@ def document(demo: gr.Blocks, api_name: str, fn) -> None:
 
     _, described, _ = get_function_description(fn)
     [event] = [e for e in demo.fns.values() if e.api_name == api_name]
-    params = [p for p in inspect.signature(fn).parameters if p != "request"]
+    params = [p for p in inspect.signature(fn).parameters if p not in ("request", "progress")]
     for component, param in zip(event.inputs, params):
         component.label = param
         text = described.get(param, "").strip()  # the page puts it after its own fixed sentence

@@ -1,0 +1,132 @@
+"""The OpenAI wire format of the served model (r2mad/serving/openai_server.py): request bodies read within bounds,
+errors in OpenAI's shape with one sentence, replies and stream chunks with the whole debate's usage and the runs
+in an extra field. No I/O beyond reading the request."""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import JSONResponse
+
+from r2mad.backends.base import BackendError
+from r2mad.engine.admission import Refused
+from r2mad.runs.faults import StoreError
+from r2mad.serving.chat_prompt import reply_content
+from r2mad.serving.compact import compact
+from r2mad.settings.config import ConfigError
+from r2mad.types import Transcript
+
+log = logging.getLogger("r2mad.serve")
+MAX_BODY = 1_000_000  # bytes of one request
+MAX_N = 8  # debates one request may ask for
+APP = "r2mad"  # the reply's own extra field and the models' owner, named after the app
+LIBRARY_ERRORS = (Refused, BackendError, ConfigError, ValueError, KeyError, StoreError)
+
+
+class ServeError(Exception):
+    """A refused request: the HTTP status, OpenAI's error type and code, and one sentence."""
+
+    def __init__(self, status: int, message: str, kind: str = "invalid_request_error", code: str | None = None):
+        super().__init__(message)
+        self.status, self.kind, self.code = status, kind, code
+
+    def body(self) -> dict[str, Any]:
+        return {"error": {"message": str(self), "type": self.kind, "param": None, "code": self.code}}
+
+    def response(self) -> JSONResponse:
+        return JSONResponse(self.body(), status_code=self.status)
+
+
+def refused(exc: BaseException) -> ServeError:
+    """A library's one-sentence refusal as OpenAI's error shape."""
+    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+    if isinstance(exc, Refused):
+        return ServeError(429, text, "rate_limit_error", "line_full")
+    if isinstance(exc, BackendError):
+        return ServeError(502, text, "api_error", "backbone_failed")
+    if isinstance(exc, StoreError):
+        return ServeError(503, text, "api_error", "store_unavailable")
+    return ServeError(400, text)
+
+
+def as_error(exc: BaseException) -> ServeError:
+    """Whatever stopped a request, as the error its caller gets; an unexpected one is logged with its traceback."""
+    if isinstance(exc, ServeError):
+        return exc
+    if isinstance(exc, TimeoutError):
+        return ServeError(504, "The request waited in line and ran past its bound; try again later.", "api_error",
+                          "deadline")
+    if isinstance(exc, LIBRARY_ERRORS):
+        return refused(exc)
+    log.error("A served debate failed", exc_info=exc)
+    return ServeError(500, f"The debate failed unexpectedly ({type(exc).__name__}); see the server's log.",
+                      "api_error")
+
+
+def failure(run_id: str, t: Transcript) -> ServeError | None:
+    """A debate that did not finish, as an error that names its saved run."""
+    if t.status == "done":
+        return None
+    why = (t.notices[-1] if t.notices else f"it ended {t.status}").rstrip(".")
+    failed_calls = any(r.turns and all(x.error for x in r.turns) for r in t.finished().rounds)
+    return ServeError(502 if failed_calls else 504, f"The debate did not finish ({why}); its run is saved as "
+                      f"{run_id}.", "api_error", "backbone_failed" if failed_calls else "deadline")
+
+
+def usage_of(transcripts: list[Transcript]) -> dict[str, int]:
+    tokens_in = sum(t.usage().tokens_in for t in transcripts)
+    tokens_out = sum(t.usage().tokens_out for t in transcripts)
+    return {"prompt_tokens": tokens_in, "completion_tokens": tokens_out, "total_tokens": tokens_in + tokens_out}
+
+
+def extras(done: list[tuple[str, Transcript]]) -> dict[str, Any]:
+    """The extra field of a reply: the run ids, and each run's rounds and per-model usage."""
+    return {"run_ids": [run_id for run_id, _ in done], "runs": [compact(t, run_id) for run_id, t in done]}
+
+
+async def read_body(request: Request) -> dict[str, Any]:
+    """The JSON body, refused unread past MAX_BODY bytes."""
+    declared = request.headers.get("content-length", "")
+    too_big = ServeError(413, f"The request is over {MAX_BODY // 1_000_000} MB; send a shorter question.",
+                         code="request_too_large")
+    if declared.isdigit() and int(declared) > MAX_BODY:
+        raise too_big
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise too_big
+        chunks.append(chunk)
+    try:
+        body = json.loads(b"".join(chunks) or b"null")
+    except (ValueError, UnicodeDecodeError):
+        raise ServeError(400, "The request body is not JSON; send a chat completion request as JSON.") from None
+    if not isinstance(body, dict):
+        raise ServeError(400, "The request body is not a JSON object; send {\"model\": ..., \"messages\": [...]}.")
+    return body
+
+
+def whole_n(body: dict[str, Any]) -> int:
+    n = body.get("n", 1) or 1
+    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_N:
+        raise ServeError(400, f"n is {n!r}; ask for 1 to {MAX_N} debates.")
+    return n
+
+
+def chunk(cid: str, model: str, created: int, delta: dict | None, *, index: int = 0, finish: str | None = None,
+          **extra: Any) -> str:
+    choices = [] if delta is None else [{"index": index, "delta": delta, "finish_reason": finish}]
+    data = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model, "choices": choices,
+            **extra}
+    return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def reply(model: str, form: str, done: list[tuple[str, Transcript]]) -> dict[str, Any]:
+    """A chat completion: one choice per debate, the debates' usage, the runs in the extra field `r2mad`."""
+    return {"id": f"chatcmpl-{done[0][0]}", "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [{"index": i, "message": {"role": "assistant", "content": reply_content(t, form)},
+                         "finish_reason": "stop"} for i, (_, t) in enumerate(done)],
+            "usage": usage_of([t for _, t in done]), APP: extras(done)}

@@ -1,0 +1,82 @@
+"""MCP tools that programs can read: Gradio 6's MCP layer writes a tool's dict or list result as a Python literal
+(`str(value)`); here such a result is written as JSON text instead (files and images keep Gradio's handling), and
+the debate endpoints report each finished round through gr.Progress, which reaches an MCP client as a progress
+notification. Installed by r2mad/ui/api.install."""
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import json
+from typing import Any, Callable
+
+import gradio as gr
+
+from r2mad.types import Transcript
+
+PROGRESS_FLUSH_S = 0.05  # a few of the queue's progress intervals (timers on the same event loop fire in order)
+
+
+def install() -> None:
+    """Make the MCP layer write dict and list results as JSON (idempotent)."""
+    from gradio.mcp import GradioMCPServer
+    from gradio_client import utils as client_utils
+
+    if getattr(GradioMCPServer.postprocess_output_data, "_r2mad_json", False):
+        return
+    original = GradioMCPServer.postprocess_output_data
+
+    def postprocess_output_data(self, data: Any, root_url: str):
+        if isinstance(data, list) and data and all(_plain(x) for x in data):
+            return [self.types.TextContent(type="text", text=json.dumps(x, ensure_ascii=False)) for x in data]
+        return original(self, data, root_url)
+
+    def _plain(value: Any) -> bool:
+        return isinstance(value, (dict, list)) and not client_utils.is_file_obj_with_meta(value)
+
+    postprocess_output_data._r2mad_json = True
+    GradioMCPServer.postprocess_output_data = postprocess_output_data
+
+
+def round_reporter(progress: gr.Progress, rounds: int) -> Callable[[Transcript], None]:
+    """A transcript watcher that tells the caller each round as it finishes (an MCP client's progress
+    notifications; `rounds` of the debate at most)."""
+    reported = [0]
+
+    def report(t: Transcript) -> None:
+        finished = [r for r in t.rounds if not r.details.get("running")]
+        if len(finished) > reported[0]:
+            reported[0] = len(finished)
+            last = finished[-1]
+            answers = ", ".join(x.answer.value or "no answer" for x in last.turns)
+            progress((len(finished), max(rounds, len(finished))), desc=f"round {last.index} finished ({answers})")
+    return report
+
+
+async def progress_sent() -> None:
+    """Let the last round's progress update go out before the result ends the call: Gradio's queue sends the
+    newest pending update every 10 ms from this event loop, and a result that comes first drops it."""
+    await asyncio.sleep(PROGRESS_FLUSH_S)
+
+
+def without_progress(fn):
+    """`fn` as gr.api should see it: without its gr.Progress parameter, which gr.api would take for an input."""
+    signature = inspect.signature(fn)
+    if "progress" not in signature.parameters:
+        return fn
+
+    @functools.wraps(fn)
+    async def endpoint(*args, **kwargs):
+        return await fn(*args, **kwargs)
+    endpoint.__signature__ = signature.replace(parameters=[p for p in signature.parameters.values()
+                                                           if p.name != "progress"])
+    endpoint.__annotations__ = {k: v for k, v in fn.__annotations__.items() if k != "progress"}
+    return endpoint
+
+
+def tracking_progress(demo: gr.Blocks, api_name: str, fn) -> None:
+    """Once registered, the endpoint calls `fn` itself, so Gradio hands it a progress tracker: each update reaches
+    the caller (an MCP client's progress notifications)."""
+    if "progress" in inspect.signature(fn).parameters:
+        [event] = [e for e in demo.fns.values() if e.api_name == api_name]
+        event.fn, event.tracks_progress = fn, True
