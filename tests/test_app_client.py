@@ -326,7 +326,7 @@ def test_live_text_shows_while_agents_write_and_is_never_saved(tmp_path):
 
     from r2mad.types import to_dict
     from r2mad.ui.live import stream
-    from r2mad.ui.render import chat_messages
+    from r2mad.ui.render.chat import chat_messages
 
     live, backend, store = scripted_run(tmp_path, ["mad", "madm2-subjective"], rounds=2, delay_s=0.6,
                                         streams_text=True)

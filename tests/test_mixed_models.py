@@ -103,7 +103,7 @@ def test_the_cli_printout_and_the_outcome_line_give_usage_and_cost_per_model():
 
     from r2mad.commands.common import print_transcript
     from r2mad.evaluation.costs import Prices
-    from r2mad.ui.render import chat_messages, final_markdown
+    from r2mad.ui.render.chat import chat_messages, final_markdown
     from r2mad.ui.scoreboard import scoreboard_html
 
     t, _, _ = mixed("mad")  # 9 calls of 10 in + 5 out: a answers 6, b 3

@@ -10,7 +10,7 @@ from r2mad.annotation.queues import Queue, get_queue, queues
 from r2mad.ui.errors import refusal
 from r2mad.ui.handlers import warn
 from r2mad.ui.identity import current_annotator
-from r2mad.ui.render import chat_messages, esc
+from r2mad.ui.render.chat import chat_messages, esc
 from r2mad.ui.services import Services
 
 ANY = "any"
@@ -57,7 +57,7 @@ def flat_chat(transcript) -> list[dict]:
     if transcript is None:
         return []
     return [{**m, "metadata": {k: v for k, v in m["metadata"].items() if k != "parent_id"}}
-            for m in chat_messages(transcript)]
+            for m in chat_messages(transcript, saw=True)]
 
 
 def final_text(final) -> str:

@@ -26,7 +26,7 @@ from r2mad.ui.annotate_view import (
 )
 from r2mad.ui.handlers import warn
 from r2mad.ui.identity import current_annotator
-from r2mad.ui.render import esc, final_markdown
+from r2mad.ui.render.chat import esc, final_markdown
 from r2mad.ui.tables import run_header_markdown
 
 # what the workbench's events return (_show), by the Annotate tab's output names, in order

@@ -21,7 +21,7 @@ from r2mad.ui.annotate_base import ANY, FLAGS, AnnotateBase, Profile, Req, Token
 from r2mad.ui.annotate_view import SHORT, disagreement_rows, influence_svg, parse_turns
 from r2mad.ui.handlers import warn
 from r2mad.ui.own_repo import own_repo
-from r2mad.ui.render import esc
+from r2mad.ui.render.chat import esc
 
 
 class AnnotateTools(AnnotateBase):

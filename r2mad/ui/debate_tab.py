@@ -27,7 +27,7 @@ from r2mad.ui.debate_form import (
 )
 from r2mad.ui.examples import BACKBONE, CARDS, SEED, cached, card_task, recording_model
 from r2mad.ui.fill import card_values
-from r2mad.ui.render import final_markdown
+from r2mad.ui.render.chat import final_markdown
 from r2mad.ui.scoreboard import scoreboard_html
 from r2mad.ui.services import Services
 from r2mad.ui.tables import SUMMARY_HEADERS

@@ -8,14 +8,14 @@ from typing import Any, Mapping, Sequence
 from r2mad.annotation.influence import edge_counts
 from r2mad.evaluation.report_html import markdown_html, page
 from r2mad.ui.annotate_view import influence_svg
-from r2mad.ui.render import chat_messages, esc
+from r2mad.ui.render.chat import chat_messages, esc
 from r2mad.ui.scoreboard import scoreboard_html
 
 
 def chat_html(t: Any) -> str:
     """The Inspect chat as nested <details>: one per round (open), one per agent turn inside it."""
     parts, open_round = [], False
-    for m in chat_messages(t):
+    for m in chat_messages(t, saw=True):
         meta = m.get("metadata") or {}
         content = markdown_html(m["content"])
         if meta.get("title") and not meta.get("parent_id"):  # a round

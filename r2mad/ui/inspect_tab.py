@@ -16,7 +16,7 @@ from r2mad.steer.links import fork_of, forks_of
 from r2mad.ui.errors import refusal
 from r2mad.ui.fill import in_fill_order, run_values
 from r2mad.ui.handlers import warn
-from r2mad.ui.render import chat_messages, esc, final_markdown, task_markdown
+from r2mad.ui.render.chat import chat_messages, esc, final_markdown, task_markdown
 from r2mad.ui.scoreboard import scoreboard_html
 from r2mad.ui.services import Services
 from r2mad.ui.tables import (
@@ -89,7 +89,7 @@ class InspectHandlers(VisitorHandlers):
             return (run_header_markdown(record), shown,
                     f"**{esc(record.status.capitalize())} before round 0 finished — no answers{why}.**",
                     annotations_markdown(record.annotations, taxonomy))
-        return (run_header_markdown(record), chat_messages(record.transcript),
+        return (run_header_markdown(record), chat_messages(record.transcript, saw=True),
                 final_markdown(record.transcript), annotations_markdown(record.annotations, taxonomy))
 
     def drawer(self, run_id: str, visitor_id: str | None = None, request: gr.Request = None,

@@ -1,0 +1,1 @@
+"""Gradio-free renderers: transcripts, runs and labels to Markdown, HTML and tables."""
