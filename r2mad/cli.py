@@ -14,6 +14,7 @@ from r2mad.commands import export_html as export_html_cli
 from r2mad.commands import judge as judge_cli
 from r2mad.commands import runs as runs_cli
 from r2mad.commands import steer as steer_cli
+from r2mad.commands import traces as traces_cli
 from r2mad.commands.common import (
     add_backbone_flags,
     add_settings_flags,
@@ -89,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(func=cmd_debate)
     # each adds its own subcommands
     for module in (build_memory, evaluate, bench, runs_cli, steer_cli, bank_cli, judge_cli,
-                   export_html_cli):
+                   export_html_cli, traces_cli):
         module.register(sub)
     return parser
 
