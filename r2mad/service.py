@@ -14,6 +14,7 @@ import r2mad
 from r2mad.backends.base import ChatBackend
 from r2mad.config import DebateSettings
 from r2mad.evaluation.leakage import check_question_not_in_bank
+from r2mad.exports.live import send_traces
 from r2mad.methods import is_debate, needs_bank
 from r2mad.runner import run_debate, run_side_by_side
 from r2mad.steer.fork import ForkSpec
@@ -154,6 +155,7 @@ async def start(request: RunRequest, resources: Resources, store, *, summaries=N
                                      record_for=record_for, emit_for=emit_for, summaries=summaries)
     finally:
         resources.release(bank)
+    await send_traces(store, runs.run_ids.values())  # R2MAD_OTEL_ENDPOINT; nothing when unset
     return runs
 
 
