@@ -18,7 +18,8 @@ def cmd_export_otel(args, config) -> int:
 
     store = open_store(config)
     try:
-        count = export_runs(store, _ids(store, args.run_ids), args.endpoint, headers=dict(args.header or []))
+        count = export_runs(store, _ids(store, args.run_ids), args.endpoint, headers=dict(args.header or []),
+                            project=args.project)
     except KeyError as exc:
         raise ValueError(exc.args[0]) from None
     print(f"Sent {count} spans of {len(args.run_ids)} run(s) to {args.endpoint}")
@@ -85,6 +86,7 @@ def register(sub) -> None:
     p.add_argument("--endpoint", required=True, help="the OTLP/HTTP traces URL, e.g. http://127.0.0.1:6006/v1/traces")
     p.add_argument("--header", action="append", type=_header, metavar="NAME=VALUE",
                    help="an HTTP header for the collector (repeat), e.g. Authorization=Basic ...")
+    p.add_argument("--project", default="r2mad", help="the project the traces land in (Phoenix reads it)")
     p.set_defaults(func=cmd_export_otel)
     p = sub.add_parser("export-whowhen", help="write saved runs as Who&When records (one file per run)")
     p.add_argument("run_ids", nargs="+", metavar="RUN_ID")
