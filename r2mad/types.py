@@ -236,6 +236,28 @@ class Event:
     data: dict[str, Any] = field(default_factory=dict)
 
 
+
+@dataclass(frozen=True)
+class Vote:
+    """A visitor's blind vote for the debate of a comparison that convinced them most (kept by runs/votes.py)."""
+    comparison: str
+    voter: str
+    winner: str  # run id
+    runs: dict[str, str]  # method -> run id
+    shown: dict[str, str]  # label -> method
+    username: str | None = None
+    created_at: float = 0.0
+
+    @property
+    def winner_method(self) -> str:
+        return next(m for m, run in self.runs.items() if run == self.winner)
+
+    def row(self) -> dict[str, Any]:
+        """The flat row of an export (runs and shown as JSON text)."""
+        return {"comparison": self.comparison, "voter": self.voter, "username": self.username,
+                "winner": self.winner, "winner_method": self.winner_method, "runs": json.dumps(self.runs),
+                "shown": json.dumps(self.shown), "created_at": self.created_at}
+
 # --- JSON (lossless round trip for the dataclasses above) ---------------------------------------
 
 def to_dict(obj: Any) -> Any:
@@ -276,3 +298,25 @@ def from_dict(cls: Any, data: Any) -> Any:
                 return from_dict(arg, data)
         return data
     return data
+
+
+@dataclass(frozen=True)
+class Vote:
+    """A visitor's blind vote on a side-by-side comparison (stored by r2mad.runs.votes)."""
+    comparison: str
+    voter: str
+    winner: str  # run id
+    runs: dict[str, str]  # method -> run id
+    shown: dict[str, str]  # label -> method
+    username: str | None = None
+    created_at: float = 0.0
+
+    @property
+    def winner_method(self) -> str:
+        return next(m for m, run in self.runs.items() if run == self.winner)
+
+    def row(self) -> dict[str, Any]:
+        """The flat row of an export (runs and shown as JSON text)."""
+        return {"comparison": self.comparison, "voter": self.voter, "username": self.username,
+                "winner": self.winner, "winner_method": self.winner_method, "runs": json.dumps(self.runs),
+                "shown": json.dumps(self.shown), "created_at": self.created_at}

@@ -1,7 +1,8 @@
-"""The package's import graph has no cycle and runs one way down the layers (entry points -> run service ->
-library -> backends and types): every `import` of an r2mad module, at module level or inside a function, points
-from a module to one it builds on; and no test module imports another (what tests share is in tests/helpers.py
-and tests/conftest.py)."""
+"""The package's import graph has no cycle and runs one way down the library's order (ORDER: entry points ->
+exports and serving -> annotation -> engine -> forks, runs, evaluation -> the loop, methods, memory, grading ->
+backends, settings, types): every `import` of an r2mad module, at module level or inside a function, points to a
+package at or below its own; and no test module imports another (what tests share is in tests/helpers.py and
+tests/conftest.py)."""
 import ast
 import re
 from pathlib import Path
@@ -61,7 +62,7 @@ def test_the_walker_finds_a_cycle_it_is_shown():
 
 def test_no_import_cycle_in_r2mad():
     graph = import_graph()
-    assert "r2mad.memory.bank" in graph["r2mad.resources"]  # it sees real imports
+    assert "r2mad.memory.bank" in graph["r2mad.engine.resources"]  # it sees real imports
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
 
 
@@ -89,31 +90,40 @@ def test_no_test_module_imports_another():
     assert found == {}, "; ".join(f"tests/{name} imports {', '.join(sorted(mods))}" for name, mods in found.items())
 
 
-ENTRY, SERVICE, LIBRARY, BASE = 3, 2, 1, 0
-BASE_PACKAGES = {"", "backends", "types", "config", "config_files", "config_serving", "text", "safewrite", "jsonl"}
+# The library's internal order, top to bottom: a package may import its own modules and those of the packages
+# below it, never one above. A package is a folder (ui/render/ apart from ui/); each root module stands alone.
+ORDER = ["__main__", "cli", "commands", "bench", "ui", "exports", "ui.render", "serving", "annotation", "engine",
+         "steer", "runs", "evaluation", "debate", "guard", "methods", "memory", "prompts", "grading", "backends",
+         "settings", "types", "text", "jsonl", "safewrite", ""]
 
 
-def layer(module: str) -> int:
-    """Entry points (CLI, commands, app UI) > the run service > the library (loop, methods, memory, runs,
-    evaluation, ...) > backends and plain types."""
-    top = (module.split(".") + [""])[1]
-    if top in ("cli", "__main__", "commands", "ui"):
-        return ENTRY
-    if top in ("service", "resources"):
-        return SERVICE
-    return BASE if top in BASE_PACKAGES else LIBRARY
+def package_of(module: str) -> str:
+    """`r2mad.ui.render.chat` -> `ui.render`; `r2mad.debate` -> `debate`; `r2mad` -> ``."""
+    parts = module.split(".")[1:]
+    folder = ROOT.joinpath("r2mad", *parts)
+    return ".".join(parts if folder.is_dir() else parts[:-1] if len(parts) > 1 else parts)
 
 
 def upward_imports(graph: dict[str, set[str]]) -> list[str]:
-    return [f"{a} -> {b}" for a, targets in sorted(graph.items()) for b in sorted(targets) if layer(b) > layer(a)]
+    rank = {name: i for i, name in enumerate(ORDER)}
+    return [f"{a} -> {b}" for a, targets in sorted(graph.items()) for b in sorted(targets)
+            if rank[package_of(b)] < rank[package_of(a)]]
 
 
-def test_the_layer_checker_sees_an_import_up_a_layer():
+def test_every_package_has_its_place_in_the_order():
+    assert sorted({package_of(m) for m in import_graph()} - set(ORDER)) == []
+
+
+def test_the_layer_checker_sees_an_import_up_the_order():
     assert upward_imports({"r2mad.runs.store": {"r2mad.commands.common", "r2mad.types"},
-                           "r2mad.service": {"r2mad.runner"}, "r2mad.types": {"r2mad.debate"}}) == \
-        ["r2mad.runs.store -> r2mad.commands.common", "r2mad.types -> r2mad.debate"]
+                           "r2mad.engine.service": {"r2mad.engine.runner"}, "r2mad.types": {"r2mad.debate"},
+                           "r2mad.ui.render.chat": {"r2mad.ui.layout"}}) == \
+        ["r2mad.runs.store -> r2mad.commands.common", "r2mad.types -> r2mad.debate",
+         "r2mad.ui.render.chat -> r2mad.ui.layout"]
 
 
-def test_imports_run_one_way_down_the_layers():
-    """commands, cli, ui -> service -> loop, methods, memory, runs, evaluation -> backends, types."""
+def test_imports_run_one_way_down_the_order():
+    """Entry points (cli, commands, bench, ui) -> exports, serving -> annotation -> engine -> forks, runs,
+    evaluation -> the loop, methods, memory, prompts, grading -> backends, settings, plain types. So no two
+    packages import each other, directly or round a cycle."""
     assert upward_imports(import_graph()) == []

@@ -66,7 +66,7 @@ def test_phoenix_reads_every_turn_with_its_messages_model_and_usage(tmp_path, co
         assert debate_cli(config_dir, "--question", "Which is even?", "--option", "A=4", "--option", "B=7",
                           "--gold", "A", "--method", "mad", "--rounds", "2", "--no-early-stop") == 0
         sent = [r.body["messages"] for r in server.requests]
-        from r2mad.config import load_config
+        from r2mad.settings.config import load_config
         store = RunStore(load_config(config_dir).app.runs_db)
         runs = [r.id for r in reversed(store.list_runs())]
         LabelBook(store).save_labels(runs[0], "ada", ["other"], "agent 2 gave in", {"other": {"round": 1, "agent": 1}})

@@ -11,8 +11,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "r2mad"
 OWNERS = ("methods", "prompts")  # where method names belong
 # literals that equal a method's name but are data or the app's own name, with how often each appears
 ALLOWED = {
-    ("config_serving.py", "mad"): 1,  # AppConfig.default_method: a setting's default, as configs name methods
-    ("config.py", "r2mad"): 2,  # the app's cache and data folders, named after the app
+    ("settings/serving.py", "mad"): 1,  # AppConfig.default_method: a setting's default, as configs name methods
+    ("settings/config.py", "r2mad"): 2,  # the app's cache and data folders, named after the app
     ("memory/index.py", "r2mad"): 1,  # an index file's maker: the app
     ("ui/examples.py", "mad"): 1,  # each example card names the method it shows (data)
     ("ui/examples.py", "r2mad"): 1,

@@ -13,13 +13,13 @@ from r2mad.types import (
     Task,
     Transcript,
 )
-from r2mad.ui import panels
+from r2mad.ui.render import panels
 from r2mad.ui.render.chat import (
     chat_messages,
     esc,
     final_markdown,
 )
-from r2mad.ui.tables import case_markdown, summary_rows
+from r2mad.ui.render.tables import case_markdown, summary_rows
 
 MCQ = Task("mcq", "Which colour do blue and yellow make?", (("A", "Red"), ("B", "Green")), "B", "q1")
 MATH = Task("math", "What is 2+3?", gold="5", id="q2")

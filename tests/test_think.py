@@ -5,10 +5,10 @@ import asyncio
 
 import pytest
 
-from r2mad.answers import extract_answer, split_think, strip_think
-from r2mad.config import DebateSettings
 from r2mad.debate import Debate
+from r2mad.grading.answers import extract_answer, split_think, strip_think
 from r2mad.methods import make_method
+from r2mad.settings.config import DebateSettings
 from r2mad.types import UNPARSED, Task
 from r2mad.ui.render.chat import thinking_folded, turn_body
 from tests import helpers

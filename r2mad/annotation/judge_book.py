@@ -4,13 +4,11 @@ people per label (Cohen's κ, precision, recall against the adjudicated labels).
 parsing (judge.py)."""
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from r2mad.annotation import agreement
 from r2mad.annotation.book import LabelBook
 from r2mad.annotation.judge import KIND, Verdict
-from r2mad.runs.records import dumps
 
 
 @dataclass(frozen=True)
@@ -33,27 +31,12 @@ def is_judge(detector: str) -> bool:
 
 def save_verdict(book: LabelBook, run_id: str, verdict: Verdict) -> None:
     """Replace this judge's suggestions of the run with the verdict's, and note that it read the run."""
-    store = book.store
-    with store.transaction() as conn:
-        if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
-            raise KeyError(f"No run {run_id} in {store.path}; check the id.")
-        conn.execute("DELETE FROM suggestions WHERE run_id = ? AND detector = ?", (run_id, verdict.judge))
-        conn.executemany(
-            "INSERT INTO suggestions (run_id, label, detector, round, agents, summary, evidence) VALUES (?, ?, ?, ?, "
-            "?, ?, ?)", [(run_id, s.label, s.detector, s.round, dumps(list(s.agents)), store.scrub(s.summary),
-                          dumps(store.scrub(s.evidence, keys=False))) for s in verdict.suggestions])
-        conn.execute("INSERT OR REPLACE INTO judged VALUES (?, ?, ?, ?, ?)",
-                     (run_id, verdict.judge, time.time(), store.scrub(verdict.reply), len(verdict.dropped)))
+    book.store.save_judgement(run_id, verdict.judge, verdict.suggestions, verdict.reply, len(verdict.dropped))
 
 
 def judged_runs(book: LabelBook) -> dict[str, set[str]]:
     """judge -> the runs it read (with or without finding anything)."""
-    with book.store.transaction(write=False) as conn:
-        rows = conn.execute("SELECT judge, run_id FROM judged ORDER BY judge").fetchall()
-    out: dict[str, set[str]] = {}
-    for r in rows:
-        out.setdefault(r["judge"], set()).add(r["run_id"])
-    return out
+    return book.store.judged_runs()
 
 
 def judge_scores(book: LabelBook) -> list[JudgeScore]:

@@ -1,27 +1,17 @@
 """Named annotation queues: an Inspect filter saved under a name, its runs ordered by most detector
 flags first, each run pending or done for a given annotator, N annotators per run, and blind overlap
-(others' labels hidden until you submit yours). Stored in the run store's `queues` table."""
+(others' labels hidden until you submit yours). Stored by the run store (runs/queues.py)."""
 from __future__ import annotations
 
-import json
-import time
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from r2mad.runs.records import STATUSES, RunSummary, dumps
+from r2mad.runs.queues import Queue
+from r2mad.runs.records import STATUSES, RunSummary
 from r2mad.runs.store import RunStore
 from r2mad.text import quoted
 
 FILTER_KEYS = ("method", "backbone", "bank", "status", "correct", "shared_misconception", "flip",
                "parse_failures", "detector")
-
-
-@dataclass(frozen=True)
-class Queue:
-    name: str
-    filters: dict[str, Any] = field(default_factory=dict)
-    annotators_per_run: int = 1
-    blind: bool = False
 
 
 @dataclass(frozen=True)
@@ -46,17 +36,13 @@ def save_queue(store: RunStore, queue: Queue) -> Queue:
     if not 1 <= int(queue.annotators_per_run) <= 20:
         raise ValueError("Annotators per run must be between 1 and 20; pick a number in that range.")
     filters = {k: v for k, v in queue.filters.items() if v not in (None, "")}
-    with store.transaction() as conn:
-        conn.execute("INSERT OR REPLACE INTO queues VALUES (?, ?, ?, ?, ?)",
-                     (name, dumps(filters), int(queue.annotators_per_run), int(bool(queue.blind)), time.time()))
-    return Queue(name, filters, int(queue.annotators_per_run), bool(queue.blind))
+    saved = Queue(name, filters, int(queue.annotators_per_run), bool(queue.blind))
+    store.save_queue(saved)
+    return saved
 
 
 def queues(store: RunStore) -> dict[str, Queue]:
-    with store.transaction(write=False) as conn:
-        rows = conn.execute("SELECT * FROM queues ORDER BY name").fetchall()
-    return {r["name"]: Queue(r["name"], json.loads(r["filters"]), r["annotators_per_run"], bool(r["blind"]))
-            for r in rows}
+    return store.queues()
 
 
 def get_queue(store: RunStore, name: str) -> Queue:
@@ -70,14 +56,9 @@ def queue_items(store: RunStore, queue: Queue, annotator: str) -> list[QueueItem
     """The queue's runs, most flags first (then oldest first), with their state for `annotator`."""
     filters = {k: v for k, v in queue.filters.items() if k != "detector"}
     runs = [r for r in store.list_runs(**filters, limit=100_000) if r.status != "running"]
-    with store.transaction(write=False) as conn:
-        flags = dict(conn.execute("SELECT run_id, COUNT(*) FROM suggestions GROUP BY run_id").fetchall())
-        flagged = {r[0] for r in conn.execute("SELECT DISTINCT run_id FROM suggestions WHERE label = ?",
-                                              (queue.filters.get("detector"),)).fetchall()}
-        people: dict[str, list[str]] = {}
-        for row in conn.execute("SELECT run_id, annotator FROM annotations ORDER BY annotator").fetchall():
-            people.setdefault(row[0], []).append(row[1])
+    flags, people = store.suggestion_counts(), store.annotators_by_run()
     if queue.filters.get("detector"):
+        flagged = store.runs_suggested(queue.filters["detector"])
         runs = [r for r in runs if r.id in flagged]
     runs.sort(key=lambda r: (-flags.get(r.id, 0), r.created_at, r.id))
     items = []

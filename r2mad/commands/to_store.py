@@ -2,10 +2,10 @@
 the app's Inspect tab opens and annotates them. Run again, it adds only what is not there yet."""
 from __future__ import annotations
 
+from r2mad.engine.service import open_run
 from r2mad.evaluation import paired
 from r2mad.evaluation.results import Results
 from r2mad.methods import is_debate
-from r2mad.service import open_run
 
 SOURCE = "eval"
 
@@ -23,11 +23,8 @@ def store_ledger(res: Results, store) -> dict[tuple[str, str], str]:
 
 
 def _existing(store, method: str, t, res: Results) -> str | None:
-    with store.transaction(write=False) as conn:
-        row = conn.execute("SELECT id FROM runs WHERE source = ? AND method = ? AND task_id = ? AND backbone = ? "
-                           "AND seed IS ?", (SOURCE, method, t.task.id, res.run["backbone"],
-                                             t.settings.get("seed"))).fetchone()
-    return row["id"] if row else None
+    return store.find_run(source=SOURCE, method=method, task_id=t.task.id, backbone=res.run["backbone"],
+                          seed=t.settings.get("seed"))
 
 
 def _save(store, method: str, t, res: Results) -> str:

@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 import choix
 import numpy as np
 
-from r2mad.runs.votes import Vote
+from r2mad.types import Vote
 
 ALPHA = 0.1  # choix's regularisation: keeps a method that never won (or never lost) at a finite strength
 BOOTSTRAP = 200  # resamples of the votes for the 95% intervals

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from r2mad.tasks import format_task
+from r2mad.grading.tasks import format_task
 from r2mad.types import Transcript
 
 FINAL = "final"  # the annotator name under which the adjudicated labels travel

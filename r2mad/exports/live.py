@@ -6,7 +6,7 @@ import asyncio
 import logging
 from typing import Any, Iterable
 
-from r2mad.config import otel_endpoint
+from r2mad.settings.config import otel_endpoint
 
 log = logging.getLogger(__name__)
 

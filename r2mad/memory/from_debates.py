@@ -1,15 +1,8 @@
-"""Memory from debates: run full-length debates and turn each finished one into memory cases (one per agent per
-round t > 0, round 0 excluded). Questions already in the bank are skipped; a failed or partial debate is never
-written into a bank. The `build-memory` command is in r2mad/commands/build_memory.py."""
+"""Memory from debates: each finished debate as memory cases (one per agent per round t > 0, round 0 excluded).
+Running the debates that build a bank is r2mad/engine/build_memory.py; the command is r2mad/commands/build_memory.py."""
 from __future__ import annotations
 
-import asyncio
-import time
-
-from r2mad.answers import is_correct, strip_think
-from r2mad.debate import Debate
-from r2mad.memory.summaries import SummaryCache
-from r2mad.methods.r2mad import R2MAD
+from r2mad.grading.answers import is_correct, strip_think
 from r2mad.prompts.common import format_task
 from r2mad.types import Case, Transcript
 
@@ -39,33 +32,3 @@ def complete(t: Transcript) -> bool:
     """Only whole debates become memory: every round ran and no agent abstained."""
     return (t.status == "done" and len(t.rounds) == t.settings["rounds"]
             and all(turn.error is None for r in t.rounds for turn in r.turns))
-
-
-async def build(tasks, bank, backend, settings, *, backbone: str = "", concurrency: int = 1,
-                progress=None, summaries=None) -> dict:
-    """Debate every task not yet in the bank and add its cases; returns a summary. `summaries`: R²-MAD's
-    summary cache, shared by the debates."""
-    summaries = summaries if summaries is not None else SummaryCache()
-    settings = settings.replace(early_stop=False, use_memory=False)
-    todo = [task for task in tasks if not bank.has_question(task.id)]
-    gate = asyncio.Semaphore(concurrency)
-    stats = {"questions": 0, "skipped_existing": len(tasks) - len(todo), "failed": 0, "tokens": 0}
-    started = time.monotonic()
-
-    async def one(task):
-        async with gate:
-            debate = Debate(backend, R2MAD(settings, None, summarize=True, summaries=summaries),
-                            backbone=backbone)
-            transcript = await debate.run(task)
-        if complete(transcript):
-            bank.add(cases_from_transcript(transcript))
-            stats["questions"] += 1
-        else:
-            stats["failed"] += 1
-        stats["tokens"] += transcript.usage().tokens
-        if progress:
-            progress(transcript)
-
-    await asyncio.gather(*(one(task) for task in todo))
-    stats["seconds"] = round(time.monotonic() - started, 1)
-    return stats

@@ -1,13 +1,24 @@
-"""The run store's annotations: one annotator's labels, note and blame per run, every edit kept."""
+"""The run store's people's labels: one annotator's labels, note and blame per run (every edit kept), and
+the adjudicated final labels. Checking a label against others or against detectors is annotation/'s."""
 from __future__ import annotations
 
 import json
 import sqlite3
 import time
-from typing import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
 
 from r2mad.runs.records import NOTE_LIMIT, Annotation, AnnotationEdit, dumps
 from r2mad.text import quoted
+
+
+@dataclass(frozen=True)
+class FinalLabels:
+    run_id: str
+    labels: tuple[str, ...]
+    blame: dict[str, Any]  # label -> the turn it blames, or a list of turns (see annotation/book.py)
+    adjudicator: str
+    decided_at: float
 
 
 class Annotating:
@@ -31,8 +42,7 @@ class Annotating:
         note, now, labels_text = self.scrub(note), time.time(), dumps(labels)
         blame_text = dumps({k: v for k, v in (blame or {}).items() if k in labels})
         with self.transaction() as conn:
-            if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
-                raise KeyError(f"No run {quoted(run_id)} in {self.path}; check the id.")
+            self._require_run(conn, run_id)
             old = conn.execute("SELECT id, labels, note, blame, updated_at FROM annotations "
                                "WHERE run_id = ? AND annotator = ?", (run_id, annotator)).fetchone()
             if old is None:
@@ -48,6 +58,10 @@ class Annotating:
                              "WHERE id = ?", (labels_text, note, blame_text, now, old["id"]))
             return old["id"]
 
+    def _require_run(self, conn: sqlite3.Connection, run_id: str) -> None:
+        if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+            raise KeyError(f"No run {quoted(run_id)} in {self.path}; check the id.")
+
     def annotations_of(self, conn: sqlite3.Connection, run_id: str) -> Iterator[Annotation]:
         for row in conn.execute("SELECT * FROM annotations WHERE run_id = ? ORDER BY annotator",
                                 (run_id,)).fetchall():
@@ -59,3 +73,46 @@ class Annotating:
                                                   tuple(json.loads(e["labels"])), e["note"])
                                    for e in edits), json.loads(row["blame"]))
 
+    def labels_by_annotator(self) -> dict[str, dict[str, tuple[tuple[str, ...], dict[str, Any]]]]:
+        """run id -> annotator -> (their labels, their blame as stored), for every annotated run."""
+        with self.transaction(write=False) as conn:
+            rows = conn.execute("SELECT run_id, annotator, labels, blame FROM annotations "
+                                "ORDER BY run_id, annotator").fetchall()
+        out: dict[str, dict[str, tuple[tuple[str, ...], dict[str, Any]]]] = {}
+        for r in rows:
+            out.setdefault(r["run_id"], {})[r["annotator"]] = (tuple(json.loads(r["labels"])), json.loads(r["blame"]))
+        return out
+
+    def annotators_by_run(self) -> dict[str, list[str]]:
+        """run id -> the people who annotated it, in name order."""
+        with self.transaction(write=False) as conn:
+            rows = conn.execute("SELECT run_id, annotator FROM annotations ORDER BY annotator").fetchall()
+        people: dict[str, list[str]] = {}
+        for row in rows:
+            people.setdefault(row[0], []).append(row[1])
+        return people
+
+    # --- adjudicated final labels ----------------------------------------------------------------
+
+    def set_final_labels(self, run_id: str, labels: Sequence[str], blame: dict[str, Any], adjudicator: str) -> None:
+        """Write the adjudicated labels of a run now (replacing earlier ones); KeyError for an unknown run."""
+        with self.transaction() as conn:
+            self._require_run(conn, run_id)
+            conn.execute("INSERT OR REPLACE INTO final_labels VALUES (?, ?, ?, ?, ?)",
+                         (run_id, dumps(list(labels)), dumps(blame), adjudicator, time.time()))
+
+    def restore_final_labels(self, finals: Sequence[FinalLabels]) -> None:
+        """Import final labels (a dataset's); one decided later than the store's replaces it, else it is skipped."""
+        with self.transaction() as conn:
+            for f in finals:
+                old = conn.execute("SELECT decided_at FROM final_labels WHERE run_id = ?", (f.run_id,)).fetchone()
+                if old is None or f.decided_at > old[0]:
+                    conn.execute("INSERT OR REPLACE INTO final_labels VALUES (?, ?, ?, ?, ?)",
+                                 (f.run_id, dumps(list(f.labels)), dumps(f.blame), f.adjudicator, f.decided_at))
+
+    def final_labels(self) -> dict[str, FinalLabels]:
+        """run id -> its adjudicated labels, for every adjudicated run."""
+        with self.transaction(write=False) as conn:
+            rows = conn.execute("SELECT * FROM final_labels ORDER BY run_id").fetchall()
+        return {r["run_id"]: FinalLabels(r["run_id"], tuple(json.loads(r["labels"])), json.loads(r["blame"]),
+                                         r["adjudicator"], r["decided_at"]) for r in rows}

@@ -1,7 +1,8 @@
 """Run store: each debate's config (secrets scrubbed), transcript, outcome and human annotations in one
-SQLite file (database.py; annotations.py; recovery.py keeps what a fault would lose). Schema, rows and
-scrubbing live in records.py, export/import in io.py; not for scoring (evaluation/metrics.py) or rendering
-(ui/)."""
+SQLite file (database.py; annotations.py, suggestions.py, links.py and queues.py hold the rest of its tables;
+recovery.py keeps what a fault would lose). Schema, rows and scrubbing live in records.py, export/import in
+io.py; every SQL statement on the store's tables lives in runs/. Not for scoring (evaluation/metrics.py) or
+rendering (ui/)."""
 from __future__ import annotations
 
 import json
@@ -23,6 +24,8 @@ from r2mad.runs.faults import (
     StoreFailed,
     recovery_folders,
 )
+from r2mad.runs.links import Linking
+from r2mad.runs.queues import Queueing
 from r2mad.runs.records import (
     BOOL_COLUMNS,
     STATUSES,
@@ -38,6 +41,7 @@ from r2mad.runs.records import (
     where_clause,
 )
 from r2mad.runs.recovery import Recovering
+from r2mad.runs.suggestions import Suggesting
 from r2mad.text import quoted
 from r2mad.types import Task, Transcript, from_dict, to_dict
 
@@ -57,7 +61,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-class RunStore(StoreFile, Recovering, Annotating):
+class RunStore(StoreFile, Recovering, Annotating, Suggesting, Linking, Queueing):
     """SQLite run store shared by the app and the CLI. WAL mode and one transaction per write, so
     several threads and processes can write at once; one connection per thread.
 
@@ -197,6 +201,13 @@ class RunStore(StoreFile, Recovering, Annotating):
         with self.transaction(write=False) as conn:
             rows = conn.execute("SELECT id FROM runs WHERE id LIKE ? LIMIT 2", (run_id + "%",)).fetchall()
         return rows[0]["id"] if len(rows) == 1 else run_id
+
+    def find_run(self, *, source: str, method: str, task_id: str, backbone: str, seed: int | None) -> str | None:
+        """The id of a run saved from `source` with this method, task, backbone and seed, if there is one."""
+        with self.transaction(write=False) as conn:
+            row = conn.execute("SELECT id FROM runs WHERE source = ? AND method = ? AND task_id = ? AND backbone = ? "
+                               "AND seed IS ?", (source, method, task_id, backbone, seed)).fetchone()
+        return row["id"] if row else None
 
     def get_run(self, run_id: str) -> RunRecord:
         """A run by its id, or by the short id the app and the CLI show when only one run has it."""

@@ -10,10 +10,10 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass
 from typing import Any, Iterable
 
 from r2mad.runs.store import RunStore
+from r2mad.types import Vote
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS votes (
     comparison TEXT NOT NULL,   -- the comparison's run ids, sorted, joined by ','
@@ -28,27 +28,6 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS votes (
 
 class VoteRefused(ValueError):
     """A vote that cannot be counted, in one sentence."""
-
-
-@dataclass(frozen=True)
-class Vote:
-    comparison: str
-    voter: str
-    winner: str  # run id
-    runs: dict[str, str]  # method -> run id
-    shown: dict[str, str]  # label -> method
-    username: str | None = None
-    created_at: float = 0.0
-
-    @property
-    def winner_method(self) -> str:
-        return next(m for m, run in self.runs.items() if run == self.winner)
-
-    def row(self) -> dict[str, Any]:
-        """The flat row of an export (runs and shown as JSON text)."""
-        return {"comparison": self.comparison, "voter": self.voter, "username": self.username,
-                "winner": self.winner, "winner_method": self.winner_method, "runs": json.dumps(self.runs),
-                "shown": json.dumps(self.shown), "created_at": self.created_at}
 
 
 def comparison_id(run_ids: Iterable[str]) -> str:

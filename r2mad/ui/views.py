@@ -15,9 +15,9 @@ from r2mad.evaluation.costs import PriceTable
 from r2mad.steer.fork import fork_starts
 from r2mad.types import Transcript, to_dict
 from r2mad.ui.render.chat import chat_messages, esc, final_markdown
-from r2mad.ui.scoreboard import matrix_html, scoreboard_html
-from r2mad.ui.states import progress_line, title_of
-from r2mad.ui.tables import SUMMARY_HEADERS, summary_rows
+from r2mad.ui.render.scoreboard import matrix_html, scoreboard_html
+from r2mad.ui.render.states import progress_line, title_of
+from r2mad.ui.render.tables import SUMMARY_HEADERS, summary_rows
 
 MAX_COLUMNS = 4
 

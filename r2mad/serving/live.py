@@ -1,0 +1,190 @@
+"""Runs one debate or a side-by-side comparison for the app and streams it: the run service's `start` runs as
+an asyncio task, saves each method's run round by round and hands the transcripts to the LiveRun; the loop's
+events (through an asyncio.Queue) only wake the view and carry live text. No Gradio here."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator
+
+from r2mad.engine.service import Resolved, RunRequest, start
+from r2mad.methods import is_debate
+from r2mad.runs.store import RunStore
+from r2mad.settings.config import DebateSettings
+from r2mad.types import Answer, Event, Task, Transcript
+
+TYPING_REFRESH_S = 0.25  # live text alone refreshes the page at most this often
+
+
+@dataclass
+class LiveRun:
+    """One run in progress: the loop's latest transcript per method (handed over by `update`), the live text
+    of turns still being written, the saved runs' ids once opened, and the transcripts of methods that ended."""
+    task: Task
+    methods: list[str]
+    backbone: str
+    settings: DebateSettings
+    bank: str | None
+    store: RunStore
+    latest: dict[str, Transcript] = field(default_factory=dict)  # per method, and "round0" when shared
+    run_ids: dict[str, str] = field(default_factory=dict)
+    results: dict[str, Transcript] = field(default_factory=dict)
+    started_at: float = field(default_factory=time.time)
+    typing: dict[str, dict[tuple[int, int], str]] = field(default_factory=dict)  # text of unfinished turns
+    owner: str | None = None  # the visitor who may read these runs on a public Space (ui/visitors.py)
+    agent_backends: list[tuple[str, Any]] = field(default_factory=list)  # mixed models: (name, backend) per agent
+
+    @classmethod
+    def of(cls, request: RunRequest, store: RunStore, agent_backends=()) -> LiveRun:
+        """The live view of a run request of the app."""
+        return cls(request.task, list(request.methods), request.backbone, request.settings, request.bank, store,
+                   owner=request.owner, agent_backends=list(agent_backends))
+
+    def __post_init__(self):
+        self.request = RunRequest(self.task, tuple(self.methods), self.settings, self.backbone, source="app",
+                                  agent_backbones=tuple(n for n, _ in self.agent_backends), bank=self.bank,
+                                  owner=self.owner)
+        self.typing = {m: {} for m in self.methods}
+
+    def opened(self, run_ids: dict[str, str]) -> None:
+        """The run service saved the runs (once the request was found runnable)."""
+        self.run_ids.update(run_ids)
+
+    def transcript(self, method: str) -> Transcript:
+        """What the page shows: the loop's transcript (the shared round 0's while that runs), with the
+        live text of turns still being written attached to the running round for display."""
+        if method in self.results:
+            return self.results[method]
+        t = self.latest.get(method)
+        if t is None and is_debate(method) and "round0" in self.latest:
+            shared = self.latest["round0"]
+            t = dataclasses.replace(shared, method=method, backbone=self.backbone, shared_round0=True,
+                                    settings=dataclasses.asdict(self.settings))
+        if t is None:
+            t = Transcript(self.task, method, self.backbone, dataclasses.asdict(self.settings), (),
+                           Answer(None, "abstained"), None, "running", (), self.started_at,
+                           round(time.time() - self.started_at, 4))
+        typing = self.typing[method]
+        if typing and t.rounds and t.rounds[-1].details.get("running"):
+            last = t.rounds[-1]
+            shown = {str(a): text for (r, a), text in sorted(typing.items()) if r == last.index}
+            t = dataclasses.replace(t, rounds=(*t.rounds[:-1], dataclasses.replace(
+                last, details={**last.details, "typing": shown})))
+        return t
+
+    def transcripts(self) -> dict[str, Transcript]:
+        return {m: self.transcript(m) for m in self.methods}
+
+    def update(self, column: str, t: Transcript) -> None:
+        """A method's transcript (or the shared round 0's) as saved: kept for good once the method has ended."""
+        self.latest[column] = t
+        if column in self.methods and column not in self.results and t.status != "running":
+            self.results[column] = t
+
+    def receive(self, column: str, event: Event) -> str:
+        """Keep the live text of an event (the shared round 0 goes to every debate method); return its kind."""
+        if event.kind in ("delta", "turn"):
+            targets = [m for m in self.methods if is_debate(m)] if column == "round0" else [column]
+            for m in targets:
+                if event.kind == "delta":  # shown while written, never saved
+                    self.typing[m][(event.round, event.agent)] = str(event.data.get("text", ""))
+                else:
+                    self.typing[m].pop((event.round, event.agent), None)
+        return event.kind
+
+    def abandon(self, status: str, note: str | None = None) -> dict[str, Transcript]:
+        """Save every method that has not ended as `status` with what the loop last handed over; return
+        what is shown."""
+        for m in self.methods:
+            if m not in self.results:
+                t = dataclasses.replace(self.transcript(m), status=status)
+                if m not in self.run_ids:  # refused or stopped before anything was saved
+                    pass
+                elif m in self.latest:
+                    self.store.save_transcript(self.run_ids[m], t, status)
+                else:
+                    self.store.set_status(self.run_ids[m], status, note)
+                self.results[m] = t
+        return self.transcripts()
+
+
+async def stream(live: LiveRun, backend: Any, *, bank: Any = None, bank_notices: tuple[str, ...] = (),
+                 stop: asyncio.Event | None = None, summaries: Any = None,
+                 tick_s: float | None = None) -> AsyncIterator[dict[str, Transcript]]:
+    """Yield the partial transcripts after every event, then the finished ones. Setting `stop` (or
+    cancelling the consumer) cancels the debate and saves it as "cancelled" with the rounds it has;
+    after `stop` the cancelled transcripts are yielded last. An exception saves it as "failed".
+    `tick_s`: after that many seconds without an event, an empty dict is yielded (nothing new: a clock
+    shown beside the debate may move on)."""
+    queue: asyncio.Queue[tuple[str, Event]] = asyncio.Queue()
+    stop = stop or asyncio.Event()
+
+    def emit_for(column: str):
+        return lambda event: queue.put_nowait((column, event))
+
+    resolved = Resolved(backend, live.backbone, live.agent_backends, bank, tuple(bank_notices))
+    job = asyncio.create_task(start(live.request, resolved, live.store, summaries=summaries, on_update=live.update,
+                                    on_open=live.opened, emit_for=emit_for))
+    stopper = asyncio.ensure_future(stop.wait())
+    shown_at = 0.0
+    getter: asyncio.Future | None = None
+    unshown = False  # live text received but not yet shown
+    try:
+        while True:
+            getter = getter or asyncio.ensure_future(queue.get())
+            done, _ = await asyncio.wait({getter, job, stopper}, timeout=tick_s, return_when=asyncio.FIRST_COMPLETED)
+            if not done:
+                shown_at = time.monotonic() if unshown else shown_at
+                yield live.transcripts() if unshown else {}
+                unshown = False
+                continue
+            if getter not in done:
+                getter.cancel()
+                break
+            kinds = {live.receive(*getter.result())} | _drain(queue, live)
+            getter = None
+            unshown = kinds == {"delta"} and time.monotonic() - shown_at < TYPING_REFRESH_S
+            if unshown:
+                continue
+            shown_at = time.monotonic()
+            yield live.transcripts()
+        if stopper in done and not job.done():
+            await _cancel(job)
+            _drain(queue, live)
+            yield live.abandon("cancelled")
+            return
+        _drain(queue, live)
+        job.result()  # raises what the debate raised; `update` has already kept every result
+    except (asyncio.CancelledError, GeneratorExit) as exc:
+        job.cancel()
+        if isinstance(exc, asyncio.CancelledError):  # a closed generator may not await
+            await _cancel(job)
+        _drain(queue, live)
+        live.abandon("cancelled")
+        raise
+    except BaseException as exc:
+        job.cancel()
+        live.abandon("failed", f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        stopper.cancel()
+        if getter is not None:
+            getter.cancel()
+    yield live.transcripts()
+
+
+async def _cancel(job: asyncio.Task) -> None:
+    job.cancel()
+    with contextlib.suppress(BaseException):
+        await job
+
+
+def _drain(queue: asyncio.Queue, live: LiveRun) -> set[str]:
+    """Receive every queued event; return their kinds."""
+    kinds = set()
+    while not queue.empty():
+        kinds.add(live.receive(*queue.get_nowait()))
+    return kinds

@@ -1,0 +1,115 @@
+"""Honest one-line states of a debate, in words a visitor reads without knowing the code: running (with
+the current majority), finished (correct, wrong, or no answer and why), stopped (after which round, no
+final answer), failed (why, and how many calls were made). Pure; no Gradio, no markup."""
+from __future__ import annotations
+
+from r2mad.grading.answers import plurality_vote, same_answer
+from r2mad.methods import REGISTRY, needs_bank
+from r2mad.types import Round, Transcript
+from r2mad.ui.render.blind import is_blind
+
+
+def finished_rounds(t: Transcript) -> list[Round]:
+    return [r for r in t.rounds if not r.details.get("running")]
+
+
+def majority(rnd: Round, kind: str) -> tuple[str | None, int, int]:
+    """(plurality answer or None, agents holding it, agents in the round)."""
+    answers = [turn.answer for turn in rnd.turns]
+    if not answers:
+        return None, 0, 0
+    vote = plurality_vote(answers, kind)
+    if vote.value is None:
+        return None, 0, len(answers)
+    return vote.value, sum(1 for a in answers if a.value is not None and same_answer(a, vote, kind)), len(answers)
+
+
+def _errors(t: Transcript) -> list[str]:
+    return [turn.error for r in t.rounds for turn in r.turns if turn.error] + \
+           [c.error for r in t.rounds for c in r.aux if c.error]
+
+
+def failure_reason(t: Transcript) -> str:
+    errors = _errors(t)
+    text = errors[0] if errors else (t.notices[-1] if t.notices else "the debate failed")
+    low = text.lower()
+    if "could not reach" in low or "connection" in low or "unreachable" in low:
+        return "could not reach the endpoint"
+    if "did not answer within" in low or "timed out" in low:
+        return "the endpoint did not answer in time"
+    if "deadline" in low:
+        return "the debate ran past its deadline"
+    return text.rstrip(".")
+
+
+def _all_cut(rnd: Round, max_tokens: object) -> bool:
+    if not isinstance(max_tokens, int) or not rnd.turns:
+        return False
+    return all(turn.answer.value is None and not turn.error and turn.tokens_out >= max_tokens
+               for turn in rnd.turns)
+
+
+def outcome_line(t: Transcript) -> str:
+    """The debate's state in one line, e.g. "Final answer: B — correct", "Stopped after round 0 — no
+    final answer", "Failed: could not reach the endpoint (0 calls)"; " · memory off" when a method that
+    reads a memory bank ran without one."""
+    line = _outcome(t)
+    return f"{line} · memory off" if memory_off(t) else line
+
+
+def memory_off(t: Transcript) -> bool:
+    """A method that reads a memory bank ran without one (the run's notices say why); a blind debate
+    (ui/blind.py) keeps that notice only where its method reads a bank."""
+    return (needs_bank(t.method) or is_blind(t.method)) and any(n.startswith("Memory off") for n in t.notices)
+
+
+def _outcome(t: Transcript) -> str:
+    done = finished_rounds(t)
+    calls = t.usage().calls
+    if t.status == "running":
+        now = len(done)
+        if not done:
+            return "Round 0 running — each agent answers alone first"
+        value, held, n = majority(done[-1], t.task.kind)
+        lead = f"current majority {value} ({held} of {n} agents)" if value else "no majority yet"
+        return f"Round {now} running — {lead} after round {done[-1].index}"
+    if t.status == "failed":
+        answered = [r for r in done if any(not turn.error for turn in r.turns)]
+        where = f" after round {answered[-1].index}" if answered else ""
+        return f"Failed{where}: {failure_reason(t)} ({calls} call{'s' if calls != 1 else ''})"
+    if t.status == "cancelled":
+        if not done:
+            return "Stopped before round 0 finished — no final answer"
+        value, held, n = majority(done[-1], t.task.kind)
+        seen = f" (round {done[-1].index}'s majority was {value}, {held} of {n})" if value else ""
+        return f"Stopped after round {done[-1].index} — no final answer{seen}"
+    if t.final.value is None:
+        last = done[-1] if done else None
+        if last is not None and _all_cut(last, (t.settings or {}).get("max_tokens")):
+            return "No final answer — every answer was cut at the token limit; raise Max tokens"
+        return "No final answer — no agent gave an answer in the task's format"
+    if t.correct is None:
+        verdict = ("right or wrong shown after your vote" if is_blind(t.method) else
+                   "no gold answer given" if t.task.gold is None else "not scored")
+    else:
+        verdict = "correct" if t.correct else f"wrong (gold {t.task.gold})"
+    return f"Final answer: {t.final.value} — {verdict}"
+
+
+def progress_line(title: str, t: Transcript) -> str:
+    """Per-method progress of a side-by-side run: "R²-MAD round 1 of 2", "MAD finished: Final answer…"."""
+    planned = int((t.settings or {}).get("rounds") or 0) - 1
+    if t.status != "running":
+        return f"{title}: {outcome_line(t)}"
+    running = next((r for r in t.rounds if r.details.get("running")), None)
+    index = running.index if running else len(t.rounds)
+    if index == 0:
+        return f"{title}: round 0 (each agent alone)"
+    return f"{title}: round {index} of {max(planned, index)}"
+
+
+def title_of(method: str) -> str:
+    """A method's name as the papers' tables write it ("R²-MAD", "MAD-M² (O)")."""
+    base = method.removesuffix("+advice")
+    name = REGISTRY[base].label if base in REGISTRY else method
+    return name + (" + advice" if method.endswith("+advice") else "")

@@ -1,0 +1,1 @@
+"""Scripted and faulty OpenAI-compatible servers for the tests and the bench; not part of the library."""
