@@ -25,6 +25,7 @@ from r2mad.commands.common import (
 )
 from r2mad.engine.resources import Local
 from r2mad.engine.service import RunRequest, backbone_plan, start
+from r2mad.exports.live import install as install_traces
 from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import METHODS, PLAIN, with_advice
 from r2mad.runs.faults import StoreError
@@ -97,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    install_traces()  # R2MAD_OTEL_ENDPOINT: finished runs as traces (nothing when unset)
     try:
         config = load_config(args.config_dir) if args.config_dir else load_config()
         if getattr(args, "backbone", "unset") is None:

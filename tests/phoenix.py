@@ -54,7 +54,8 @@ def phoenix_server(workdir: Path, wait_s: float = 180.0):
         deadline = time.monotonic() + wait_s
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"Phoenix exited with {proc.returncode}: {(workdir / 'phoenix.log').read_text()[-800:]}")
+                told = (workdir / "phoenix.log").read_text()[-800:]
+                raise RuntimeError(f"Phoenix exited with {proc.returncode}: {told}")
             try:
                 with urllib.request.urlopen(f"{url}/healthz", timeout=2) as r:
                     if r.status == 200:

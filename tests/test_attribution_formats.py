@@ -7,9 +7,9 @@ import pytest
 
 from r2mad.annotation.book import LabelBook
 from r2mad.cli import main
-from r2mad.settings.config import load_config
 from r2mad.exports import mpbench, whowhen
 from r2mad.runs.store import RunStore
+from r2mad.settings.config import load_config
 from tests.helpers import STORED_MCQ, make_transcript, save_run
 
 QUESTION = "Which is right?\n(A) this\n(B) that"  # format_task(STORED_MCQ)

@@ -14,7 +14,6 @@ import r2mad
 from r2mad.backends.base import ChatBackend
 from r2mad.engine.runner import run_debate, run_side_by_side
 from r2mad.evaluation.leakage import check_question_not_in_bank
-from r2mad.exports.live import send_traces
 from r2mad.methods import is_debate, needs_bank
 from r2mad.settings.config import DebateSettings
 from r2mad.steer.fork import ForkSpec
@@ -124,6 +123,9 @@ async def run(request: RunRequest, backend: ChatBackend, backbone: str, agents: 
                                   summaries=summaries, agent_backends=agents)
 
 
+FINISHED: list[Callable[[Any, list[str]], Awaitable[None]]] = []  # heard with the store and run ids as runs end
+
+
 async def start(request: RunRequest, resources: Resources, store, *, summaries=None,
                 on_update: Callable[[str, Transcript], None] | None = None,
                 admit: Callable[[], Awaitable[None]] | None = None,
@@ -155,7 +157,8 @@ async def start(request: RunRequest, resources: Resources, store, *, summaries=N
                                      record_for=record_for, emit_for=emit_for, summaries=summaries)
     finally:
         resources.release(bank)
-    await send_traces(store, runs.run_ids.values())  # R2MAD_OTEL_ENDPOINT; nothing when unset
+    for hook in FINISHED:  # e.g. exports/live.py's trace exporter, which the entry points install
+        await hook(store, list(runs.run_ids.values()))
     return runs
 
 

@@ -21,7 +21,8 @@ def run_record(record: Any, verdict: Verdict) -> dict[str, Any]:
                       "fail_category": ",".join(labels), "fail_reason": verdict.note if labels else "",
                       "ideal_action": ""})
     return {"is_correct": t.correct, "question": steps[0]["content"], "ground_truth": t.task.gold, "history": steps,
-            "system_prompt": system_prompts(t), "run_id": record.id, "labels": list(verdict.labels), "note": verdict.note}
+            "system_prompt": system_prompts(t), "run_id": record.id, "labels": list(verdict.labels),
+            "note": verdict.note}
 
 
 def read_verdict(rec: dict[str, Any], t: Any, taxonomy: dict[str, str], annotator: str) -> Verdict:

@@ -9,6 +9,7 @@ from typing import Iterable
 
 import gradio as gr
 
+from r2mad.exports.live import install as install_traces
 from r2mad.serving.services import Services
 from r2mad.serving.visitors import kept_notice, new_browser_id
 from r2mad.settings.config import Config, load_config
@@ -51,6 +52,7 @@ def build_app(config: Config | None = None, *, secrets: Iterable[str] = (),
     """`secrets`: values (e.g. API keys from the environment) the run store must never keep."""
     config = config or load_config()
     services = services or Services(config, secrets=secrets)
+    install_traces()  # R2MAD_OTEL_ENDPOINT: finished runs as traces (nothing when unset)
     with warnings.catch_warnings():
         # Gradio 6 takes theme and css at launch(); given here they travel with the Blocks, so every
         # launcher (app.py, the tests) gets them.

@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from r2mad.grading.tasks import format_task
 from r2mad.prompts.common import format_instruction
 from r2mad.runs.records import scrub
-from r2mad.grading.tasks import format_task
 from r2mad.types import AgentTurn, Message, Task
 
 CHARS_PER_TOKEN = 4  # the estimate used when the backend reported no count (a failed call)
