@@ -153,8 +153,8 @@ class ForkHandlers(VisitorHandlers):
                 f"saved; {live_usage(t).calls} model calls made, none for the replayed rounds.")
         if pause and t.status == "done" and len(t.rounds) == start + 1 and start + 1 < total:
             yield (done + f" Paused after round {start}: change what you like and press the button to go on "
-                   f"from round {start + 1}.", parent_chat, chat_messages(t, saw=True), side_by_side(parent, parent_id, t),
-                   fork_id, start + 1, total)
+                   f"from round {start + 1}.", parent_chat, chat_messages(t, saw=True),
+                   side_by_side(parent, parent_id, t), fork_id, start + 1, total)
             return
         yield done, parent_chat, chat_messages(t, saw=True), side_by_side(parent, parent_id, t), *skip[:3]
 
