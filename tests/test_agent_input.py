@@ -49,6 +49,6 @@ def test_the_block_is_one_html_line_holding_each_message_exactly_and_no_token():
     previous = AgentTurn(0, 0, "p", prompt[:1], "x", Answer("A"))
     page = saw_html(AgentTurn(0, 1, "p", prompt, "y", Answer("A"), tokens_in=12), TASK, previous)
     assert "\n" not in page and secret not in page
-    texts = [html.unescape(t) for t in re.findall(r'<pre data-part="[a-z]+" style="[^"]*">(.*?)</pre>', page)]
+    texts = [html.unescape(t) for t in re.findall(r'<pre class="saw-part part-[a-z]+" style="[^"]*">(.*?)</pre>', page)]
     assert [t.removeprefix("\n") for t in texts] == ["Be careful.\n\nAlways.", "Q? <b>bold</b> & [redacted]"]
     assert "What changed since this agent's previous round (round 0): +2 lines, −0 lines" in page

@@ -77,8 +77,8 @@ def split_message(message: Message, task: Task | None = None, round_index: int |
         if kind == "peer":
             found = CONFIDENCE.search(piece)
             label = f"Peer answer · {label}" + (f" · {found.group(1).lower()} confidence tag" if found else "")
-        if parts and kind == "instruction" and parts[-1].kind == "instruction":
-            parts[-1] = Part("instruction", "Instruction", parts[-1].text + piece)
+        if parts and (not piece.strip() or kind == "instruction" == parts[-1].kind):  # a bare separator joins
+            parts[-1] = Part(parts[-1].kind, parts[-1].label, parts[-1].text + piece)
         else:
             parts.append(Part(kind, label, piece))
     return parts or [Part("instruction", "Instruction", "")]
@@ -131,28 +131,40 @@ def masks_line(turn: AgentTurn, round_details: dict[str, Any] | None = None) -> 
     return "; ".join(notes)
 
 
-def _pre(text: str, **attrs: Any) -> str:
+def _pre(text: str, kind: str) -> str:
     """Exact text in a <pre> on one source line (newlines as character references), so Markdown leaves it
     alone and the page's text is the message's, byte for byte."""
     body = html.escape(text, quote=False).replace("\r", "&#13;").replace("\n", "&#10;")
-    extra = "".join(f' {k.replace("_", "-")}="{html.escape(str(v))}"' for k, v in attrs.items())
-    return f'<pre{extra} style="{PRE}">&#10;{body}</pre>'
+    return f'<pre class="saw-part part-{kind}" style="{PRE}">&#10;{body}</pre>'
+
+
+def round_change(before: Sequence[Message], after: Sequence[Message]) -> tuple[str, list[str]]:
+    """(what kind of change, diff lines). A prompt that extends the previous one (an agent keeping its history,
+    as in MAD) is compared by its newest message against the previous round's newest; else whole."""
+    grew = len(before) < len(after) and list(after[:len(before)]) == list(before) and before and \
+        before[-1].role == after[-1].role == "user"
+    if grew:
+        lines = list(difflib.unified_diff(before[-1].content.split("\n"), after[-1].content.split("\n"),
+                                          lineterm="", n=2))[2:]
+        return (f"messages 1–{len(before)} as then, {len(after) - len(before)} added; the new message "
+                f"{len(after)} against message {len(before)} of then", lines)
+    return "the whole prompt", prompt_diff(before, after)
 
 
 def diff_html(previous: AgentTurn | None, turn: AgentTurn) -> str:
     if previous is None:
         return ""
-    lines = prompt_diff([Message(m.role, scrub(m.content)) for m in previous.prompt],
-                        [Message(m.role, scrub(m.content)) for m in turn.prompt])
+    how, lines = round_change([Message(m.role, scrub(m.content)) for m in previous.prompt],
+                              [Message(m.role, scrub(m.content)) for m in turn.prompt])
     added = sum(1 for x in lines if x.startswith("+"))
     removed = sum(1 for x in lines if x.startswith("-"))
     colours = {"+": "background:rgba(22,163,74,.15)", "-": "background:rgba(220,38,38,.15)",
                "@": "color:#6b7280"}
     body = "&#10;".join(f'<span style="{colours.get(x[:1], "")}">{html.escape(x, quote=False)}</span>'
-                        for x in lines) or "The prompt is the same as in its previous round."
+                        for x in lines) or "No change."
     return (f'<details class="saw-diff"><summary>What changed since this agent\'s previous round (round '
-            f'{previous.round}): +{added} lines, −{removed} lines</summary><pre style="{PRE}">&#10;{body}</pre>'
-            "</details>")
+            f"{previous.round}): +{added} lines, −{removed} lines</summary><p><small>Compared: {html.escape(how)}."
+            f'</small></p><pre style="{PRE}">&#10;{body}</pre></details>')
 
 
 def saw_html(turn: AgentTurn, task: Task | None = None, previous: AgentTurn | None = None,
@@ -163,19 +175,19 @@ def saw_html(turn: AgentTurn, task: Task | None = None, previous: AgentTurn | No
     shares = iter(token_shares(turn.tokens_in, [p.text for parts in split for p in parts]))
     counted = (f"{turn.tokens_in} prompt tokens as the backend counted them, shared out over the parts by length"
                if turn.tokens_in else f"no count from the backend; about {CHARS_PER_TOKEN} characters a token")
-    out = [f'<details class="saw" data-agent="{turn.agent}" data-round="{turn.round}"><summary>What this agent saw: '
+    out = [f'<details class="saw saw-r{turn.round}-a{turn.agent}"><summary>What this agent saw: '
            f"{len(messages)} message{'s' if len(messages) != 1 else ''}, {turn.tokens_in or '≈'} tokens</summary>"
            f"<p><small>The exact messages sent to the model ({counted}).</small></p>"]
     masks = masks_line(turn, round_details)
     if masks:
         out.append(f"<p><b>Masks applied:</b> {html.escape(masks)}</p>")
     for i, (message, parts) in enumerate(zip(messages, split)):
-        out.append(f'<div class="saw-message" data-message="{i}"><p><b>Message {i + 1} · {message.role}</b></p>')
+        out.append(f'<div class="saw-message"><p><b>Message {i + 1} · {message.role}</b></p>')
         for part in parts:
             colour = KIND_COLOURS.get(part.kind, "#6b7280")
             out.append(f'<p style="margin:4px 0 0;border-left:4px solid {colour};padding-left:6px"><small>'
                        f"{html.escape(part.label)} · ≈{next(shares)} tokens</small></p>"
-                       + _pre(part.text, data_part=part.kind))
+                       + _pre(part.text, part.kind))
         out.append("</div>")
     out.append(diff_html(previous, turn))
     out.append("</details>")
