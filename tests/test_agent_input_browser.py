@@ -26,7 +26,8 @@ SAW = "details.saw-r2-a1"  # agent 2's turn of round 2
 def reply(body):
     if body["messages"][0]["content"].startswith("You describe the state"):
         return ok("The agents agree; nobody moved.")
-    return ok("Venus has many moons, I believe.\n\nSo ((A))")
+    said = sum(m["role"] == "assistant" for m in body["messages"])  # the agent's round: peers change each round
+    return ok(f"Venus has many moons, I believe (round {said}).\n\nSo ((A))")
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +74,8 @@ def check_block(page, sent) -> None:
     now = sent[contents.index(shown)]
     [then] = [m for m in sent if m[:4] == now[:4] and len(m) == 4]  # the same agent's round-1 request
     expected = list(difflib.unified_diff(then[3]["content"].split("\n"), now[5]["content"].split("\n"),
-                                         lineterm="", n=2))[2:] or ["No change."]
+                                         lineterm="", n=2))[2:]
+    assert "-Venus has many moons, I believe (round 0)." in expected  # the peers' round-1 words left
     assert page.locator(f"{SAW} details.saw-diff pre").first.text_content().split("\n")[-len(expected):] == expected
 
 
