@@ -52,3 +52,16 @@ def test_the_block_is_one_html_line_holding_each_message_exactly_and_no_token():
     texts = [html.unescape(t) for t in re.findall(r'<pre class="saw-part part-[a-z]+" style="[^"]*">(.*?)</pre>', page)]
     assert [t.removeprefix("\n") for t in texts] == ["Be careful.\n\nAlways.", "Q? <b>bold</b> & [redacted]"]
     assert "What changed since this agent's previous round (round 0): +2 lines, −0 lines" in page
+
+
+def test_every_turn_of_the_annotate_chat_and_the_export_carries_its_block():
+    from r2mad.exports.html import chat_html
+    from r2mad.ui.annotate_base import flat_chat
+    from r2mad.ui.render.chat import chat_messages
+    from tests.helpers import STORED_MCQ, make_transcript
+
+    t = make_transcript(STORED_MCQ, [["A", "B", "B"], ["A", "A", "B"]], "A", True)
+    turns = [m for m in flat_chat(t) if m["metadata"].get("id", "").count("-agent-")]
+    assert len(turns) == 6 and all('<details class="saw saw-r' in m["content"] for m in turns)
+    assert all("saw-r" not in m["content"] for m in chat_messages(t))  # the live Debate tab: unchanged
+    assert chat_html(t).count('<details class="saw saw-r') == 6
