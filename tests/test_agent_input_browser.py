@@ -108,3 +108,16 @@ def test_the_exported_file_shows_them_with_javascript_off(world, browser):
     page.locator(SAW).first.scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / "saw-export-1440.png"))
     context.close()
+
+
+def test_the_annotate_workbench_shows_them_too(world, browser):
+    url, run, sent, _ = world
+    page = browser.new_page(viewport={"width": 1440, "height": 1400})
+    page.goto(url + f"?run={run}")
+    page.wait_for_selector("#ann-panel", state="attached", timeout=60_000)
+    page.locator("#ann-chat").get_by_text("Agent 2 ·").last.click()  # round 2's turn, a message of its own
+    page.locator(f"{SAW} > summary").first.click()
+    check_block(page, sent)
+    page.locator(SAW).first.scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / "saw-annotate-1440.png"))
+    page.close()
