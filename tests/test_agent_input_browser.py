@@ -120,4 +120,8 @@ def test_the_annotate_workbench_shows_them_too(world, browser):
     check_block(page, sent)
     page.locator(SAW).first.scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / "saw-annotate-1440.png"))
+    reply = page.locator("#ann-chat").get_by_text("Venus has many moons, I believe (round 2).")
+    reply.locator("visible=true").first.click()
+    page.locator("#ann-turn").filter(has_text="round 2 · agent 2").wait_for(timeout=60_000)  # a click on the reply
+    assert page.locator("#ann-turn").inner_text().count("round 2 · agent 2") == 1  # the reading clicks blamed none
     page.close()

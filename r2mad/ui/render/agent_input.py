@@ -28,6 +28,10 @@ INSTRUCTION = re.compile(r"^(Here are the latest answers|These answers from the 
                          r"You decide how to use this advice)", re.M)
 KIND_COLOURS = {"system": "#6b7280", "task": "#2563eb", "format": "#2563eb", "peer": "#d97706", "case": "#7c3aed",
                 "advice": "#059669", "own": "#374151", "instruction": "#6b7280"}
+# The app's page script: a click inside the block opens and closes it (the browser's own <details>) and never
+# reaches the chat's message click (in Annotate, that blames the turn).
+KEEP_CLICKS = ("() => { document.addEventListener('click', (e) => { if (e.target.closest && "
+               "e.target.closest('details.saw')) e.stopPropagation(); }, true); }")
 PRE = "white-space:pre-wrap;word-break:break-word;margin:0 0 6px;padding:6px;background:rgba(127,127,127,.08)"
 
 
