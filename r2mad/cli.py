@@ -16,6 +16,7 @@ from r2mad.commands import judge as judge_cli
 from r2mad.commands import runs as runs_cli
 from r2mad.commands import serve as serve_cli
 from r2mad.commands import steer as steer_cli
+from r2mad.commands import traces as traces_cli
 from r2mad.commands.common import (
     add_backbone_flags,
     add_settings_flags,
@@ -26,6 +27,7 @@ from r2mad.commands.common import (
 )
 from r2mad.engine.resources import Local
 from r2mad.engine.service import RunRequest, backbone_plan, start
+from r2mad.exports.live import install as install_traces
 from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import METHODS, PLAIN, with_advice
 from r2mad.runs.faults import StoreError
@@ -91,13 +93,14 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(func=cmd_debate)
     # each adds its own subcommands
     for module in (build_memory, evaluate, bench, runs_cli, steer_cli, bank_cli, judge_cli,
-                   export_html_cli, serve_cli):
+                   export_html_cli, serve_cli, traces_cli):
         module.register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    install_traces()  # R2MAD_OTEL_ENDPOINT: finished runs as traces (nothing when unset)
     try:
         config = load_config(args.config_dir) if args.config_dir else load_config()
         if getattr(args, "backbone", "unset") is None:

@@ -123,6 +123,9 @@ async def run(request: RunRequest, backend: ChatBackend, backbone: str, agents: 
                                   summaries=summaries, agent_backends=agents)
 
 
+FINISHED: list[Callable[[Any, list[str]], Awaitable[None]]] = []  # heard with the store and run ids as runs end
+
+
 async def start(request: RunRequest, resources: Resources, store, *, summaries=None,
                 on_update: Callable[[str, Transcript], None] | None = None,
                 admit: Callable[[], Awaitable[None]] | None = None,
@@ -154,6 +157,8 @@ async def start(request: RunRequest, resources: Resources, store, *, summaries=N
                                      record_for=record_for, emit_for=emit_for, summaries=summaries)
     finally:
         resources.release(bank)
+    for hook in FINISHED:  # e.g. exports/live.py's trace exporter, which the entry points install
+        await hook(store, list(runs.run_ids.values()))
     return runs
 
 

@@ -15,7 +15,7 @@ from r2mad.ui.render.scoreboard import scoreboard_html
 def chat_html(t: Any) -> str:
     """The Inspect chat as nested <details>: one per round (open), one per agent turn inside it."""
     parts, open_round = [], False
-    for m in chat_messages(t):
+    for m in chat_messages(t, saw=True):
         meta = m.get("metadata") or {}
         content = markdown_html(m["content"])
         if meta.get("title") and not meta.get("parent_id"):  # a round

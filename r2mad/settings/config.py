@@ -260,6 +260,11 @@ def _is_sha256(text: str) -> bool:
     return len(text) == 64 and all(c in "0123456789abcdefABCDEF" for c in text)
 
 
+def otel_endpoint(env: dict[str, str] | None = None) -> str | None:
+    """R2MAD_OTEL_ENDPOINT: where finished runs go as OpenTelemetry traces (OTLP/HTTP); None (off) by default."""
+    return ((os.environ if env is None else env).get("R2MAD_OTEL_ENDPOINT") or "").strip() or None
+
+
 def env_secrets(config: Config, env: dict[str, str] | None = None) -> list[str]:
     """The API keys present in the environment, so that nothing we keep or print holds them."""
     env = os.environ if env is None else env

@@ -57,7 +57,7 @@ def flat_chat(transcript) -> list[dict]:
     if transcript is None:
         return []
     return [{**m, "metadata": {k: v for k, v in m["metadata"].items() if k != "parent_id"}}
-            for m in chat_messages(transcript)]
+            for m in chat_messages(transcript, saw=True)]
 
 
 def final_text(final) -> str:

@@ -66,7 +66,7 @@ class ForkHandlers(VisitorHandlers):
             t = readable(self.services.store, run_id, visitor).transcript
         except KeyError:
             return gr.skip()
-        return chat_messages(t) if t else []
+        return chat_messages(t, saw=True) if t else []
 
     async def fork(self, run_id: str, from_round: float, agent: float, change: str, value: str, method: str,
                    backbone: str, rounds: float | None, pause: bool, visitor_id: str | None = None,
@@ -116,7 +116,7 @@ class ForkHandlers(VisitorHandlers):
         job = asyncio.ensure_future(fork_saved(self.services, run_id, spec, source="app-fork", visitor=visitor,
                                                record=updates.put_nowait, waiting=tickets.append, line_key=key))
         stopped = asyncio.ensure_future(stop.wait())
-        parent_chat = await asyncio.to_thread(chat_messages, parent) if parent else []  # it checks answers
+        parent_chat = await asyncio.to_thread(chat_messages, parent, True) if parent else []  # it checks answers
         try:
             while not job.done():
                 getter = asyncio.ensure_future(updates.get())
@@ -153,10 +153,10 @@ class ForkHandlers(VisitorHandlers):
                 f"saved; {live_usage(t).calls} model calls made, none for the replayed rounds.")
         if pause and t.status == "done" and len(t.rounds) == start + 1 and start + 1 < total:
             yield (done + f" Paused after round {start}: change what you like and press the button to go on "
-                   f"from round {start + 1}.", parent_chat, chat_messages(t), side_by_side(parent, parent_id, t),
-                   fork_id, start + 1, total)
+                   f"from round {start + 1}.", parent_chat, chat_messages(t, saw=True),
+                   side_by_side(parent, parent_id, t), fork_id, start + 1, total)
             return
-        yield done, parent_chat, chat_messages(t), side_by_side(parent, parent_id, t), *skip[:3]
+        yield done, parent_chat, chat_messages(t, saw=True), side_by_side(parent, parent_id, t), *skip[:3]
 
 
 async def _cancel(job: asyncio.Future) -> None:

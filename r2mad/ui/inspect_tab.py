@@ -89,7 +89,7 @@ class InspectHandlers(VisitorHandlers):
             return (run_header_markdown(record), shown,
                     f"**{esc(record.status.capitalize())} before round 0 finished — no answers{why}.**",
                     annotations_markdown(record.annotations, taxonomy))
-        return (run_header_markdown(record), chat_messages(record.transcript),
+        return (run_header_markdown(record), chat_messages(record.transcript, saw=True),
                 final_markdown(record.transcript), annotations_markdown(record.annotations, taxonomy))
 
     def drawer(self, run_id: str, visitor_id: str | None = None, request: gr.Request = None,

@@ -9,11 +9,13 @@ from typing import Iterable
 
 import gradio as gr
 
+from r2mad.exports.live import install as install_traces
 from r2mad.serving.services import Services
 from r2mad.serving.visitors import kept_notice, new_browser_id
 from r2mad.settings.config import Config, load_config
 from r2mad.ui import annotate_tab, api, api_page, bank_tab, board_tab, debate_tab, fork_tab, inspect_tab, vote_panel
 from r2mad.ui.render.about import about_text
+from r2mad.ui.render.agent_input import KEEP_CLICKS
 
 INTRO = ("# R²-MAD Studio\nWatch several language-model agents debate a question round by round, and "
          "compare debate methods (MAD, MAD-M², TrueMAD, R²-MAD) side by side.")
@@ -51,6 +53,7 @@ def build_app(config: Config | None = None, *, secrets: Iterable[str] = (),
     """`secrets`: values (e.g. API keys from the environment) the run store must never keep."""
     config = config or load_config()
     services = services or Services(config, secrets=secrets)
+    install_traces()  # R2MAD_OTEL_ENDPOINT: finished runs as traces (nothing when unset)
     with warnings.catch_warnings():
         # Gradio 6 takes theme and css at launch(); given here they travel with the Blocks, so every
         # launcher (app.py, the tests) gets them.
@@ -90,6 +93,7 @@ def build_app(config: Config | None = None, *, secrets: Iterable[str] = (),
                   queue=False)
         demo.load(None, None, debate.form["blind"], js=vote_panel.BLIND_ON_LOAD, api_visibility="private",
                   queue=False)  # a page compares blind (names hidden until the vote); an API client does not
+        demo.load(None, js=KEEP_CLICKS, api_visibility="private", queue=False)  # reading a turn's input blames nothing
         demo.unload(debate.unload_fn)
         api_page.open_from_address(demo)  # /?view=api opens the API page
         api.install(demo, services)  # last: the UI's events above stay out of the public API

@@ -16,6 +16,7 @@ from r2mad.types import (
     Transcript,
 )
 from r2mad.ui.render import panels
+from r2mad.ui.render.agent_input import previous_turns, saw_html
 from r2mad.ui.render.scoreboard import HOW_WORDS, agent_models, chip_for
 from r2mad.ui.render.states import outcome_line
 from r2mad.ui.render.text import esc
@@ -176,9 +177,11 @@ def notice_messages(notices: Iterable[str]) -> list[dict]:
             for n in notices]
 
 
-def chat_messages(t: Transcript) -> list[dict]:
+def chat_messages(t: Transcript, saw: bool = False) -> list[dict]:
     """The whole chat for one transcript: question, notices, one group per round with one message
-    per agent, then the final verdict (once the debate has ended)."""
+    per agent, then the final verdict (once the debate has ended). `saw`: each turn ends with what its
+    agent saw (agent_input.saw_html), folded."""
+    before = previous_turns(t.rounds) if saw else {}
     messages = [{"role": "user", "content": task_markdown(t.task), "metadata": {}}]
     messages += notice_messages(t.notices)
     max_tokens = (t.settings or {}).get("max_tokens")
@@ -192,7 +195,10 @@ def chat_messages(t: Transcript) -> list[dict]:
         messages.append({"role": "assistant", "content": round_body(rnd, t.task.kind, t.rounds[i - 1] if i else None),
                          "metadata": meta})
         for turn in rnd.turns:
-            messages.append({"role": "assistant", "content": turn_body(turn, t.task.kind, rnd.details.get("summary")),
+            body = turn_body(turn, t.task.kind, rnd.details.get("summary"))
+            if saw:
+                body += "\n\n" + saw_html(turn, t.task, before.get((rnd.index, turn.agent)), rnd.details)
+            messages.append({"role": "assistant", "content": body,
                              "metadata": {"title": turn_title(turn, t.task, max_tokens, models.get(turn.agent, "")),
                                           "parent_id": rid,
                                           "id": f"{rid}-agent-{turn.agent}", "status": "done"}})
