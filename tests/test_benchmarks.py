@@ -11,7 +11,8 @@ import pytest
 
 from r2mad.evaluation import benchmarks
 from r2mad.evaluation.benchmarks import arithmetic, gpqa
-from r2mad.evaluation.datasets import DataError, load_split
+from r2mad.evaluation.catalog import load_split
+from r2mad.evaluation.datasets import DataError
 
 
 def parquet(path: Path, rows: list[dict]) -> Path:

@@ -243,7 +243,7 @@ def test_json_that_is_not_a_list_is_refused(tmp_path):
 
 def test_unknown_dataset_and_split_list_the_choices(files):
     with pytest.raises(ValueError, match="math500, mmlu-pro-economics"):
-        load_split("gsm9k", "test")  # gsm8k is a paper benchmark now
+        load_split("gsm8k", "test")
     with pytest.raises(ValueError, match="train, test, all"):
         load_split("math500", "dev", data_file=files["math"])
 

@@ -14,11 +14,13 @@ from r2mad.commands.common import (
 )
 from r2mad.config import ConfigError
 from r2mad.evaluation.costs import prices_of
-from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED, load_split
+from r2mad.evaluation.catalog import load_split
+from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED
 from r2mad.evaluation.evaluate import ROWS, RUN, EvalRun, parse_methods, run_eval
 from r2mad.evaluation.leakage import bank_record, check_no_leakage
 from r2mad.evaluation.prereg import PREREG
 from r2mad.evaluation.prereg import read as read_prereg
+from r2mad.evaluation.paper_tables import write_paper_tables
 from r2mad.evaluation.report import write_report, write_table1
 from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import METHODS, is_debate, needs_bank, with_advice
@@ -76,6 +78,8 @@ def cmd_eval(args, config) -> int:
         if missing:
             raise ConfigError(f"{missing[0]} has no {RUN}; pass results folders written by `eval`.")
         print(f"Table 1 written to {write_table1(args.combine, out / 'table1.md')}")
+        if paper := write_paper_tables(args.combine, out / "paper_tables.md"):  # runs under a paper's profile
+            print(f"The paper's tables written to {paper}")
         return 0
     if args.report_only:
         if not (out / RUN).exists():

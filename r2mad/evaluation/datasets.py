@@ -165,8 +165,7 @@ def dataset_spec(name: str) -> DatasetSpec:
     """The registered dataset called `name` (aliases accepted)."""
     key = ALIASES.get(name.strip().lower(), name.strip().lower())
     if key not in DATASETS:
-        from r2mad.evaluation.benchmarks import names
-        known = ", ".join([*DATASETS, *ALIASES, *names()])
+        known = ", ".join([*DATASETS, *ALIASES])
         raise ValueError(f"Unknown dataset {name!r}; choose one of: {known}.")
     return DATASETS[key]
 
@@ -176,11 +175,7 @@ def dataset_spec(name: str) -> DatasetSpec:
 def load_split(dataset: str, split: str, *, data_file: str | Path | None = None,
                seed: int = DEFAULT_SPLIT_SEED, limit: int | None = None) -> Split:
     """Tasks of one split. MATH500: test = level 5; demo: the rows' own split field; the others: a
-    seeded 3:1 train:test split, kept in shuffled order so `limit` takes a random sample. The seed papers'
-    own benchmarks (GSM8K, MATH, AIME, GPQA-Diamond, MMLU, arithmetic, biographies): benchmarks/."""
-    from r2mad.evaluation import benchmarks
-    if ALIASES.get(dataset.strip().lower(), dataset.strip().lower()) not in DATASETS and benchmarks.lookup(dataset):
-        return benchmarks.load(dataset, split, data_file=data_file, seed=seed, limit=limit)
+    seeded 3:1 train:test split, kept in shuffled order so `limit` takes a random sample."""
     spec = dataset_spec(dataset)
     if split not in SPLITS:
         raise ValueError(f"Unknown split {split!r}; choose one of: {', '.join(SPLITS)}.")

@@ -3,78 +3,27 @@ and biographies): one short module per family, each a loader on the hub's schema
 and size, registered here once. `load` returns the same `Split` as datasets.load_split."""
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping
 
+from r2mad.evaluation.benchmarks import aime, arithmetic, biographies, competition_math, gpqa, gsm8k, mmlu
+from r2mad.evaluation.benchmarks.base import VARIANTS, Benchmark
+from r2mad.evaluation.benchmarks.hub import cached_snapshot, columns_of, matching_files
 from r2mad.evaluation.datasets import DataError, Split
-from r2mad.evaluation.benchmarks.hub import cached_snapshot, columns_of, matching_files, read_table
-from r2mad.types import Task
 
-# rows, seed, where they came from -> tasks
-Converter = Callable[[list[dict], int, str], list[Task]]
-
-
-def answer_kind(name: str) -> str:
-    """The answer kind a benchmark's tasks carry, by its name in the kinds registry (issue 40 part 1:
-    math, mcq, integer, yesno, short, open). The one place to switch to that registry: until it lands,
-    Task.kind holds the name itself."""
-    return name
-
-
-def stable_id(prefix: str, text: str) -> str:
-    """An id that follows the question's text, not its row number (files may be cut or reordered)."""
-    return f"{prefix}-{hashlib.sha1(str(text).encode()).hexdigest()[:10]}"
-
-
-@dataclass(frozen=True)
-class Benchmark:
-    name: str
-    title: str  # as the papers' tables head its column
-    kind: str  # answer kind name (answer_kind)
-    sizes: Mapping[str, int]  # the paper's split -> its number of questions
-    to_tasks: Converter
-    hub_repo: str = ""
-    files: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # split -> glob patterns in the repo
-    columns: tuple[str, ...] = ()  # every row needs these
-    generate: Callable[[int], list[dict]] | None = None  # rows made from a seed (Du's arithmetic)
-    papers: str = ""  # whose tables use it
-    token: bool = False  # the hub repo is gated: downloading it needs a token
-    note: str = ""
-    read: Callable[[Path], list[dict]] = read_table  # a file -> rows (biographies: one JSON object)
-
-
-def _registry() -> dict[str, Benchmark]:
-    from r2mad.evaluation.benchmarks import (
-        aime, arithmetic, biographies, competition_math, gpqa, gsm8k, mmlu)
-    found = [*gsm8k.BENCHMARKS, *competition_math.BENCHMARKS, *aime.BENCHMARKS, *gpqa.BENCHMARKS,
-             *mmlu.BENCHMARKS, *arithmetic.BENCHMARKS, *biographies.BENCHMARKS]
-    return {b.name: b for b in found}
-
-
-_VARIANTS: dict[str, Callable[[str], Benchmark | None]] = {}  # name prefix -> maker of a named subset
-
-
-def variant(prefix: str):
-    """Register a maker of named subsets (`mmlu-<subject>`, `math-level-<n>`)."""
-    def register(maker: Callable[[str], Benchmark | None]):
-        _VARIANTS[prefix] = maker
-        return maker
-    return register
+REGISTRY: dict[str, Benchmark] = {b.name: b for family in (gsm8k, competition_math, aime, gpqa, mmlu, arithmetic,
+                                                            biographies) for b in family.BENCHMARKS}
 
 
 def names() -> tuple[str, ...]:
-    return tuple(_registry())
+    return tuple(REGISTRY)
 
 
 def lookup(name: str) -> Benchmark | None:
     """The benchmark called `name` (a registered one or a named subset), or None."""
     key = name.strip().lower()
-    found = _registry().get(key)
+    found = REGISTRY.get(key)
     if found is None:
-        for prefix, maker in _VARIANTS.items():
+        for prefix, maker in VARIANTS.items():
             if key.startswith(prefix) and (found := maker(key[len(prefix):])):
                 break
     return found
@@ -130,11 +79,3 @@ def _check_columns(bench: Benchmark, rows: list[dict], path: Path) -> None:
                         f"and this file has {', '.join(held) or 'no columns'}.")
 
 
-def with_filter(bench: Benchmark, name: str, keep: Callable[[Task], bool], what: str) -> Benchmark:
-    """A named subset of a benchmark (its tasks that `keep` accepts); no rows left is an error saying so."""
-    def convert(rows: list[dict], seed: int, origin: str) -> list[Task]:
-        tasks = [t for t in bench.to_tasks(rows, seed, origin) if keep(t)]
-        if not tasks:
-            raise DataError(f"{origin} has no {what}; check the name after '{bench.name}-'.")
-        return tasks
-    return dataclasses.replace(bench, name=name, to_tasks=convert, sizes={})

@@ -2,7 +2,7 @@
 split (TrueMAD, MAD-M²'s AIME24&25). Hub copies: HuggingFaceH4/aime_2024 and MathArena/aime_2025."""
 from __future__ import annotations
 
-from r2mad.evaluation.benchmarks import Benchmark, answer_kind
+from r2mad.evaluation.benchmarks.base import Benchmark, answer_kind
 from r2mad.evaluation.datasets import DataError
 from r2mad.types import Task
 

@@ -3,7 +3,7 @@ generator draws them (numpy's legacy RandomState, six draws per question); gold 
 questions, all of them test."""
 from __future__ import annotations
 
-from r2mad.evaluation.benchmarks import Benchmark, answer_kind
+from r2mad.evaluation.benchmarks.base import Benchmark, answer_kind
 from r2mad.types import Task
 
 QUESTIONS = 100

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from r2mad.answers import strip_think
-from r2mad.evaluation.benchmarks import Benchmark, answer_kind, stable_id
+from r2mad.evaluation.benchmarks.base import Benchmark, answer_kind, stable_id
 from r2mad.evaluation.datasets import DataError
 from r2mad.types import Message, Task, Transcript
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from r2mad.answers import extract_math
-from r2mad.evaluation.benchmarks import Benchmark, answer_kind, stable_id, variant, with_filter
+from r2mad.evaluation.benchmarks.base import Benchmark, answer_kind, stable_id, variant, with_filter
 from r2mad.evaluation.datasets import DataError
 from r2mad.types import Task
 

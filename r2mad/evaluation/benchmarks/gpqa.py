@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from r2mad.evaluation.benchmarks import Benchmark, answer_kind, stable_id
+from r2mad.evaluation.benchmarks.base import Benchmark, answer_kind, stable_id
 from r2mad.evaluation.datasets import DataError
 from r2mad.types import Task
 

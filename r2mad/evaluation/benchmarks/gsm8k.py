@@ -2,7 +2,7 @@
 gold. Test 1,319 (MAD-M²; Du et al. take 100 of them), train 7,473."""
 from __future__ import annotations
 
-from r2mad.evaluation.benchmarks import Benchmark, answer_kind, stable_id
+from r2mad.evaluation.benchmarks.base import Benchmark, answer_kind, stable_id
 from r2mad.evaluation.datasets import DataError
 from r2mad.types import Task
 

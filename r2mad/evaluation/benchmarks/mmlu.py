@@ -2,7 +2,7 @@
 take 100 of them), dev 285 as train; `mmlu-<subject>` keeps one subject (cais/mmlu's subject names)."""
 from __future__ import annotations
 
-from r2mad.evaluation.benchmarks import Benchmark, answer_kind, stable_id, variant, with_filter
+from r2mad.evaluation.benchmarks.base import Benchmark, answer_kind, stable_id, variant, with_filter
 from r2mad.evaluation.datasets import DataError
 from r2mad.types import Task
 
