@@ -1,6 +1,14 @@
 """Du et al.'s biography factuality by hand: a scripted judge says yes / no / uncertain per ground-truth bullet;
 each agent's score is yes / (yes + no), pooled over agents with no majority vote (the authors' scoring)."""
 import asyncio
+import dataclasses
+import json
+
+import pytest
+
+from r2mad.cli import main
+from r2mad.config import DebateSettings, with_profile
+from r2mad.fakeserver import FakeServer, ok
 
 from r2mad.evaluation.benchmarks.biographies import (
     bullets_of,
@@ -9,7 +17,7 @@ from r2mad.evaluation.benchmarks.biographies import (
     pooled,
     score_transcript,
 )
-from r2mad.types import Answer, AgentTurn, Message, Round, Task, Transcript
+from r2mad.types import Answer, AgentTurn, Message, Round, Task, Transcript, to_dict
 from tests.scripted import ScriptedBackend, last_user
 
 FACTS = ["Born in Paris in 1950.", "Won the Turing Award.", "Taught at MIT."]
@@ -55,3 +63,35 @@ def test_verdicts_are_whole_words_and_the_share_of_yes_among_yes_and_no():
     assert factuality(["yes", "no", "uncertain", None, "yes"]) == 2 / 3
     assert factuality(["uncertain"]) is None
     assert bullets_of("1. Born 1950\n\n  - Won prizes\n***\n") == ["Born 1950", "Won prizes"]
+
+
+@pytest.fixture
+def server():
+    """The judge on loopback (the OpenAI-compatible path): it answers as REPLIES says."""
+    def respond(body):
+        return ok(judge(tuple(Message(m["role"], m["content"]) for m in body["messages"])))
+    with FakeServer(models=["fake-model"], responder=respond) as srv:
+        yield srv
+
+
+def test_factuality_command_scores_a_results_folder_through_a_real_http_judge(config_dir, tmp_path, capsys):
+    out = tmp_path / "bios"
+    out.mkdir()
+    settings = {**dataclasses.asdict(with_profile(DebateSettings(), "du"))}
+    (out / "run.json").write_text(json.dumps({
+        "dataset": "biographies", "split": "test", "split_seed": 0, "methods": ["mad"], "backbone": "fake",
+        "seed": 0, "seeds": [0], "settings": settings, "question_ids": ["bio-ann"]}), encoding="utf-8")
+    t = transcript()
+    (out / "rows.jsonl").write_text(json.dumps({"question_index": 0, "question_id": "bio-ann", "method": "mad",
+                                                "seed": 0, "transcript": to_dict(t)}) + "\n", encoding="utf-8")
+    assert main(["--config-dir", str(config_dir), "factuality", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "mad: factuality 60.0% (yes among yes and no; 1 of 3 biographies skipped" in printed
+    assert "| Multi-Agent (Debate) | 60.0 ± 21.9 |" in printed  # Du et al.'s layout under --profile du
+    rows = [json.loads(line) for line in (out / "factuality.jsonl").read_text().splitlines()]
+    assert [(r["agent"], r["verdicts"], r["skipped"]) for r in rows] == [
+        (0, ["yes", "yes", "no"], False), (1, [], True), (2, ["yes", "uncertain", "no"], False)]
+    other = tmp_path / "other"
+    other.mkdir()
+    assert main(["--config-dir", str(config_dir), "factuality", "--out", str(other)]) != 0
+    assert "has no run.json" in capsys.readouterr().err
