@@ -33,7 +33,12 @@ def register(sub) -> None:
                        "OUT/report.md and plots. Rerun the same command to continue an interrupted run.")
     e.add_argument("--task", help="truthfulqa, math500, economics, engineering, demo-mcq or demo-math")
     e.add_argument("--split", default="test", help="train, test or all (default test)")
-    e.add_argument("--data", default=None, help="local data file (jsonl, json or parquet) in the hub schema")
+    e.add_argument("--data", default=None, help="local data file (jsonl, json or parquet) in the hub schema; with "
+                   "--columns, your own data: a csv, tsv, jsonl, json or parquet file or a hub dataset id (local cache)")
+    e.add_argument("--columns", default=None, metavar="question=Q,answer=A,choices=C",
+                   help="your own data's columns (roles question, answer, choices, id); docs/own-data.md")
+    e.add_argument("--kind", default=None, help="your own data's answer kind: math, mcq, integer, yesno, short, open "
+                   "(default mcq with choices, else short)")
     e.add_argument("--limit", type=whole_in(1, 10**7), default=None, help="only the first N questions of the split")
     e.add_argument("--split-seed", type=whole_in(0, 2**31 - 1), default=DEFAULT_SPLIT_SEED,
                    help=f"seed of the 3:1 train/test split (default {DEFAULT_SPLIT_SEED}; build-memory's default too)")
@@ -86,9 +91,9 @@ def cmd_eval(args, config) -> int:
             raise ConfigError(f"{out} has no {RUN}; run `python -m r2mad eval ... --out {out}` first.")
         print(f"Report written to {write_report(out, _to_store(out, config) if args.to_store else None)}")
         return 0
-    if not args.task:
-        raise ConfigError("--task is required; choose truthfulqa, math500, economics, engineering, "
-                          "demo-mcq or demo-math.")
+    if not args.task and not args.columns:
+        raise ConfigError("--task is required; choose truthfulqa, math500, economics, engineering, demo-mcq, "
+                          "demo-math or a paper benchmark (docs/benchmarks/), or give --data with --columns.")
     from r2mad.resources import agent_backends_for, backend_for, open_bank
 
     settings = settings_from(args, config)
@@ -101,7 +106,11 @@ def cmd_eval(args, config) -> int:
     agents = agents if mix != aux else []  # every agent on the auxiliary backbone: not a mix
     if args.advice:  # TrueMAD's advice on every debate method; baselines stay as they are
         methods = tuple(dict.fromkeys(with_advice(m) if is_debate(m) else m for m in methods))
-    whole = load_split(args.task, args.split, data_file=args.data, seed=args.split_seed)
+    if args.columns:  # your own data (evaluation/own_data.py)
+        from r2mad.evaluation.own_data import load_own
+        whole = load_own(args.data or "", args.columns, split=args.split, kind=args.kind)
+    else:
+        whole = load_split(args.task, args.split, data_file=args.data, seed=args.split_seed)
     split = whole.head(args.limit)
     if args.grow_batch:  # the curve grows a copy of the bank and evaluates only the methods that use one
         from r2mad.evaluation.learning_curve import copy_bank

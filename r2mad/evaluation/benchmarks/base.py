@@ -15,10 +15,14 @@ from r2mad.types import Task
 Converter = Callable[[list[dict], int, str], list[Task]]
 
 
+KIND_NAMES = ("math", "mcq", "integer", "yesno", "short", "open")  # the kinds registry's names (issue 40 part 1)
+
+
 def answer_kind(name: str) -> str:
-    """The answer kind a benchmark's tasks carry, by its name in the kinds registry (issue 40 part 1:
-    math, mcq, integer, yesno, short, open). The one place to switch to that registry: until it lands,
-    Task.kind holds the name itself."""
+    """The answer kind a benchmark's (or a researcher's own data's) tasks carry, by its name in the kinds
+    registry. The one place to switch to that registry: until it lands, Task.kind holds the name itself."""
+    if name not in KIND_NAMES:
+        raise ValueError(f"Unknown answer kind {name!r}; choose one of: {', '.join(KIND_NAMES)}.")
     return name
 
 
