@@ -105,3 +105,14 @@ def load_own(data: str, columns: str, *, split: str = "test", kind: str | None =
     tasks = to_tasks(rows, mapping, kind, where)
     name = data if HUB_ID.fullmatch(data) and not Path(data).exists() else Path(data).name
     return Split(split, f"own:{name}", tuple(tasks), 0, tuple(t.id for t in tasks)).head(limit)
+
+
+GUESSES = {"question": ("question", "prompt", "problem", "input", "query", "q"),
+           "answer": ("answer", "label", "gold", "target", "output", "solution", "a"),
+           "choices": ("choices", "options", "candidates", "opts"), "id": ("id", "uid", "question_id", "key")}
+
+
+def guess_columns(columns: list[str]) -> dict[str, str | None]:
+    """The column most likely to hold each role, by its name (None where none fits)."""
+    lowered = {c.lower(): c for c in columns}
+    return {role: next((lowered[n] for n in names if n in lowered), None) for role, names in GUESSES.items()}
