@@ -8,8 +8,6 @@ import pytest
 
 from r2mad.cli import main
 from r2mad.config import DebateSettings, with_profile
-from r2mad.fakeserver import FakeServer, ok
-
 from r2mad.evaluation.benchmarks.biographies import (
     bullets_of,
     factuality,
@@ -17,7 +15,8 @@ from r2mad.evaluation.benchmarks.biographies import (
     pooled,
     score_transcript,
 )
-from r2mad.types import Answer, AgentTurn, Message, Round, Task, Transcript, to_dict
+from r2mad.fakeserver import FakeServer, ok
+from r2mad.types import AgentTurn, Answer, Message, Round, Task, Transcript, to_dict
 from tests.scripted import ScriptedBackend, last_user
 
 FACTS = ["Born in Paris in 1950.", "Won the Turing Award.", "Taught at MIT."]

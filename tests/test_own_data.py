@@ -26,7 +26,8 @@ def test_csv_with_choices_maps_text_index_and_letter_answers_to_option_letters(t
 
 
 def test_jsonl_and_parquet_short_answers_with_a_kind(tmp_path):
-    rows = [{"prompt": "Capital of Australia?", "label": "Canberra"}, {"prompt": "Chemical symbol of gold?", "label": "Au"}]
+    rows = [{"prompt": "Capital of Australia?", "label": "Canberra"},
+            {"prompt": "Chemical symbol of gold?", "label": "Au"}]
     jl = tmp_path / "qa.jsonl"
     jl.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "qa.parquet")

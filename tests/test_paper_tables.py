@@ -50,7 +50,8 @@ def test_du_layout_with_standard_errors_and_biography_factuality(tmp_path):
                                              "cot": [[["A"]], [["B"]]]}}, agents=3, rounds=1)
     bios = results("du", "biographies", {0: {"mad": [[list("AAA")]]}}, agents=3, rounds=1)
     facts = {"biographies": [
-        {"question_id": "q", "method": "mad", "seed": 0, "agent": 0, "verdicts": ["yes", "yes", "no"], "skipped": False},
+        {"question_id": "q", "method": "mad", "seed": 0, "agent": 0, "verdicts": ["yes", "yes", "no"],
+         "skipped": False},
         {"question_id": "q", "method": "mad", "seed": 0, "agent": 1, "verdicts": [], "skipped": True},
         {"question_id": "q", "method": "mad", "seed": 0, "agent": 2, "verdicts": ["yes", "uncertain", "no"],
          "skipped": False}]}

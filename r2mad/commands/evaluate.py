@@ -13,14 +13,14 @@ from r2mad.commands.common import (
     whole_in,
 )
 from r2mad.config import ConfigError
-from r2mad.evaluation.costs import prices_of
 from r2mad.evaluation.catalog import load_split
+from r2mad.evaluation.costs import prices_of
 from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED
 from r2mad.evaluation.evaluate import ROWS, RUN, EvalRun, parse_methods, run_eval
 from r2mad.evaluation.leakage import bank_record, check_no_leakage
+from r2mad.evaluation.paper_tables import write_paper_tables
 from r2mad.evaluation.prereg import PREREG
 from r2mad.evaluation.prereg import read as read_prereg
-from r2mad.evaluation.paper_tables import write_paper_tables
 from r2mad.evaluation.report import write_report, write_table1
 from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import METHODS, is_debate, needs_bank, with_advice
@@ -33,8 +33,8 @@ def register(sub) -> None:
                        "OUT/report.md and plots. Rerun the same command to continue an interrupted run.")
     e.add_argument("--task", help="truthfulqa, math500, economics, engineering, demo-mcq or demo-math")
     e.add_argument("--split", default="test", help="train, test or all (default test)")
-    e.add_argument("--data", default=None, help="local data file (jsonl, json or parquet) in the hub schema; with "
-                   "--columns, your own data: a csv, tsv, jsonl, json or parquet file or a hub dataset id (local cache)")
+    e.add_argument("--data", default=None, help="local data file (jsonl, json or parquet) in the hub schema; "
+                   "with --columns, your own data: a csv, tsv, jsonl, json or parquet file or a hub dataset id")
     e.add_argument("--columns", default=None, metavar="question=Q,answer=A,choices=C",
                    help="your own data's columns (roles question, answer, choices, id); docs/own-data.md")
     e.add_argument("--kind", default=None, help="your own data's answer kind: math, mcq, integer, yesno, short, open "

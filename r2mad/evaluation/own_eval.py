@@ -15,6 +15,8 @@ from r2mad.evaluation.evaluate import ROWS, EvalRun, run_eval
 
 MAX_UPLOAD_BYTES = 50 * 2**20  # a bigger file is refused before it is read
 POLL_S = 0.5  # how often the tab redraws the bar while rows arrive
+TRACK = "height:14px;border-radius:7px;background:#e2e8f0;overflow:hidden;"
+BAR = "height:100%;background:#4f46e5;"
 
 
 def results_folder(data_dir: str | Path, name: str) -> Path:
@@ -46,8 +48,9 @@ def progress_html(done: int, total: int, elapsed: float, finished: bool = False)
         line = f"{done} of {total} rows · " + ("estimating the time left…" if left is None else
                                                f"about {clock(left)} left")
     return (f'<div class="data-progress" role="progressbar" aria-valuemin="0" aria-valuemax="{total}" '
-            f'aria-valuenow="{done}"><div class="data-progress-bar" style="width:{100 * share:.1f}%"></div></div>'
-            f'<p class="data-progress-line">{html.escape(line)}</p>')
+            f'aria-valuenow="{done}" style="{TRACK}"><div class="data-progress-bar" '
+            f'style="{BAR}width:{100 * share:.1f}%"></div></div>'
+            f'<p class="data-progress-line" style="margin:6px 0 0 0">{html.escape(line)}</p>')
 
 
 def rows_done(out: Path) -> int:

@@ -120,7 +120,8 @@ def agent_vote_tables(p: Protocol, runs: Sequence[Results]) -> list[str]:
     return out
 
 
-def accuracy_se_table(p: Protocol, runs: Sequence[Results], factuality: dict[str, list[dict]] | None = None) -> list[str]:
+def accuracy_se_table(p: Protocol, runs: Sequence[Results],
+                      factuality: dict[str, list[dict]] | None = None) -> list[str]:
     factuality = factuality or {}
     rows = []
     for name, label in _rows(p, runs):
@@ -128,7 +129,8 @@ def accuracy_se_table(p: Protocol, runs: Sequence[Results], factuality: dict[str
         for r in runs:
             if r.run["dataset"] == "biographies":
                 verdicts = [1.0 if v == "yes" else 0.0 for row in factuality.get(r.run["dataset"], [])
-                            if row["method"] == name and not row["skipped"] for v in row["verdicts"] if v in ("yes", "no")]
+                            if row["method"] == name and not row["skipped"]
+                            for v in row["verdicts"] if v in ("yes", "no")]
                 cells.append(pct(*mean_spread(verdicts, "se"), digits=1) if verdicts else "run `factuality`")
             else:
                 cells.append(pct(*mean_spread([float(ok) for ok in plurality_accuracy(r.by_method.get(name, []))],

@@ -118,7 +118,7 @@ REGISTRY: dict[str, MethodSpec] = {spec.name: spec for spec in (
                description="agents write one-to-one advice before revising (our re-implementation)",
                departure="TrueMAD is our re-implementation from the paper: no official code exists.", advice=True),
     MethodSpec("dmad", "debate", "DMAD", "DMAD (a reasoning method per agent)", _dmad, LIU,
-               description="each agent keeps its own reasoning method: chain of thought, step-back, program of thought"),
+               description="each agent keeps one reasoning method: chain of thought, step-back or program of thought"),
     MethodSpec("truedmad", "debate", "TrueDMAD", "TrueDMAD", _truedmad, BAO, section="truemad",
                description="DMAD with TrueMAD's one-to-one advice (our re-implementation)",
                departure="TrueDMAD is our re-implementation from the TrueMAD paper: no official code exists.",

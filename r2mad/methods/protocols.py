@@ -26,7 +26,8 @@ class Protocol:
 
 PROTOCOLS = {p.name: p for p in (
     Protocol("truemad", "TrueMAD (Bao et al. 2026)",
-             (("cot", "Single LLM"), ("mad", "MAD"), ("dmad", "DMAD"), ("truemad", "TrueMAD"), ("truedmad", "TrueDMAD")),
+             (("cot", "Single LLM"), ("mad", "MAD"), ("dmad", "DMAD"), ("truemad", "TrueMAD"),
+              ("truedmad", "TrueDMAD")),
              ("aime2024", "aime2025", "gpqa-diamond", "truthfulqa"), 3, "sd", "agent-vote",
              "4 agents, rounds R1-R5 (R1 = the independent answers); Agent ACC = mean correctness of the R5 agents, "
              "Vote ACC = strict majority of the R5 agents correct; mean ± sample SD over three seeds."),
@@ -39,7 +40,8 @@ PROTOCOLS = {p.name: p for p in (
     Protocol("madm2", "MAD-M² (Tian et al. 2026)",
              (("cot", "CoT"), ("sc", "CoT-SC"), ("mad", "MAD"), ("madm2-subjective", "MAD-M² (S)"),
               ("madm2-objective", "MAD-M² (O)")),
-             ("gsm8k", "math", "aime2024", "aime2025", "mmlu-pro-economics", "mmlu-pro-engineering"), 1, "sd", "accuracy",
+             ("gsm8k", "math", "aime2024", "aime2025", "mmlu-pro-economics", "mmlu-pro-engineering"), 1, "sd",
+             "accuracy",
              "3 agents, 3 rounds counting round 0 (as the R²-MAD paper runs MAD-M²); accuracy of the majority vote."),
 )}
 

@@ -26,11 +26,6 @@ INTRO = ("### Evaluate methods on your own questions\nUpload a file (CSV, TSV, J
          "--kind KIND --out DIR` (docs/own-data.md).")
 NONE = "(none)"
 FILE_TYPES = [".csv", ".tsv", ".jsonl", ".ndjson", ".json", ".parquet"]
-CSS = """
-.data-progress { height: 14px; border-radius: 7px; background: #e2e8f0; overflow: hidden; }
-.data-progress-bar { height: 100%; background: #4f46e5; transition: width 0.3s; }
-.data-progress-line { margin: 6px 0 0 0; color: #334155; }
-"""
 
 
 def researcher_refusal(config, visitor) -> str | None:
@@ -95,9 +90,10 @@ def build(services: Any, visitor_id: gr.BrowserState) -> None:
                        oauth_token: gr.OAuthToken | None = None):
         hidden = gr.File(visible=False)
         refusal = researcher_refusal(config, who(visitor_id, request, profile, oauth_token))
-        problem = refusal or (None if path else "Upload a file first.") or (None if q else "Choose the question's column.") \
-            or (None if names else "Choose at least one method.") or \
-            ("One eval runs at a time in this app; wait for the running one to end." if own_eval.busy() else None)
+        problem = refusal or next((why for bad, why in (
+            (not path, "Upload a file first."), (not q, "Choose the question's column."),
+            (not names, "Choose at least one method."),
+            (own_eval.busy(), "One eval runs at a time in this app; wait for the running one to end.")) if bad), None)
         if problem:
             yield f"<p class='data-progress-line'>{problem}</p>", "", hidden
             return
@@ -127,8 +123,8 @@ def build(services: Any, visitor_id: gr.BrowserState) -> None:
         from r2mad.evaluation.report import write_report
         path_md = await asyncio.to_thread(write_report, job.out)
         text = await asyncio.to_thread(path_md.read_text, encoding="utf-8")
-        yield job.progress(), text.replace("](", f"]({job.out}/") if False else text, \
-            gr.File(value=str(job.out / "report.html"), visible=True)
+        shown = "\n".join(line for line in text.splitlines() if not line.startswith("!["))  # plots: in the HTML
+        yield job.progress(), shown, gr.File(value=str(job.out / "report.html"), visible=True)
 
     who_args = [visitor_id]
     upload.change(uploaded, [upload, *who_args], [summary, question, answer, choices, kind],

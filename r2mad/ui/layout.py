@@ -10,7 +10,18 @@ from typing import Iterable
 import gradio as gr
 
 from r2mad.config import Config, load_config
-from r2mad.ui import annotate_tab, api, api_page, bank_tab, board_tab, debate_tab, fork_tab, inspect_tab, vote_panel
+from r2mad.ui import (
+    annotate_tab,
+    api,
+    api_page,
+    bank_tab,
+    board_tab,
+    data_tab,
+    debate_tab,
+    fork_tab,
+    inspect_tab,
+    vote_panel,
+)
 from r2mad.ui.about import about_text
 from r2mad.ui.services import Services
 from r2mad.ui.visitors import kept_notice, new_browser_id
@@ -77,6 +88,8 @@ def build_app(config: Config | None = None, *, secrets: Iterable[str] = (),
                 board_tab.build(services, board)
             with gr.Tab("Memory bank", id="bank") as bank:
                 bank_tab.build(services, bank)
+            with gr.Tab("Your data", id="data"):
+                data_tab.build(services, visitor_id)
             with gr.Tab("About", id="about"):
                 gr.Markdown(about_text())
         gr.Markdown(kept_notice(config), elem_id="kept")

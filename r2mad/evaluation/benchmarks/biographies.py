@@ -30,9 +30,9 @@ def read_articles(path: Path) -> list[dict]:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as err:
-        raise DataError(f"{path} could not be read as JSON ({err}); pass the authors' biography/article.json.") from None
+        raise DataError(f"{path} is not readable JSON ({err}); pass the authors' biography/article.json.") from None
     if not isinstance(data, dict):
-        raise DataError(f"{path} must map each person to their ground-truth bullets, as the authors' article.json does.")
+        raise DataError(f"{path} must map each person to their ground-truth bullets, as article.json does.")
     return [{"person": person, "bullets": bullets} for person, bullets in data.items()]
 
 

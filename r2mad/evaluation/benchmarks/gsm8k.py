@@ -28,5 +28,6 @@ def to_tasks(rows: list[dict], seed: int, origin: str) -> list[Task]:
 
 
 BENCHMARKS = (Benchmark("gsm8k", "GSM8K", "math", {"test": 1319, "train": 7473}, to_tasks, "openai/gsm8k",
-                        {"test": ("main/test-*.parquet", "test*.jsonl"), "train": ("main/train-*.parquet", "train*.jsonl")},
+                        {"test": ("main/test-*.parquet", "test*.jsonl"),
+                         "train": ("main/train-*.parquet", "train*.jsonl")},
                         ("question", "answer"), papers="Du et al. 2024 (100 test questions); MAD-M² (test)"),)

@@ -19,9 +19,9 @@ def to_tasks(rows: list[dict], seed: int, origin: str) -> list[Task]:
                             "the cais/mmlu parquet files unchanged.")
         options = tuple((chr(ord("A") + i), str(c)) for i, c in enumerate(choices))
         subject = str(row["subject"])
+        key = "\x00".join([subject, str(row["question"]), *map(str, choices)])
         out.append(Task(answer_kind("mcq"), str(row["question"]), options, chr(ord("A") + answer),
-                        f"{stable_id('mmlu', subject + chr(0) + str(row['question']) + chr(0) + '|'.join(map(str, choices)))}",
-                        f"mmlu-{subject}"))
+                        stable_id("mmlu", key), f"mmlu-{subject}"))
     return out
 
 
