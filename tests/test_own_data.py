@@ -102,3 +102,24 @@ def test_eval_runs_on_your_own_csv_through_the_cli(config_dir, tmp_path, capsys)
     code = main(["--config-dir", str(config_dir), "eval", "--data", str(path), "--columns", "question=prompt",
                  "--out", str(tmp_path / "x")])
     assert code == 2 and "has no column 'prompt'; its columns are: q, a, opts, key." in capsys.readouterr().err
+
+
+def test_on_a_space_only_signed_in_annotators_may_evaluate_their_own_data(tmp_path):
+    import dataclasses
+    import os
+    from types import SimpleNamespace
+
+    from r2mad.config import load_config
+    from r2mad.ui.data_tab import researcher_refusal
+    from r2mad.ui.visitors import identify
+    from tests.helpers import ROOT
+
+    local = load_config(ROOT / "configs", env={**os.environ, "R2MAD_DATA_DIR": str(tmp_path)})
+    space = load_config(ROOT / "configs", env={**os.environ, "R2MAD_DATA_DIR": str(tmp_path), "SPACE_ID": "me/demo"})
+    space = dataclasses.replace(space, app=dataclasses.replace(space.app, annotators=("alice",)))
+    anonymous = identify(space, browser_id="b" * 32, session="s")
+    alice = identify(space, browser_id="b" * 32, session="s", profile=SimpleNamespace(username="alice"))
+    assert researcher_refusal(local, identify(local, browser_id=None, session="s")) is None
+    assert researcher_refusal(space, alice) is None
+    refusal = researcher_refusal(space, anonymous)
+    assert refusal.startswith("Evaluating your own data is for researchers") and refusal.count(". ") == 0

@@ -123,7 +123,8 @@ def build(services: Any, visitor_id: gr.BrowserState) -> None:
         from r2mad.evaluation.report import write_report
         path_md = await asyncio.to_thread(write_report, job.out)
         text = await asyncio.to_thread(path_md.read_text, encoding="utf-8")
-        shown = "\n".join(line for line in text.splitlines() if not line.startswith("!["))  # plots: in the HTML
+        shown = "\n".join(line for line in text.splitlines()  # the plots are in the HTML report
+                           if not line.startswith("![") and line != "## Plots")
         yield job.progress(), shown, gr.File(value=str(job.out / "report.html"), visible=True)
 
     who_args = [visitor_id]
