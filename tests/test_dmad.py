@@ -41,3 +41,15 @@ def test_truedmad_is_dmad_with_advice():
     assert make_method("mad+advice", DebateSettings()).name == "truemad"
     t, _ = run("truedmad")
     assert t.rounds[1].details.get("advice") and len(t.rounds[1].details["advice"]) == 6  # 3 agents, all pairs
+
+
+def test_dmad_opens_with_its_own_round0_beside_a_shared_one():
+    from r2mad.runner import run_side_by_side
+
+    backend = ScriptedBackend(lambda m: "Checked. ((B))")
+    s = DebateSettings().replace(seed=1, rounds=2, early_stop=False)
+    out = asyncio.run(run_side_by_side(TASK, ["mad", "truemad", "dmad"], backend, s))
+    assert out["mad"].rounds[0].details.get("shared") and out["truemad"].rounds[0].details.get("shared")
+    assert not out["dmad"].rounds[0].details.get("shared")
+    openings = [t.prompt[-1].content for t in out["dmad"].rounds[0].turns]
+    assert sorted(map(method_named, openings)) == sorted(METHODS)

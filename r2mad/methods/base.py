@@ -65,6 +65,7 @@ class Method(Steerable):
     the loop runs beside them."""
     name = "mad"
     wants_logprobs = False
+    shares_round0 = True  # its round 0 is MAD's, so a shared round 0 serves it (DMAD's prompts differ)
 
     def __init__(self, settings: DebateSettings):
         self.settings = settings

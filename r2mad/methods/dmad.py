@@ -10,6 +10,7 @@ from r2mad.types import Message, Task
 
 class DMAD(Method):
     name = "dmad"
+    shares_round0 = False  # each agent opens with its own reasoning method, unlike the shared round 0
 
     def persona(self, task: Task, agent: int) -> tuple[str, str]:
         name, system = super().persona(task, agent)
