@@ -31,7 +31,8 @@ def register(sub) -> None:
     e = sub.add_parser("eval", help="run methods over a benchmark split (resumable) and write a report",
                        description="Writes OUT/run.json, OUT/rows.jsonl (one row per question x method), "
                        "OUT/report.md and plots. Rerun the same command to continue an interrupted run.")
-    e.add_argument("--task", help="truthfulqa, math500, economics, engineering, demo-mcq or demo-math")
+    e.add_argument("--task", help="truthfulqa, math500, economics, engineering, demo-mcq, demo-math, or a seed "
+                   "paper's benchmark: gsm8k, math, aime2024, aime2025, gpqa-diamond, mmlu, arithmetic, biographies")
     e.add_argument("--split", default="test", help="train, test or all (default test)")
     e.add_argument("--data", default=None, help="local data file (jsonl, json or parquet) in the hub schema; "
                    "with --columns, your own data: a csv, tsv, jsonl, json or parquet file or a hub dataset id")
@@ -93,7 +94,7 @@ def cmd_eval(args, config) -> int:
         return 0
     if not args.task and not args.columns:
         raise ConfigError("--task is required; choose truthfulqa, math500, economics, engineering, demo-mcq, "
-                          "demo-math or a paper benchmark (docs/benchmarks/), or give --data with --columns.")
+                          "demo-math or a paper benchmark (docs/benchmarks.md), or give --data with --columns.")
     from r2mad.resources import agent_backends_for, backend_for, open_bank
 
     settings = settings_from(args, config)
