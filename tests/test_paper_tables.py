@@ -37,7 +37,7 @@ def test_truemad_layout_by_hand():
     # Agent ACC: seed 0 (3+4)/8 = 0.875, seed 1 (1+4)/8 = 0.625 -> 75.00 ± 17.68; Vote ACC 1.0 and 0.5 -> 75.00 ± 35.36
     assert "| MAD | 75.00 ± 17.68 | 75.00 ± 35.36 |" in text
     assert "| Single LLM | 75.00 ± 35.36 |  |" in text  # one agent: 0.5 and 1.0; no vote column
-    assert "| Method | aime2024 Agent ACC | aime2024 Vote ACC |" in text
+    assert "| Method | AIME 2024 Agent ACC | AIME 2024 Vote ACC |" in text
     # R2: seed 0 (2+4)/8 = 0.75, seed 1 (0+4)/8 = 0.5 -> 62.50 ± 17.68; R3 as Agent ACC
     assert "| Method | R2 | R3 |" in text and "| MAD | 62.50 ± 17.68 | 75.00 ± 17.68 |" in text
     # strata pooled over seeds: k<=1 {3/4, 1/4} = 50.0; k=2 {4/4}; k>=3 {4/4}; k<=2 {3,4,1}/12 = 66.7
@@ -58,7 +58,7 @@ def test_du_layout_with_standard_errors_and_biography_factuality(tmp_path):
     text = "\n".join(sections([arith, bios], facts))
     # plurality: right, wrong, right, right -> 0.75, SE = sqrt(0.1875)/2 = 0.2165; biographies: yes 3 of 5 -> 0.6,
     # SE = sqrt(0.24/5) = 0.2191
-    assert "| Method | arithmetic (%) | biographies (%) |" in text
+    assert "| Method | Arithmetic (%) | Biographies (%) |" in text
     assert "| Multi-Agent (Debate) | 75.0 ± 21.7 | 60.0 ± 21.9 |" in text
     assert "| Single Agent | 50.0 ± 35.4 | run `factuality` |" in text  # no verdicts yet for it
 
