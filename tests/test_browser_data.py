@@ -27,10 +27,16 @@ CSV = ("prompt,label,options\n"
 OUT = Path(os.environ.get("R2MAD_SHOTS", "/work/wt/shots" if Path("/work/wt/shots").is_dir() else SHOTS))
 
 
+def staggered(body):
+    """Every answer is B; the three questions take 0.3 s, 1.5 s and 3 s a call, so rows arrive one by one."""
+    text = json.dumps(body["messages"])
+    return ok("Checked. ((B))", latency_s=0.3 if "planet" in text else 1.5 if "plants" in text else 3.0)
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("data")
-    with FakeServer(models=["fake-model"], responder=lambda body: ok("Checked. ((B))", latency_s=0.4)) as server:
+    with FakeServer(models=["fake-model"], responder=staggered) as server:
         configs = tmp / "configs"
         shutil.copytree(ROOT / "configs", configs)
         backbones = yaml.safe_load((configs / "backbones.yaml").read_text())
@@ -65,8 +71,8 @@ def value(page, elem: str) -> str:
     return page.locator(f"#{elem} input").first.input_value()
 
 
-def run_and_wait(page) -> list[str]:
-    """Press Run; return every progress line seen until the report shows."""
+def run_and_wait(page, name: str) -> list[str]:
+    """Press Run; return every progress line seen until the report shows (a screenshot of the bar midway)."""
     page.click("#data-run")
     seen = []
     line = page.locator("#data-progress .data-progress-line")
@@ -75,6 +81,8 @@ def run_and_wait(page) -> list[str]:
         text = line.inner_text() if line.count() else ""
         if text and (not seen or seen[-1] != text):
             seen.append(text)
+            if "about" in text and not any("about" in x for x in seen[:-1]):
+                shot(page, f"running-{name}")
         page.wait_for_timeout(100)  # a poll of the page's state, not a wait for the eval
         assert len(seen) < 500
     seen.append(line.inner_text())
@@ -93,8 +101,8 @@ def test_upload_map_run_and_read_the_report_on_a_desktop(browser, served, tmp_pa
     assert (value(page, "data-question"), value(page, "data-answer"), value(page, "data-choices"),
             value(page, "data-kind")) == ("prompt", "label", "options", "mcq")  # guessed from the names
     shot(page, "mapped-desktop")
-    seen = run_and_wait(page)
-    assert any("left" in s or "estimating" in s for s in seen[:-1]), seen  # the bar moved while it ran
+    seen = run_and_wait(page, "desktop")
+    assert any(" of 6 rows · about " in s for s in seen[:-1]), seen  # the bar moved, with the time left
     assert seen[-1].startswith("6 of 6 rows in "), seen  # 3 questions x 2 methods
     report = page.locator("#data-report").inner_text()
     assert "own:mine.csv" in report and "Accuracy (Table 1 layout)" in report
@@ -118,7 +126,7 @@ def test_a_phone_maps_a_file_and_a_wrong_column_is_named(browser, served, tmp_pa
     width = page.evaluate("() => document.documentElement.scrollWidth")
     assert width <= 390 + 1, width  # nothing wider than the phone
     shot(page, "mapped-phone")
-    seen = run_and_wait(page)
+    seen = run_and_wait(page, "phone")
     assert seen[-1].startswith("6 of 6 rows in ")
     shot(page, "report-phone")
     page.close()
