@@ -19,6 +19,7 @@ def load_split(dataset: str, split: str, *, data_file: str | Path | None = None,
     key = dataset.strip().lower()
     if datasets.ALIASES.get(key, key) not in datasets.DATASETS:
         if benchmarks.lookup(key) is None:
-            raise ValueError(f"Unknown dataset {dataset!r}; choose one of: {', '.join(names())}.")
+            raise ValueError(f"Unknown dataset {dataset!r}; choose one of: {', '.join(names())} (or a subset: "
+                             "math-level-1 to math-level-5, mmlu-<subject>).")
         return benchmarks.load(key, split, data_file=data_file, seed=seed, limit=limit)
     return datasets.load_split(dataset, split, data_file=data_file, seed=seed, limit=limit)
