@@ -7,7 +7,6 @@ import json
 import pytest
 
 from r2mad.cli import main
-from r2mad.config import DebateSettings, with_profile
 from r2mad.evaluation.benchmarks.biographies import (
     bullets_of,
     factuality,
@@ -15,8 +14,9 @@ from r2mad.evaluation.benchmarks.biographies import (
     pooled,
     score_transcript,
 )
-from r2mad.fakeserver import FakeServer, ok
+from r2mad.settings.config import DebateSettings, with_profile
 from r2mad.types import AgentTurn, Answer, Message, Round, Task, Transcript, to_dict
+from testing.scripted_server import FakeServer, ok
 from tests.scripted import ScriptedBackend, last_user
 
 FACTS = ["Born in Paris in 1950.", "Won the Turing Award.", "Taught at MIT."]

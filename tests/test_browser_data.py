@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from r2mad.config import load_config
-from r2mad.fakeserver import FakeServer, ok
+from r2mad.settings.config import load_config
 from r2mad.ui import build_app
+from testing.scripted_server import FakeServer, ok
 from tests.browser import SHOTS, launch  # noqa: E402  (skips without Chromium)
 from tests.helpers import ROOT
 

@@ -1,10 +1,10 @@
 """DMAD gives each agent its own reasoning method for the whole debate; TrueDMAD adds TrueMAD's advice."""
 import asyncio
 
-from r2mad.config import DebateSettings
 from r2mad.debate import Debate
 from r2mad.methods import make_method
 from r2mad.methods.truemad import Advice
+from r2mad.settings.config import DebateSettings
 from r2mad.types import Task
 from tests.scripted import ScriptedBackend, last_user
 
@@ -44,7 +44,7 @@ def test_truedmad_is_dmad_with_advice():
 
 
 def test_dmad_opens_with_its_own_round0_beside_a_shared_one():
-    from r2mad.runner import run_side_by_side
+    from r2mad.engine.runner import run_side_by_side
 
     backend = ScriptedBackend(lambda m: "Checked. ((B))")
     s = DebateSettings().replace(seed=1, rounds=2, early_stop=False)

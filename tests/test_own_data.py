@@ -109,9 +109,9 @@ def test_on_a_space_only_signed_in_annotators_may_evaluate_their_own_data(tmp_pa
     import os
     from types import SimpleNamespace
 
-    from r2mad.config import load_config
+    from r2mad.serving.visitors import identify
+    from r2mad.settings.config import load_config
     from r2mad.ui.data_tab import researcher_refusal
-    from r2mad.ui.visitors import identify
     from tests.helpers import ROOT
 
     local = load_config(ROOT / "configs", env={**os.environ, "R2MAD_DATA_DIR": str(tmp_path)})

@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from r2mad.config import ConfigError, DebateSettings, with_profile
 from r2mad.evaluation.paper_tables import sections, write_paper_tables
 from r2mad.evaluation.report import write_report
 from r2mad.evaluation.results import Results, load_results
+from r2mad.settings.config import ConfigError, DebateSettings, with_profile
 from tests.helpers import EVAL_SETTINGS, evaluate, grid_debate, make_eval_run
 
 

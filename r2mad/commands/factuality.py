@@ -8,7 +8,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from r2mad.config import ConfigError
+from r2mad.settings.config import ConfigError
 
 
 async def score_folder(res, judge) -> list[dict]:
@@ -27,10 +27,10 @@ async def score_folder(res, judge) -> list[dict]:
 
 
 def cmd_factuality(args, config) -> int:
+    from r2mad.engine.resources import backend_for
     from r2mad.evaluation.benchmarks.biographies import factuality
     from r2mad.evaluation.paper_tables import FACTUALITY, sections
     from r2mad.evaluation.results import load_results
-    from r2mad.resources import backend_for
 
     out = Path(args.out)
     if not (out / "run.json").exists():

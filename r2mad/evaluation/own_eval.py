@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from r2mad.evaluation.evaluate import ROWS, EvalRun, run_eval
+from r2mad.engine.evaluate import run_eval
+from r2mad.evaluation.rows import ROWS, EvalRun
 
 MAX_UPLOAD_BYTES = 50 * 2**20  # a bigger file is refused before it is read
 POLL_S = 0.5  # how often the tab redraws the bar while rows arrive

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from r2mad.config import PROTOCOL_SETTINGS
+from r2mad.settings.config import PROTOCOL_SETTINGS
 
 
 @dataclass(frozen=True)

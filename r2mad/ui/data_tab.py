@@ -11,14 +11,14 @@ from typing import Any
 
 import gradio as gr
 
-from r2mad.config import ConfigError
 from r2mad.evaluation import own_eval
 from r2mad.evaluation.benchmarks.base import KIND_NAMES
 from r2mad.evaluation.benchmarks.hub import columns_of, read_table
 from r2mad.evaluation.datasets import DataError
 from r2mad.evaluation.own_data import guess_columns, load_own
 from r2mad.methods import PLAIN, REGISTRY, SINGLE, is_debate
-from r2mad.ui.visitors import identify
+from r2mad.serving.visitors import identify
+from r2mad.settings.config import ConfigError
 
 INTRO = ("### Evaluate methods on your own questions\nUpload a file (CSV, TSV, JSON lines, JSON or Parquet), say "
          "which column holds the question, the answer and (for multiple choice) the choices, then run. The same "
@@ -101,8 +101,8 @@ def build(services: Any, visitor_id: gr.BrowserState) -> None:
                            if col and col != NONE)
         try:
             split = await asyncio.to_thread(load_own, path, mapping, kind=kind_name, limit=int(at_most or 1))
-            from r2mad.evaluation.evaluate import EvalRun
-            from r2mad.resources import backend_for
+            from r2mad.engine.resources import backend_for
+            from r2mad.evaluation.rows import EvalRun
             settings = config.settings.replace(answer_guard="off") if config.settings.answer_guard == "auto" \
                 else config.settings
             backend = backend_for(config, backbone_name)

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from r2mad.answers import strip_think
 from r2mad.evaluation.benchmarks.base import Benchmark, answer_kind, stable_id
 from r2mad.evaluation.datasets import DataError
+from r2mad.grading.answers import strip_think
 from r2mad.types import Message, Task, Transcript
 
 AUTHORS_SHUFFLE_SEED = 1

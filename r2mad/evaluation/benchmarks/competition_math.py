@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from r2mad.answers import extract_math
 from r2mad.evaluation.benchmarks.base import Benchmark, answer_kind, stable_id, variant, with_filter
 from r2mad.evaluation.datasets import DataError
+from r2mad.grading.answers import extract_math
 from r2mad.types import Task
 
 LEVELS = (1, 2, 3, 4, 5)
