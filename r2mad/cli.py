@@ -12,6 +12,7 @@ from r2mad.backends.base import BackendError
 from r2mad.commands import bank as bank_cli
 from r2mad.commands import bench, build_memory, evaluate
 from r2mad.commands import export_html as export_html_cli
+from r2mad.commands import factuality as factuality_cli
 from r2mad.commands import judge as judge_cli
 from r2mad.commands import runs as runs_cli
 from r2mad.commands import serve as serve_cli
@@ -93,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(func=cmd_debate)
     # each adds its own subcommands
     for module in (build_memory, evaluate, bench, runs_cli, steer_cli, bank_cli, judge_cli,
-                   export_html_cli, serve_cli, traces_cli):
+                   export_html_cli, serve_cli, traces_cli, factuality_cli):
         module.register(sub)
     return parser
 

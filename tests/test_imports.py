@@ -91,17 +91,18 @@ def test_no_test_module_imports_another():
 
 
 # The library's internal order, top to bottom: a package may import its own modules and those of the packages
-# below it, never one above. A package is a folder (ui/render/ apart from ui/); each root module stands alone.
+# below it, never one above. A package is a folder with its subfolders (ui/render/ has a place of its own); each
+# root module stands alone.
 ORDER = ["__main__", "cli", "commands", "bench", "ui", "exports", "ui.render", "serving", "annotation", "engine",
          "steer", "runs", "evaluation", "debate", "guard", "methods", "memory", "prompts", "grading", "backends",
          "settings", "types", "text", "jsonl", "safewrite", ""]
 
 
 def package_of(module: str) -> str:
-    """`r2mad.ui.render.chat` -> `ui.render`; `r2mad.debate` -> `debate`; `r2mad` -> ``."""
+    """`r2mad.ui.render.chat` -> `ui.render` (a place of its own in ORDER); `r2mad.evaluation.benchmarks.gsm8k` ->
+    `evaluation` (a subfolder belongs to its folder); `r2mad.debate` -> `debate`; `r2mad` -> ``."""
     parts = module.split(".")[1:]
-    folder = ROOT.joinpath("r2mad", *parts)
-    return ".".join(parts if folder.is_dir() else parts[:-1] if len(parts) > 1 else parts)
+    return ".".join(parts[:2]) if ".".join(parts[:2]) in ORDER else (parts[:1] or [""])[0]
 
 
 def upward_imports(graph: dict[str, set[str]]) -> list[str]:

@@ -13,6 +13,9 @@ OWNERS = ("methods", "prompts")  # where method names belong
 ALLOWED = {
     ("settings/serving.py", "mad"): 1,  # AppConfig.default_method: a setting's default, as configs name methods
     ("settings/config.py", "r2mad"): 2,  # the app's cache and data folders, named after the app
+    ("settings/config.py", "truemad"): 1,  # the TrueMAD paper's protocol, a profile named after the paper
+    ("commands/traces.py", "r2mad"): 1,  # --project's default: the traces' project, named after the app
+    ("exports/otel.py", "r2mad"): 1,  # the traces' project and service name: the app
     ("memory/index.py", "r2mad"): 1,  # an index file's maker: the app
     ("serving/openai_wire.py", "r2mad"): 1,  # the served model's extra reply field and owner: the app
     ("ui/examples.py", "mad"): 1,  # each example card names the method it shows (data)

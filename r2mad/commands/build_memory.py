@@ -41,7 +41,8 @@ def cmd_build(args: argparse.Namespace, config) -> int:
     import r2mad
     from r2mad.commands.common import settings_from
     from r2mad.engine.resources import backend_for
-    from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED, load_split
+    from r2mad.evaluation.catalog import load_split
+    from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED
     from r2mad.memory.bank import MemoryBank
     from r2mad.memory.embedder import load_embedder
     from r2mad.memory.files import built_embedder, check_same_source

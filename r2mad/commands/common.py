@@ -30,7 +30,8 @@ def add_settings_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", choices=BY_NAME["profile"].choices, default=None,
                    help="paper: the papers' decoding (temperature 1.0, top_p 1.0, up to 6144 output tokens), "
                         "task personas with the answer format in the system prompt; demo (default): fast "
-                        "settings for small models. Flags given beside it win.")
+                        "settings for small models; truemad, du, madm2: the papers' decoding and that paper's "
+                        "protocol (agents, rounds; docs/benchmarks.md). Flags given beside it win.")
     for f in SETTING_FLAGS:
         if f.kind is bool:
             p.add_argument(f.cli_flag, dest=f.name, action="store_const", const=not f.default(DebateSettings()),

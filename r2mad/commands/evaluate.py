@@ -14,9 +14,11 @@ from r2mad.commands.common import (
 )
 from r2mad.engine.evaluate import run_eval
 from r2mad.engine.service import backbone_label, backbone_plan
+from r2mad.evaluation.catalog import load_split
 from r2mad.evaluation.costs import prices_of
-from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED, load_split
+from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED
 from r2mad.evaluation.leakage import bank_record, check_no_leakage
+from r2mad.evaluation.paper_tables import write_paper_tables
 from r2mad.evaluation.prereg import PREREG
 from r2mad.evaluation.prereg import read as read_prereg
 from r2mad.evaluation.report import write_report, write_table1
@@ -30,9 +32,15 @@ def register(sub) -> None:
     e = sub.add_parser("eval", help="run methods over a benchmark split (resumable) and write a report",
                        description="Writes OUT/run.json, OUT/rows.jsonl (one row per question x method), "
                        "OUT/report.md and plots. Rerun the same command to continue an interrupted run.")
-    e.add_argument("--task", help="truthfulqa, math500, economics, engineering, demo-mcq or demo-math")
+    e.add_argument("--task", help="truthfulqa, math500, economics, engineering, demo-mcq, demo-math, or a seed "
+                   "paper's benchmark: gsm8k, math, aime2024, aime2025, gpqa-diamond, mmlu, arithmetic, biographies")
     e.add_argument("--split", default="test", help="train, test or all (default test)")
-    e.add_argument("--data", default=None, help="local data file (jsonl, json or parquet) in the hub schema")
+    e.add_argument("--data", default=None, help="local data file (jsonl, json or parquet) in the hub schema; "
+                   "with --columns, your own data: a csv, tsv, jsonl, json or parquet file or a hub dataset id")
+    e.add_argument("--columns", default=None, metavar="question=Q,answer=A,choices=C",
+                   help="your own data's columns (roles question, answer, choices, id); docs/own-data.md")
+    e.add_argument("--kind", default=None, help="your own data's answer kind: math, mcq, integer, yesno, short, open "
+                   "(default mcq with choices, else short)")
     e.add_argument("--limit", type=whole_in(1, 10**7), default=None, help="only the first N questions of the split")
     e.add_argument("--split-seed", type=whole_in(0, 2**31 - 1), default=DEFAULT_SPLIT_SEED,
                    help=f"seed of the 3:1 train/test split (default {DEFAULT_SPLIT_SEED}; build-memory's default too)")
@@ -77,15 +85,17 @@ def cmd_eval(args, config) -> int:
         if missing:
             raise ConfigError(f"{missing[0]} has no {RUN}; pass results folders written by `eval`.")
         print(f"Table 1 written to {write_table1(args.combine, out / 'table1.md')}")
+        if paper := write_paper_tables(args.combine, out / "paper_tables.md"):  # runs under a paper's profile
+            print(f"The paper's tables written to {paper}")
         return 0
     if args.report_only:
         if not (out / RUN).exists():
             raise ConfigError(f"{out} has no {RUN}; run `python -m r2mad eval ... --out {out}` first.")
         print(f"Report written to {write_report(out, _to_store(out, config) if args.to_store else None)}")
         return 0
-    if not args.task:
-        raise ConfigError("--task is required; choose truthfulqa, math500, economics, engineering, "
-                          "demo-mcq or demo-math.")
+    if not args.task and not args.columns:
+        raise ConfigError("--task is required; choose truthfulqa, math500, economics, engineering, demo-mcq, "
+                          "demo-math or a paper benchmark (docs/benchmarks.md), or give --data with --columns.")
     from r2mad.engine.resources import agent_backends_for, backend_for, open_bank
 
     settings = settings_from(args, config)
@@ -98,7 +108,11 @@ def cmd_eval(args, config) -> int:
     agents = agents if mix != aux else []  # every agent on the auxiliary backbone: not a mix
     if args.advice:  # TrueMAD's advice on every debate method; baselines stay as they are
         methods = tuple(dict.fromkeys(with_advice(m) if is_debate(m) else m for m in methods))
-    whole = load_split(args.task, args.split, data_file=args.data, seed=args.split_seed)
+    if args.columns:  # your own data (evaluation/own_data.py)
+        from r2mad.evaluation.own_data import load_own
+        whole = load_own(args.data or "", args.columns, split=args.split, kind=args.kind)
+    else:
+        whole = load_split(args.task, args.split, data_file=args.data, seed=args.split_seed)
     split = whole.head(args.limit)
     if args.grow_batch:  # the curve grows a copy of the bank and evaluates only the methods that use one
         from r2mad.engine.learning_curve import copy_bank

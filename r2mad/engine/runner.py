@@ -37,7 +37,7 @@ async def run_debate(task: Task, method: str, backend: ChatBackend, settings: De
         notices = ("Memory off: no memory bank was given; this runs without retrieved cases.",)
     debate: Debate
 
-    if round0 is not None and is_debate(method):
+    if round0 is not None and is_debate(method) and strategy.shares_round0:
         replay = (dataclasses.replace(round0, details={**round0.details, "shared": True}),)
     debate = Debate(backend, strategy, backbone=backbone, agent_backends=agent_backends)
     debate.emit = _recording(debate, record, emit)

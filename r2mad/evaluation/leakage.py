@@ -80,7 +80,8 @@ def bank_record(bank) -> dict:
 def eval_tasks(bank, data_file=None) -> list[Task]:
     """The questions an eval of `bank` tests: the test split of the dataset (and split seed) its manifest
     records, or the dataset named by its split (`demo-mcq:train`, seed 0). None known: no questions."""
-    from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED, DataError, load_split
+    from r2mad.evaluation.catalog import load_split
+    from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED, DataError
 
     manifest = bank.manifest
     named, sep, _ = str(manifest.get("split") or "").partition(":")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Sequence
 
 from r2mad.evaluation import metrics as m
-from r2mad.evaluation import oracle, prereg, trust
+from r2mad.evaluation import oracle, paper_tables, prereg, trust
 from r2mad.evaluation.models import mix_line
 from r2mad.evaluation.report_html import write_report_html
 from r2mad.evaluation.results import (  # noqa: F401 - load_results and Results are this module's API too
@@ -114,6 +114,7 @@ def render_report(res: Results) -> str:
     if any(res.by_method.get(n) for n in set(TABLE3) - {FULL}):
         out += ["", "## Retrieval policies (Table 3 layout)", "",
                 table(_accuracy_header(res, "Policy"), accuracy_rows(res, _ordered(res, TABLE3), TABLE3))]
+    out += paper_tables.sections([res])  # the layout of the paper whose profile the run used
     out += oracle.section(res)
     out += trust.sections(res)
     out += prereg.section(res.prereg, run)

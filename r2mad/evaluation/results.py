@@ -11,6 +11,7 @@ from typing import Sequence
 
 from r2mad.evaluation import metrics as m
 from r2mad.evaluation import prereg
+from r2mad.evaluation.benchmarks import REGISTRY as PAPER_BENCHMARKS
 from r2mad.evaluation.rows import ROWS, RUN, read_rows, row_key
 from r2mad.methods import FULL, REGISTRY
 from r2mad.types import Transcript, from_dict
@@ -20,7 +21,8 @@ LABELS = {name: spec.label if spec.family != "ablation" else f"R²-MAD {spec.lab
 TABLE3 = {**{name: spec.label for name, spec in REGISTRY.items() if "policies" in spec.tables and name != FULL},
           FULL: "Debate-State-Aware"}
 BENCHMARKS = {"math500": "MATH500", "mmlu-pro-economics": "Economics",
-              "mmlu-pro-engineering": "Engineering", "truthfulqa": "TruthfulQA"}
+              "mmlu-pro-engineering": "Engineering", "truthfulqa": "TruthfulQA",
+              **{name: b.title for name, b in PAPER_BENCHMARKS.items()}}
 
 
 @dataclass

@@ -173,7 +173,7 @@ def export_runs(store: Any, run_ids: Sequence[str], endpoint: str, *, headers: d
                 timeout_s: float = 10.0, project: str = PROJECT) -> int:
     """Send saved runs (scrubbed as stored) to an OTLP/HTTP traces endpoint; returns how many spans were sent.
     A run that stopped before round 0 is skipped."""
-    provider = TracerProvider(resource=Resource.create({"service.name": "r2mad",
+    provider = TracerProvider(resource=Resource.create({"service.name": PROJECT,
                                                         ResourceAttributes.PROJECT_NAME: project}))
     exporter = Checked(OTLPSpanExporter(endpoint=endpoint, headers=headers or None, timeout=timeout_s))
     provider.add_span_processor(BatchSpanProcessor(exporter, export_timeout_millis=int(timeout_s * 1000)))

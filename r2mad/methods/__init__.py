@@ -13,6 +13,7 @@ from r2mad.text import quoted
 
 DU, TIAN, BAO, JIN = ("Du et al. 2024", "Tian et al. 2026", "Bao et al. 2026; our re-implementation",
                       "Jin et al. 2026")
+LIU = "Liu et al. 2025; prompts ours"
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,16 @@ def _madm2(objective: bool):
         from r2mad.methods.madm2 import MADM2
         return MADM2(settings, objective=objective)
     return build
+
+
+def _dmad(settings, bank, summaries):
+    from r2mad.methods.dmad import DMAD
+    return DMAD(settings)
+
+
+def _truedmad(settings, bank, summaries):
+    from r2mad.methods.truedmad import TrueDMAD
+    return TrueDMAD(settings)
 
 
 def _r2mad(name: str):
@@ -106,6 +117,12 @@ REGISTRY: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("truemad", "debate", "TrueMAD", "TrueMAD", _mad, BAO, tables=("main", "speed"), section="truemad",
                description="agents write one-to-one advice before revising (our re-implementation)",
                departure="TrueMAD is our re-implementation from the paper: no official code exists.", advice=True),
+    MethodSpec("dmad", "debate", "DMAD", "DMAD (a reasoning method per agent)", _dmad, LIU,
+               description="each agent keeps one reasoning method: chain of thought, step-back or program of thought"),
+    MethodSpec("truedmad", "debate", "TrueDMAD", "TrueDMAD", _truedmad, BAO, section="truemad",
+               description="DMAD with TrueMAD's one-to-one advice (our re-implementation)",
+               departure="TrueDMAD is our re-implementation from the TrueMAD paper: no official code exists.",
+               advice=True),
     MethodSpec("r2mad", "debate", "R²-MAD", "R²-MAD", _r2mad("r2mad"), JIN, True,
                ("main", "components", "policies", "speed"), section="r2mad",
                description="agents recall similar past debates and how reliable each peer was",
@@ -129,6 +146,7 @@ PLAIN = "mad"  # the plain debate: the default, round 0 of every debate, the rep
 FULL = "r2mad"  # R²-MAD with every part on: the top row of the ablation tables
 SAMPLING = "sc"  # Self-Consistency: the report's accuracy-by-sample-budget curve
 SINGLE = "cot"  # one agent, one call: the cheapest run (a warm-up)
+ADVISED = {"mad": "truemad", "dmad": "truedmad"}  # a debate with advice that has a name of its own
 
 
 def names(family: str) -> tuple[str, ...]:
@@ -182,5 +200,5 @@ def make_method(name: str, settings: DebateSettings, *, bank=None, summaries=Non
         from r2mad.methods.truemad import Advice
 
         method.plugins.append(Advice())
-        method.name = "truemad" if spec.name in ("mad", "truemad") else f"{spec.name}+advice"
+        method.name = spec.name if spec.advice else ADVISED.get(spec.name, f"{spec.name}+advice")
     return method

@@ -23,7 +23,7 @@ CLIPS = ("the round summary within 128 tokens, MAD-M²'s judge on a response's l
 def keeps_clips(settings: DebateSettings, backends) -> bool:
     """Whether the demo's clips and caps (CLIPS) apply: always under the demo profile; under the paper
     profile only where a backbone's context window is known (the embedded model) and so forces them."""
-    return settings.profile != "paper" or any(b.capabilities.n_ctx for b in backends)
+    return settings.profile == "demo" or any(b.capabilities.n_ctx for b in backends)
 
 
 @dataclasses.dataclass
@@ -65,6 +65,7 @@ class Method(Steerable):
     the loop runs beside them."""
     name = "mad"
     wants_logprobs = False
+    shares_round0 = True  # its round 0 is MAD's, so a shared round 0 serves it (DMAD's prompts differ)
 
     def __init__(self, settings: DebateSettings):
         self.settings = settings
@@ -87,11 +88,11 @@ class Method(Steerable):
     def persona(self, task: Task, agent: int) -> tuple[str, str]:
         """The task's persona; under the paper profile the answer format sits in the system prompt."""
         name, system = common.persona(task.kind, agent, 1 if self.solo else self.n_agents(), task.source)
-        return name, common.paper_system(system, task) if self.settings.profile == "paper" else system
+        return name, common.paper_system(system, task) if self.settings.profile != "demo" else system
 
     def opening(self, task: Task, agent: int, system: str) -> list[Message]:
         """Round 0: the agent answers alone (paper profile: the format is in the system prompt already)."""
-        user = common.format_task(task) if self.settings.profile == "paper" else common.task_prompt(task)
+        user = common.format_task(task) if self.settings.profile != "demo" else common.task_prompt(task)
         return [Message("system", system), Message("user", user)]
 
     async def before_round(self, ctx: RoundContext) -> None:
@@ -103,7 +104,7 @@ class Method(Steerable):
         if all(b is not backend for b in self.backends):  # a strategy may serve several debates
             self.backends.append(backend)
         window = backend.capabilities.n_ctx
-        if self.settings.profile != "paper" or not window:
+        if self.settings.profile == "demo" or not window:
             return []
         return [f"Paper profile on {backend.name}: its context window of {window} tokens keeps the demo's clips "
                 f"({CLIPS}); the papers' runs had none."]

@@ -35,7 +35,7 @@ def departures(settings: Mapping[str, Any], methods: Sequence[str]) -> list[str]
     r2, m2 = settings.get("r2mad", {}), settings.get("madm2", {})
     uses_r2 = any(b.startswith("r2mad") for b in bases)
     out = []
-    if settings.get("profile", "demo") != "paper":
+    if settings.get("profile", "demo") == "demo":
         out.append(f"Demo profile: temperature {settings.get('temperature')}, top_p {settings.get('top_p')}, up to "
                    f"{settings.get('max_tokens')} output tokens, the answer format in the user prompt; the papers "
                    "used 1.0, 1.0 and 6,144 with the format in the system prompt (`--profile paper`). Benchmark "

@@ -78,6 +78,14 @@ class TrueMadSettings:
 
 
 
+# each seed paper's protocol, on top of PAPER_PROFILE (methods/protocols.py: its tables' rows and columns).
+# rounds count round 0: TrueMAD's R1-R5 are rounds 0-4; Du et al.'s "2 rounds" are the answer and one update.
+PROTOCOL_SETTINGS = {"truemad": {"agents": 4, "rounds": 5, "early_stop": False},
+                     "du": {"agents": 3, "rounds": 2, "early_stop": False, "samples": 3},
+                     "madm2": {"agents": 3, "rounds": 3, "early_stop": False}}
+PROFILES = ("demo", "paper", *PROTOCOL_SETTINGS)
+
+
 @dataclass(frozen=True)
 class DebateSettings:
     """Everything that shapes one debate: the loop's own settings, then one section per method family.
@@ -97,7 +105,8 @@ class DebateSettings:
     answer_guard: str = field(default="auto", metadata=_limits(choices=("auto", "on", "off")))
     # "demo": short prompts and decoding for small models; "paper": the papers' decoding (PAPER_PROFILE),
     # the task-specific personas with the answer format in the system prompt
-    profile: str = field(default="demo", metadata=_limits(choices=("demo", "paper")))
+    # truemad / du / madm2: one seed paper's protocol (PROTOCOL_SETTINGS) on top of the papers' decoding
+    profile: str = field(default="demo", metadata=_limits(choices=PROFILES))
     r2mad: R2madSettings = field(default_factory=R2madSettings)
     madm2: Madm2Settings = field(default_factory=Madm2Settings)
     truemad: TrueMadSettings = field(default_factory=TrueMadSettings)
@@ -137,11 +146,16 @@ SECTION_OF = {f.name: section for section, cls in SECTIONS.items() for f in data
 PAPER_PROFILE = {"profile": "paper", "temperature": 1.0, "top_p": 1.0, "max_tokens": 6144}
 
 
+
+
 def with_profile(settings: DebateSettings, profile: str) -> DebateSettings:
-    """The settings under a profile: "paper" sets the papers' decoding; "demo" leaves them as they are."""
-    if profile not in ("demo", "paper"):
-        raise ConfigError(f"Unknown profile {quoted(profile)}; choose demo or paper.")
-    return settings.replace(**PAPER_PROFILE) if profile == "paper" else settings.replace(profile="demo")
+    """The settings under a profile: "paper" sets the papers' decoding, a paper's name (truemad, du, madm2) also
+    its protocol's agents and rounds; "demo" leaves them as they are."""
+    if profile not in PROFILES:
+        raise ConfigError(f"Unknown profile {quoted(profile)}; choose one of: {', '.join(PROFILES)}.")
+    if profile == "demo":
+        return settings.replace(profile="demo")
+    return settings.replace(**{**PAPER_PROFILE, **PROTOCOL_SETTINGS.get(profile, {}), "profile": profile})
 
 
 def _nest(changes: dict[str, Any]) -> dict[str, Any]:

@@ -75,8 +75,8 @@ class DebateRequest:
 
     def settings(self, base: DebateSettings) -> DebateSettings:
         profile = self.typed.get("profile") or "demo"  # "paper": the papers' personas and prompts
-        if profile == "paper":
-            base = with_profile(base, "paper")
+        if profile != "demo":  # paper, or one paper's protocol (its agents and rounds unless typed)
+            base = with_profile(base, profile)
         # numbers go as typed: the settings check each one's type and range in one sentence
         typed = {**self.typed, "profile": profile, "answer_guard": self.typed.get("answer_guard") or "auto"}
         if typed.get("seed") == "":
@@ -91,7 +91,7 @@ class DebateHandlers:
     def profile_values(self, profile: str):
         """The decoding sliders for a profile: the papers' (1.0, 6,144 tokens) or this app's defaults."""
         s = self.services.config.settings
-        return (PAPER_PROFILE["temperature"], PAPER_PROFILE["max_tokens"]) if profile == "paper" else (
+        return (PAPER_PROFILE["temperature"], PAPER_PROFILE["max_tokens"]) if profile != "demo" else (
             s.temperature, s.max_tokens)
 
     async def stop(self, request: gr.Request) -> None:

@@ -13,7 +13,18 @@ from r2mad.exports.live import install as install_traces
 from r2mad.serving.services import Services
 from r2mad.serving.visitors import kept_notice, new_browser_id
 from r2mad.settings.config import Config, load_config
-from r2mad.ui import annotate_tab, api, api_page, bank_tab, board_tab, debate_tab, fork_tab, inspect_tab, vote_panel
+from r2mad.ui import (
+    annotate_tab,
+    api,
+    api_page,
+    bank_tab,
+    board_tab,
+    data_tab,
+    debate_tab,
+    fork_tab,
+    inspect_tab,
+    vote_panel,
+)
 from r2mad.ui.render.about import about_text
 from r2mad.ui.render.agent_input import KEEP_CLICKS
 
@@ -80,6 +91,8 @@ def build_app(config: Config | None = None, *, secrets: Iterable[str] = (),
                 board_tab.build(services, board)
             with gr.Tab("Memory bank", id="bank") as bank:
                 bank_tab.build(services, bank)
+            with gr.Tab("Your data", id="data"):
+                data_tab.build(services, visitor_id)
             with gr.Tab("About", id="about"):
                 gr.Markdown(about_text())
         gr.Markdown(kept_notice(config), elem_id="kept")

@@ -1,0 +1,101 @@
+"""One eval of a researcher's own data started from the app: the mapped split, methods and backbone in, a
+results folder with its report out, and how far it has got (rows done of all, an estimate of the time left)
+while it runs. One at a time per process; no Gradio here (ui/data_tab.py is the tab)."""
+from __future__ import annotations
+
+import asyncio
+import html
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from r2mad.engine.evaluate import run_eval
+from r2mad.evaluation.rows import ROWS, EvalRun
+
+MAX_UPLOAD_BYTES = 50 * 2**20  # a bigger file is refused before it is read
+POLL_S = 0.5  # how often the tab redraws the bar while rows arrive
+TRACK = "height:14px;border-radius:7px;background:#e2e8f0;overflow:hidden;"
+BAR = "height:100%;background:#4f46e5;"
+
+
+def results_folder(data_dir: str | Path, name: str) -> Path:
+    """A new folder under DATA_DIR/evals named after the time and the file."""
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(name).stem)[:40] or "data"
+    return Path(data_dir) / "evals" / f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{stem}"
+
+
+def eta_seconds(done: int, total: int, elapsed: float) -> float | None:
+    """Time left at the pace so far (None before the first row)."""
+    if done <= 0 or total <= 0:
+        return None
+    return max(0.0, elapsed / done * (total - done))
+
+
+def clock(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 else \
+        f"{seconds // 60}:{seconds % 60:02d}"
+
+
+def progress_html(done: int, total: int, elapsed: float, finished: bool = False) -> str:
+    """A progress bar with "k of N rows · about m:ss left" (or the time it took, once finished)."""
+    share = 0 if total <= 0 else min(1.0, done / total)
+    if finished:
+        line = f"{done} of {total} rows in {clock(elapsed)}"
+    else:
+        left = eta_seconds(done, total, elapsed)
+        line = f"{done} of {total} rows · " + ("estimating the time left…" if left is None else
+                                               f"about {clock(left)} left")
+    return (f'<div class="data-progress" role="progressbar" aria-valuemin="0" aria-valuemax="{total}" '
+            f'aria-valuenow="{done}" style="{TRACK}"><div class="data-progress-bar" '
+            f'style="{BAR}width:{100 * share:.1f}%"></div></div>'
+            f'<p class="data-progress-line" style="margin:6px 0 0 0">{html.escape(line)}</p>')
+
+
+def rows_done(out: Path) -> int:
+    path = out / ROWS
+    if not path.exists():
+        return 0
+    with path.open("rb") as handle:
+        return sum(1 for line in handle if line.endswith(b"\n"))
+
+
+@dataclass
+class EvalJob:
+    """An eval running in the background: its folder, its size and when it started."""
+    out: Path
+    total: int
+    started: float = field(default_factory=time.monotonic)
+    task: asyncio.Task | None = None
+
+    def progress(self) -> str:
+        return progress_html(rows_done(self.out), self.total, time.monotonic() - self.started,
+                             finished=self.task is not None and self.task.done())
+
+
+_RUNNING: set[asyncio.Task] = set()  # the eval this process runs now (at most one)
+
+
+def busy() -> bool:
+    return any(not t.done() for t in _RUNNING)
+
+
+def start(run: EvalRun, backend, out: Path, *, concurrency: int) -> EvalJob:
+    """Start `run` in the background on the running loop (busy() must be False)."""
+    if busy():
+        raise RuntimeError("One eval runs at a time in this app; wait for the running one to end.")
+    job = EvalJob(out, len(run.split.tasks) * len(run.methods) * len(run.seed_values))
+    job.task = asyncio.get_running_loop().create_task(run_eval(run, backend, out, concurrency=concurrency))
+    _RUNNING.clear()
+    _RUNNING.add(job.task)
+    return job
+
+
+async def follow(job: EvalJob):
+    """Yield the bar each POLL_S until the eval ends (its exception, if any, is raised after the last bar)."""
+    while not job.task.done():
+        await asyncio.wait({job.task}, timeout=POLL_S)
+        yield job.progress()
+    job.task.result()

@@ -1,0 +1,132 @@
+"""The Your data tab in real headless Chromium at 1440 and 390 wide, against a scripted OpenAI-compatible server
+on loopback: upload a CSV, see its columns mapped by their names, run an eval, watch the bar and the time left,
+and read the report when it ends. Screenshots in /work/wt/shots (or screenshots/, git-ignored)."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from r2mad.settings.config import load_config
+from r2mad.ui import build_app
+from testing.scripted_server import FakeServer, ok
+from tests.browser import SHOTS, launch  # noqa: E402  (skips without Chromium)
+from tests.helpers import ROOT
+
+pytestmark = pytest.mark.slow
+DESKTOP, PHONE = {"width": 1440, "height": 900}, {"width": 390, "height": 844}
+CSV = ("prompt,label,options\n"
+       "Which planet is the largest?,Jupiter,Mars|Jupiter|Venus\n"
+       "Which gas do plants take in?,carbon dioxide,oxygen|carbon dioxide|helium\n"
+       "Which metal is liquid at room temperature?,mercury,iron|copper|mercury\n")
+OUT = Path(os.environ.get("R2MAD_SHOTS", "/work/wt/shots" if Path("/work/wt/shots").is_dir() else SHOTS))
+
+
+def staggered(body):
+    """Every answer is B; the three questions take 0.3 s, 1.5 s and 3 s a call, so rows arrive one by one."""
+    text = json.dumps(body["messages"])
+    return ok("Checked. ((B))", latency_s=0.3 if "planet" in text else 1.5 if "plants" in text else 3.0)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("data")
+    with FakeServer(models=["fake-model"], responder=staggered) as server:
+        configs = tmp / "configs"
+        shutil.copytree(ROOT / "configs", configs)
+        backbones = yaml.safe_load((configs / "backbones.yaml").read_text())
+        backbones["backbones"]["fake"] = {"label": "Scripted test server", "base_url": server.base_url,
+                                          "model": "fake-model", "timeout_s": 60, "max_retries": 0}
+        backbones["default"] = "fake"
+        (configs / "backbones.yaml").write_text(yaml.safe_dump(backbones))
+        config = load_config(configs, env={**os.environ, "R2MAD_DATA_DIR": str(tmp / "var")})
+        config = dataclasses.replace(config, app=dataclasses.replace(config.app, default_bank=None,
+                                                                     embedder="hash-64"))
+        demo = build_app(config)
+        yield launch(demo), tmp, config
+        demo.close()
+
+
+def shot(page, name: str) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(OUT / f"i40-bench-{name}.png"), full_page=True)
+
+
+def upload(page, path: Path) -> None:
+    tab = page.get_by_role("tab", name="Your data")
+    if not tab.count():  # a phone: the tabs past the first few sit behind "More tabs"
+        page.get_by_role("button", name="More tabs").click()
+        tab = page.locator(".tab-wrapper button").get_by_text("Your data", exact=True).last
+    tab.click()
+    page.set_input_files("#data-file input[type=file]", str(path))
+    page.locator("#data-summary").get_by_text("3 rows; columns").wait_for(timeout=60_000)
+
+
+def value(page, elem: str) -> str:
+    return page.locator(f"#{elem} input").first.input_value()
+
+
+def run_and_wait(page, name: str) -> list[str]:
+    """Press Run; return every progress line seen until the report shows (a screenshot of the bar midway)."""
+    page.click("#data-run")
+    seen = []
+    line = page.locator("#data-progress .data-progress-line")
+    line.wait_for(timeout=60_000)
+    while not page.locator("#data-report").get_by_text("own:mine.csv").count():
+        text = line.inner_text() if line.count() else ""
+        if text and (not seen or seen[-1] != text):
+            seen.append(text)
+            if "about" in text and not any("about" in x for x in seen[:-1]):
+                shot(page, f"running-{name}")
+        page.wait_for_timeout(100)  # a poll of the page's state, not a wait for the eval
+        assert len(seen) < 500
+    seen.append(line.inner_text())
+    return seen
+
+
+def test_upload_map_run_and_read_the_report_on_a_desktop(browser, served, tmp_path):
+    url, tmp, config = served
+    path = tmp_path / "mine.csv"
+    path.write_text(CSV, encoding="utf-8")
+    page = browser.new_page(viewport=DESKTOP)
+    page.goto(url)
+    page.wait_for_selector("#question textarea", timeout=60_000)
+    upload(page, path)
+    assert "mine.csv: 3 rows; columns: prompt, label, options." in page.locator("#data-summary").inner_text()
+    assert (value(page, "data-question"), value(page, "data-answer"), value(page, "data-choices"),
+            value(page, "data-kind")) == ("prompt", "label", "options", "mcq")  # guessed from the names
+    shot(page, "mapped-desktop")
+    seen = run_and_wait(page, "desktop")
+    assert any(" of 6 rows · about " in s for s in seen[:-1]), seen  # the bar moved, with the time left
+    assert seen[-1].startswith("6 of 6 rows in "), seen  # 3 questions x 2 methods
+    report = page.locator("#data-report").inner_text()
+    assert "own:mine.csv" in report and "Accuracy (Table 1 layout)" in report
+    shot(page, "report-desktop")
+    page.locator("#data-report-file a[download='report.html']").wait_for(timeout=30_000)
+    [folder] = (tmp / "var" / "evals").iterdir()
+    rows = [json.loads(x) for x in (folder / "rows.jsonl").read_text().splitlines()]
+    assert sorted((r["method"], r["final"], r["correct"]) for r in rows)[:3] == [
+        ("cot", "B", False), ("cot", "B", True), ("cot", "B", True)]  # gold B, B, C
+    page.close()
+
+
+def test_a_phone_maps_a_file_and_a_wrong_column_is_named(browser, served, tmp_path):
+    url, _, _ = served
+    path = tmp_path / "mine.csv"
+    path.write_text(CSV, encoding="utf-8")
+    page = browser.new_page(viewport=PHONE)
+    page.goto(url)
+    page.wait_for_selector("#question textarea", timeout=60_000)
+    upload(page, path)
+    width = page.evaluate("() => document.documentElement.scrollWidth")
+    assert width <= 390 + 1, width  # nothing wider than the phone
+    shot(page, "mapped-phone")
+    seen = run_and_wait(page, "phone")
+    assert seen[-1].startswith("6 of 6 rows in ")
+    shot(page, "report-phone")
+    page.close()

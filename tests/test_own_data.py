@@ -1,0 +1,125 @@
+"""Your own data: `eval --data FILE|HF_ID --columns ... --kind K` on CSV, JSON lines, Parquet and a hub id read
+from the local hub cache; a wrong column lists the file's columns; a real eval through the CLI."""
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from r2mad.cli import main
+from r2mad.evaluation.datasets import DataError
+from r2mad.evaluation.own_data import load_own, parse_columns
+
+CSV = ("q,a,opts,key\n"
+       "Which planet is largest?,Jupiter,Mars|Jupiter|Venus,p1\n"
+       "Which metal is liquid at room temperature?,0,\"[\"\"Mercury\"\", \"\"Iron\"\"]\",p2\n"
+       "Pick the second letter of the alphabet,B,A|B|C,p3\n")
+
+
+def test_csv_with_choices_maps_text_index_and_letter_answers_to_option_letters(tmp_path):
+    path = tmp_path / "mine.csv"
+    path.write_text(CSV, encoding="utf-8")
+    split = load_own(str(path), "question=q,answer=a,choices=opts,id=key")
+    assert [(t.id, t.gold, t.kind) for t in split.tasks] == [("p1", "B", "mcq"), ("p2", "A", "mcq"), ("p3", "B", "mcq")]
+    assert split.tasks[1].options == (("A", "Mercury"), ("B", "Iron")) and split.dataset == "own:mine.csv"
+    assert len(load_own(str(path), "question=q,answer=a,choices=opts", limit=1).tasks) == 1
+
+
+def test_jsonl_and_parquet_short_answers_with_a_kind(tmp_path):
+    rows = [{"prompt": "Capital of Australia?", "label": "Canberra"},
+            {"prompt": "Chemical symbol of gold?", "label": "Au"}]
+    jl = tmp_path / "qa.jsonl"
+    jl.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "qa.parquet")
+    for path in (jl, tmp_path / "qa.parquet"):
+        split = load_own(str(path), "question=prompt,answer=label", kind="short")
+        assert [(t.question, t.gold, t.kind) for t in split.tasks] == [
+            ("Capital of Australia?", "Canberra", "short"), ("Chemical symbol of gold?", "Au", "short")]
+        assert len(set(split.ids)) == 2
+    assert load_own(str(jl), "question=prompt").tasks[0].gold is None  # no answer column: unscored
+    with pytest.raises(ValueError, match="Unknown answer kind 'essay'; choose one of: math, mcq, integer"):
+        load_own(str(jl), "question=prompt", kind="essay")
+
+
+def test_a_wrong_column_lists_the_files_columns_in_one_sentence(tmp_path):
+    path = tmp_path / "mine.csv"
+    path.write_text(CSV, encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        load_own(str(path), "question=question,answer=a")
+    assert str(err.value) == f"{path} has no column 'question'; its columns are: q, a, opts, key."
+    with pytest.raises(DataError, match="--columns takes ROLE=COLUMN pairs"):
+        parse_columns("question=q,gold")
+    with pytest.raises(DataError, match="must name the question's column"):
+        parse_columns("answer=a")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("q,a,opts\nWhich?,Pluto,Mars|Venus\n", encoding="utf-8")
+    with pytest.raises(DataError, match="row 1: the answer 'Pluto' is neither an option letter"):
+        load_own(str(bad), "question=q,answer=a,choices=opts")
+
+
+def hub_cache(tmp_path, monkeypatch):
+    from huggingface_hub import constants
+    cache = tmp_path / "hub"
+    snapshot = cache / "datasets--me--trivia" / "snapshots" / ("c" * 40) / "data"
+    snapshot.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist([{"question": "Largest ocean?", "answer": "Pacific"}]),
+                   snapshot / "test-00000-of-00001.parquet")
+    pq.write_table(pa.Table.from_pylist([{"question": "Smallest planet?", "answer": "Mercury"},
+                                         {"question": "Tallest mountain?", "answer": "Everest"}]),
+                   snapshot / "train-00000-of-00001.parquet")
+    (cache / "datasets--me--trivia" / "refs").mkdir()
+    (cache / "datasets--me--trivia" / "refs" / "main").write_text("c" * 40)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+
+
+def test_a_hub_id_reads_the_split_from_the_local_cache_and_offline_says_so(tmp_path, monkeypatch):
+    hub_cache(tmp_path, monkeypatch)
+    assert [t.gold for t in load_own("me/trivia", "question=question,answer=answer").tasks] == ["Pacific"]
+    train = load_own("me/trivia", "question=question,answer=answer", split="train")
+    assert [t.gold for t in train.tasks] == ["Mercury", "Everest"] and train.dataset == "own:me/trivia"
+    with pytest.raises(DataError, match=r"has no files for the split 'validation'; it holds: data/test-00000"):
+        load_own("me/trivia", "question=question", split="validation")
+    with pytest.raises(DataError) as err:
+        load_own("someone/else", "question=question")
+    assert str(err.value).startswith("someone/else is not in the local Hugging Face cache and nothing is downloaded "
+                                     "here (offline);")
+    with pytest.raises(DataError, match="neither a data file"):
+        load_own(str(tmp_path / "missing.csv"), "question=q")
+
+
+def test_eval_runs_on_your_own_csv_through_the_cli(config_dir, tmp_path, capsys):
+    path = tmp_path / "mine.csv"
+    path.write_text(CSV, encoding="utf-8")
+    out = tmp_path / "out"
+    code = main(["--config-dir", str(config_dir), "eval", "--data", str(path), "--columns",
+                 "question=q,answer=a,choices=opts,id=key", "--methods", "cot,mad", "--backbone", "fake",
+                 "--limit", "2", "--no-progress", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
+    assert sorted((r["question_id"], r["method"], r["final"], r["correct"]) for r in rows) == [
+        ("p1", "cot", "B", True), ("p1", "mad", "B", True), ("p2", "cot", "B", False), ("p2", "mad", "B", False)]
+    assert "# own:mine.csv (test)" in (out / "report.md").read_text(encoding="utf-8")
+    code = main(["--config-dir", str(config_dir), "eval", "--data", str(path), "--columns", "question=prompt",
+                 "--out", str(tmp_path / "x")])
+    assert code == 2 and "has no column 'prompt'; its columns are: q, a, opts, key." in capsys.readouterr().err
+
+
+def test_on_a_space_only_signed_in_annotators_may_evaluate_their_own_data(tmp_path):
+    import dataclasses
+    import os
+    from types import SimpleNamespace
+
+    from r2mad.serving.visitors import identify
+    from r2mad.settings.config import load_config
+    from r2mad.ui.data_tab import researcher_refusal
+    from tests.helpers import ROOT
+
+    local = load_config(ROOT / "configs", env={**os.environ, "R2MAD_DATA_DIR": str(tmp_path)})
+    space = load_config(ROOT / "configs", env={**os.environ, "R2MAD_DATA_DIR": str(tmp_path), "SPACE_ID": "me/demo"})
+    space = dataclasses.replace(space, app=dataclasses.replace(space.app, annotators=("alice",)))
+    anonymous = identify(space, browser_id="b" * 32, session="s")
+    alice = identify(space, browser_id="b" * 32, session="s", profile=SimpleNamespace(username="alice"))
+    assert researcher_refusal(local, identify(local, browser_id=None, session="s")) is None
+    assert researcher_refusal(space, alice) is None
+    refusal = researcher_refusal(space, anonymous)
+    assert refusal.startswith("Evaluating your own data is for researchers") and refusal.count(". ") == 0
