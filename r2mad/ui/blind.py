@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,10 +31,10 @@ def is_blind(name: str) -> bool:
 
 
 def _blind_round(rnd: Round) -> Round:
+    # no prompts: they hold what a method added (memory records, peers' confidence, advice, masks)
     return dataclasses.replace(rnd, details={k: v for k, v in rnd.details.items() if k in KEPT_ROUND_DETAILS},
-                               aux=(), turns=tuple(dataclasses.replace(t, details={k: v for k, v in
-                                                                                  t.details.items() if k == "finish"})
-                                                   for t in rnd.turns))
+                               aux=(), turns=tuple(dataclasses.replace(t, prompt=(), details={
+                                   k: v for k, v in t.details.items() if k == "finish"}) for t in rnd.turns))
 
 
 def blinded(t: Transcript, name: str) -> Transcript:
@@ -83,3 +85,36 @@ class Curtain:
 def revealed(state: dict[str, Any]) -> dict[str, Transcript]:
     """The real transcripts of a comparison from its vote state, in the order the methods were picked."""
     return {m: from_dict(Transcript, data) for m, data in (state.get("transcripts") or {}).items()}
+
+
+SEAL_S = 3600.0  # a comparison nobody votes on is unsealed after this long
+
+
+class Sealed:
+    """Run ids of blind comparisons waiting for their vote, process-wide: the Inspect tab lists and opens none
+    of them (their method and final answer would unblind the vote) until the vote, a skip, or SEAL_S."""
+
+    def __init__(self) -> None:
+        self._until: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def seal(self, run_ids) -> None:
+        with self._lock:
+            self._until.update({r: time.monotonic() + SEAL_S for r in run_ids})
+
+    def unseal(self, run_ids) -> None:
+        with self._lock:
+            for r in run_ids:
+                self._until.pop(r, None)
+
+    def __contains__(self, run_id: object) -> bool:
+        with self._lock:
+            until = self._until.get(run_id)  # type: ignore[arg-type]
+            if until is not None and until < time.monotonic():
+                del self._until[run_id]  # type: ignore[arg-type]
+                until = None
+        return until is not None
+
+
+SEALED_WORDS = ("This run belongs to a blind comparison waiting for its vote; vote or skip in the Debate tab, "
+                "then open it here.")

@@ -32,6 +32,7 @@ from r2mad.ui.views import idle, status_line, view  # the Debate tab's component
 from r2mad.ui.visitors import Visitor, identify
 
 log = logging.getLogger("r2mad.ui")
+NOT_SAVED = "**Not saved yet** — kept and saved when space returns."
 MAX_COLUMNS = 4
 USER_ERRORS = (BackendError, ConfigError, ValueError, StoreError)  # StoreError: a full or locked run store
 TICK_S = 1.0  # the running status line's seconds move on at least this often
@@ -173,6 +174,8 @@ class DebateHandlers:
             yield (*update, *(vote_panel.cleared() if first else vote_panel.unchanged()))
             first = False
         if curtain is not None and curtain.drawn:
+            if not curtain.votable():  # no vote is asked: the names are shown now
+                self.services.sealed.unseal(curtain.runs.values())
             yield vote_panel.ending(curtain)
 
     async def _run(self, req: DebateRequest, session: str, visitor: Visitor, login_token: str | None = None, *,
@@ -252,13 +255,19 @@ class DebateHandlers:
                     yield idle(status_line(hide(shown), prices, time.time() - asked))
                     continue
                 done = all(t.status != "running" for t in transcripts.values())
+                if curtain is not None and curtain.drawn:  # Inspect shows none of them until the vote
+                    services.sealed.seal(live.run_ids.values())
                 yield view(hide(shown), final=done, prices=prices, saved=live.run_ids, elapsed=time.time() - asked)
             finished = bool(live.results) and all(t.status == "done" for t in live.results.values())
+            if store.unsaved(live.run_ids.values()):  # the disk is full: kept, and the visitor is told
+                ended = {m: store.scrub_transcript(t) for m, t in live.results.items()}
+                yield idle(f"{status_line(hide(ended), prices)}  \n{NOT_SAVED}")
             if curtain is not None:
                 curtain.runs.update(live.run_ids)  # what a vote names (the runs are saved by now)
             for notice in store.take_notices():
                 warn(notice)
             for m, t in live.results.items():
+                m = curtain.labels.get(m, m) if curtain is not None else m  # a blind warning names no method
                 errors = [turn.error for r in t.rounds for turn in r.turns if turn.error]
                 if t.status == "failed":
                     why = errors[0] if errors else (t.notices[-1] if t.notices else "the debate failed")

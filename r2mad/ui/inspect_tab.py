@@ -13,6 +13,7 @@ from r2mad.runs.io import export_jsonl, export_runs_csv
 from r2mad.runs.store import STATUSES
 from r2mad.steer.fork import fork_starts
 from r2mad.steer.links import fork_of, forks_of
+from r2mad.ui.blind import SEALED_WORDS
 from r2mad.ui.errors import refusal
 from r2mad.ui.fill import in_fill_order, run_values
 from r2mad.ui.handlers import warn
@@ -52,6 +53,7 @@ class InspectHandlers(VisitorHandlers):
             flip=True if FLAGS[1] in flags else None,
             parse_failures=True if FLAGS[2] in flags else None,
             status=None if status in (ANY, "", None) else status)
+        runs = [r for r in runs if r.id not in self.services.sealed]  # a pending blind vote's runs stay hidden
         # the list shows short ids; the state keeps them whole
         return run_rows(runs, self.services.store.taxonomy), [r.id for r in runs]
 
@@ -76,6 +78,8 @@ class InspectHandlers(VisitorHandlers):
             record = None
         if record is None or not visitor.can_read(record.owner):
             raise refusal("No saved run of yours has that id; refresh the list and pick one of its rows.")
+        if record.id in self.services.sealed:
+            raise refusal(SEALED_WORDS)
         return record
 
     def open_run(self, run_id: str, visitor_id: str | None = None, request: gr.Request = None,

@@ -11,6 +11,7 @@ from typing import Any, Iterable
 
 from r2mad.config import Config
 from r2mad.resources import Shared
+from r2mad.ui.blind import Sealed
 from r2mad.ui.line import make_admission
 
 
@@ -19,6 +20,7 @@ class Services(Shared):
         super().__init__(config, secrets=secrets)
         self._active: dict[str, tuple[asyncio.Event, Any]] = {}  # session -> (stop signal, its loop)
         self.admission = make_admission(config)  # which debates run now, and the fair line of the others
+        self.sealed = Sealed()  # runs of blind comparisons waiting for their vote (ui/blind.py)
 
     def browser_secret(self) -> str:
         """The key gr.BrowserState encrypts the visitor id with in the browser. Gradio sends it to every page

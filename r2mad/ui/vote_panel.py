@@ -98,6 +98,7 @@ class VoteHandlers:
             gr.Info("There is no comparison waiting for a vote here.")
             return (*(gr.skip() for _ in range(VIEW_OUTPUTS)), *cleared())
         chosen = label(choice) if choice is not None else None
+        self.services.sealed.unseal((state.get("runs") or {}).values())  # the names are shown now
         if chosen is not None:
             session = getattr(request, "session_hash", None)
             visitor = identify(self.services.config, browser_id=visitor_id, session=session, profile=login,
