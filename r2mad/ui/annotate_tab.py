@@ -9,6 +9,7 @@ from __future__ import annotations
 import gradio as gr
 
 from r2mad.methods import METHODS
+from r2mad.runs.records import NAME_CHARS, NOTE_LIMIT
 from r2mad.ui.annotate_handlers import ANY, FLAGS, AnnotateHandlers
 from r2mad.ui.annotate_view import (
     COMPARE_HEADERS,
@@ -85,7 +86,7 @@ def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, visit
         gr.Markdown(who_annotates(config), elem_id="ann-who")
         with gr.Row(equal_height=False, elem_id="ann-layout"):
             with gr.Column(scale=2, min_width=300, elem_id="ann-side"):
-                annotator = gr.Textbox(label="Your name (blank = local)", elem_id="ann-name",
+                annotator = gr.Textbox(label="Your name (blank = local)", elem_id="ann-name", max_length=NAME_CHARS,
                                        visible=not config.private_runs)  # else: the annotator's login
                 queue = gr.Dropdown(h.queue_names(), value=None, label="Queue", allow_custom_value=True,
                                     elem_id="ann-queue")
@@ -166,7 +167,7 @@ def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, visit
                                           elem_id="ann-labels")
                 turn = gr.Dropdown([NO_TURN], value=[], multiselect=True, elem_id="ann-turn",
                                    label="Blamed turns, one or several (for labels no suggestion placed)")
-                note = gr.Textbox(label="Note", lines=1, elem_id="ann-note")
+                note = gr.Textbox(label="Note", lines=1, elem_id="ann-note", max_length=NOTE_LIMIT)
                 save = gr.Button("Save & next (Ctrl+Enter)", variant="primary", elem_id="ann-save")
                 others = gr.Markdown(elem_id="ann-others")
                 gr.Markdown(KEYS_HELP, elem_id="ann-help")

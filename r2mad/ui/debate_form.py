@@ -11,6 +11,7 @@ import gradio as gr
 from r2mad.config import bounds
 from r2mad.fields import ON_FORM, Field
 from r2mad.methods import REGISTRY, names
+from r2mad.text import GOLD_CHARS
 from r2mad.ui.views import MAX_COLUMNS
 
 LETTERS = "ABCDEFGHIJ"
@@ -43,14 +44,18 @@ def needs_token(config, backbone: str) -> bool:
     return bool(spec and spec.visitor_token)
 
 
+QUESTION_CHARS = 4000  # the page's bound; the server checks the configured max_question_chars with its options
+
+
 def question_part(form: Form) -> None:
-    form["question"] = gr.Textbox("", lines=2, label="Question", elem_id="question",
+    form["question"] = gr.Textbox("", lines=2, label="Question", elem_id="question", max_length=QUESTION_CHARS,
                                   placeholder="A math problem, or a multiple-choice question with options below")
     with gr.Accordion("Multiple-choice options (optional; empty ones are ignored)", open=False):
         for name, letter in zip(OPTIONS, LETTERS):
-            form[name] = gr.Textbox("", label=f"Option {letter}", elem_id=f"option-{letter}")
+            form[name] = gr.Textbox("", label=f"Option {letter}", elem_id=f"option-{letter}",
+                                    max_length=QUESTION_CHARS)
     form["gold"] = gr.Textbox("", label="Correct answer, if you know it (a letter or a number; used to score)",
-                              elem_id="gold")
+                              elem_id="gold", max_length=GOLD_CHARS, info=f"Up to {GOLD_CHARS} characters.")
 
 
 def methods_part(form: Form, default_method: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from r2mad.answers import plurality_vote, same_answer
 from r2mad.methods import REGISTRY, needs_bank
+from r2mad.text import clip
 from r2mad.types import Round, Transcript
 from r2mad.ui.blind import is_blind
 
@@ -41,6 +42,7 @@ def vote_words(rnd: Round, kind: str, short: bool = False) -> str:
     value, held, n = majority(rnd, kind)
     if value is None:
         return "none" if short else "no answer in the task's format"
+    value = clip(value)
     if 2 * held > n:
         return f"{value} ({held}/{n})" if short else f"{value}, majority ({held} of {n} agents)"
     if tied(rnd, kind):
@@ -117,7 +119,7 @@ def _outcome(t: Transcript) -> str:
         verdict = ("right or wrong shown after your vote" if is_blind(t.method) else
                    "no gold answer given" if t.task.gold is None else "not scored")
     else:
-        verdict = "correct" if t.correct else f"wrong (gold {t.task.gold})"
+        verdict = "correct" if t.correct else f"wrong (gold {clip(t.task.gold)})"
     last = done[-1] if done else None
     how = ""
     if last is not None and last.turns and not is_blind(t.method):
@@ -125,10 +127,7 @@ def _outcome(t: Transcript) -> str:
         if 2 * held <= n:  # no majority: say the vote was a plurality, and how a tie went
             how = f" · by {vote_words(last, t.task.kind).split(', ', 1)[1]}"
     letters = [t.final.value] + ([t.task.gold] if t.correct is False else [])
-    return f"Final answer: {t.final.value} — {verdict}{options_words(t.task, letters)}{how}"
-
-
-OPTION_CHARS = 40  # of an option's text shown beside its letter
+    return f"Final answer: {clip(t.final.value)} — {verdict}{options_words(t.task, letters)}{how}"
 
 
 def options_words(task, letters: list[str | None]) -> str:
@@ -137,8 +136,7 @@ def options_words(task, letters: list[str | None]) -> str:
     options = dict(task.options or ())
     shown = []
     for letter in dict.fromkeys(x for x in letters if x in options):
-        text = " ".join(str(options[letter]).split())
-        shown.append(f"{letter} = {text if len(text) <= OPTION_CHARS else text[:OPTION_CHARS - 1] + '…'}")
+        shown.append(f"{letter} = {clip(options[letter])}")
     return f" · {', '.join(shown)}" if shown else ""
 
 
