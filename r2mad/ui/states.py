@@ -158,3 +158,13 @@ def title_of(method: str) -> str:
     base = method.removesuffix("+advice")
     name = REGISTRY[base].label if base in REGISTRY else method
     return name + (" + advice" if method.endswith("+advice") else "")
+
+
+def running_words(t: Transcript, elapsed_s: float) -> str:
+    """A long wait's progress with its reason in numbers: "round 2 of rounds 0–2 · 7 calls · 41 s"."""
+    planned = int((t.settings or {}).get("rounds") or 0) - 1
+    running = next((r for r in t.rounds if r.details.get("running")), None)
+    index = running.index if running else len(t.rounds)
+    calls = t.usage().calls
+    return (f"round {index} of rounds 0–{max(planned, index)} · {calls} call{'s' if calls != 1 else ''} · "
+            f"{elapsed_s:.0f} s")
