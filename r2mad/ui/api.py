@@ -43,7 +43,10 @@ def compact(t: Transcript, run_id: str | None = None) -> dict[str, Any]:
                         "replayed": bool(r.details.get("replayed") or r.details.get("shared")),
                         "turns": [{"agent": x.agent + 1, "backbone": x.backbone or t.backbone,
                                    "answer": x.answer.value, "how": x.answer.how, "error": x.error,
-                                   "text": x.text[:TEXT_LIMIT]} for x in r.turns]}
+                                   "text": x.text[:TEXT_LIMIT], "human": bool(x.details.get("human"))}
+                                  for x in r.turns],
+                        "notes": [{"to": None if c.target is None else c.target + 1, "text": c.text}
+                                  for c in r.aux if c.kind == "human"]}
                        for r in t.rounds],
             "usage": {"calls": usage.calls, "tokens_in": usage.tokens_in, "tokens_out": usage.tokens_out},
             "usage_by_model": {name: {"calls": u.calls, "tokens_in": u.tokens_in, "tokens_out": u.tokens_out}
@@ -72,7 +75,7 @@ class Api:
     async def run_debate(self, question: str, options: dict[str, str] | None = None, gold: str = "",
                          method: str = PLAIN, backbone: str = "", bank: str = "",
                          agent_backbones: list[str] | None = None, aux_backbone: str = "",
-                         request: gr.Request = None) -> dict[str, Any]:
+                         notes: list[dict] | None = None, request: gr.Request = None) -> dict[str, Any]:
         """Run one debate and return its transcript in compact JSON.
 
         Args:
@@ -84,7 +87,10 @@ class Api:
             bank: memory bank folder for r2mad and icl-cot (e.g. memory/demo-mcq); empty for the default.
             agent_backbones: one backbone per agent, ["a", "b", "a"], for a mixed-model debate; empty: `backbone`.
             aux_backbone: with agent_backbones, the backbone of summaries, judges and advice; empty for agent 1's.
+            notes: a person in the debate, before a round: [{"round": 1, "text": "…"}] reaches every agent, with
+                "to": [2] agent 2 alone, or "seat": 2 makes the text agent 2's turn (agents counted from 1).
         """
+        from r2mad.steer.human import from_rows, scripted
         from r2mad.tasks import task_from_input
 
         s = self.services
@@ -96,9 +102,11 @@ class Api:
             task = task_from_input(question, {k.strip().upper(): v for k, v in (options or {}).items()} or None,
                                    gold or None, max_chars=settings.max_question_chars)
             names = tuple((n or "").strip() for n in agent_backbones or ())
+            said = from_rows(notes, settings.agents, settings.rounds)
             asked = RunRequest(task, (method,), settings, ((aux_backbone or "").strip() or names[0]) if names else name,
                                source="api", agent_backbones=names, owner=self.visitor(request).owner,
-                               bank=(bank or s.config.app.default_bank) if needs_bank(method) else None)
+                               bank=(bank or s.config.app.default_bank) if needs_bank(method) else None,
+                               moderator=scripted(said) if said else None)
             lane = lane_of(s.config, [*(agent_backbones or ()), aux_backbone] if agent_backbones else [name])
             runs = await start_in_line(s, asked, self.line_key(request), lane)
             [(run_id, t)] = [(runs.run_ids[m], t) for m, t in runs.transcripts.items()]

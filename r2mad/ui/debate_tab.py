@@ -12,7 +12,7 @@ from typing import Any
 import gradio as gr
 
 from r2mad.methods import names
-from r2mad.ui import handlers, vote_panel
+from r2mad.ui import handlers, moderator_box, vote_panel
 from r2mad.ui.allowance_line import AllowanceLine
 from r2mad.ui.debate_form import (
     AGENTS,
@@ -92,6 +92,7 @@ def buttons_part(ui: Parts) -> None:
 def results_part(ui: Parts) -> None:
     """The outcome line, scoreboard, fork offer, full texts, side-by-side views and the transcript JSON."""
     ui["status"] = gr.Markdown(elem_id="final")
+    moderator_box.part(ui)  # a visitor's note between rounds
     ui["scoreboard"] = gr.HTML("", elem_id="scoreboard")
     vote_panel.part(ui)  # a blind side-by-side comparison asks which debate convinced the visitor
     ui["saved_run"] = gr.State("")
@@ -144,6 +145,7 @@ def build(services: Services, visitor_id) -> DebateTab:
     run_event = run_events(services, debate, form, ui, visitor_id,
                            [*outputs, *(ui[name] for name in vote_panel.VOTE_NAMES)])
     vote_panel.events(services, ui, outputs, visitor_id)
+    moderator_box.events(services, ui)
     form_events(services, debate, form, ui)
     card_events(services, form, ui, card_buttons, banks, outputs)
     if services.ledger is not None:

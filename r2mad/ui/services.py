@@ -21,6 +21,7 @@ class Services(Shared):
         self._active: dict[str, tuple[asyncio.Event, Any]] = {}  # session -> (stop signal, its loop)
         self.admission = make_admission(config)  # which debates run now, and the fair line of the others
         self.sealed = Sealed()  # runs of blind comparisons waiting for their vote (ui/blind.py)
+        self.notes: dict[str, list[str]] = {}  # session -> a visitor's notes for its running debate (moderator_box)
 
     def browser_secret(self) -> str:
         """The key gr.BrowserState encrypts the visitor id with in the browser. Gradio sends it to every page
@@ -65,3 +66,4 @@ class Services(Shared):
     def end(self, session: str) -> None:
         with self._lock:
             self._active.pop(session, None)
+            self.notes.pop(session, None)
