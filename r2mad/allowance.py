@@ -130,8 +130,8 @@ class Ledger:
 
 class Metered:
     """A backend whose calls are paid by the owner for one anonymous visitor: each call is reserved in the ledger
-    before it goes out (at most its prompt's token bound and max_tokens at the backbone's prices) and settled at its counted
-    tokens after. A call the allowance cannot cover raises AllowanceSpent and never reaches the endpoint."""
+    before it goes out (at most its prompt's token bound and max_tokens at the backbone's prices) and settled at
+    its counted tokens after. A call the allowance cannot cover raises AllowanceSpent and never reaches the endpoint."""
 
     def __init__(self, inner: Any, ledger: Ledger, visitor: str, prices: Prices):
         self.inner, self.ledger, self.visitor, self.prices = inner, ledger, visitor, prices

@@ -97,7 +97,8 @@ def test_honest_lines_for_stopped_failed_cut_and_finished_debates():
     cut = Round(0, tuple(turn(i, 0, None, text="Step one is", tokens_out=64) for i in range(3)), 0.0)
     assert outcome_line(transcript([cut], final=None, correct=False)) == \
         "No final answer — every answer was cut at the token limit; raise Max tokens"
-    assert outcome_line(transcript([r0], final="A", correct=False)) == "Final answer: A — wrong (gold B) · A = 1991, B = 1989"
+    assert outcome_line(transcript([r0], final="A", correct=False)) == \
+        "Final answer: A — wrong (gold B) · A = 1991, B = 1989"
 
 
 def test_matrix_has_one_row_per_method_and_one_column_per_round():

@@ -21,9 +21,9 @@ from r2mad.ui.api import USER_ERRORS
 from r2mad.ui.errors import sentence
 from r2mad.ui.line import REFRESH_S, sharing_words, visitor_key
 from r2mad.ui.render import chat_messages
-from r2mad.ui.states import running_words
 from r2mad.ui.scoreboard import matrix_html
 from r2mad.ui.services import Services
+from r2mad.ui.states import running_words
 from r2mad.ui.tables import SHORT_ID
 from r2mad.ui.visitor_runs import fork_saved, readable
 from r2mad.ui.visitors import VisitorHandlers
@@ -200,7 +200,7 @@ def build(services: Services, visitor_id: gr.BrowserState) -> tuple[gr.Textbox, 
                             elem_id="fork-pause")
     with gr.Row():
         go = gr.Button("Run the fork", variant="primary", elem_id="fork-button", scale=3)
-        stop = gr.Button("Stop", variant="stop", elem_id="fork-stop", scale=1, interactive=False)  # live while a fork runs
+        stop = gr.Button("Stop", variant="stop", elem_id="fork-stop", scale=1, interactive=False)  # live in a fork
     status = gr.Markdown(elem_id="fork-status")
     table = gr.HTML(elem_id="fork-aligned")  # the two runs, round by round, in the scoreboard's chips
     with gr.Row():

@@ -22,7 +22,7 @@ from r2mad.runs.faults import StoreError
 from r2mad.service import RunRequest
 from r2mad.tasks import task_from_input
 from r2mad.text import quoted
-from r2mad.ui import vote_panel
+from r2mad.ui import moderator_box, vote_panel
 from r2mad.ui.blind import Curtain
 from r2mad.ui.debate_form import AGENTS, OPTIONS
 from r2mad.ui.line import lane_of, sharing_words, skip_hint, visitor_key, wait_turn, with_hint

@@ -10,10 +10,10 @@ import gradio as gr
 
 from r2mad.methods import METHODS
 from r2mad.runs.io import export_jsonl, export_runs_csv
+from r2mad.runs.records import NAME_CHARS, NOTE_LIMIT
 from r2mad.runs.store import STATUSES
 from r2mad.steer.fork import fork_starts
 from r2mad.steer.links import fork_of, forks_of
-from r2mad.runs.records import NAME_CHARS, NOTE_LIMIT
 from r2mad.ui.blind import SEALED_WORDS
 from r2mad.ui.errors import refusal
 from r2mad.ui.fill import in_fill_order, run_values
@@ -221,7 +221,8 @@ def build(services: Services, debate, tabs, tab: gr.Tab, visitor_id) -> InspectT
         labels = gr.CheckboxGroup([(f"{key} — {text}", key) for key, text in store.taxonomy.items()],
                                   label="Failure labels")
         note = gr.Textbox(lines=2, label="Note", max_length=NOTE_LIMIT, info=f"Up to {NOTE_LIMIT:,} characters.")
-        annotator = gr.Textbox(label="Your name", visible=not config.private_runs, max_length=NAME_CHARS)  # else: the login's name
+        annotator = gr.Textbox(label="Your name", visible=not config.private_runs,  # else: the login's name
+                               max_length=NAME_CHARS)
         save = gr.Button("Save annotation", variant="primary")
 
     filters = [method, backbone, bank, outcome, flags, status, visitor_id]

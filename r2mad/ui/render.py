@@ -116,8 +116,8 @@ def round_body(rnd: Round, kind: str, previous: Round | None = None) -> str:
     lines = [f"Answers — {answers}" if answers else "Waiting for the agents…"]
     notes = [c for c in rnd.aux if c.kind == "human"]
     if notes:
-        lines.append("\n".join(f"**Moderator's note** ({'to every agent' if c.target is None else f'to agent {c.target + 1}'}"
-                               f"): {esc(c.text)}" for c in notes))
+        to = lambda c: "to every agent" if c.target is None else f"to agent {c.target + 1}"  # noqa: E731
+        lines.append("\n".join(f"**Moderator's note** ({to(c)}): {esc(c.text)}" for c in notes))
     panel = panels.round_panels(rnd, previous)
     if panel:
         lines.append(panel)
