@@ -3,6 +3,8 @@ agent's) next prompt and is recorded; a seat makes one agent's turn the person's
 survive the JSON round trip and the run store, and a fork from the run says them again. The loop's logic on a
 scripted backend; the CLI on a real loopback server; the app in Chromium (test_browser_human.py)."""
 import asyncio
+import re
+from pathlib import Path
 
 import pytest
 
@@ -91,3 +93,28 @@ def test_a_baseline_asks_no_moderator():
     asyncio.run(Debate(ScriptedBackend(fork_replies), make_method("mad", FORK_SETTINGS), moderator=moderator)
                 .run(PLANET_MCQ))
     assert asked == [1, 2]  # before each debate round, never before round 0
+
+
+def test_debate_interactive_reads_notes_at_the_terminal_before_each_round(config_dir, server, monkeypatch, capsys):
+    """`debate --interactive` on a real loopback server: a bad @ is answered in one sentence and asked again,
+    a note and a seat before round 1, Enter goes on; the saved run holds both."""
+    import builtins
+
+    from r2mad.config import load_config
+    from r2mad.runs.store import RunStore
+    from tests.helpers import debate_cli
+
+    typed = iter(["@9 hello", "@2 Count the moons too.", "seat 3: I am sure it is Jupiter. ((B))", "", ""])
+    monkeypatch.setattr(builtins, "input", lambda prompt="": next(typed))
+    assert debate_cli(config_dir, "--question", "Largest planet?", "--option", "A=Mars", "--option", "B=Jupiter",
+                      "--gold", "B", "--no-early-stop", "--interactive") == 0
+    printed = capsys.readouterr().out
+    assert "There are agents 1 to 3; write @1 to @3" in printed and "Round 0: agent 1 " in printed
+    [run_id] = re.findall(r"^Saved as run ([0-9a-f]{32})$", printed, re.M)
+    with RunStore(Path(load_config(config_dir).app.data_dir) / "runs.sqlite") as store:
+        t = store.get_run(run_id).transcript
+    [note] = [c for c in t.rounds[1].aux if c.kind == "human"]
+    assert (note.text, note.target) == ("Count the moons too.", 1)
+    assert "Count the moons too." in prompt_text(t.rounds[1].turns[1])
+    assert t.rounds[1].turns[2].details["human"] and t.rounds[1].turns[2].answer.value == "B"
+    assert server.hits == 3 + 2 + 3  # the seat made no call

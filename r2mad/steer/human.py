@@ -125,7 +125,7 @@ def scripted(said: Iterable[Interjection]) -> Moderator:
     return moderate
 
 
-def typed(ask: Callable[[str], str] = input, show: Callable[[str], None] = print) -> Moderator:
+def typed(ask: Callable[[str], str] | None = None, show: Callable[[str], None] = print) -> Moderator:
     """`debate --interactive`: before each debate round, the last round's answers, then lines read from the
     terminal until an empty one (off the event loop)."""
     async def moderate(t: Transcript, round_index: int) -> Sequence[Interjection]:
@@ -135,7 +135,7 @@ def typed(ask: Callable[[str], str] = input, show: Callable[[str], None] = print
                                                     for x in last.turns))
         said: list[Interjection] = []
         while True:
-            line = await asyncio.to_thread(ask, f"Before round {round_index} — a note for every agent, '@2 …' for "
+            line = await asyncio.to_thread(ask or input, f"Before round {round_index} — a note for every agent, '@2 …' for "
                                                 "agent 2, 'seat 2: …' to write agent 2's turn; Enter to go on: ")
             try:
                 x = parse(line, round_index, len(last.turns) if last else 0)
