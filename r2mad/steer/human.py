@@ -135,8 +135,9 @@ def typed(ask: Callable[[str], str] | None = None, show: Callable[[str], None] =
                                                     for x in last.turns))
         said: list[Interjection] = []
         while True:
-            line = await asyncio.to_thread(ask or input, f"Before round {round_index} — a note for every agent, '@2 …' for "
-                                                "agent 2, 'seat 2: …' to write agent 2's turn; Enter to go on: ")
+            line = await asyncio.to_thread(ask or input, f"Before round {round_index} — a note for every agent, "
+                                                         "'@2 …' for agent 2, 'seat 2: …' to write agent 2's turn; "
+                                                         "Enter to go on: ")
             try:
                 x = parse(line, round_index, len(last.turns) if last else 0)
             except ValueError as exc:
