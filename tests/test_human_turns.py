@@ -118,3 +118,22 @@ def test_debate_interactive_reads_notes_at_the_terminal_before_each_round(config
     assert "Count the moons too." in prompt_text(t.rounds[1].turns[1])
     assert t.rounds[1].turns[2].details["human"] and t.rounds[1].turns[2].answer.value == "B"
     assert server.hits == 3 + 2 + 3  # the seat made no call
+
+
+def test_the_apis_notes_are_read_with_agents_and_rounds_counted_as_shown():
+    from r2mad.steer.human import from_rows
+    from r2mad.ui.api import compact
+
+    rows = [{"round": 1, "text": "Check."}, {"round": 1, "to": [2], "text": "Explain."},
+            {"round": 2, "seat": 3, "text": "I say ((B))"}]
+    assert from_rows(rows, 3, 3) == [Interjection(1, "Check."), Interjection(1, "Explain.", (1,)),
+                                     Interjection(2, "I say ((B))", seat=2)]
+    for bad, problem in (([{"text": "no round"}], "give each one a round"),
+                         ([{"round": 3, "text": "late"}], "Notes come before a debate round, 1 to 2"),
+                         ([{"round": 1, "to": [4], "text": "x"}], "There are agents 1 to 3")):
+        with pytest.raises(ValueError, match=problem):
+            from_rows(bad, 3, 3)
+    t, _ = debate(*from_rows(rows, 3, 3))
+    shown = compact(t)
+    assert shown["rounds"][1]["notes"] == [{"to": None, "text": "Check."}, {"to": 2, "text": "Explain."}]
+    assert [x["human"] for x in shown["rounds"][2]["turns"]] == [False, False, True]

@@ -268,6 +268,10 @@ class DebateHandlers:
                 update = view(hide(shown), final=done, prices=prices, saved=live.run_ids, elapsed=time.time() - asked)
                 yield (update[0] if done else with_reason(update[0], busy), *update[1:])
             finished = bool(live.results) and all(t.status == "done" for t in live.results.values())
+            with services._lock:
+                unsaid = services.notes.pop(session, [])
+            if unsaid:  # sent after the last round began, or the agents agreed and the debate stopped early
+                warn(f"{len(unsaid)} note(s) reached no agent: the debate had no round after them.")
             if store.unsaved(live.run_ids.values()):  # the disk is full: kept, and the visitor is told
                 ended = {m: store.scrub_transcript(t) for m, t in live.results.items()}
                 yield idle(f"{status_line(hide(ended), prices)}  \n{NOT_SAVED}")
