@@ -1,7 +1,7 @@
 """A visitor in the debate, in a real headless Chromium: a note sent while round 0 runs reaches every agent's
 round-1 prompt; the run opens in Inspect with the note in place; a fork from round 1 says it again. Debates on
 a scripted OpenAI-compatible server on loopback, whose round-0 answers wait until the page says the note was
-sent (so the note is sent during round 0, with no sleep). Screenshots at 1440x900 and 390x844."""
+sent (so the note is sent during round 0, with no sleep). Screenshots at 1440x900 (the phone's: test_browser_phone)."""
 from __future__ import annotations
 
 import dataclasses
@@ -18,7 +18,7 @@ from tests.browser import SHOTS, launch
 
 pytestmark = pytest.mark.slow  # a real browser
 NOTE = "Moderator here: compare the planets' diameters."
-DESKTOP, PHONE = {"width": 1440, "height": 900}, {"width": 390, "height": 844}
+DESKTOP = {"width": 1440, "height": 900}
 
 
 class Table:
@@ -101,9 +101,3 @@ def test_a_note_after_round_0_reaches_round_1_opens_in_inspect_and_a_fork_says_i
     assert all(NOTE in prompts(turn) for turn in f.rounds[1].turns)  # said again before the fork's live round 1
     assert [c.text for c in f.rounds[1].aux if c.kind == "human"] == [NOTE]
     page.close()
-
-    phone = browser.new_page(viewport=PHONE)
-    phone.goto(url)
-    phone.locator("#note").wait_for(timeout=60_000)
-    shot(phone, "human-phone")
-    phone.close()

@@ -92,7 +92,6 @@ def buttons_part(ui: Parts) -> None:
 def results_part(ui: Parts) -> None:
     """The outcome line, scoreboard, fork offer, full texts, side-by-side views and the transcript JSON."""
     ui["status"] = gr.Markdown(elem_id="final")
-    moderator_box.part(ui)  # a visitor's note between rounds
     ui["scoreboard"] = gr.HTML("", elem_id="scoreboard")
     vote_panel.part(ui)  # a blind side-by-side comparison asks which debate convinced the visitor
     ui["saved_run"] = gr.State("")
@@ -102,6 +101,7 @@ def results_part(ui: Parts) -> None:
         ui["fork_button"] = gr.Button("Fork from this round", size="sm", scale=0, min_width=180,
                                       elem_id="debate-fork-button")
     with gr.Column(visible=False) as ui["single_box"]:  # the full texts, shown with the first debate
+        moderator_box.part(ui)  # a visitor's note between rounds (one debate; a comparison takes none)
         ui["single_chat"] = gr.Chatbot(label="Full texts, per round and agent (click an agent to open it)",
                                        height=560, elem_id="chat-single", group_consecutive_messages=False,
                                        feedback_options=None, autoscroll=False, buttons=[])
