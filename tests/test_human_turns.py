@@ -137,3 +137,16 @@ def test_the_apis_notes_are_read_with_agents_and_rounds_counted_as_shown():
     shown = compact(t)
     assert shown["rounds"][1]["notes"] == [{"to": None, "text": "Check."}, {"to": 2, "text": "Explain."}]
     assert [x["human"] for x in shown["rounds"][2]["turns"]] == [False, False, True]
+
+
+def test_a_seat_reads_as_a_persons_turn_in_the_chat_and_no_other_model():
+    from r2mad.ui.render import chat_messages
+    from r2mad.ui.scoreboard import agent_models
+
+    t, _ = debate(parse("seat 2: Jupiter, surely. ((B))", 1, 3), Interjection(1, NOTE))
+    titles = [m["metadata"].get("title", "") for m in chat_messages(t)]
+    assert "Agent 2 · written by a person — answer B (read from ((letter)))" in titles
+    assert agent_models(t) == {}  # not a mixed-model debate
+    header = next(m for m in chat_messages(t) if m["metadata"].get("id") == "round-1")
+    assert f"**Moderator's note** (to every agent): {NOTE}" in header["content"]
+    assert "human call" not in header["content"]  # a note is no extra call

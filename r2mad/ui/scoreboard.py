@@ -144,7 +144,8 @@ def _personas(t: Transcript) -> dict[int, str]:
 def agent_models(t: Transcript) -> dict[int, str]:
     """Each agent's model in a mixed-model debate (some agent answered on another backbone than the run's
     named one); {} when every agent ran on the run's backbone."""
-    models = {turn.agent: turn.backbone or t.backbone for r in t.rounds for turn in r.turns}
+    models = {turn.agent: turn.backbone or t.backbone for r in t.rounds for turn in r.turns
+              if not turn.details.get("human")}  # a person's seat is no other model
     return models if any(name != t.backbone for name in models.values()) else {}
 
 
