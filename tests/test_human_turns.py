@@ -150,3 +150,12 @@ def test_a_seat_reads_as_a_persons_turn_in_the_chat_and_no_other_model():
     header = next(m for m in chat_messages(t) if m["metadata"].get("id") == "round-1")
     assert f"**Moderator's note** (to every agent): {NOTE}" in header["content"]
     assert "human call" not in header["content"]  # a note is no extra call
+
+
+def test_blame_reads_a_persons_wrong_turn_like_any_other_and_counts_it_as_no_call():
+    from r2mad.steer.blame import candidates
+
+    t, _ = debate(parse("seat 1: Mars is the largest. ((A))", 1, 3), Interjection(1, NOTE))
+    seat = [c for c in candidates(t) if (c.round, c.agent) == (1, 0)]
+    assert [c.neutraliser for c in seat] == ["mask", "previous"]  # masked, or put back to its round-0 answer
+    assert seat[0].estimated_calls == 3  # round 2's three agents; the note and the seat cost nothing
