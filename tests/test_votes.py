@@ -245,3 +245,32 @@ def test_nothing_method_specific_leaves_before_the_vote(store):
     VoteHandlers(services).vote(None, curtain.state(), "b" * 32, SimpleNamespace(session_hash="s"), None, None)
     listed = inspect.list_runs("any", "any", "any", "any", [], "any", "b" * 32, SimpleNamespace(session_hash="s"))
     assert set(runs.values()) <= set(listed[1])  # skipped: the names are shown, and the runs listed
+
+
+def test_vote_events_sent_at_once_from_one_page_under_other_ids_count_once(store):
+    """The probe at the handler: ten clicks at once on one comparison's buttons, each with another browser id
+    and session (the comparison is read from the page's state before any event clears it)."""
+    import threading
+    import warnings
+
+    runs = comparison(store, "B", "A")
+    curtain = Curtain()
+    curtain.draw(list(runs), random.Random(0))
+    curtain.runs.update(runs)
+    curtain.hide({m: store.get_run(r).transcript for m, r in runs.items()})
+    state = curtain.state()
+    services = SimpleNamespace(store=store, config=SimpleNamespace(private_runs=False), sealed=Sealed())
+    handlers, start = VoteHandlers(services), threading.Barrier(10)
+
+    def click(i):
+        start.wait()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the refusals, said to each page
+            handlers.vote(i % 2, state, f"{i:032d}", SimpleNamespace(session_hash=f"s{i}"), None, None)
+
+    threads = [threading.Thread(target=click, args=(i,)) for i in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert len(handlers.votes.votes()) == 1
