@@ -242,6 +242,12 @@ def test_nothing_method_specific_leaves_before_the_vote(store):
     assert set(runs.values()).isdisjoint(listed[1])  # Inspect hides the pending comparison
     with pytest.raises(Exception, match="blind comparison waiting for its vote"):
         inspect.open_run(runs["mad"], "b" * 32, SimpleNamespace(session_hash="s"))
+    from r2mad.ui.api import Api
+
+    api = Api(services)
+    assert set(runs.values()).isdisjoint(r["run_id"] for r in api.list_runs(request=SimpleNamespace(session_hash="s")))
+    with pytest.raises(Exception, match="blind comparison waiting for its vote"):
+        api.get_run(runs["mad"], request=SimpleNamespace(session_hash="s"))
     VoteHandlers(services).vote(None, curtain.state(), "b" * 32, SimpleNamespace(session_hash="s"), None, None)
     listed = inspect.list_runs("any", "any", "any", "any", [], "any", "b" * 32, SimpleNamespace(session_hash="s"))
     assert set(runs.values()) <= set(listed[1])  # skipped: the names are shown, and the runs listed

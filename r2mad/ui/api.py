@@ -17,6 +17,7 @@ from r2mad.runs.faults import StoreError
 from r2mad.service import RunRequest
 from r2mad.text import quoted
 from r2mad.types import Transcript
+from r2mad.ui.blind import SEALED_WORDS
 from r2mad.ui.errors import refusal, sentence
 from r2mad.ui.line import lane_of, visitor_key
 from r2mad.ui.services import Services
@@ -130,7 +131,8 @@ class Api:
                                              limit=_whole(limit, "limit", 1, 200))
         return [{"run_id": r.id, "created_at": r.created_at, "status": r.status, "method": r.method,
                  "backbone": r.backbone, "question": r.question[:200], "gold": r.gold, "final": r.final_answer,
-                 "correct": r.correct, "rounds": r.rounds, "tokens": r.tokens} for r in rows]
+                 "correct": r.correct, "rounds": r.rounds, "tokens": r.tokens}
+                for r in rows if r.id not in self.services.sealed]  # a blind comparison's, until its vote
 
     def get_run(self, run_id: str, request: gr.Request = None) -> dict[str, Any]:
         """One saved run: its compact transcript, the run it was forked from, its forks and blame results.
@@ -145,6 +147,8 @@ class Api:
         store = self.services.store
         try:
             record = readable(store, run_id, self.visitor(request))
+            if record.id in self.services.sealed:
+                raise KeyError(SEALED_WORDS)
             parent, spec = fork_of(store, record.id)
         except KeyError as exc:
             raise refusal(sentence(exc)) from None
