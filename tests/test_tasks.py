@@ -328,3 +328,16 @@ def test_a_1_mb_gold_answer_is_refused_in_one_short_sentence_and_no_status_line_
                    Answer(long, "boxed"), False)
     line = outcome_line(t)
     assert len(line) < 120 and line == f"Final answer: {'9' * 39}… — wrong (gold {'4' * 39}…)"
+
+
+def test_every_text_field_a_person_types_in_has_a_length_limit():
+    """The page stops typing at each field's limit (the server checks what an API client sends)."""
+    import gradio as gr
+
+    from r2mad.ui.layout import build_app
+
+    demo = build_app()
+    open_fields = [b for b in demo.blocks.values() if isinstance(b, gr.Textbox) and b.interactive is not False
+                   and b.visible is not False]
+    unbounded = [b.label for b in open_fields if not b.max_length]
+    assert len(open_fields) > 10 and unbounded == []

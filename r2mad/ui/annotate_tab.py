@@ -10,6 +10,7 @@ import gradio as gr
 
 from r2mad.methods import METHODS
 from r2mad.runs.records import NAME_CHARS, NOTE_LIMIT
+from r2mad.text import FIELD_CHARS
 from r2mad.ui.annotate_handlers import ANY, FLAGS, AnnotateHandlers
 from r2mad.ui.annotate_view import (
     COMPARE_HEADERS,
@@ -99,11 +100,12 @@ def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, visit
                     nxt = gr.Button("Next (J) ▶", elem_id="ann-next", size="sm", min_width=80)
                     copy = gr.Button("Copy link", size="sm", elem_id="ann-copy", min_width=80)
                 with gr.Row():
-                    run_id = gr.Textbox(label="Run id (paste one to open it)", scale=3, elem_id="ann-run")
+                    run_id = gr.Textbox(label="Run id (paste one to open it)", scale=3, elem_id="ann-run",
+                                         max_length=FIELD_CHARS)
                     open_run = gr.Button("Open", size="sm", scale=1, elem_id="ann-open", min_width=60)
                 link = gr.Textbox(label="Link to this run", interactive=False, elem_id="ann-link")
                 with gr.Accordion("New queue from a filter", open=False, elem_id="ann-new"):
-                    q_name = gr.Textbox(label="Queue name", elem_id="ann-q-name")
+                    q_name = gr.Textbox(label="Queue name", elem_id="ann-q-name", max_length=NAME_CHARS)
                     with gr.Row():
                         q_method = gr.Dropdown([ANY, *METHODS], value=ANY, allow_custom_value=True, label="Method")
                         q_backbone = gr.Dropdown([ANY, *config.backbones], value=ANY, allow_custom_value=True,
@@ -130,7 +132,7 @@ def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, visit
                     with gr.Tab("Compare", id="ann-compare-page"):
                         with gr.Row():
                             other_id = gr.Textbox(label="Other run id (same question; blank = this run's graph "
-                                                        "only)", scale=3, elem_id="ann-other")
+                                                        "only)", scale=3, elem_id="ann-other", max_length=FIELD_CHARS)
                             compare = gr.Button("Compare", scale=1, elem_id="ann-compare", min_width=90)
                             swap = gr.Button("Label the other run", scale=1, elem_id="ann-swap", min_width=90)
                         compared = gr.Dataframe(headers=COMPARE_HEADERS, interactive=False, wrap=True,
@@ -155,8 +157,9 @@ def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, visit
                         export_file = gr.File(label="Dataset", interactive=False, elem_id="ann-export-file")
                         with gr.Row():
                             hub_repo = gr.Textbox(label="Hub dataset repo (user/name)", scale=2,
-                                                  elem_id="ann-hub-repo")
+                                                  elem_id="ann-hub-repo", max_length=FIELD_CHARS)
                             hub_token = gr.Textbox(type="password", scale=2, elem_id="ann-hub-token",
+                                                   max_length=FIELD_CHARS,
                                                    label="Token with write access (used once, never kept; signed-in "
                                                          "annotators on a Space may leave it empty)")
                             push = gr.Button("Push to the Hub", scale=1, elem_id="ann-push")

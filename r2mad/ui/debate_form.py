@@ -11,7 +11,7 @@ import gradio as gr
 from r2mad.config import bounds
 from r2mad.fields import ON_FORM, Field
 from r2mad.methods import REGISTRY, names
-from r2mad.text import GOLD_CHARS
+from r2mad.text import FIELD_CHARS, GOLD_CHARS
 from r2mad.ui.views import MAX_COLUMNS
 
 LETTERS = "ABCDEFGHIJ"
@@ -79,14 +79,16 @@ def advanced_part(form: Form, config, banks: list[str]) -> gr.Group:
                                          min_width=180)
         form["aux_backbone"] = gr.Dropdown([("Agent 1's backbone", ""), *choices], value="", elem_id="aux-backbone",
                                            label="Summaries, judges and advice", min_width=180)
-    form["token"] = gr.Textbox("", type="password", label="Hugging Face token", elem_id="token",
+    form["token"] = gr.Textbox("", type="password", max_length=FIELD_CHARS, label="Hugging Face token", elem_id="token",
                                visible=needs_token(config, config.default_backbone),
                                info="Sent only to the Hugging Face backbones (or a custom endpoint you give), for "
                                     "this browser session only; never shown, logged or stored.")
     custom = config.app.allow_custom_endpoint
     with gr.Accordion("Custom OpenAI-compatible endpoint", open=False, visible=custom):
-        form["base_url"] = gr.Textbox("", label="base_url", placeholder="http://localhost:8000/v1", interactive=custom)
-        form["model"] = gr.Textbox("", label="model", placeholder="leave empty to ask /v1/models", interactive=custom)
+        form["base_url"] = gr.Textbox("", label="base_url", max_length=FIELD_CHARS,
+                                      placeholder="http://localhost:8000/v1", interactive=custom)
+        form["model"] = gr.Textbox("", label="model", max_length=FIELD_CHARS,
+                                   placeholder="leave empty to ask /v1/models", interactive=custom)
     form["bank"] = gr.Dropdown([("(no memory bank)", "")] + [(b, b) for b in banks],
                                value=config.app.default_bank if config.app.default_bank in banks else "",
                                label="Memory bank (R²-MAD, ICL-CoT)")

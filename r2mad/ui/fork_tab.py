@@ -16,6 +16,7 @@ from r2mad.admission import Ticket, waiting_words
 from r2mad.config import bounds
 from r2mad.methods import names
 from r2mad.steer.fork import Change, ForkSpec, live_usage, parse_changes
+from r2mad.text import FIELD_CHARS
 from r2mad.types import Transcript
 from r2mad.ui.api import USER_ERRORS
 from r2mad.ui.errors import sentence
@@ -183,12 +184,12 @@ def build(services: Services, visitor_id: gr.BrowserState) -> tuple[gr.Textbox, 
                 "the round itself (unmask, drop or replace a retrieved case, drop an advice). Agents and case "
                 "ranks are counted from 1, as shown.")
     with gr.Row():
-        run_id = gr.Textbox(label="Run id (from Inspect runs)", scale=3)
+        run_id = gr.Textbox(label="Run id (from Inspect runs)", scale=3, max_length=FIELD_CHARS)
         from_round = gr.Number(label="Fork from round", value=1, minimum=1, maximum=bounds("rounds")[1], precision=0)
     with gr.Row():
         agent = gr.Number(label="Agent", value=1, minimum=1, maximum=bounds("agents")[1], precision=0)
         change = gr.Dropdown(list(CHANGES), value="force its answer to", label="Change", elem_id="fork-change")
-        value = gr.Textbox(label="Answer or new message · case rank · advice source", scale=2)
+        value = gr.Textbox(label="Answer or new message · case rank · advice source", scale=2, max_length=4000)
     with gr.Row():
         method = gr.Dropdown([SAME, *names("debate"), *names("ablation")], value=SAME, label="Go on with method",
                              elem_id="fork-method")

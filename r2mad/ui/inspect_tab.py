@@ -14,6 +14,7 @@ from r2mad.runs.records import NAME_CHARS, NOTE_LIMIT
 from r2mad.runs.store import STATUSES
 from r2mad.steer.fork import fork_starts
 from r2mad.steer.links import fork_of, forks_of
+from r2mad.text import FIELD_CHARS
 from r2mad.ui.blind import SEALED_WORDS
 from r2mad.ui.errors import refusal
 from r2mad.ui.fill import in_fill_order, run_values
@@ -197,7 +198,7 @@ def build(services: Services, debate, tabs, tab: gr.Tab, visitor_id) -> InspectT
                                        "70px", "90px"])
     ids = gr.State([])
     with gr.Row():
-        run_id = gr.Textbox(label="Run id", scale=3, elem_id="run-id")
+        run_id = gr.Textbox(label="Run id", scale=3, elem_id="run-id", max_length=FIELD_CHARS)
         open_button = gr.Button("Open", scale=1)
     # The run drawer: slides over the list from the right (the whole width on a phone) until closed.
     with gr.Column(visible=False, elem_id="run-drawer") as drawer:
