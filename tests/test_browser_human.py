@@ -94,8 +94,10 @@ def test_a_note_after_round_0_reaches_round_1_opens_in_inspect_and_a_fork_says_i
     page.click("#fork-from-here")  # round 1, with agent 1's round-0 answer forced to B
     page.get_by_text("Run id (from Inspect runs)").wait_for(timeout=60_000)
     page.locator("label:has-text('Answer or new message') textarea").first.fill("B")
+    assert not page.locator("#fork-stop").is_enabled()  # nothing runs: Stop is not live
     page.click("#fork-button")
     page.wait_for_selector("#fork-status :text('saved')", timeout=60_000)
+    page.wait_for_function("() => document.querySelector('#fork-stop').disabled", timeout=30_000)
     fork = next(r for r in store.list_runs() if r.id != run.id)
     f = store.get_run(fork.id).transcript
     assert all(NOTE in prompts(turn) for turn in f.rounds[1].turns)  # said again before the fork's live round 1
