@@ -11,9 +11,9 @@ import threading
 
 import pytest
 
-from r2mad.config import Backbone, load_config
-from r2mad.fakeserver import FakeServer, ok
+from r2mad.settings.config import Backbone, load_config
 from r2mad.ui import build_app
+from testing.scripted_server import FakeServer, ok
 from tests.browser import SHOTS, launch
 
 pytestmark = pytest.mark.slow  # a real browser

@@ -100,8 +100,8 @@ def test_debate_interactive_reads_notes_at_the_terminal_before_each_round(config
     a note and a seat before round 1, Enter goes on; the saved run holds both."""
     import builtins
 
-    from r2mad.config import load_config
     from r2mad.runs.store import RunStore
+    from r2mad.settings.config import load_config
     from tests.helpers import debate_cli
 
     typed = iter(["@9 hello", "@2 Count the moons too.", "seat 3: I am sure it is Jupiter. ((B))", "", ""])
@@ -140,8 +140,8 @@ def test_the_apis_notes_are_read_with_agents_and_rounds_counted_as_shown():
 
 
 def test_a_seat_reads_as_a_persons_turn_in_the_chat_and_no_other_model():
-    from r2mad.ui.render import chat_messages
-    from r2mad.ui.scoreboard import agent_models
+    from r2mad.ui.render.chat import chat_messages
+    from r2mad.ui.render.scoreboard import agent_models
 
     t, _ = debate(parse("seat 2: Jupiter, surely. ((B))", 1, 3), Interjection(1, NOTE))
     titles = [m["metadata"].get("title", "") for m in chat_messages(t)]

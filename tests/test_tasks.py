@@ -16,7 +16,7 @@ from r2mad.evaluation.datasets import (
     load_split,
     read_rows,
 )
-from r2mad.tasks import format_task, task_from_input
+from r2mad.grading.tasks import format_task, task_from_input
 from r2mad.types import Task
 
 LETTERS = "ABCDEFGHIJ"
@@ -315,7 +315,7 @@ def test_a_1_mb_gold_answer_is_refused_in_one_short_sentence_and_no_status_line_
     """The probe: a 1 MB gold answer (math form, API) was accepted, echoed whole in a 1,048,676-character
     status line and stored."""
     from r2mad.types import AgentTurn, Answer, Round, Transcript
-    from r2mad.ui.states import outcome_line
+    from r2mad.ui.render.states import outcome_line
 
     with pytest.raises(ValueError) as caught:
         task_from_input("What is 2+2?", None, "4" * 2**20)

@@ -11,8 +11,8 @@ import threading
 import unicodedata
 from typing import Sequence
 
-from r2mad.config import ConfigError
 from r2mad.evaluation.datasets import Split
+from r2mad.settings.config import ConfigError
 from r2mad.text import quoted
 from r2mad.types import Task
 

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Awaitable, Callable, Iterable, Sequence
 
-from r2mad.tasks import clean_text
+from r2mad.grading.tasks import clean_text
 from r2mad.text import too_long
 from r2mad.types import AuxCall, Round, Transcript
 

@@ -10,9 +10,11 @@ import gradio as gr
 
 from r2mad.methods import METHODS
 from r2mad.runs.records import NAME_CHARS, NOTE_LIMIT
+from r2mad.serving.services import Services
 from r2mad.text import FIELD_CHARS
 from r2mad.ui.annotate_handlers import ANY, FLAGS, AnnotateHandlers
-from r2mad.ui.annotate_view import (
+from r2mad.ui.bank_growth import bank_growth_block
+from r2mad.ui.render.annotate_view import (
     COMPARE_HEADERS,
     DISAGREEMENT_HEADERS,
     KEYS_HELP,
@@ -21,8 +23,6 @@ from r2mad.ui.annotate_view import (
     label_choices,
     label_guide,
 )
-from r2mad.ui.bank_growth import bank_growth_block
-from r2mad.ui.services import Services
 
 KEYS_JS = """() => {
   if (window.__r2madKeys) return; window.__r2madKeys = true;

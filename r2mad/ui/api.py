@@ -9,20 +9,20 @@ from typing import Any
 
 import gradio as gr
 
-from r2mad.admission import Refused
 from r2mad.backends.base import BackendError
-from r2mad.config import ConfigError, whole_number
+from r2mad.engine.admission import Refused
+from r2mad.engine.service import RunRequest
 from r2mad.methods import METHODS, PLAIN, needs_bank
 from r2mad.runs.faults import StoreError
-from r2mad.service import RunRequest
+from r2mad.serving.line import lane_of, visitor_key
+from r2mad.serving.services import Services
+from r2mad.serving.visitor_runs import fork_saved, readable, start_in_line
+from r2mad.serving.visitors import Visitor, identify
+from r2mad.settings.config import ConfigError, whole_number
 from r2mad.text import quoted
 from r2mad.types import Transcript
-from r2mad.ui.blind import SEALED_WORDS
 from r2mad.ui.errors import refusal, sentence
-from r2mad.ui.line import lane_of, visitor_key
-from r2mad.ui.services import Services
-from r2mad.ui.visitor_runs import fork_saved, readable, start_in_line
-from r2mad.ui.visitors import Visitor, identify
+from r2mad.ui.render.blind import SEALED_WORDS
 
 ENDPOINTS = ("run_debate", "list_runs", "get_run", "fork_run", "search_bank")
 TEXT_LIMIT = 1200  # characters of each agent's response in a compact transcript
@@ -91,8 +91,8 @@ class Api:
             notes: a person in the debate, before a round: [{"round": 1, "text": "…"}] reaches every agent, with
                 "to": [2] agent 2 alone, or "seat": 2 makes the text agent 2's turn (agents counted from 1).
         """
+        from r2mad.grading.tasks import task_from_input
         from r2mad.steer.human import from_rows, scripted
-        from r2mad.tasks import task_from_input
 
         s = self.services
         try:

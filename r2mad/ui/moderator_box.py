@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import gradio as gr
 
-from r2mad.config import bounds
+from r2mad.settings.config import bounds
 from r2mad.steer.human import NOTE_CHARS, Interjection, Moderator, parse
 from r2mad.text import clip
 from r2mad.types import Transcript
