@@ -56,7 +56,13 @@ def debate_request(args, config) -> RunRequest:
                            max_chars=settings.max_question_chars)
     aux, names = backbone_plan(args.agent_backbones, args.aux_backbone, args.backbone)
     method = with_advice(args.method) if args.advice else args.method
-    return RunRequest(task, (method,), settings, aux, source="cli", agent_backbones=tuple(names), bank=args.bank)
+    moderator = None
+    if getattr(args, "interactive", False):  # a person in the debate, at the terminal (r2mad/human.py)
+        from r2mad.human import typed
+
+        moderator = typed()
+    return RunRequest(task, (method,), settings, aux, source="cli", agent_backbones=tuple(names), bank=args.bank,
+                      moderator=moderator)
 
 
 def cmd_debate(args, config) -> int:
@@ -89,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--bank", default=None, help="memory bank folder for r2mad / icl-cot")
     d.add_argument("--json", default=None, help="write the transcript as JSON here")
     d.add_argument("--show-text", action="store_true", help="print every agent's full response")
+    d.add_argument("--interactive", action="store_true", help="before each debate round, type a note for every "
+                   "agent ('@2 …' for agent 2, 'seat 2: …' to write agent 2's turn); Enter goes on")
     add_settings_flags(d)
     add_backbone_flags(d)
     d.set_defaults(func=cmd_debate)

@@ -14,6 +14,7 @@ from r2mad.backends.base import BackendError, ChatBackend
 from r2mad.grading.answers import consensus_ratio, is_correct, is_unanimous, plurality_vote, strip_think
 from r2mad.grading.offloop import extract, settle
 from r2mad.guard import guard_answer
+from r2mad.human import HUMAN, Interjection, Moderator, note_calls, with_notes
 from r2mad.methods.base import ABSTAINED, Agent, EventSink, Method, RoundContext, seed_for
 from r2mad.types import (
     AgentTurn,
@@ -32,8 +33,10 @@ class Debate:
     one (name, backend) per agent, gives each agent its own model (a mixed-model debate)."""
 
     def __init__(self, backend: ChatBackend, method: Method, *, backbone: str = "",
-                 emit: EventSink | None = None, agent_backends: Sequence[tuple[str, ChatBackend]] = ()):
+                 emit: EventSink | None = None, agent_backends: Sequence[tuple[str, ChatBackend]] = (),
+                 moderator: Moderator | None = None):
         self.backend, self.method, self.backbone = backend, method, backbone
+        self.moderator = moderator  # asked before each live round t > 0 (r2mad/human.py)
         if agent_backends and len(agent_backends) != method.n_agents():
             raise ValueError(f"{len(agent_backends)} agent backbones were given for {method.n_agents()} agents; "
                              "give one per agent.")
@@ -79,7 +82,8 @@ class Debate:
                         rnd = self._adopt(replay[t])
                         await self._settle([x.answer for x in rnd.turns], t)
                     else:
-                        rnd = await self._round(t, tuple(steer) if t == len(replay) else ())
+                        said = await self.moderator(self.transcript(), t) if self.moderator and t else ()
+                        rnd = await self._round(t, tuple(steer) if t == len(replay) else (), tuple(said))
                     self.rounds.append(rnd)
                     self.emit(Event("round_end", t, None, {"consensus": rnd.consensus,
                                                            "answers": [str(x.answer) for x in rnd.turns]}))
@@ -126,9 +130,11 @@ class Debate:
         self.notices.append(text)
         self.emit(Event("notice", t, None, {"text": text}))
 
-    async def _round(self, t: int, steer: tuple = ()) -> Round:
+    async def _round(self, t: int, steer: tuple = (), said: tuple[Interjection, ...] = ()) -> Round:
         ctx = RoundContext(self.task, self.settings, self.backend, t, self.agents, self.rounds, self.emit,
                            backbone=self.backbone, steer=steer)
+        ctx.aux.extend(note_calls(said))
+        seats = {x.seat: x.text for x in said if x.seat is not None}
         if steer:
             ctx.details["steer"] = to_dict(list(steer))
         self.running = ctx
@@ -141,10 +147,10 @@ class Debate:
                 message = self.method.debate_message(ctx, a.index)
                 for plugin in self.method.plugins:
                     message = plugin.extend_message(ctx, a.index, message)
-                a.history = self.method.next_prompt(ctx, a, message)
+                a.history = self.method.next_prompt(ctx, a, with_notes(message, said, a.index))
         self.method.round_started(ctx)
         self.answered = []
-        turns = await asyncio.gather(*(self._call(a, t, ctx) for a in self.agents))
+        turns = await asyncio.gather(*(self._call(a, t, ctx, seats.get(a.index)) for a in self.agents))
         self.notices.extend(ctx.notices)
         for a, turn in zip(self.agents, turns):
             if turn.error is None:
@@ -165,10 +171,18 @@ class Debate:
             if text not in self.notices:
                 self.notice(text, t)
 
-    async def _call(self, agent: Agent, t: int, ctx: RoundContext) -> AgentTurn:
+    async def _call(self, agent: Agent, t: int, ctx: RoundContext, human: str | None = None) -> AgentTurn:
         s, details = self.settings, ctx.agent_details.get(agent.index, {})
         name, backend = self.agent_backends[agent.index]
         prompt = tuple(agent.history)
+        if human is not None:  # a person took this agent's seat: their text is the turn, no model call
+            now = time.monotonic()
+            turn = AgentTurn(agent.index, t, agent.name, prompt, human, await extract(human, self.task),
+                             started_at=now, ended_at=now, details=to_dict({**details, HUMAN: True}), backbone=HUMAN)
+            ctx.arrived[agent.index] = turn
+            self.method.on_turn(turn)
+            self.emit(Event("turn", t, agent.index, to_dict(turn)))
+            return turn
         want_lp = self.method.wants_logprobs and backend.capabilities.supports_logprobs
         live = {"on_text": self._typing(t, agent.index)} if backend.capabilities.streams_text else {}
         started = time.monotonic()

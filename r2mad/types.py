@@ -164,7 +164,7 @@ class Transcript:
         for rnd in self.rounds:
             if "debate" in kinds:
                 for turn in rnd.turns:
-                    if turn.error is None:
+                    if turn.error is None and not turn.details.get("human"):  # a person's turn is no model call
                         total += Usage(1, turn.tokens_in, turn.tokens_out, turn.seconds, turn.tokens_cached)
             for call in rnd.aux:
                 if call.kind in kinds and call.error is None:
@@ -175,7 +175,8 @@ class Transcript:
         """Every call's usage (agents' and auxiliary) summed per backbone that made it."""
         per: dict[str, Usage] = {}
         for rnd in self.rounds:
-            for item in (*(t for t in rnd.turns if t.error is None), *(c for c in rnd.aux if c.error is None)):
+            for item in (*(t for t in rnd.turns if t.error is None and not t.details.get("human")),
+                         *(c for c in rnd.aux if c.error is None and c.kind != "human")):
                 name = item.backbone or self.backbone
                 per[name] = per.get(name, Usage()) + Usage(1, item.tokens_in, item.tokens_out, item.seconds,
                                                              item.tokens_cached)

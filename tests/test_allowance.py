@@ -226,3 +226,53 @@ def test_a_debate_that_runs_out_midway_ends_with_the_refused_calls_named(tmp_pat
     said = " ".join(str(w.message) for w in warned)
     assert "2 agent call(s) failed and abstained: Your free allowance on this Space's account is used up" in said
     assert OWNER not in said
+
+
+# --- the caps hold for any script -----------------------------------------------------------------------------
+
+CJK = "一个农夫有十七只羊，除了九只以外都死了。他还剩下几只羊？请一步一步地思考，并把答案写在方框里。" * 6
+EMOJI = "🐑🐑🐑 + 🐑🐑 = ? Count the sheep 🧮✨ and box the number 👩‍👩‍👧‍👦. " * 12
+
+
+def worst_tokenizer(body):
+    """A server whose tokenizer makes one token per UTF-8 byte (the most a byte-level one can) and writes to
+    max_tokens every time."""
+    prompt = sum(len(str(m["content"]).encode("utf-8")) for m in body["messages"])
+    return ok("((B))", prompt_tokens=prompt, completion_tokens=body.get("max_tokens") or 64)
+
+
+@pytest.mark.parametrize("question", [CJK, EMOJI], ids=["cjk", "emoji"])
+def test_a_chinese_or_emoji_question_never_spends_past_the_caps(tmp_path, question):
+    """The probe: a question in Chinese characters cost one visitor $0.01193 against $0.01, and the day $0.03579
+    against $0.03, when a prompt's tokens were guessed as characters / 3."""
+    from r2mad.backends.openai_compat import OpenAICompatBackend
+
+    book = ledger(tmp_path, visitor_calls=100, visitor_usd=0.01, daily_calls=1000, daily_usd=0.03)
+    prices, ask = Prices(2.0, 4.0), [Message("system", "You are a careful solver."), Message("user", question)]
+    with FakeServer(models=["m"], responder=worst_tokenizer) as srv:
+        inner = OpenAICompatBackend(base_url=srv.base_url, model="m", api_key=OWNER, name="hf")
+        for visitor in ("browser:a", "browser:b", "browser:c", "browser:d"):
+            metered = Metered(inner, book, visitor, prices)
+            with pytest.raises(AllowanceSpent):
+                for _ in range(100):
+                    asyncio.run(metered.chat(ask, max_tokens=64))
+        assert srv.hits > 0
+    with book._db() as db:
+        per = [usd for (usd,) in db.execute("SELECT usd FROM spent")]
+    assert max(per) <= 0.01 + 1e-12 and sum(per) <= 0.03 + 1e-12  # neither cap is passed
+
+
+@pytest.mark.slow  # loads the embedded model's vocabulary (llama.cpp), not its weights
+@pytest.mark.parametrize("text", [CJK, EMOJI, "What is 12 + 30? " * 40], ids=["cjk", "emoji", "english"])
+def test_the_bound_holds_for_the_embedded_models_own_tokenizer(text):
+    from llama_cpp import Llama
+
+    from r2mad.backends.embedded import smollm2_path
+    from r2mad.engine.allowance import prompt_token_bound
+
+    vocab = Llama(model_path=str(smollm2_path()), vocab_only=True, verbose=False)
+    messages = [Message("system", "You are a careful solver."), Message("user", text)]
+    rendered = "".join(f"<|im_start|>{m.role}\n{m.content}<|im_end|>\n" for m in messages) + "<|im_start|>assistant\n"
+    real = len(vocab.tokenize(rendered.encode("utf-8"), add_bos=False, special=True))
+    assert real <= prompt_token_bound(messages)
+    assert real > len(text) // 4  # a real count, not an empty one

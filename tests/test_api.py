@@ -16,7 +16,7 @@ from r2mad.settings.config import Backbone, load_config  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.api import ENDPOINTS  # noqa: E402
 from r2mad.ui.serving import launch  # noqa: E402
-from testing.scripted_server import FakeServer  # noqa: E402  # noqa: E402
+from testing.scripted_server import FakeServer  # noqa: E402  # noqa: E402  # noqa: E402
 from tests.conftest import answer  # noqa: E402
 from tests.helpers import free_port, make_bank  # noqa: E402
 from tests.ui_client import PatientClient as Client  # noqa: E402
@@ -96,6 +96,8 @@ def test_run_debate_get_run_list_runs_and_fork_run(app, client):
 @pytest.mark.parametrize("endpoint, kwargs, problem", [
     ("/run_debate", {"question": "Largest planet?", "method": "nope"}, "Unknown method 'nope'"),
     ("/run_debate", {"question": "  "}, "The question is empty"),
+    ("/run_debate", {"question": "What is 2+2?", "gold": "4" * 2**20},  # the probe: a 1 MB gold answer
+     r"^The gold answer is 1,048,576 characters long, over the limit of 200; give the answer alone"),
     ("/run_debate", {"question": "Largest planet?", "backbone": "gpt-9"}, "Unknown backbone 'gpt-9'"),
     ("/get_run", {"run_id": "missing"}, "No saved run of yours has that id"),
     ("/fork_run", {"run_id": "missing", "from_round": 1}, "No saved run of yours has that id"),

@@ -141,7 +141,8 @@ def test_embedder_change_rebuilds_the_index_and_removes_the_old_one(tmp_path):
     old = {p.name for p in (tmp_path / "index").iterdir() if p.is_dir()}
     MemoryBank.set_embedder(tmp_path / "memory" / "demo", HashEmbedder(32))
     bank = reopen(tmp_path, HashEmbedder(32))
-    assert any("Built the index" in n for n in bank.notices)
+    assert any("Built the index" in n for n in bank.log)
+    assert not any("Built the index" in n for n in bank.notices)  # the operator's news, not a visitor's
     now = {p.name for p in (tmp_path / "index").iterdir() if p.is_dir()}
     assert "unrelated" in now and len(now) == 2 and not (old - {"unrelated"}) & now
     assert bank.retrieve(0, "question about q1", {}, 0.5).picked[0][0] == "q1-a0-r1"
@@ -155,7 +156,7 @@ def test_hand_edited_cases_file_rebuilds_the_index(tmp_path):
     file = tmp_path / "memory" / "demo" / "cases.jsonl"
     file.write_text("".join(file.read_text().splitlines(keepends=True)[:2]))  # a person deletes q3
     bank = reopen(tmp_path)
-    assert len(bank) == 2 and any("Built the index" in n for n in bank.notices)
+    assert len(bank) == 2 and any("Built the index" in n for n in bank.log)
     found = bank.candidates(0, EMB.encode(["question about q3"])[0], 5)
     assert sorted(c.case.id for c in found) == ["q1-a0-r1", "q2-a0-r1"]
     assert len([p for p in (tmp_path / "index").iterdir() if p.is_dir()]) == 1

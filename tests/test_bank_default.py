@@ -88,6 +88,6 @@ def test_memory_off_is_said_only_for_a_method_that_reads_a_bank():
     said = ("Memory off: no memory bank was given; this runs without retrieved cases.",)
     r2mad = Transcript(task, "r2mad", "fake", {}, (r0,), Answer("B", "double_paren"), True, "done", notices=said)
     mad = dataclasses.replace(r2mad, method="mad")
-    assert outcome_line(r2mad) == "Final answer: B — correct · memory off"
-    assert outcome_line(mad) == "Final answer: B — correct"
+    assert outcome_line(r2mad) == "Final answer: B — correct · B = Jupiter · memory off"
+    assert outcome_line(mad) == "Final answer: B — correct · B = Jupiter"
     assert [row[0] for row in summary_rows({"r2mad": r2mad, "mad": mad})] == ["r2mad (memory off)", "mad"]

@@ -357,7 +357,39 @@ def test_the_app_says_a_full_store_in_one_sentence_and_keeps_serving(config_dir,
     monkeypatch.setattr(services.store, "recorder", filling_at_the_end)
     updates = debate("s2")
     assert len(said) == 1 and "so run" in said[0] and "recovery" in said[0] and "Jupiter" in str(updates[-1])
+    assert "Final answer: B" in str(updates[-1][0]) and "**Not saved yet** — kept and saved when space returns." \
+        in str(updates[-1][0])  # the visitor's own line says it, not a toast only
     full_disk.full = False
     [kept] = (data_dir(config_dir) / "recovery").glob("*.jsonl")
     start(services.store)  # the next write saves it
     assert services.store.get_run(kept.stem).status == "done" and not kept.exists()
+
+
+def test_a_run_kept_while_the_store_disk_is_full_goes_to_the_persistent_volume(tmp_path, full_disk, monkeypatch):
+    """On a Space the data folder may be full while /data has room: the recovery file goes there, not to the
+    system's temp folder (which a restart loses); when only the temp folder takes it, the sentence says so."""
+    from r2mad.runs import faults
+
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    monkeypatch.setattr(faults, "PERSISTENT", volume)
+    store = RunStore(tmp_path / "data" / "runs.sqlite")
+    (tmp_path / "data" / "recovery").write_text("a file where the folder would go")  # beside the store: no room
+    run_id = start(store)
+    full_disk.full = True
+    store.recorder(run_id)(transcript())
+    [kept] = (volume / "r2mad-recovery").glob("*/*.jsonl")
+    assert kept.stem == run_id and store.unsaved([run_id, "other"]) == [run_id]
+    [said] = store.take_notices()
+    assert str(kept) in said and "temp folder" not in said
+    monkeypatch.setattr(faults, "PERSISTENT", tmp_path / "no-volume")
+    store2 = RunStore(tmp_path / "data2" / "runs.sqlite")
+    (tmp_path / "data2" / "recovery").write_text("no room")
+    full_disk.full = False
+    other = start(store2)
+    full_disk.full = True
+    store2.recorder(other)(transcript())
+    assert "the system's temp folder, which a restart may lose" in store2.take_notices()[0]
+    full_disk.full = False
+    start(store2)  # the next write imports it, wherever it waited
+    assert store2.get_run(other).status == "done" and store2.unsaved([other]) == []

@@ -7,14 +7,38 @@ import pytest
 
 from r2mad.backends.embedded import smollm2_path
 from r2mad.settings.config import load_config
-from r2mad.ui.examples import CACHE, CARDS, cached, stale
+from r2mad.ui.examples import CACHE, CARDS, cached, model_build, recording_build, stale
 
 
 @pytest.mark.parametrize("card", CARDS, ids=[c.id for c in CARDS])
-def test_each_card_has_a_finished_recording_the_current_defaults_reproduce(card):
+def test_each_card_has_a_finished_recording_the_current_defaults_and_build_reproduce(card):
     recorded = cached(card)
     assert recorded is not None, f"{card.id} has no finished recording; run `python -m r2mad.ui.examples`"
-    assert stale(card, recorded, load_config()) == [], "re-record with `python -m r2mad.ui.examples`"
+    assert recording_build(card) == model_build(), "recorded on another build of the embedded model"
+    assert stale(card, recorded, load_config(), recording_build(card)) == [], \
+        "re-record with `python -m r2mad.ui.examples`"
+
+
+def test_a_recording_of_another_model_build_is_stale():
+    card = CARDS[0]
+    why = stale(card, cached(card), load_config(), "llama-cpp-python 0.2.90, SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert why == [f"model build (recorded on llama-cpp-python 0.2.90, SmolLM2-135M-Instruct.Q4_1.gguf; this is "
+                   f"{model_build()})"]
+
+
+@pytest.mark.slow  # one card's debate on the embedded model, as "Run it live" runs it
+@pytest.mark.parametrize("card", CARDS[:1], ids=[c.id for c in CARDS[:1]])
+def test_a_card_replays_live_with_seed_0_as_recorded(card):
+    import asyncio
+
+    from r2mad.ui.examples import record
+
+    recorded, live = cached(card), asyncio.run(record(card, load_config()))
+    answers = lambda t: [[turn.answer.value for turn in r.turns] for r in t.rounds]  # noqa: E731
+    assert answers(live) == answers(recorded) and live.final == recorded.final
+    assert live.usage().calls == recorded.usage().calls
+    assert [turn.text for r in live.rounds for turn in r.turns] == \
+        [turn.text for r in recorded.rounds for turn in r.turns]
 
 
 def test_a_changed_default_or_prompt_makes_a_recording_stale():
@@ -36,6 +60,7 @@ def test_each_recording_keeps_the_model_it_used_and_its_card_says_it(card):
     data = json.loads((CACHE / f"{card.id}.json").read_text(encoding="utf-8"))
     assert data["recorded_with"]["backbone"] == data["backbone"] == "smollm2-135m"
     assert data["recorded_with"]["served"] == smollm2_path().name  # the file the embedded model loads
+    assert data["recorded_with"]["build"] == model_build()
     assert card.label(card_task(card), recording_model(card)).endswith("\nRecorded on SmolLM2-135M-Instruct")
 
 

@@ -94,8 +94,8 @@ def test_no_test_module_imports_another():
 # below it, never one above. A package is a folder with its subfolders (ui/render/ has a place of its own); each
 # root module stands alone.
 ORDER = ["__main__", "cli", "commands", "bench", "ui", "exports", "ui.render", "serving", "annotation", "engine",
-         "steer", "runs", "evaluation", "debate", "guard", "methods", "memory", "prompts", "grading", "backends",
-         "settings", "types", "text", "jsonl", "safewrite", ""]
+         "steer", "runs", "evaluation", "debate", "guard", "human", "methods", "memory", "prompts", "grading",
+         "backends", "settings", "types", "text", "jsonl", "safewrite", ""]
 
 
 def package_of(module: str) -> str:

@@ -62,3 +62,28 @@ def test_eval_refuses_a_split_question_the_bank_holds_under_another_id(bank):
     with pytest.raises(ConfigError, match=r"holds 1 of the 2 demo test questions of split seed 0 \(e\.g\. renamed-3"):
         check_no_leakage(bank, Split("test", "demo", (Task("mcq", "Fresh?", OPTIONS, "B", "n1"), copy), 0,
                                      ("n1", "renamed-3")))
+
+
+def test_a_reworded_training_question_sees_none_of_its_own_cases():
+    """The probe: "When you mix blue and yellow paint, what colour do you get" retrieved its own memory case
+    (similarity 0.999) since the guard matched text only. The shipped bank's questions and the real embedder."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from r2mad.evaluation.leakage import SAME_MEANING, same_meaning
+    from r2mad.memory.embedder import load_embedder
+    from r2mad.memory.files import read_cases
+
+    path = Path(__file__).resolve().parents[1] / "memory" / "demo-mcq"
+    shipped = SimpleNamespace(path=path, embedder=load_embedder(), cases=lambda: read_cases(
+        path / "cases.jsonl", None).cases, question_ids=frozenset(), manifest={})
+    options = {"A": "Orange", "B": "Brown", "C": "Purple", "D": "Green"}
+    reworded = task_from_input("When you mix blue and yellow paint, what colour do you get", options, None)
+    assert held_tasks(shipped, [reworded]) == []  # the text alone does not match
+    held, score = same_meaning(shipped, reworded)
+    assert held == "What colour do you get when you mix blue and yellow paint?" and score >= SAME_MEANING
+    assert "holds a question that means the same as this one ('What colour do you get when you mix blue and " \
+           "yellow paint?', similarity 0.9" in refusal(shipped, reworded)
+    for other in ("What colour do you get when you mix red and yellow paint?",  # 0.91: another question
+                  "In which year did the Berlin Wall fall?"):
+        check_question_not_in_bank(shipped, task_from_input(other, options, None))

@@ -71,7 +71,7 @@ def test_mad_chat_has_one_message_per_agent_per_round_grouped_under_its_round():
     assert agent_msgs[1]["metadata"]["title"] == (
         "Agent 2 · Fact-checker — answer B (read from ((letter))) · 101+40 tokens · 2.2 s")
     assert "Answers — Agent 1: A, Agent 2: B, Agent 3: B" in msgs[1]["content"]
-    assert msgs[-1]["content"].startswith("**Final answer: B — correct**")
+    assert msgs[-1]["content"].startswith("**Final answer: B — correct · B = Green**")
     assert all(m["metadata"]["status"] == "done" for m in agent_msgs)  # full texts start collapsed
     # a plain MAD debate shows no method panel
     assert "Memory (R²-MAD)" not in everything(msgs) and "Masks" not in everything(msgs)
@@ -82,7 +82,7 @@ def test_wrong_final_answer_names_the_gold_and_unparsed_answers_are_labelled():
     r0 = Round(0, (turn(0, 0, None, text="no idea"), turn(1, 0, "A"), turn(2, 0, "A")), 2 / 3)
     msgs = chat_messages(debate([r0], final="A", correct=False))
     assert "no answer (no answer found)" in msgs[2]["metadata"]["title"]
-    assert "**Final answer: A — wrong (gold B)**" in msgs[-1]["content"]
+    assert "**Final answer: A — wrong (gold B) · A = Red, B = Green**" in msgs[-1]["content"]
 
 
 def test_r2mad_memory_panel_shows_lambda_cases_and_peer_confidence():
@@ -197,7 +197,7 @@ def test_cancelled_partial_transcript_keeps_its_rounds_and_says_it_stopped():
     assert round1["metadata"]["title"] == "Round 1 (debate) — stopped before it finished"
     assert "status" not in round1["metadata"]
     assert msgs[-1]["content"].startswith(
-        "**Stopped after round 0 — no final answer (round 0's majority was B, 2 of 3)**")
+        "**Stopped after round 0 — no final answer (round 0 led B, majority (2 of 3 agents))**")
     kept = t.finished()  # what metrics score
     assert [r.index for r in kept.rounds] == [0] and kept.final.value == "B" and kept.correct is True
     assert t.usage().calls == 4  # the stopped round's call still counts

@@ -7,7 +7,7 @@ import re
 
 from r2mad.types import AgentTurn, Answer, Round, Task, Transcript
 from r2mad.ui.render.scoreboard import chip_for, matrix_html, rejected_citation, scoreboard_html
-from r2mad.ui.render.states import outcome_line, progress_line
+from r2mad.ui.render.states import outcome_line, progress_line, vote_words
 
 BERLIN = Task("mcq", "In which year did the Berlin Wall fall?",
               (("A", "1991"), ("B", "1989"), ("C", "1961"), ("D", "1979")), "B", "mcq-027")
@@ -79,14 +79,14 @@ def test_a_running_round_shows_pending_chips_and_the_current_majority():
     t = transcript([r0, r1], status="running")
     html = scoreboard_html(t)
     assert "chip-pending" in html and "writing" in html and "running…" in html
-    assert outcome_line(t) == "Round 1 running — current majority B (2 of 3 agents) after round 0"
-    assert progress_line("R²-MAD", t) == "R²-MAD: round 1 of 2"
+    assert outcome_line(t) == "Round 1 running — leading B, majority (2 of 3 agents) after round 0"
+    assert progress_line("R²-MAD", t) == "R²-MAD: round 1 of rounds 0–2"
 
 
 def test_honest_lines_for_stopped_failed_cut_and_finished_debates():
     r0 = Round(0, (turn(0, 0, "B"), turn(1, 0, "B"), turn(2, 0, "A")), 2 / 3)
     stopped = transcript([r0, Round(1, (), 0.0, details={"running": True})], status="cancelled")
-    assert outcome_line(stopped) == "Stopped after round 0 — no final answer (round 0's majority was B, 2 of 3)"
+    assert outcome_line(stopped) == "Stopped after round 0 — no final answer (round 0 led B, majority (2 of 3 agents))"
     assert outcome_line(transcript([], status="cancelled")) == "Stopped before round 0 finished — no final answer"
     for html in (scoreboard_html(stopped), matrix_html({"mad": stopped})):  # the cut round is not "running"
         assert "stopped mid-round" in html and "running…" not in html
@@ -97,7 +97,8 @@ def test_honest_lines_for_stopped_failed_cut_and_finished_debates():
     cut = Round(0, tuple(turn(i, 0, None, text="Step one is", tokens_out=64) for i in range(3)), 0.0)
     assert outcome_line(transcript([cut], final=None, correct=False)) == \
         "No final answer — every answer was cut at the token limit; raise Max tokens"
-    assert outcome_line(transcript([r0], final="A", correct=False)) == "Final answer: A — wrong (gold B)"
+    assert outcome_line(transcript([r0], final="A", correct=False)) == \
+        "Final answer: A — wrong (gold B) · A = 1991, B = 1989"
 
 
 def test_matrix_has_one_row_per_method_and_one_column_per_round():
@@ -107,7 +108,7 @@ def test_matrix_has_one_row_per_method_and_one_column_per_round():
                        {"mad": "MAD", "cot": "CoT <b>"})
     assert html.count("<tr>") == 3 and html.count("Round ") == 3  # rounds 0..2 as columns
     assert "CoT &lt;b&gt;" in html and "<b>" not in re.sub(r"<b>(cut|rejected|changed|guard|fork)</b>", "", html)
-    assert "consensus 1.00" in html and "Final answer: B — correct" in html
+    assert "consensus 1.00" in html and "Final answer: B — correct · B = 1989" in html
 
 
 def test_a_turn_a_fork_changed_is_marked_fork_and_a_forced_answer_says_so():
@@ -118,3 +119,35 @@ def test_a_turn_a_fork_changed_is_marked_fork_and_a_forced_answer_says_so():
     assert (chip.kind, chip.note) == ("gold", "fork")
     assert "forced by a fork" in chip.why and chip.why.endswith("this turn was changed by a fork")
     assert chip_for(turn(0, 0, "B"), BERLIN).note == ""
+
+
+def test_a_split_vote_says_plurality_or_tie_and_never_majority():
+    split = Round(0, (turn(0, 0, "A"), turn(1, 0, "B"), turn(2, 0, "C")), 1 / 3)
+    html = scoreboard_html(transcript([split], final="A", correct=False))
+    assert "A (1/3, tie: earliest agent)" in html and "Majority" not in html and ">Vote<" in html
+    assert outcome_line(transcript([split], final="A", correct=False)) == (
+        "Final answer: A — wrong (gold B) · A = 1991, B = 1989 · by tie (1 of 3 agents each); the earliest "
+        "agent's answer wins")
+    four = Round(0, (turn(0, 0, "C"), turn(1, 0, "B"), turn(2, 0, "B"), turn(3, 0, "A")), 0.5)
+    assert vote_words(four, "mcq") == "B, plurality (2 of 4 agents)"
+    assert vote_words(four, "mcq", short=True) == "B (2/4, plurality)"
+    running = transcript([split, Round(1, (), 0.0, details={"running": True})], status="running")
+    assert outcome_line(running) == ("Round 1 running — leading A, tie (1 of 3 agents each); the earliest "
+                                     "agent's answer wins after round 0")
+
+
+def test_rounds_count_from_zero_everywhere_a_two_round_debate_shows():
+    r0 = Round(0, (turn(0, 0, "B"), turn(1, 0, "B"), turn(2, 0, "A")), 2 / 3)
+    two = transcript([r0, Round(1, (), 0.0, details={"running": True})], status="running", rounds_planned=2)
+    assert progress_line("MAD", two) == "MAD: round 1 of rounds 0–1"  # the form's "2 rounds in all"
+    assert "round 1 of 1" not in progress_line("MAD", two)
+    html = matrix_html({"mad": two})
+    assert html.count("<th style") - 1 == 2  # columns: round 0 and round 1
+
+
+def test_the_verdict_names_the_options_texts_and_clips_a_long_one():
+    long = Task("mcq", "Pick", (("A", "x" * 300), ("B", "the right one")), "B", "q")
+    line = outcome_line(transcript([Round(0, (turn(0, 0, "A"),), 1.0)], final="A", correct=False, task=long))
+    assert line == "Final answer: A — wrong (gold B) · A = " + "x" * 39 + "…, B = the right one"
+    assert outcome_line(transcript([Round(0, (turn(0, 0, "4", how="boxed"),), 1.0)], final="4", correct=True,
+                                   task=Task("math", "2+2?", gold="4"))) == "Final answer: 4 — correct"

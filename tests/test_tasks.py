@@ -309,3 +309,35 @@ def test_task_from_input_cleans_control_and_bidi_characters():
 def test_task_from_input_rejects_bad_input(question, options, gold, message):
     with pytest.raises(ValueError, match=message):
         task_from_input(question, options, gold)
+
+
+def test_a_1_mb_gold_answer_is_refused_in_one_short_sentence_and_no_status_line_quotes_a_long_value():
+    """The probe: a 1 MB gold answer (math form, API) was accepted, echoed whole in a 1,048,676-character
+    status line and stored."""
+    from r2mad.types import AgentTurn, Answer, Round, Transcript
+    from r2mad.ui.render.states import outcome_line
+
+    with pytest.raises(ValueError) as caught:
+        task_from_input("What is 2+2?", None, "4" * 2**20)
+    assert str(caught.value) == ("The gold answer is 1,048,576 characters long, over the limit of 200; give the "
+                                 "answer alone (a letter, a number or a short expression).")
+    assert task_from_input("What is 2+2?", None, "4" * 200).gold == "4" * 200
+    long = "9" * 5000
+    turn = AgentTurn(0, 0, "p", (), f"\\boxed{{{long}}}", Answer(long, "boxed"))
+    t = Transcript(Task("math", "2+2?", gold="4" * 200), "mad", "b", {}, (Round(0, (turn,), 1.0),),
+                   Answer(long, "boxed"), False)
+    line = outcome_line(t)
+    assert len(line) < 120 and line == f"Final answer: {'9' * 39}… — wrong (gold {'4' * 39}…)"
+
+
+def test_every_text_field_a_person_types_in_has_a_length_limit():
+    """The page stops typing at each field's limit (the server checks what an API client sends)."""
+    import gradio as gr
+
+    from r2mad.ui.layout import build_app
+
+    demo = build_app()
+    open_fields = [b for b in demo.blocks.values() if isinstance(b, gr.Textbox) and b.interactive is not False
+                   and b.visible is not False]
+    unbounded = [b.label for b in open_fields if not b.max_length]
+    assert len(open_fields) > 10 and unbounded == []

@@ -12,6 +12,7 @@ from r2mad.evaluation.board import bradley_terry, method_board, pairwise
 from r2mad.exports.dataset import read_dataset, write_dataset
 from r2mad.runs.store import RunStore
 from r2mad.runs.votes import VoteRefused, VoteStore, comparison_id, voter_hash
+from r2mad.serving.sealed import Sealed
 from r2mad.types import AuxCall, Vote
 from r2mad.ui.render.blind import Curtain, blinded, revealed
 from r2mad.ui.render.chat import chat_messages
@@ -91,15 +92,43 @@ def test_one_vote_per_visitor_per_comparison(store):
     votes, runs = VoteStore(store), comparison(store, "B", "A")
     shown = {"Debate A": "r2mad", "Debate B": "mad"}
     first = votes.record(runs=runs, winner_method="r2mad", voter_key=BROWSER, shown=shown)
-    with pytest.raises(VoteRefused, match=r"^You already voted on this comparison \(for Debate A\); one vote"):
+    with pytest.raises(VoteRefused, match=r"^This comparison already has its vote \(for Debate A\); one vote"):
         votes.record(runs=runs, winner_method="mad", voter_key=BROWSER, shown=shown)
-    votes.record(runs=runs, winner_method="mad", voter_key="hf:someone", shown=shown, username="someone")
-    assert [(v.voter, v.winner_method) for v in votes.votes()] == [(voter_hash(BROWSER), "r2mad"),
-                                                                    (voter_hash("hf:someone"), "mad")]
+    with pytest.raises(VoteRefused, match="already has its vote"):  # another key, the same comparison
+        votes.record(runs=runs, winner_method="mad", voter_key="hf:someone", shown=shown, username="someone")
+    assert [(v.voter, v.winner_method) for v in votes.votes()] == [(voter_hash(BROWSER), "r2mad")]
     assert first.winner == runs["r2mad"] and votes.votes([runs["mad"]]) == votes.votes()
     assert votes.votes(["another-run"]) == []
     assert BROWSER.encode() not in (store.path).read_bytes()  # the key itself is never kept
     assert votes.correctness(runs.values()) == {runs["mad"]: True, runs["r2mad"]: False}
+
+
+def test_votes_sent_at_once_under_many_ids_count_once_per_comparison(store):
+    """The probe: ten votes at once on one comparison and sixteen over four, each under its own browser id."""
+    import threading
+
+    one, shown = comparison(store, "B", "A"), {"Debate A": "r2mad", "Debate B": "mad"}
+    others = [{m: save_run(store, make_transcript(PLANET_MCQ, [["B"] * 3], "B", True, method=m))
+               for m in ("mad", "r2mad")} for _ in range(3)]
+    jobs = [(one, i) for i in range(10)] + [(runs, i) for runs in [one, *others] for i in range(4)]
+    refused, start = [], threading.Barrier(len(jobs))
+
+    def send(runs, i):
+        start.wait()
+        try:
+            VoteStore(store).record(runs=runs, winner_method="mad" if i % 2 else "r2mad",
+                                    voter_key=f"browser:{i:032d}{id(runs)}", shown=shown)
+        except VoteRefused:
+            refused.append(i)
+
+    threads = [threading.Thread(target=send, args=job) for job in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    counted = VoteStore(store).votes()
+    assert len(counted) == 4 and len({v.comparison for v in counted}) == 4  # one per comparison
+    assert len(refused) == len(jobs) - 4
 
 
 def test_a_vote_outside_the_comparison_is_refused(store):
@@ -164,13 +193,92 @@ def test_the_vote_handler_counts_once_and_reveals(store):
     curtain.draw(list(runs), random.Random(0))
     curtain.runs.update(runs)
     curtain.hide({m: store.get_run(r).transcript for m, r in runs.items()})
-    state, services = curtain.state(), SimpleNamespace(store=store, config=SimpleNamespace(private_runs=False))
+    state, services = curtain.state(), SimpleNamespace(store=store, config=SimpleNamespace(private_runs=False),
+                                                 sealed=Sealed())
     handlers, voted = VoteHandlers(services), curtain.labels["mad"]
     out = handlers.vote(ord(voted[-1]) - ord("A"), state, "b" * 32, SimpleNamespace(session_hash="s"), None, None)
     assert [v.winner_method for v in handlers.votes.votes()] == ["mad"]
     note = out[-5]
-    assert f"**{voted}** was **MAD** — correct ← your vote" in note and "Gold answer: **B**" in note
-    with pytest.warns(UserWarning, match=r"^You already voted on this comparison"):  # again: refused, said
+    assert f"**{voted}** was **MAD** — correct (+1 call of the method's own, now counted) ← your vote" in note
+    assert "Gold answer: **B**" in note  # make_transcript's summary call: left out of the blind figures
+    with pytest.warns(UserWarning, match=r"^This comparison already has its vote"):  # again: refused, said
         handlers.vote(0, state, "b" * 32, SimpleNamespace(session_hash="s"), None, None)
     assert len(handlers.votes.votes()) == 1
     assert reveal_note(state, None).startswith("**The names, as you skipped the vote:**")
+
+
+def test_nothing_method_specific_leaves_before_the_vote(store):
+    """The probe: before the vote the page got every prompt and a fetchable transcripts.json."""
+    import dataclasses
+    import json
+
+    from r2mad.types import Message
+    from r2mad.ui.inspect_tab import InspectHandlers
+    from r2mad.ui.views import BLIND_FIGURES, VIEW_NAMES, compare_status, view
+
+    secret = (Message("user", "Similar past debate (reward 1): retrieved memory case; peer 2 is high confidence"),)
+    t = memory_transcript()
+    t = dataclasses.replace(t, rounds=tuple(dataclasses.replace(r, turns=tuple(
+        dataclasses.replace(turn, prompt=secret) for turn in r.turns)) for r in t.rounds))
+    runs = comparison(store, "B", "A")
+    curtain = Curtain()
+    curtain.draw(list(runs), random.Random(0))
+    curtain.runs.update(runs)
+    shown = curtain.hide({"mad": memory_transcript("mad"), "r2mad": t})
+    out = dict(zip(VIEW_NAMES, view(shown, final=True)))
+    assert out["transcript_json"] == {} and out["download"].visible is False  # they come with the reveal
+    sent = json.dumps([c.value for c in (out[f"column_{i}"] for i in range(2))], default=str)
+    sent += str(out["status"]) + str(out["matrix"]) + str(out["summary"].value)
+    assert "retrieved memory case" not in sent and "r2mad" not in sent and "R²-MAD" not in sent
+    assert all(turn.prompt == () for s in shown.values() for r in s.rounds for turn in r.turns)
+    # the figures say what the reveal adds: the blind ones count the agents' calls only
+    assert BLIND_FIGURES in compare_status(shown)
+    assert [row[4] for row in out["summary"].value["data"]] == [t.usage(("debate",)).calls] * 2
+    revealed_view = dict(zip(VIEW_NAMES, view(curtain.real, final=True)))
+    assert revealed_view["download"].visible and revealed_view["transcript_json"]
+
+    services = SimpleNamespace(store=store, config=SimpleNamespace(private_runs=False), sealed=Sealed())
+    services.sealed.seal(runs.values())
+    inspect = InspectHandlers(services)
+    listed = inspect.list_runs("any", "any", "any", "any", [], "any", "b" * 32, SimpleNamespace(session_hash="s"))
+    assert set(runs.values()).isdisjoint(listed[1])  # Inspect hides the pending comparison
+    with pytest.raises(Exception, match="blind comparison waiting for its vote"):
+        inspect.open_run(runs["mad"], "b" * 32, SimpleNamespace(session_hash="s"))
+    from r2mad.ui.api import Api
+
+    api = Api(services)
+    assert set(runs.values()).isdisjoint(r["run_id"] for r in api.list_runs(request=SimpleNamespace(session_hash="s")))
+    with pytest.raises(Exception, match="blind comparison waiting for its vote"):
+        api.get_run(runs["mad"], request=SimpleNamespace(session_hash="s"))
+    VoteHandlers(services).vote(None, curtain.state(), "b" * 32, SimpleNamespace(session_hash="s"), None, None)
+    listed = inspect.list_runs("any", "any", "any", "any", [], "any", "b" * 32, SimpleNamespace(session_hash="s"))
+    assert set(runs.values()) <= set(listed[1])  # skipped: the names are shown, and the runs listed
+
+
+def test_vote_events_sent_at_once_from_one_page_under_other_ids_count_once(store):
+    """The probe at the handler: ten clicks at once on one comparison's buttons, each with another browser id
+    and session (the comparison is read from the page's state before any event clears it)."""
+    import threading
+    import warnings
+
+    runs = comparison(store, "B", "A")
+    curtain = Curtain()
+    curtain.draw(list(runs), random.Random(0))
+    curtain.runs.update(runs)
+    curtain.hide({m: store.get_run(r).transcript for m, r in runs.items()})
+    state = curtain.state()
+    services = SimpleNamespace(store=store, config=SimpleNamespace(private_runs=False), sealed=Sealed())
+    handlers, start = VoteHandlers(services), threading.Barrier(10)
+
+    def click(i):
+        start.wait()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the refusals, said to each page
+            handlers.vote(i % 2, state, f"{i:032d}", SimpleNamespace(session_hash=f"s{i}"), None, None)
+
+    threads = [threading.Thread(target=click, args=(i,)) for i in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert len(handlers.votes.votes()) == 1

@@ -19,7 +19,17 @@ from r2mad.settings.config import Allowance
 from r2mad.types import Completion, Message
 
 SIGN_IN = "sign in with Hugging Face (top of the page) to go on with your own account"
-CHARS_PER_TOKEN = 3  # a prompt's tokens, estimated from its characters on the high side (English runs ~4)
+# A prompt's tokens, bounded from above for any script: a byte-level BPE or byte-fallback tokenizer never makes
+# more tokens than the text's UTF-8 bytes (a Chinese character is 3 bytes and 1-2 tokens; an emoji 4 bytes and
+# up to 4 tokens), plus the chat template's own tokens around each message. Counting characters instead
+# (3 per token) let a Chinese question overshoot a cap by a fifth.
+TEMPLATE_TOKENS = 8  # per message: role markers and separators (ChatML writes 5)
+PRIMING_TOKENS = 8  # the assistant's opening the template adds once
+
+
+def prompt_token_bound(messages: Sequence[Message]) -> int:
+    """At most how many tokens `messages` take as a prompt, whatever the model's tokenizer and the script."""
+    return sum(len(m.content.encode("utf-8")) + TEMPLATE_TOKENS for m in messages) + PRIMING_TOKENS
 
 
 class AllowanceSpent(BackendError):
@@ -120,8 +130,8 @@ class Ledger:
 
 class Metered:
     """A backend whose calls are paid by the owner for one anonymous visitor: each call is reserved in the ledger
-    before it goes out (at most its prompt and max_tokens at the backbone's prices) and settled at its counted
-    tokens after. A call the allowance cannot cover raises AllowanceSpent and never reaches the endpoint."""
+    before it goes out (at most its prompt's token bound and max_tokens at the backbone's prices) and settled at
+    its counted tokens after. A call the allowance cannot cover raises AllowanceSpent and never reaches the endpoint."""
 
     def __init__(self, inner: Any, ledger: Ledger, visitor: str, prices: Prices):
         self.inner, self.ledger, self.visitor, self.prices = inner, ledger, visitor, prices
@@ -133,8 +143,8 @@ class Metered:
         return getattr(self.inner, attr)
 
     def estimate(self, messages: Sequence[Message], n: int, max_tokens: int) -> float:
-        prompt = sum(len(m.content) for m in messages) / CHARS_PER_TOKEN
-        return n * self.prices.dollars(prompt, max_tokens)
+        """The most the call can cost: its prompt's token bound and every completion at max_tokens."""
+        return n * self.prices.dollars(prompt_token_bound(messages), max_tokens)
 
     async def chat(self, messages: Sequence[Message], *, n: int = 1, max_tokens: int = 512,
                    **options: Any) -> list[Completion]:

@@ -8,6 +8,7 @@ from typing import Callable, Sequence
 from r2mad.backends.base import ChatBackend
 from r2mad.engine.runner import run_debate
 from r2mad.grading.answers import is_unanimous
+from r2mad.human import recorded, scripted
 from r2mad.methods import is_debate, make_method, spec_of, takers
 from r2mad.settings.config import DebateSettings
 from r2mad.steer.fork import LIVE_KINDS, ForkSpec, replay_rounds
@@ -84,12 +85,14 @@ async def fork_debate(parent: Transcript, spec: ForkSpec, backend: ChatBackend, 
                       backbone: str = "", bank=None, bank_notices: tuple[str, ...] = (),
                       agent_backends: Sequence[tuple[str, ChatBackend]] = (),
                       record: Callable[[Transcript], None] | None = None, emit=None,
-                      summaries=None) -> Transcript:
+                      summaries=None, moderator=None) -> Transcript:
     """The fork of `parent` described by `spec`: rounds before `spec.from_round` taken from the record
-    (no model call), the changes applied, then the debate goes on live with `spec.method` or the parent's."""
+    (no model call), the changes applied, then the debate goes on live with `spec.method` or the parent's.
+    A person's notes and seats in the parent's live rounds are said again there (unless `moderator`)."""
     method, replay = await asyncio.to_thread(plan_fork, parent, spec, settings, bank)  # compares answers
     return await run_debate(parent.task, method, backend, settings, backbone=backbone, bank=bank,
                             notices=bank_notices, record=record, emit=emit, summaries=summaries, replay=replay,
                             steer=tuple(c for c in spec.changes if c.kind in LIVE_KINDS),
                             fork_notices=same_answer_notices(replay[-1]),
-                            agent_backends=agent_backends)
+                            agent_backends=agent_backends,
+                            moderator=moderator or scripted(recorded(parent.rounds[len(replay):])))

@@ -19,13 +19,14 @@ async def run_debate(task: Task, method: str, backend: ChatBackend, settings: De
                      round0: Round | None = None, notices: tuple[str, ...] = (),
                      record: Callable[[Transcript], None] | None = None, summaries=None,
                      replay: Sequence[Round] = (), steer: Sequence = (), fork_notices: Sequence[str] = (),
-                     agent_backends: Sequence[tuple[str, ChatBackend]] = ()) -> Transcript:
+                     agent_backends: Sequence[tuple[str, ChatBackend]] = (), moderator=None) -> Transcript:
     """One debate. `bank` and its `notices` reach only methods that use a bank. `record` receives the
     loop's own transcript whenever it changes (status running, the round in progress included), at the
     end, and on cancellation (status cancelled): the run store and the app's live view plug in here;
     `emit` is for streaming live text. `round0` is a shared round 0 (side by side); `replay` recorded
     rounds taken over without model calls (a fork), `steer` the fork's changes to the first live round's
-    hooks and `fork_notices` what to say about its changes; `agent_backends` one (name, backend) per agent."""
+    hooks and `fork_notices` what to say about its changes; `agent_backends` one (name, backend) per agent;
+    `moderator` a person's notes and seats between rounds (r2mad/human.py)."""
     if not needs_bank(method):
         bank, notices = None, ()
     if agent_backends and not is_debate(method):  # a single-agent baseline: agent 1's model answers
@@ -39,7 +40,8 @@ async def run_debate(task: Task, method: str, backend: ChatBackend, settings: De
 
     if round0 is not None and is_debate(method) and strategy.shares_round0:
         replay = (dataclasses.replace(round0, details={**round0.details, "shared": True}),)
-    debate = Debate(backend, strategy, backbone=backbone, agent_backends=agent_backends)
+    debate = Debate(backend, strategy, backbone=backbone, agent_backends=agent_backends,
+                    moderator=moderator if is_debate(method) else None)
     debate.emit = _recording(debate, record, emit)
     try:
         transcript = await debate.run(task, replay=replay if is_debate(method) else (),

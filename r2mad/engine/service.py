@@ -43,6 +43,7 @@ class RunRequest:
     bank: str | None = None  # memory bank folder for the methods that use one
     owner: str | None = None  # who may read the runs on a public Space (ui/visitors.py)
     fork: Fork | None = None
+    moderator: Any = None  # a person's notes and seats between rounds (r2mad/human.py), for one debate
 
     def saved_backbone(self, method: str) -> str:
         return saved_backbone(method, self.backbone, list(self.agent_backbones))
@@ -112,12 +113,12 @@ async def run(request: RunRequest, backend: ChatBackend, backbone: str, agents: 
         f = request.fork
         return {m: await fork_debate(f.parent, f.spec, backend, request.settings, backbone=backbone, bank=bank,
                                      bank_notices=notices, agent_backends=agents, record=record_for(m),
-                                     emit=emit_for(m), summaries=summaries)}
+                                     emit=emit_for(m), summaries=summaries, moderator=request.moderator)}
     if len(methods) == 1:
         [m] = methods
         return {m: await run_debate(request.task, m, backend, request.settings, backbone=backbone, bank=bank,
                                     emit=emit_for(m), notices=notices, record=record_for(m), summaries=summaries,
-                                    agent_backends=agents)}
+                                    agent_backends=agents, moderator=request.moderator)}
     return await run_side_by_side(request.task, methods, backend, request.settings, backbone=backbone, bank=bank,
                                   bank_notices=notices, emit_for=emit_for, record_for=record_for,
                                   summaries=summaries, agent_backends=agents)

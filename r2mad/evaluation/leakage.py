@@ -1,14 +1,19 @@
 """Train/test separation between a memory bank and the questions run with it: a bank that holds any of
 them (by id, or by normalised text) is refused before any model call, for an eval's split and for one
-debate or fork. Not for opening banks (resources.open_bank) or splitting data."""
+debate or fork; for one debate or fork also a bank holding a question that means the same (a light
+rewording: the bank's embedder above SAME_MEANING, with the same numbers). Not for opening banks
+(resources.open_bank) or splitting data."""
 from __future__ import annotations
 
+import hashlib
 import re
+import threading
 import unicodedata
 from typing import Sequence
 
 from r2mad.evaluation.datasets import Split
 from r2mad.settings.config import ConfigError
+from r2mad.text import quoted
 from r2mad.types import Task
 
 _OPTION_LINES = re.compile(r"(?:\n\([A-Z]\) [^\n]*)+\Z")  # the "(A) text" lines format_task puts under a question
@@ -33,6 +38,43 @@ def held_tasks(bank, tasks: Sequence[Task]) -> list[Task]:
     return [t for t in tasks if t.id in ids or normalised_question(t.question) in texts]
 
 
+SAME_MEANING = 0.95  # cosine of the bank's embedder (all-MiniLM-L6-v2) above which two questions ask the same
+# thing: a reordered "When you mix blue and yellow paint, what colour do you get" scores 0.976 against the bank's
+# question; "… red and yellow paint?" 0.906, and no two questions of the demo banks more than 0.834
+_NUMBERS = re.compile(r"\d+(?:[.,]\d+)?|[-+*/^=<>×÷√%]")  # numbers and operators: "2 + 3" is not "2 - 3"
+_vectors: dict[str, object] = {}  # the bank questions' vectors, by bank, embedder and questions
+_vectors_lock = threading.Lock()
+
+
+def _stem(question: str, kind: str) -> str:
+    return _OPTION_LINES.sub("", question) if kind == "mcq" else question
+
+
+def same_meaning(bank, task: Task) -> tuple[str, float] | None:
+    """(the bank's question, similarity) for one that means the same as `task`'s: the bank's embedder scores
+    them at least SAME_MEANING and they hold the same numbers and operators ("12 + 30", "12 + 31" and "12 - 30"
+    differ); else None."""
+    stems = sorted({_stem(c.question, c.task_kind) for c in bank.cases()})
+    if not stems:
+        return None
+    key = hashlib.sha256("\n\0".join([str(bank.path), bank.embedder.id, *stems]).encode()).hexdigest()
+    with _vectors_lock:
+        vectors = _vectors.get(key)
+    if vectors is None:
+        vectors = bank.embedder.encode(stems)
+        with _vectors_lock:
+            _vectors[key] = vectors
+    asked = _stem(task.question, task.kind)
+    numbers = sorted(_NUMBERS.findall(asked))
+    scores = vectors @ bank.embedder.encode([asked])[0]
+    for i in scores.argsort()[::-1]:
+        if scores[i] < SAME_MEANING:
+            return None
+        if sorted(_NUMBERS.findall(stems[i])) == numbers:
+            return stems[i], float(scores[i])
+    return None
+
+
 def check_question_not_in_bank(bank, task: Task) -> None:
     """Raise ConfigError (one sentence naming the fix) when `bank` holds `task`'s question, whose cases would
     show the debaters its answer; for every entry point that runs one question with a bank (debate, app,
@@ -42,6 +84,12 @@ def check_question_not_in_bank(bank, task: Task) -> None:
         raise ConfigError(f"Bank {bank.path} holds {how}, so its cases would show the debaters the answer; "
                           "choose a bank built without this question (another split or split seed), or run "
                           "without a bank.")
+    found = same_meaning(bank, task)
+    if found:
+        held, score = found
+        raise ConfigError(f"Bank {bank.path} holds a question that means the same as this one ({quoted(held, 60)}, "
+                          f"similarity {score:.2f}), so its cases would show the debaters the answer; choose a "
+                          "bank built without it, or run without a bank.")
 
 
 def check_no_leakage(bank, split: Split) -> list[str]:

@@ -7,7 +7,7 @@ import re
 import unicodedata
 from typing import Iterable, Sequence
 
-from r2mad.text import quoted
+from r2mad.text import GOLD_CHARS, quoted, too_long
 from r2mad.types import Task
 
 # --- rendering and ad-hoc questions -------------------------------------------------------------
@@ -34,6 +34,10 @@ def task_from_input(question: str, options: dict[str, str] | Sequence[tuple[str,
         raise ValueError("The question is empty; type a question before starting a debate.")
     pairs = _option_pairs(options)
     gold_text = clean_text(gold).strip() if gold else ""
+    refused = too_long("The gold answer", gold_text, GOLD_CHARS, "give the answer alone (a letter, a number or a "
+                                                                  "short expression)")
+    if refused:
+        raise ValueError(refused)
     if pairs:
         letters = [letter for letter, _ in pairs]
         gold_text = gold_text.strip("()").upper()

@@ -51,7 +51,8 @@ class MemoryBank(Recalling):
             raise BankError(f"Unknown index store {store!r}; choose one of {', '.join(STORES)}.")
         self.path, self.embedder, self.manifest = path, embedder, manifest
         self.name = path.name
-        self.notices: list[str] = []
+        self.notices: list[str] = []  # said in the debates that read it
+        self.log: list[str] = []  # the operator's news (the index built, and how long it took)
         self._index = BankIndex(path, embedder, index_root=Path(index_root), url=url, api_key=api_key,
                                 store_kind=store)
         self._lock = threading.RLock()
@@ -112,6 +113,7 @@ class MemoryBank(Recalling):
                 raise BankError(str(exc)) from None
             raise
         bank.notices += bank._index.notices
+        bank.log += bank._index.log
         return bank
 
     @classmethod

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import shutil
 import time
@@ -22,6 +23,7 @@ from r2mad.memory.stores import IndexStoreError, open_local, open_server
 from r2mad.safewrite import is_disk_full
 from r2mad.types import Case
 
+log = logging.getLogger(__name__)
 MARKER = "r2mad-index.json"
 Progress = Callable[[int, int], None]  # (cases embedded so far, cases in all)
 SHARD_ROOM = 1 << 20  # bytes a fresh shard may need before its first vector (measured: ~190 KB)
@@ -45,7 +47,8 @@ class BankIndex:
         self.index_root, self.url, self.store_kind = index_root, url, store_kind
         self.folder: Path | None = None  # the local index folder, once open
         self.store = None
-        self.notices: list[str] = []
+        self.notices: list[str] = []  # what a debate reading the bank should say (shown to visitors)
+        self.log: list[str] = []  # what only the operator reads (logged)
         self._api_key = api_key
         self._lock_file = None
 
@@ -104,9 +107,10 @@ class BankIndex:
                 raise BankError(f"The index of {self.bank_path} could not be built in {target} because the disk "
                                 "is full, and the partial index was removed; free some space there and open the "
                                 "bank again.") from None
-            if cases:
-                self.notices.append(f"Built the index of {self.bank_path} ({len(cases)} cases) in "
-                                    f"{time.perf_counter() - started:.1f} s.")
+            if cases:  # the operator's news, not a visitor's: in the log, never in a debate's notices
+                self.log.append(f"Built the index of {self.bank_path} ({len(cases)} cases) in "
+                                f"{time.perf_counter() - started:.1f} s.")
+                log.info(self.log[-1])
         self.mark(cases_sha, complete=True)
 
     def mark(self, cases_sha: str, complete: bool) -> None:

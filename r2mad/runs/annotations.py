@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
-from r2mad.runs.records import NOTE_LIMIT, Annotation, AnnotationEdit, dumps
+from r2mad.runs.records import NAME_CHARS, NOTE_LIMIT, Annotation, AnnotationEdit, dumps
 from r2mad.text import quoted
 
 
@@ -29,9 +29,9 @@ class Annotating:
         """Save one annotator's labels and note for a run (an edit if they annotated it before);
         `blame` maps a label to the turn it points at ({"round": r, "agent": a}); return the id."""
         annotator, labels = annotator.strip(), list(dict.fromkeys(labels))
-        if len(note.encode("utf-8")) > NOTE_LIMIT or len(annotator) > 100:
-            what = "The note" if len(annotator) <= 100 else "The annotator name"
-            raise ValueError(f"{what} is too long (notes up to {NOTE_LIMIT // 1024} KB, names up to 100 "
+        if len(note.encode("utf-8")) > NOTE_LIMIT or len(annotator) > NAME_CHARS:
+            what = "The note" if len(annotator) <= NAME_CHARS else "The annotator name"
+            raise ValueError(f"{what} is too long (notes up to {NOTE_LIMIT // 1024} KB, names up to {NAME_CHARS} "
                              "characters); shorten it and save again.")
         unknown = [label for label in labels if label not in self.taxonomy]
         if unknown or not labels:

@@ -55,11 +55,23 @@ def store_fault(exc: BaseException, path: Path, waited_s: float) -> StoreError |
     return None
 
 
+PERSISTENT = Path("/data")  # a Hugging Face Space's persistent volume, when the Space has one
+
+
 def recovery_folders(store_path: Path) -> list[Path]:
-    """Where a run the store could not take is kept: recovery/ beside the store, else (that disk full too)
-    a folder in the system's temp dir that belongs to this store only."""
+    """Where a run the store could not take is kept: recovery/ beside the store, else (that disk full too) a
+    folder of this store's on the persistent volume (/data, when there is one), else one in the system's temp
+    dir, which a restart of the machine may lose (`lost_on_restart`)."""
     key = hashlib.sha256(str(store_path.resolve()).encode()).hexdigest()[:12]
-    return [store_path.parent / "recovery", Path(tempfile.gettempdir()) / "r2mad-recovery" / key]
+    beside = store_path.parent / "recovery"
+    on_volume = PERSISTENT.is_dir() and not beside.resolve().is_relative_to(PERSISTENT.resolve())
+    volume = [PERSISTENT / "r2mad-recovery" / key] if on_volume else []
+    return [beside, *volume, Path(tempfile.gettempdir()) / "r2mad-recovery" / key]
+
+
+def lost_on_restart(path: Path) -> bool:
+    """A recovery file in the system's temp dir: a Space (or a container) may lose it when it restarts."""
+    return (Path(tempfile.gettempdir()) / "r2mad-recovery").resolve() in path.resolve().parents
 
 
 def write_recovery(folders: list[Path], run_id: str, record: dict) -> Path:

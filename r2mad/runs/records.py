@@ -20,6 +20,7 @@ _MIN_SECRET_LEN = 8  # shorter "secrets" would redact ordinary words
 # Hugging Face tokens are recognisable even when nobody configured them (a visitor's, one echoed back)
 _HF_TOKEN = re.compile(r"\bhf_[A-Za-z0-9]{20,}\b")
 NOTE_LIMIT = 4096  # bytes of an annotation note
+NAME_CHARS = 100  # an annotator's name
 
 # MIGRATIONS[i] takes a database from user_version i to i + 1; append, never edit a shipped step.
 MIGRATIONS: list[tuple[str, ...]] = [(

@@ -7,7 +7,7 @@ import json
 from contextlib import suppress
 from typing import Callable
 
-from r2mad.runs.faults import StoreError, StoreFailed, recovery_files, write_recovery
+from r2mad.runs.faults import StoreError, StoreFailed, lost_on_restart, recovery_files, write_recovery
 from r2mad.runs.merge import merge_records, read_records
 from r2mad.runs.records import dumps
 from r2mad.types import Transcript
@@ -49,12 +49,19 @@ class Recovering:
         record["transcript"] = json.loads(record["transcript"])
         self._behind = True
         try:
-            where = f"kept in {write_recovery(self.recovery_dirs, run_id, record)}"
+            path = write_recovery(self.recovery_dirs, run_id, record)
+            where = f"kept in {path}" + (" (the system's temp folder, which a restart may lose: free space "
+                                         "beside the store soon)" if lost_on_restart(path) else "")
         except OSError:
             self._unsaved[run_id] = record
             where = "kept in memory only (no disk took it)"
         self.notices.append(f"{exc.problem}, so run {run_id[:8]} was {where} and is saved when the store can "
                             f"take it; {exc.fix}.")
+
+    def unsaved(self, run_ids) -> list[str]:
+        """Of `run_ids`, those kept for later (a recovery file, or memory) that the store does not hold yet."""
+        waiting = {p.stem for p in recovery_files(self.recovery_dirs)} | set(self._unsaved)
+        return [r for r in run_ids if r in waiting]
 
     def _catch_up(self) -> None:
         """What faults put off, once a write succeeds: recovery files and runs kept in memory are imported,

@@ -1,7 +1,8 @@
 """Visitors' blind votes: which debate of a side-by-side comparison convinced them most, chosen before the
 methods' names and the gold answer were shown. One row per visitor per comparison, in its own table of the run
 store's SQLite file (so a backup or a copy of the store carries the votes). A second vote on the same
-comparison is refused: after the first the names are shown, and a second vote would not be blind.
+comparison is refused, whichever visitor key it comes with: after the first the names are shown, and a second
+vote would not be blind.
 
 The visitor is kept as a hash of the key their runs are kept under (a browser id works like a password and is
 never stored here) and, when signed in, their Hugging Face username."""
@@ -46,16 +47,19 @@ class VoteStore:
 
     def record(self, *, runs: dict[str, str], winner_method: str, voter_key: str, shown: dict[str, str],
                username: str | None = None) -> Vote:
-        """Count one visitor's vote for `winner_method` among `runs` (method -> run id); raises VoteRefused
-        for a comparison of fewer than two debates, a winner not in it, or a second vote."""
+        """Count the vote for `winner_method` among `runs` (method -> run id); raises VoteRefused for a
+        comparison of fewer than two debates, a winner not in it, or a second vote on the comparison (from
+        any visitor key: a comparison is one visitor's, and a page can send any id)."""
         if len(runs) < 2 or winner_method not in runs:
             raise VoteRefused("A vote picks one debate of a side-by-side comparison of two or more; "
                               "nothing was counted.")
         vote = Vote(comparison_id(runs.values()), voter_hash(voter_key), runs[winner_method], dict(runs),
                     dict(shown), username, time.time())
         with self.store.transaction() as conn:
-            earlier = conn.execute("SELECT shown, winner, runs FROM votes WHERE comparison = ? AND voter = ?",
-                                   (vote.comparison, vote.voter)).fetchone()
+            # one vote per comparison, whoever sends it: a page may send several ids at once, and BEGIN
+            # IMMEDIATE makes this read and the insert one step
+            earlier = conn.execute("SELECT shown, winner, runs FROM votes WHERE comparison = ? LIMIT 1",
+                                   (vote.comparison,)).fetchone()
             if earlier is None:
                 conn.execute("INSERT INTO votes VALUES (?, ?, ?, ?, ?, ?, ?)",
                              (vote.comparison, vote.voter, username, vote.winner, json.dumps(vote.runs),
@@ -63,8 +67,8 @@ class VoteStore:
         if earlier is not None:
             chose = next((label for label, m in json.loads(earlier["shown"]).items()
                           if json.loads(earlier["runs"]).get(m) == earlier["winner"]), "one debate")
-            raise VoteRefused(f"You already voted on this comparison (for {chose}); one vote per visitor per "
-                              "comparison, so this one was not counted.")
+            raise VoteRefused(f"This comparison already has its vote (for {chose}); one vote per comparison, "
+                              "so this one was not counted.")
         return vote
 
     def votes(self, run_ids: Iterable[str] | None = None) -> list[Vote]:

@@ -19,7 +19,10 @@ def compact(t: Transcript, run_id: str | None = None) -> dict[str, Any]:
                         "replayed": bool(r.details.get("replayed") or r.details.get("shared")),
                         "turns": [{"agent": x.agent + 1, "backbone": x.backbone or t.backbone,
                                    "answer": x.answer.value, "how": x.answer.how, "error": x.error,
-                                   "text": x.text[:TEXT_LIMIT]} for x in r.turns]}
+                                   "text": x.text[:TEXT_LIMIT], "human": bool(x.details.get("human"))}
+                                  for x in r.turns],
+                        "notes": [{"to": None if c.target is None else c.target + 1, "text": c.text}
+                                  for c in r.aux if c.kind == "human"]}
                        for r in t.rounds],
             "usage": {"calls": usage.calls, "tokens_in": usage.tokens_in, "tokens_out": usage.tokens_out},
             "usage_by_model": {name: {"calls": u.calls, "tokens_in": u.tokens_in, "tokens_out": u.tokens_out}

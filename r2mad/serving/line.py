@@ -8,8 +8,9 @@ import contextlib
 import time
 from typing import AsyncIterator, Callable, Iterable
 
-from r2mad.engine.admission import Admission, Ticket, waiting_words
+from r2mad.engine.admission import Admission, Ticket, about, waiting_words
 from r2mad.settings.config import Config
+from r2mad.types import Transcript
 
 EMBEDDED, REMOTE = "embedded", "remote"
 HF_KEY_ENV = "HF_TOKEN"
@@ -86,3 +87,21 @@ async def wait_turn(admission: Admission, ticket: Ticket, *, stop: asyncio.Event
         gate.cancel()
         if stopper is not None:
             stopper.cancel()
+
+
+def round_seconds(t: Transcript) -> float | None:
+    """How long this debate's finished rounds took, on average (from its turns' clocks); None before one."""
+    spans = [max(x.ended_at for x in r.turns) - min(x.started_at for x in r.turns)
+             for r in t.rounds if r.turns and not r.details.get("running") and not r.details.get("shared")
+             and all(x.ended_at for x in r.turns)]
+    return sum(spans) / len(spans) if spans else None
+
+
+def sharing_words(admission: Admission, lane: str, t: Transcript | None = None) -> str:
+    """Why a running debate is slow when it is not alone: "3 debates share the model; a round takes about 25 s"
+    (the round time from `t`'s own finished rounds); "" when it runs alone or on a remote backbone."""
+    if lane != EMBEDDED or admission.running_count(lane) < 2:
+        return ""
+    seconds = round_seconds(t) if t is not None else None
+    took = f"; a round takes {about(seconds)}" if seconds else ""
+    return f"{admission.running_count(lane)} debates share the model{took}."

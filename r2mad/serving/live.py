@@ -40,8 +40,10 @@ class LiveRun:
     @classmethod
     def of(cls, request: RunRequest, store: RunStore, agent_backends=()) -> LiveRun:
         """The live view of a run request of the app."""
-        return cls(request.task, list(request.methods), request.backbone, request.settings, request.bank, store,
+        live = cls(request.task, list(request.methods), request.backbone, request.settings, request.bank, store,
                    owner=request.owner, agent_backends=list(agent_backends))
+        live.request = dataclasses.replace(live.request, moderator=request.moderator)  # the visitor's notes
+        return live
 
     def __post_init__(self):
         self.request = RunRequest(self.task, tuple(self.methods), self.settings, self.backbone, source="app",

@@ -11,6 +11,7 @@ from typing import Any, Iterable
 
 from r2mad.engine.resources import Shared
 from r2mad.serving.line import make_admission
+from r2mad.serving.sealed import Sealed
 from r2mad.settings.config import Config
 
 
@@ -19,6 +20,8 @@ class Services(Shared):
         super().__init__(config, secrets=secrets)
         self._active: dict[str, tuple[asyncio.Event, Any]] = {}  # session -> (stop signal, its loop)
         self.admission = make_admission(config)  # which debates run now, and the fair line of the others
+        self.sealed = Sealed()  # runs of blind comparisons waiting for their vote (serving/sealed.py)
+        self.notes: dict[str, list[str]] = {}  # session -> a visitor's notes for its running debate (moderator_box)
 
     def browser_secret(self) -> str:
         """The key gr.BrowserState encrypts the visitor id with in the browser. Gradio sends it to every page
@@ -63,3 +66,4 @@ class Services(Shared):
     def end(self, session: str) -> None:
         with self._lock:
             self._active.pop(session, None)
+            self.notes.pop(session, None)

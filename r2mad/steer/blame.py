@@ -64,7 +64,8 @@ def candidates(parent: Transcript) -> list[Candidate]:
     """Every wrong turn of a finished run, each neutralised each way that changes something, cheapest
     first (late rounds cost fewer live calls; the last round's costs none: only the vote changes)."""
     rounds = parent.finished().rounds
-    cost_after = [sum(len([x for x in r.turns if x.error is None]) + len(r.aux) for r in rounds[i + 1:])
+    cost_after = [sum(len([x for x in r.turns if x.error is None and not x.details.get("human")])
+                      + len([c for c in r.aux if c.kind != "human"]) for r in rounds[i + 1:])  # a person's: no call
                   for i in range(len(rounds))]
     found = []
     for rnd in rounds:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import gradio as gr
 
 from r2mad.methods import METHODS
+from r2mad.runs.records import NAME_CHARS, NOTE_LIMIT
 from r2mad.serving.services import Services
+from r2mad.text import FIELD_CHARS
 from r2mad.ui.annotate_handlers import ANY, FLAGS, AnnotateHandlers
 from r2mad.ui.bank_growth import bank_growth_block
 from r2mad.ui.render.annotate_view import (
@@ -85,7 +87,7 @@ def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, visit
         gr.Markdown(who_annotates(config), elem_id="ann-who")
         with gr.Row(equal_height=False, elem_id="ann-layout"):
             with gr.Column(scale=2, min_width=300, elem_id="ann-side"):
-                annotator = gr.Textbox(label="Your name (blank = local)", elem_id="ann-name",
+                annotator = gr.Textbox(label="Your name (blank = local)", elem_id="ann-name", max_length=NAME_CHARS,
                                        visible=not config.private_runs)  # else: the annotator's login
                 queue = gr.Dropdown(h.queue_names(), value=None, label="Queue", allow_custom_value=True,
                                     elem_id="ann-queue")
@@ -98,11 +100,12 @@ def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, visit
                     nxt = gr.Button("Next (J) ▶", elem_id="ann-next", size="sm", min_width=80)
                     copy = gr.Button("Copy link", size="sm", elem_id="ann-copy", min_width=80)
                 with gr.Row():
-                    run_id = gr.Textbox(label="Run id (paste one to open it)", scale=3, elem_id="ann-run")
+                    run_id = gr.Textbox(label="Run id (paste one to open it)", scale=3, elem_id="ann-run",
+                                         max_length=FIELD_CHARS)
                     open_run = gr.Button("Open", size="sm", scale=1, elem_id="ann-open", min_width=60)
                 link = gr.Textbox(label="Link to this run", interactive=False, elem_id="ann-link")
                 with gr.Accordion("New queue from a filter", open=False, elem_id="ann-new"):
-                    q_name = gr.Textbox(label="Queue name", elem_id="ann-q-name")
+                    q_name = gr.Textbox(label="Queue name", elem_id="ann-q-name", max_length=NAME_CHARS)
                     with gr.Row():
                         q_method = gr.Dropdown([ANY, *METHODS], value=ANY, allow_custom_value=True, label="Method")
                         q_backbone = gr.Dropdown([ANY, *config.backbones], value=ANY, allow_custom_value=True,
@@ -129,7 +132,7 @@ def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, visit
                     with gr.Tab("Compare", id="ann-compare-page"):
                         with gr.Row():
                             other_id = gr.Textbox(label="Other run id (same question; blank = this run's graph "
-                                                        "only)", scale=3, elem_id="ann-other")
+                                                        "only)", scale=3, elem_id="ann-other", max_length=FIELD_CHARS)
                             compare = gr.Button("Compare", scale=1, elem_id="ann-compare", min_width=90)
                             swap = gr.Button("Label the other run", scale=1, elem_id="ann-swap", min_width=90)
                         compared = gr.Dataframe(headers=COMPARE_HEADERS, interactive=False, wrap=True,
@@ -154,8 +157,9 @@ def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, visit
                         export_file = gr.File(label="Dataset", interactive=False, elem_id="ann-export-file")
                         with gr.Row():
                             hub_repo = gr.Textbox(label="Hub dataset repo (user/name)", scale=2,
-                                                  elem_id="ann-hub-repo")
+                                                  elem_id="ann-hub-repo", max_length=FIELD_CHARS)
                             hub_token = gr.Textbox(type="password", scale=2, elem_id="ann-hub-token",
+                                                   max_length=FIELD_CHARS,
                                                    label="Token with write access (used once, never kept; signed-in "
                                                          "annotators on a Space may leave it empty)")
                             push = gr.Button("Push to the Hub", scale=1, elem_id="ann-push")
@@ -166,7 +170,7 @@ def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, visit
                                           elem_id="ann-labels")
                 turn = gr.Dropdown([NO_TURN], value=[], multiselect=True, elem_id="ann-turn",
                                    label="Blamed turns, one or several (for labels no suggestion placed)")
-                note = gr.Textbox(label="Note", lines=1, elem_id="ann-note")
+                note = gr.Textbox(label="Note", lines=1, elem_id="ann-note", max_length=NOTE_LIMIT)
                 save = gr.Button("Save & next (Ctrl+Enter)", variant="primary", elem_id="ann-save")
                 others = gr.Markdown(elem_id="ann-others")
                 gr.Markdown(KEYS_HELP, elem_id="ann-help")

@@ -16,6 +16,7 @@ from r2mad.methods import METHODS, PLAIN, needs_bank
 from r2mad.runs.faults import StoreError
 from r2mad.serving.compact import TEXT_LIMIT, compact
 from r2mad.serving.line import lane_of, visitor_key
+from r2mad.serving.sealed import SEALED_WORDS
 from r2mad.serving.services import Services
 from r2mad.serving.visitor_runs import fork_saved, readable, start_in_line
 from r2mad.serving.visitors import Visitor, identify
@@ -56,7 +57,8 @@ class Api:
     async def run_debate(self, question: str, options: dict[str, str] | None = None, gold: str = "",
                          method: str = PLAIN, backbone: str = "", bank: str = "",
                          agent_backbones: list[str] | None = None, aux_backbone: str = "",
-                         request: gr.Request = None, progress: gr.Progress = gr.Progress()) -> dict[str, Any]:
+                         notes: list[dict] | None = None, request: gr.Request = None,
+                         progress: gr.Progress = gr.Progress()) -> dict[str, Any]:
         """Run one debate and return its transcript in compact JSON.
 
         Args:
@@ -68,8 +70,11 @@ class Api:
             bank: memory bank folder for r2mad and icl-cot (e.g. memory/demo-mcq); empty for the default.
             agent_backbones: one backbone per agent, ["a", "b", "a"], for a mixed-model debate; empty: `backbone`.
             aux_backbone: with agent_backbones, the backbone of summaries, judges and advice; empty for agent 1's.
+            notes: a person in the debate, before a round: [{"round": 1, "text": "…"}] reaches every agent, with
+                "to": [2] agent 2 alone, or "seat": 2 makes the text agent 2's turn (agents counted from 1).
         """
         from r2mad.grading.tasks import task_from_input
+        from r2mad.human import from_rows, scripted
 
         s = self.services
         try:
@@ -80,9 +85,11 @@ class Api:
             task = task_from_input(question, {k.strip().upper(): v for k, v in (options or {}).items()} or None,
                                    gold or None, max_chars=settings.max_question_chars)
             names = tuple((n or "").strip() for n in agent_backbones or ())
+            said = from_rows(notes, settings.agents, settings.rounds)
             asked = RunRequest(task, (method,), settings, ((aux_backbone or "").strip() or names[0]) if names else name,
                                source="api", agent_backbones=names, owner=self.visitor(request).owner,
-                               bank=(bank or s.config.app.default_bank) if needs_bank(method) else None)
+                               bank=(bank or s.config.app.default_bank) if needs_bank(method) else None,
+                               moderator=scripted(said) if said else None)
             lane = lane_of(s.config, [*(agent_backbones or ()), aux_backbone] if agent_backbones else [name])
             report = round_reporter(progress, settings.rounds)
             runs = await start_in_line(s, asked, self.line_key(request), lane, on_update=lambda _, t: report(t))
@@ -108,7 +115,8 @@ class Api:
                                              limit=_whole(limit, "limit", 1, 200))
         return [{"run_id": r.id, "created_at": r.created_at, "status": r.status, "method": r.method,
                  "backbone": r.backbone, "question": r.question[:200], "gold": r.gold, "final": r.final_answer,
-                 "correct": r.correct, "rounds": r.rounds, "tokens": r.tokens} for r in rows]
+                 "correct": r.correct, "rounds": r.rounds, "tokens": r.tokens}
+                for r in rows if r.id not in self.services.sealed]  # a blind comparison's, until its vote
 
     def get_run(self, run_id: str, request: gr.Request = None) -> dict[str, Any]:
         """One saved run: its compact transcript, the run it was forked from, its forks and blame results.
@@ -123,6 +131,8 @@ class Api:
         store = self.services.store
         try:
             record = readable(store, run_id, self.visitor(request))
+            if record.id in self.services.sealed:
+                raise KeyError(SEALED_WORDS)
             parent, spec = fork_of(store, record.id)
         except KeyError as exc:
             raise refusal(sentence(exc)) from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gradio as gr
 
 from r2mad.serving.services import Services
+from r2mad.text import FIELD_CHARS
 from r2mad.ui.errors import refusal
 from r2mad.ui.render.chat import esc
 from r2mad.ui.render.tables import CASE_HEADERS, case_markdown, case_rows
@@ -85,7 +86,7 @@ def build(services: Services, tab: gr.Tab) -> None:
         default = services.config.app.default_bank  # the same bank the Debate tab starts with
         bank = gr.Dropdown(banks, value=default if default in banks else (banks[0] if banks else None),
                            label="Memory bank")
-        text = gr.Textbox(label="Search text (any field)")
+        text = gr.Textbox(label="Search text (any field)", max_length=FIELD_CHARS)
     with gr.Row():
         agent = gr.Dropdown([ANY, *map(str, range(1, 9))], value=ANY, label="Agent")
         round_ = gr.Dropdown([ANY, *map(str, range(1, 10))], value=ANY, label="Round")
@@ -96,7 +97,7 @@ def build(services: Services, tab: gr.Tab) -> None:
     table = gr.Dataframe(headers=CASE_HEADERS, interactive=False, wrap=True, label="Cases (click one to open it)",
                          elem_id="bank-cases")
     with gr.Row():
-        case_id = gr.Textbox(label="Case id", scale=3)
+        case_id = gr.Textbox(label="Case id", scale=3, max_length=FIELD_CHARS)
         open_button = gr.Button("Open case", scale=1)
         editable = not services.config.on_space  # visitors of a public Space share its banks
         quarantine = gr.Button("Quarantine", scale=1, variant="stop", visible=editable)

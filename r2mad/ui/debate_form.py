@@ -11,6 +11,7 @@ import gradio as gr
 from r2mad.methods import REGISTRY, names
 from r2mad.settings.config import bounds
 from r2mad.settings.fields import ON_FORM, Field
+from r2mad.text import FIELD_CHARS, GOLD_CHARS
 from r2mad.ui.views import MAX_COLUMNS
 
 LETTERS = "ABCDEFGHIJ"
@@ -43,14 +44,18 @@ def needs_token(config, backbone: str) -> bool:
     return bool(spec and spec.visitor_token)
 
 
+QUESTION_CHARS = 4000  # the page's bound; the server checks the configured max_question_chars with its options
+
+
 def question_part(form: Form) -> None:
-    form["question"] = gr.Textbox("", lines=2, label="Question", elem_id="question",
+    form["question"] = gr.Textbox("", lines=2, label="Question", elem_id="question", max_length=QUESTION_CHARS,
                                   placeholder="A math problem, or a multiple-choice question with options below")
     with gr.Accordion("Multiple-choice options (optional; empty ones are ignored)", open=False):
         for name, letter in zip(OPTIONS, LETTERS):
-            form[name] = gr.Textbox("", label=f"Option {letter}", elem_id=f"option-{letter}")
+            form[name] = gr.Textbox("", label=f"Option {letter}", elem_id=f"option-{letter}",
+                                    max_length=QUESTION_CHARS)
     form["gold"] = gr.Textbox("", label="Correct answer, if you know it (a letter or a number; used to score)",
-                              elem_id="gold")
+                              elem_id="gold", max_length=GOLD_CHARS, info=f"Up to {GOLD_CHARS} characters.")
 
 
 def methods_part(form: Form, default_method: str) -> None:
@@ -74,14 +79,16 @@ def advanced_part(form: Form, config, banks: list[str]) -> gr.Group:
                                          min_width=180)
         form["aux_backbone"] = gr.Dropdown([("Agent 1's backbone", ""), *choices], value="", elem_id="aux-backbone",
                                            label="Summaries, judges and advice", min_width=180)
-    form["token"] = gr.Textbox("", type="password", label="Hugging Face token", elem_id="token",
+    form["token"] = gr.Textbox("", type="password", max_length=FIELD_CHARS, label="Hugging Face token", elem_id="token",
                                visible=needs_token(config, config.default_backbone),
                                info="Sent only to the Hugging Face backbones (or a custom endpoint you give), for "
                                     "this browser session only; never shown, logged or stored.")
     custom = config.app.allow_custom_endpoint
     with gr.Accordion("Custom OpenAI-compatible endpoint", open=False, visible=custom):
-        form["base_url"] = gr.Textbox("", label="base_url", placeholder="http://localhost:8000/v1", interactive=custom)
-        form["model"] = gr.Textbox("", label="model", placeholder="leave empty to ask /v1/models", interactive=custom)
+        form["base_url"] = gr.Textbox("", label="base_url", max_length=FIELD_CHARS,
+                                      placeholder="http://localhost:8000/v1", interactive=custom)
+        form["model"] = gr.Textbox("", label="model", max_length=FIELD_CHARS,
+                                   placeholder="leave empty to ask /v1/models", interactive=custom)
     form["bank"] = gr.Dropdown([("(no memory bank)", "")] + [(b, b) for b in banks],
                                value=config.app.default_bank if config.app.default_bank in banks else "",
                                label="Memory bank (R²-MAD, ICL-CoT)")

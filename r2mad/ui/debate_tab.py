@@ -13,7 +13,7 @@ import gradio as gr
 
 from r2mad.methods import names
 from r2mad.serving.services import Services
-from r2mad.ui import handlers, vote_panel
+from r2mad.ui import handlers, moderator_box, vote_panel
 from r2mad.ui.debate_form import (
     AGENTS,
     FILL,
@@ -101,6 +101,7 @@ def results_part(ui: Parts) -> None:
         ui["fork_button"] = gr.Button("Fork from this round", size="sm", scale=0, min_width=180,
                                       elem_id="debate-fork-button")
     with gr.Column(visible=False) as ui["single_box"]:  # the full texts, shown with the first debate
+        moderator_box.part(ui)  # a visitor's note between rounds (one debate; a comparison takes none)
         ui["single_chat"] = gr.Chatbot(label="Full texts, per round and agent (click an agent to open it)",
                                        height=560, elem_id="chat-single", group_consecutive_messages=False,
                                        feedback_options=None, autoscroll=False, buttons=[])
@@ -144,6 +145,7 @@ def build(services: Services, visitor_id) -> DebateTab:
     run_event = run_events(services, debate, form, ui, visitor_id,
                            [*outputs, *(ui[name] for name in vote_panel.VOTE_NAMES)])
     vote_panel.events(services, ui, outputs, visitor_id)
+    moderator_box.events(services, ui)
     form_events(services, debate, form, ui)
     card_events(services, form, ui, card_buttons, banks, outputs)
     if services.ledger is not None:

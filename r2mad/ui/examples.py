@@ -2,8 +2,9 @@
 finished debate recorded for it with seed 0 (shown at once; "Run it live" runs it again), on the embedded model
 unless recorded on another backbone. `python -m r2mad.ui.examples [--backbone NAME]` records them into
 data/examples/, again for any recording the current defaults or prompts would no longer produce (`stale`) or that
-another backbone made; each recording keeps the model it used (`recorded_with`), which its card shows.
-No Gradio here."""
+another backbone made; each recording keeps the model it used (`recorded_with`), which its card shows, and, on the
+embedded model, the build that decides its tokens beside the seed (llama-cpp-python's version and the weights it
+runs): a recording made on another build is stale, since seed 0 there gives another debate. No Gradio here."""
 from __future__ import annotations
 
 import dataclasses
@@ -74,7 +75,31 @@ def recorded_with(config, backbone: str) -> dict[str, str]:
         served = spec.gguf_file or GGUF_NAME
     else:
         served = spec.model or spec.base_url or ""
-    return {"backbone": backbone, "model": (spec.label or backbone).split(" (")[0].strip(), "served": served}
+    kept = {"backbone": backbone, "model": (spec.label or backbone).split(" (")[0].strip(), "served": served}
+    return {**kept, "build": model_build()} if spec.kind == "embedded" and not spec.gguf_repo else kept
+
+
+def model_build() -> str:
+    """What decides the embedded model's tokens beside the seed: the llama.cpp build and the weights it runs
+    ("llama-cpp-python 0.3.36, SmolLM2-135M-Instruct.Q4_1.gguf as Q8_0")."""
+    from importlib.metadata import version
+
+    from r2mad.backends.embedded import smollm2_path
+    from r2mad.backends.requantize import SLOW_FILE_TYPES, file_type
+
+    path = smollm2_path()
+    return f"llama-cpp-python {version('llama_cpp_python')}, {path.name}" + (
+        " as Q8_0" if file_type(path) in SLOW_FILE_TYPES else "")
+
+
+def recording_build(card: ExampleCard, folder: Path = CACHE) -> str | None:
+    """The build a card's recording was made on (None: not recorded on the embedded model, or before builds
+    were kept)."""
+    try:
+        return (json.loads((folder / f"{card.id}.json").read_text(encoding="utf-8")).get("recorded_with")
+                or {}).get("build")
+    except (OSError, ValueError):
+        return None
 
 
 def recording_model(card: ExampleCard, folder: Path = CACHE) -> str | None:
@@ -98,9 +123,10 @@ def recording_settings(config):
     return config.settings.replace(seed=SEED, deadline_s=7200)
 
 
-def stale(card: ExampleCard, recorded: Transcript, config) -> list[str]:
+def stale(card: ExampleCard, recorded: Transcript, config, build: str | None = None) -> list[str]:
     """Why the current code would not reproduce a recording: settings that differ from today's defaults
-    (the answer guard as the backbone decides it) and agents whose round-0 prompt changed."""
+    (the answer guard as the backbone decides it), agents whose round-0 prompt changed and, given the
+    recording's `build`, an embedded model of another build."""
     from r2mad.methods import make_method
 
     now = dataclasses.asdict(recording_settings(config))
@@ -114,6 +140,8 @@ def stale(card: ExampleCard, recorded: Transcript, config) -> list[str]:
         name, system = method.persona(task, turn.agent)
         if tuple(method.opening(task, turn.agent, system)) != tuple(turn.prompt):
             why.append(f"agent {turn.agent + 1}'s round-0 prompt")
+    if recorded.backbone == BACKBONE and build is not None and build != model_build():
+        why.append(f"model build (recorded on {build}; this is {model_build()})")
     return why
 
 
@@ -151,17 +179,19 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     for card in CARDS:
         recorded = cached(card, args.out)
+        build = recording_build(card, args.out)
         if (recorded is not None and not args.force and recorded.backbone == args.backbone
-                and not stale(card, recorded, config)):
-            print(f"{card.id}: current ({recording_model(card, args.out)}), kept")
+                and not stale(card, recorded, config, build or ("" if args.backbone == BACKBONE else None))):
+            print(f"{card.id}: current ({recording_model(card, args.out)}{', ' + build if build else ''}), kept")
             continue
         t = asyncio.run(record(card, config, args.backbone))
         if t.status != "done":
             print(f"{card.id}: {t.status} ({'; '.join(t.notices) or 'see the log'}), not kept")
             continue
         write_recording(args.out / f"{card.id}.json", t, config, args.backbone)
-        print(f"{card.id}: final {t.final.value}, {'right' if t.correct else 'wrong'}, {t.seconds:.0f} s on "
-              f"{recorded_with(config, args.backbone)['model']}")
+        kept = recorded_with(config, args.backbone)
+        print(f"{card.id}: final {t.final.value}, {'right' if t.correct else 'wrong'}, {t.usage().calls} calls, "
+              f"{t.seconds:.0f} s on {kept['model']}" + (f" ({kept['build']})" if "build" in kept else ""))
 
 
 if __name__ == "__main__":

@@ -14,17 +14,19 @@ import gradio as gr
 
 from r2mad.engine.admission import Ticket, waiting_words
 from r2mad.methods import names
-from r2mad.serving.line import REFRESH_S, visitor_key
+from r2mad.serving.line import REFRESH_S, sharing_words, visitor_key
 from r2mad.serving.services import Services
 from r2mad.serving.visitor_runs import fork_saved, readable
 from r2mad.serving.visitors import VisitorHandlers
 from r2mad.settings.config import bounds
 from r2mad.steer.fork import Change, ForkSpec, live_usage, parse_changes
+from r2mad.text import FIELD_CHARS
 from r2mad.types import Transcript
 from r2mad.ui.api import USER_ERRORS
 from r2mad.ui.errors import sentence
 from r2mad.ui.render.chat import chat_messages
 from r2mad.ui.render.scoreboard import matrix_html
+from r2mad.ui.render.states import running_words
 from r2mad.ui.render.tables import SHORT_ID
 
 SAME = "(same as the run)"
@@ -112,7 +114,7 @@ class ForkHandlers(VisitorHandlers):
         parent = record.transcript
         updates: asyncio.Queue[Transcript] = asyncio.Queue()
         tickets: list[Ticket] = []
-        asked, line = time.time(), self.services.admission
+        asked, line, latest = time.time(), self.services.admission, None
         job = asyncio.ensure_future(fork_saved(self.services, run_id, spec, source="app-fork", visitor=visitor,
                                                record=updates.put_nowait, waiting=tickets.append, line_key=key))
         stopped = asyncio.ensure_future(stop.wait())
@@ -135,12 +137,19 @@ class ForkHandlers(VisitorHandlers):
                                           leave="Closing the page gives up your place")
                     yield html.escape(words, quote=False), parent_chat, *skip[:5]
                     continue
-                if getter.done():
-                    t = getter.result()
-                    yield (f"Forking {html.escape(spec.describe())} — running…", parent_chat, chat_messages(t),
-                           side_by_side(parent, run_id, t), *skip[:3])
+                fresh = getter.done()
+                if fresh:
+                    latest = getter.result()
                 else:
                     getter.cancel()
+                busy = sharing_words(line, tickets[0].lane, latest) if tickets else ""
+                now = (running_words(latest, time.time() - asked) if latest is not None
+                       else f"starting · {time.time() - asked:.0f} s")
+                words = f"Forking {html.escape(spec.describe())} — {now}" + (f"  \n{busy}" if busy else "")
+                if fresh:
+                    yield words, parent_chat, chat_messages(latest), side_by_side(parent, run_id, latest), *skip[:3]
+                else:  # nothing new from the fork: the clock and the line's words move
+                    yield words, *skip[:6]
             parent_id, fork_id, t = job.result()
         except USER_ERRORS as exc:
             gr.Warning(html.escape(sentence(exc), quote=False))
@@ -175,12 +184,12 @@ def build(services: Services, visitor_id: gr.BrowserState) -> tuple[gr.Textbox, 
                 "the round itself (unmask, drop or replace a retrieved case, drop an advice). Agents and case "
                 "ranks are counted from 1, as shown.")
     with gr.Row():
-        run_id = gr.Textbox(label="Run id (from Inspect runs)", scale=3)
+        run_id = gr.Textbox(label="Run id (from Inspect runs)", scale=3, max_length=FIELD_CHARS)
         from_round = gr.Number(label="Fork from round", value=1, minimum=1, maximum=bounds("rounds")[1], precision=0)
     with gr.Row():
         agent = gr.Number(label="Agent", value=1, minimum=1, maximum=bounds("agents")[1], precision=0)
         change = gr.Dropdown(list(CHANGES), value="force its answer to", label="Change", elem_id="fork-change")
-        value = gr.Textbox(label="Answer or new message · case rank · advice source", scale=2)
+        value = gr.Textbox(label="Answer or new message · case rank · advice source", scale=2, max_length=4000)
     with gr.Row():
         method = gr.Dropdown([SAME, *names("debate"), *names("ablation")], value=SAME, label="Go on with method",
                              elem_id="fork-method")
@@ -192,7 +201,7 @@ def build(services: Services, visitor_id: gr.BrowserState) -> tuple[gr.Textbox, 
                             elem_id="fork-pause")
     with gr.Row():
         go = gr.Button("Run the fork", variant="primary", elem_id="fork-button", scale=3)
-        stop = gr.Button("Stop", variant="stop", elem_id="fork-stop", scale=1)
+        stop = gr.Button("Stop", variant="stop", elem_id="fork-stop", scale=1, interactive=False)  # live in a fork
     status = gr.Markdown(elem_id="fork-status")
     table = gr.HTML(elem_id="fork-aligned")  # the two runs, round by round, in the scoreboard's chips
     with gr.Row():
@@ -201,9 +210,11 @@ def build(services: Services, visitor_id: gr.BrowserState) -> tuple[gr.Textbox, 
         fork_chat = gr.Chatbot(label="Fork", elem_id="fork-chat", height=480,
                                group_consecutive_messages=False, feedback_options=None)
     run_id.change(h.show, [run_id, visitor_id], [parent_chat], api_visibility="private", queue=False)
+    go.click(lambda: gr.Button(interactive=True), None, stop, queue=False, api_visibility="private")
     go.click(h.fork, [run_id, from_round, agent, change, value, method, backbone, rounds, pause, visitor_id],
              [status, parent_chat, fork_chat, table, run_id, from_round, rounds], api_name="fork",
              api_visibility="undocumented", concurrency_id="debate",
-             concurrency_limit=services.admission.capacity)  # the line is services.admission
+             concurrency_limit=services.admission.capacity  # the line is services.admission
+             ).then(lambda: gr.Button(interactive=False), None, stop, api_visibility="private", queue=False)
     stop.click(h.stop, None, None, api_name="fork_stop", api_visibility="undocumented", queue=False)
     return run_id, from_round

@@ -19,19 +19,25 @@ from r2mad.evaluation.costs import price_table
 from r2mad.grading.tasks import task_from_input
 from r2mad.methods import METHODS, needs_bank
 from r2mad.runs.faults import StoreError
-from r2mad.serving.line import lane_of, skip_hint, visitor_key, wait_turn, with_hint
+from r2mad.serving.line import lane_of, sharing_words, skip_hint, visitor_key, wait_turn, with_hint
 from r2mad.serving.live import LiveRun, stream
 from r2mad.serving.services import Services
 from r2mad.serving.visitors import Visitor, identify
 from r2mad.settings.config import PAPER_PROFILE, ConfigError, DebateSettings, with_profile
 from r2mad.settings.fields import ON_FORM
 from r2mad.text import quoted
-from r2mad.ui import vote_panel
+from r2mad.ui import moderator_box, vote_panel
 from r2mad.ui.debate_form import AGENTS, OPTIONS
 from r2mad.ui.render.blind import Curtain
 from r2mad.ui.views import idle, status_line, view  # the Debate tab's component updates (issue 16)
 
 log = logging.getLogger("r2mad.ui")
+NOT_SAVED = "**Not saved yet** — kept and saved when space returns."
+
+
+def with_reason(status: str, busy: str) -> str:
+    """A running debate's status line, with why it is slow when the shared model is busy (ui/line.py)."""
+    return f"{status}  \n{busy}" if busy else status
 MAX_COLUMNS = 4
 USER_ERRORS = (BackendError, ConfigError, ValueError, StoreError)  # StoreError: a full or locked run store
 TICK_S = 1.0  # the running status line's seconds move on at least this often
@@ -173,6 +179,8 @@ class DebateHandlers:
             yield (*update, *(vote_panel.cleared() if first else vote_panel.unchanged()))
             first = False
         if curtain is not None and curtain.drawn:
+            if not curtain.votable():  # no vote is asked: the names are shown now
+                self.services.sealed.unseal(curtain.runs.values())
             yield vote_panel.ending(curtain)
 
     async def _run(self, req: DebateRequest, session: str, visitor: Visitor, login_token: str | None = None, *,
@@ -206,6 +214,8 @@ class DebateHandlers:
         try:
             try:
                 request, backend, agent_backends = await self._prepare(req, login_token, visitor.owner, key)
+                if len(methods) == 1:  # the visitor's notes between rounds (ui/moderator_box.py)
+                    request = dataclasses.replace(request, moderator=moderator_box.mailbox(services, session))
             except USER_ERRORS as exc:
                 warn(str(exc), token)
                 text = html.escape(str(exc).replace(token or chr(0), "[redacted]"), quote=False)
@@ -248,17 +258,29 @@ class DebateHandlers:
                                             stop=stop_signal, summaries=services.summaries, tick_s=TICK_S):
                 # what the page shows and downloads holds no key, even one an endpoint echoed back
                 shown = {m: store.scrub_transcript(t) for m, t in (transcripts or live.transcripts()).items()}
+                busy = sharing_words(services.admission, lane, next(iter(shown.values()), None))
                 if not transcripts:  # nothing new for a while: only the clock on the status line moves
-                    yield idle(status_line(hide(shown), prices, time.time() - asked))
+                    yield idle(with_reason(status_line(hide(shown), prices, time.time() - asked), busy))
                     continue
                 done = all(t.status != "running" for t in transcripts.values())
-                yield view(hide(shown), final=done, prices=prices, saved=live.run_ids, elapsed=time.time() - asked)
+                if curtain is not None and curtain.drawn:  # Inspect shows none of them until the vote
+                    services.sealed.seal(live.run_ids.values())
+                update = view(hide(shown), final=done, prices=prices, saved=live.run_ids, elapsed=time.time() - asked)
+                yield (update[0] if done else with_reason(update[0], busy), *update[1:])
             finished = bool(live.results) and all(t.status == "done" for t in live.results.values())
+            with services._lock:
+                unsaid = services.notes.pop(session, [])
+            if unsaid:  # sent after the last round began, or the agents agreed and the debate stopped early
+                warn(f"{len(unsaid)} note(s) reached no agent: the debate had no round after them.")
+            if store.unsaved(live.run_ids.values()):  # the disk is full: kept, and the visitor is told
+                ended = {m: store.scrub_transcript(t) for m, t in live.results.items()}
+                yield idle(f"{status_line(hide(ended), prices)}  \n{NOT_SAVED}")
             if curtain is not None:
                 curtain.runs.update(live.run_ids)  # what a vote names (the runs are saved by now)
             for notice in store.take_notices():
                 warn(notice)
             for m, t in live.results.items():
+                m = curtain.labels.get(m, m) if curtain is not None else m  # a blind warning names no method
                 errors = [turn.error for r in t.rounds for turn in r.turns if turn.error]
                 if t.status == "failed":
                     why = errors[0] if errors else (t.notices[-1] if t.notices else "the debate failed")

@@ -10,11 +10,14 @@ import gradio as gr
 
 from r2mad.methods import METHODS
 from r2mad.runs.io import export_jsonl, export_runs_csv
+from r2mad.runs.records import NAME_CHARS, NOTE_LIMIT
 from r2mad.runs.store import STATUSES
+from r2mad.serving.sealed import SEALED_WORDS
 from r2mad.serving.services import Services
 from r2mad.serving.visitors import Visitor, VisitorHandlers
 from r2mad.steer.fork import fork_starts
 from r2mad.steer.links import fork_of, forks_of
+from r2mad.text import FIELD_CHARS
 from r2mad.ui.errors import refusal
 from r2mad.ui.fill import in_fill_order, run_values
 from r2mad.ui.handlers import warn
@@ -52,6 +55,7 @@ class InspectHandlers(VisitorHandlers):
             flip=True if FLAGS[1] in flags else None,
             parse_failures=True if FLAGS[2] in flags else None,
             status=None if status in (ANY, "", None) else status)
+        runs = [r for r in runs if r.id not in self.services.sealed]  # a pending blind vote's runs stay hidden
         # the list shows short ids; the state keeps them whole
         return run_rows(runs, self.services.store.taxonomy), [r.id for r in runs]
 
@@ -76,6 +80,8 @@ class InspectHandlers(VisitorHandlers):
             record = None
         if record is None or not visitor.can_read(record.owner):
             raise refusal("No saved run of yours has that id; refresh the list and pick one of its rows.")
+        if record.id in self.services.sealed:
+            raise refusal(SEALED_WORDS)
         return record
 
     def open_run(self, run_id: str, visitor_id: str | None = None, request: gr.Request = None,
@@ -192,7 +198,7 @@ def build(services: Services, debate, tabs, tab: gr.Tab, visitor_id) -> InspectT
                                        "70px", "90px"])
     ids = gr.State([])
     with gr.Row():
-        run_id = gr.Textbox(label="Run id", scale=3, elem_id="run-id")
+        run_id = gr.Textbox(label="Run id", scale=3, elem_id="run-id", max_length=FIELD_CHARS)
         open_button = gr.Button("Open", scale=1)
     # The run drawer: slides over the list from the right (the whole width on a phone) until closed.
     with gr.Column(visible=False, elem_id="run-drawer") as drawer:
@@ -215,8 +221,9 @@ def build(services: Services, debate, tabs, tab: gr.Tab, visitor_id) -> InspectT
         existing = gr.Markdown("*Open a run to see its annotations.*")
         labels = gr.CheckboxGroup([(f"{key} — {text}", key) for key, text in store.taxonomy.items()],
                                   label="Failure labels")
-        note = gr.Textbox(lines=2, label="Note")
-        annotator = gr.Textbox(label="Your name", visible=not config.private_runs)  # else: the login's name
+        note = gr.Textbox(lines=2, label="Note", max_length=NOTE_LIMIT, info=f"Up to {NOTE_LIMIT:,} characters.")
+        annotator = gr.Textbox(label="Your name", visible=not config.private_runs,  # else: the login's name
+                               max_length=NAME_CHARS)
         save = gr.Button("Save annotation", variant="primary")
 
     filters = [method, backbone, bank, outcome, flags, status, visitor_id]

@@ -56,6 +56,15 @@ CSS = """
   .scoreboard .who-extra { display: block; font-size: 12px; }
   .scoreboard th, .scoreboard td { padding: 4px 3px !important; white-space: normal !important; }
 }
+/* a phone: the full texts read as part of the page (no box in a box), under their label, not beneath it; the
+   note line stacks its box over its button */
+@media (max-width: 640px) {
+  #chat-single, #chat-single > div, #chat-single .wrapper { height: auto !important; max-height: none !important; }
+  #chat-single .bubble-wrap { height: auto !important; max-height: none !important; overflow-y: visible !important; }
+  #chat-single [data-testid="block-label"] { position: static !important; max-width: 100% !important;
+    white-space: normal !important; margin: 0 0 6px 0; }
+  #note-row { flex-direction: column !important; align-items: stretch !important; }
+}
 """ + debate_tab.METHOD_GROUPS_CSS + annotate_tab.CSS
 
 

@@ -14,12 +14,15 @@ import gradio as gr
 from r2mad.evaluation.costs import PriceTable
 from r2mad.steer.fork import fork_starts
 from r2mad.types import Transcript, to_dict
+from r2mad.ui.render.blind import is_blind
 from r2mad.ui.render.chat import chat_messages, esc, final_markdown
 from r2mad.ui.render.scoreboard import matrix_html, scoreboard_html
 from r2mad.ui.render.states import progress_line, title_of
 from r2mad.ui.render.tables import SUMMARY_HEADERS, summary_rows
 
 MAX_COLUMNS = 4
+BLIND_FIGURES = ("*Calls and tokens count the agents' answers only; each method's own calls (summaries, "
+                 "masks, advice) are added when the names are shown.*")
 
 
 def _folder() -> Path:
@@ -49,8 +52,9 @@ def compare_status(transcripts: dict[str, Transcript], elapsed: float | None = N
         t.shared_round0 for t in transcripts.values()) else ""
     progress = "  \n".join(esc(progress_line(title_of(m), t)) for m, t in transcripts.items())
     clock = f" ({elapsed:.0f} s so far)" if running and elapsed is not None else ""
+    blind = f"  \n{BLIND_FIGURES}" if any(is_blind(m) for m in transcripts) else ""
     return (f"**Side by side: {len(transcripts)} methods — {'running…' if running else 'finished'}{clock}.**"
-            f"{shared}  \n{progress}")
+            f"{shared}  \n{progress}{blind}")
 
 
 def status_line(transcripts: dict[str, Transcript], prices: PriceTable | None = None,
@@ -77,10 +81,12 @@ def view(transcripts: dict[str, Transcript], *, final: bool, prices: PriceTable 
     tabs = [gr.Tab(label=title_of(methods[i]), visible=True) if compare and i < len(methods)
             else gr.Tab(visible=False) for i in range(MAX_COLUMNS)]
     state = {m: to_dict(t) for m, t in transcripts.items()}
+    sealed = any(is_blind(m) for m in methods)  # blind: the transcripts and their file come with the reveal
     return (status, gr.Column(visible=not compare), single, gr.Column(visible=compare), *columns,
             gr.Dataframe(value=summary_rows(transcripts), visible=compare),
-            state if final else gr.skip(),
-            gr.DownloadButton(value=write_transcripts(transcripts), visible=True) if final else gr.skip(),
+            ({} if sealed else state) if final else gr.skip(),
+            (gr.DownloadButton(value=None, visible=False) if sealed else
+             gr.DownloadButton(value=write_transcripts(transcripts), visible=True)) if final else gr.skip(),
             state,
             scoreboard_html(first) if first is not None and not compare else "",
             matrix_html(transcripts, {m: title_of(m) for m in methods}) if compare else "",

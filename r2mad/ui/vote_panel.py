@@ -74,7 +74,9 @@ def reveal_note(state: dict[str, Any], chosen: str | None) -> str:
         t = real.get(method)
         verdict = "" if t is None or t.correct is None else (" — correct" if t.correct else " — wrong")
         mark = " ← your vote" if name == chosen else ""
-        lines.append(f"- **{html.escape(name)}** was **{html.escape(title_of(method))}**{verdict}{mark}")
+        extra = 0 if t is None else t.usage().calls - t.usage(("debate",)).calls  # the blind figures left out
+        added = f" (+{extra} call{'s' if extra != 1 else ''} of the method's own, now counted)" if extra else ""
+        lines.append(f"- **{html.escape(name)}** was **{html.escape(title_of(method))}**{verdict}{added}{mark}")
     gold = next((t.task.gold for t in real.values() if t.task.gold), None)
     head = "**Thanks — your vote is counted.**" if chosen else "**The names, as you skipped the vote:**"
     return "\n".join([head, *lines] + ([f"\nGold answer: **{html.escape(str(gold))}**"] if gold else []))
@@ -98,6 +100,7 @@ class VoteHandlers:
             gr.Info("There is no comparison waiting for a vote here.")
             return (*(gr.skip() for _ in range(VIEW_OUTPUTS)), *cleared())
         chosen = label(choice) if choice is not None else None
+        self.services.sealed.unseal((state.get("runs") or {}).values())  # the names are shown now
         if chosen is not None:
             session = getattr(request, "session_hash", None)
             visitor = identify(self.services.config, browser_id=visitor_id, session=session, profile=login,

@@ -29,10 +29,10 @@ def is_blind(name: str) -> bool:
 
 
 def _blind_round(rnd: Round) -> Round:
+    # no prompts: they hold what a method added (memory records, peers' confidence, advice, masks)
     return dataclasses.replace(rnd, details={k: v for k, v in rnd.details.items() if k in KEPT_ROUND_DETAILS},
-                               aux=(), turns=tuple(dataclasses.replace(t, details={k: v for k, v in
-                                                                                  t.details.items() if k == "finish"})
-                                                   for t in rnd.turns))
+                               aux=(), turns=tuple(dataclasses.replace(t, prompt=(), details={
+                                   k: v for k, v in t.details.items() if k == "finish"}) for t in rnd.turns))
 
 
 def blinded(t: Transcript, name: str) -> Transcript:

@@ -59,6 +59,8 @@ def turn_title(turn: AgentTurn, task: Task | None = None, max_tokens: int | None
     who = f"Agent {turn.agent + 1} · {esc(turn.persona)}" + (f" · on {esc(model)}" if model else "")
     if turn.error:
         return f"{who} — abstained (call failed)"
+    if turn.details.get("human"):  # a person took this agent's seat (r2mad/human.py)
+        return f"Agent {turn.agent + 1} · written by a person — answer {answer_label(turn.answer)}"
     said = f"answer {answer_label(turn.answer)}"
     if task is not None:
         chip = chip_for(turn, task, max_tokens=max_tokens)
@@ -113,10 +115,14 @@ def round_title(rnd: Round, kind: str, state: str = "") -> str:
 def round_body(rnd: Round, kind: str, previous: Round | None = None) -> str:
     answers = ", ".join(f"Agent {t.agent + 1}: {esc(answer_text(t.answer))}" for t in rnd.turns)
     lines = [f"Answers — {answers}" if answers else "Waiting for the agents…"]
+    notes = [c for c in rnd.aux if c.kind == "human"]
+    if notes:
+        to = lambda c: "to every agent" if c.target is None else f"to agent {c.target + 1}"  # noqa: E731
+        lines.append("\n".join(f"**Moderator's note** ({to(c)}): {esc(c.text)}" for c in notes))
     panel = panels.round_panels(rnd, previous)
     if panel:
         lines.append(panel)
-    extra = aux_usage(rnd.aux)
+    extra = aux_usage([c for c in rnd.aux if c.kind != "human"])
     if extra:
         lines.append(extra)
     return "\n\n".join(lines)

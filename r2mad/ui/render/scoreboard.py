@@ -10,10 +10,10 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Mapping
 
-from r2mad.grading.answers import is_correct, plurality_vote, same_answer
+from r2mad.grading.answers import is_correct, same_answer
 from r2mad.methods import is_debate
 from r2mad.types import AgentTurn, Round, Task, Transcript
-from r2mad.ui.render.states import outcome_line
+from r2mad.ui.render.states import outcome_line, vote_words
 
 # (background, text, border): every text colour has at least 7:1 contrast on its background
 COLOURS = {
@@ -144,17 +144,9 @@ def _personas(t: Transcript) -> dict[int, str]:
 def agent_models(t: Transcript) -> dict[int, str]:
     """Each agent's model in a mixed-model debate (some agent answered on another backbone than the run's
     named one); {} when every agent ran on the run's backbone."""
-    models = {turn.agent: turn.backbone or t.backbone for r in t.rounds for turn in r.turns}
+    models = {turn.agent: turn.backbone or t.backbone for r in t.rounds for turn in r.turns
+              if not turn.details.get("human")}  # a person's seat is no other model
     return models if any(name != t.backbone for name in models.values()) else {}
-
-
-def round_majority(rnd: Round, task: Task) -> tuple[str | None, int]:
-    """(the round's plurality answer or None, how many agents hold it)."""
-    answers = [turn.answer for turn in rnd.turns]
-    vote = plurality_vote(answers, task.kind) if answers else None
-    if vote is None or vote.value is None:
-        return None, 0
-    return vote.value, sum(1 for a in answers if a.value is not None and same_answer(a, vote, task.kind))
 
 
 def round_chips(t: Transcript, rnd: Round, agents: list[int], previous: Round | None) -> list[Chip]:
@@ -191,7 +183,8 @@ TABLE = "border-collapse:collapse;background:#ffffff;color:#111827;font-size:14p
 
 
 def scoreboard_html(t: Transcript) -> str:
-    """Agents × rounds grid of answer chips, a consensus row, a majority row and a one-line legend."""
+    """Agents × rounds grid of answer chips, a consensus row, a vote row (majority, plurality or tie) and a
+    one-line legend."""
     agents, personas, models = _agents(t), _personas(t), agent_models(t)
     if not t.rounds:
         return ("<div class='scoreboard' style='color:#374151;padding:8px'>Round 0 is starting: each agent "
@@ -214,12 +207,12 @@ def scoreboard_html(t: Transcript) -> str:
             cons.append(unfinished(t))
             major.append("—")
             continue
-        value, holders = round_majority(rnd, t.task)
         cons.append(f"{rnd.consensus:.2f}")
-        major.append(f"{esc(value)} ({holders}/{len(rnd.turns)})" if value else "none")
+        major.append(esc(vote_words(rnd, t.task.kind, short=True)))
     rows.append(f"<tr><th scope='row' style='{LEFT}'>Consensus</th>"
                 + "".join(f"<td style='{CELL}'>{c}</td>" for c in cons) + "</tr>")
-    rows.append(f"<tr><th scope='row' style='{LEFT}'>Majority</th>"
+    rows.append(f"<tr><th scope='row' style='{LEFT}' title='The most held answer and how many agents hold it; "
+                f"a tie goes to the earliest agent holding a top answer'>Vote</th>"
                 + "".join(f"<td style='{CELL}'>{m}</td>" for m in major) + "</tr>")
     table = (f"<table style='{TABLE}'><thead><tr><th style='{HEAD};text-align:left'>Agent</th>{heads}</tr>"
              f"</thead><tbody>{''.join(rows)}</tbody></table>")

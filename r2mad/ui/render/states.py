@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from r2mad.grading.answers import plurality_vote, same_answer
 from r2mad.methods import REGISTRY, needs_bank
+from r2mad.text import clip
 from r2mad.types import Round, Transcript
 from r2mad.ui.render.blind import is_blind
 
@@ -22,6 +23,32 @@ def majority(rnd: Round, kind: str) -> tuple[str | None, int, int]:
     if vote.value is None:
         return None, 0, len(answers)
     return vote.value, sum(1 for a in answers if a.value is not None and same_answer(a, vote, kind)), len(answers)
+
+
+def tied(rnd: Round, kind: str) -> bool:
+    """Another answer has as many agents as the round's plurality answer (the vote then goes to the earliest
+    agent holding a top answer)."""
+    value, held, _ = majority(rnd, kind)
+    winner = next((t.answer for t in rnd.turns if t.answer.value == value), None)
+    others = [t.answer for t in rnd.turns if t.answer.value is not None and winner is not None
+              and not same_answer(t.answer, winner, kind)]
+    return any(sum(1 for b in others if same_answer(a, b, kind)) >= held for a in others)
+
+
+def vote_words(rnd: Round, kind: str, short: bool = False) -> str:
+    """How a round's vote went, in words that say what it is: "B, majority (2 of 3 agents)"; without a
+    majority, "A, plurality (2 of 4 agents)" or, on a tie, "A, tie (1 of 3 agents each); the earliest agent's
+    answer wins". `short` for a table cell: "B (2/3)", "A (2/4, plurality)", "A (1/3, tie: earliest agent)"."""
+    value, held, n = majority(rnd, kind)
+    if value is None:
+        return "none" if short else "no answer in the task's format"
+    value = clip(value)
+    if 2 * held > n:
+        return f"{value} ({held}/{n})" if short else f"{value}, majority ({held} of {n} agents)"
+    if tied(rnd, kind):
+        return (f"{value} ({held}/{n}, tie: earliest agent)" if short else
+                f"{value}, tie ({held} of {n} agents each); the earliest agent's answer wins")
+    return f"{value} ({held}/{n}, plurality)" if short else f"{value}, plurality ({held} of {n} agents)"
 
 
 def _errors(t: Transcript) -> list[str]:
@@ -70,8 +97,8 @@ def _outcome(t: Transcript) -> str:
         now = len(done)
         if not done:
             return "Round 0 running — each agent answers alone first"
-        value, held, n = majority(done[-1], t.task.kind)
-        lead = f"current majority {value} ({held} of {n} agents)" if value else "no majority yet"
+        value, _, _ = majority(done[-1], t.task.kind)
+        lead = f"leading {vote_words(done[-1], t.task.kind)}" if value else "no answer leads yet"
         return f"Round {now} running — {lead} after round {done[-1].index}"
     if t.status == "failed":
         answered = [r for r in done if any(not turn.error for turn in r.turns)]
@@ -80,8 +107,8 @@ def _outcome(t: Transcript) -> str:
     if t.status == "cancelled":
         if not done:
             return "Stopped before round 0 finished — no final answer"
-        value, held, n = majority(done[-1], t.task.kind)
-        seen = f" (round {done[-1].index}'s majority was {value}, {held} of {n})" if value else ""
+        value, _, _ = majority(done[-1], t.task.kind)
+        seen = f" (round {done[-1].index} led {vote_words(done[-1], t.task.kind)})" if value else ""
         return f"Stopped after round {done[-1].index} — no final answer{seen}"
     if t.final.value is None:
         last = done[-1] if done else None
@@ -92,20 +119,38 @@ def _outcome(t: Transcript) -> str:
         verdict = ("right or wrong shown after your vote" if is_blind(t.method) else
                    "no gold answer given" if t.task.gold is None else "not scored")
     else:
-        verdict = "correct" if t.correct else f"wrong (gold {t.task.gold})"
-    return f"Final answer: {t.final.value} — {verdict}"
+        verdict = "correct" if t.correct else f"wrong (gold {clip(t.task.gold)})"
+    last = done[-1] if done else None
+    how = ""
+    if last is not None and last.turns and not is_blind(t.method):
+        _, held, n = majority(last, t.task.kind)
+        if 2 * held <= n:  # no majority: say the vote was a plurality, and how a tie went
+            how = f" · by {vote_words(last, t.task.kind).split(', ', 1)[1]}"
+    letters = [t.final.value] + ([t.task.gold] if t.correct is False else [])
+    return f"Final answer: {clip(t.final.value)} — {verdict}{options_words(t.task, letters)}{how}"
+
+
+def options_words(task, letters: list[str | None]) -> str:
+    """The texts of the options a verdict names, " · A = 1991, B = 1989", so the line reads without the
+    question open; "" for an answer that is not an option's letter."""
+    options = dict(task.options or ())
+    shown = []
+    for letter in dict.fromkeys(x for x in letters if x in options):
+        shown.append(f"{letter} = {clip(options[letter])}")
+    return f" · {', '.join(shown)}" if shown else ""
 
 
 def progress_line(title: str, t: Transcript) -> str:
-    """Per-method progress of a side-by-side run: "R²-MAD round 1 of 2", "MAD finished: Final answer…"."""
+    """Per-method progress of a side-by-side run: "R²-MAD: round 1 of rounds 0–2" (rounds count from 0, as
+    the form's "Rounds in all (incl. round 0)" does), "MAD: Final answer…"."""
     planned = int((t.settings or {}).get("rounds") or 0) - 1
     if t.status != "running":
         return f"{title}: {outcome_line(t)}"
     running = next((r for r in t.rounds if r.details.get("running")), None)
     index = running.index if running else len(t.rounds)
     if index == 0:
-        return f"{title}: round 0 (each agent alone)"
-    return f"{title}: round {index} of {max(planned, index)}"
+        return f"{title}: round 0 of rounds 0–{max(planned, 0)} (each agent alone)"
+    return f"{title}: round {index} of rounds 0–{max(planned, index)}"
 
 
 def title_of(method: str) -> str:
@@ -113,3 +158,13 @@ def title_of(method: str) -> str:
     base = method.removesuffix("+advice")
     name = REGISTRY[base].label if base in REGISTRY else method
     return name + (" + advice" if method.endswith("+advice") else "")
+
+
+def running_words(t: Transcript, elapsed_s: float) -> str:
+    """A long wait's progress with its reason in numbers: "round 2 of rounds 0–2 · 7 calls · 41 s"."""
+    planned = int((t.settings or {}).get("rounds") or 0) - 1
+    running = next((r for r in t.rounds if r.details.get("running")), None)
+    index = running.index if running else len(t.rounds)
+    calls = t.usage().calls
+    return (f"round {index} of rounds 0–{max(planned, index)} · {calls} call{'s' if calls != 1 else ''} · "
+            f"{elapsed_s:.0f} s")
