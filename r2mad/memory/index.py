@@ -91,8 +91,9 @@ class BankIndex:
             target.mkdir()
             self.mark(cases_sha, complete=False)
             self.store = open_local(self.store_kind, target, self.embedder.dim)
-            self.notices.append(f"The index of {self.bank_path} could not be read ({exc}); rebuilt it from "
-                                "cases.jsonl.")
+            self.log.append(f"The index of {self.bank_path} could not be read ({exc}); rebuilt it from "
+                            "cases.jsonl.")  # the operator's news: no case was lost, nothing for a visitor
+            log.warning(self.log[-1])
             ready = None
         if ready is None:
             started = time.perf_counter()
