@@ -105,6 +105,10 @@ def test_run_debate_get_run_list_runs_and_fork_run(app, client):
     ("/search_bank", {"limit": 2.5}, "limit: expected a whole number, got 2.5"),
     ("/list_runs", {"limit": 10**30}, "limit: 1000000000000000000000000000000 is out of range; allowed 1 to 200"),
     ("/fork_run", {"run_id": "missing", "from_round": 1e30}, "from_round: 1000000000000000019884624838656 is out"),
+    ("/fork_run", {"run_id": "missing", "from_round": 1, "edits": {"2": "Z" * 2**20}},  # checked on the server
+     r"^The new message for agent 2 is 1,048,576 characters long, over the limit of 4,000; shorten it\.$"),
+    ("/fork_run", {"run_id": "missing", "from_round": 1, "answers": {"1": "7" * 201}},
+     r"^The forced answer for agent 1 is 201 characters long, over the limit of 200; give the answer alone"),
 ])
 def test_bad_input_gets_one_sentence_and_runs_nothing(app, client, endpoint, kwargs, problem):
     hits = app[2].hits

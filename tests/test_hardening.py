@@ -233,3 +233,29 @@ def test_stream_errors_on_the_first_calls_cost_no_agent_its_turn(config_dir, ser
                "--rounds", "1", "--json", str(out)) == 0
     turns = json.loads(out.read_text())["rounds"][0]["turns"]
     assert len(turns) == 3 and not [t for t in turns if t.get("error")] and server.hits == 5
+
+
+def test_the_fork_tabs_new_message_is_bounded_on_the_server_not_only_by_the_page(monkeypatch):
+    """A script posting to the Fork tab's event skips the textbox's max_length: the handler refuses in one
+    sentence, before any fork starts."""
+    from r2mad.debate import Debate
+    from r2mad.methods import make_method
+    from r2mad.serving.services import Services
+    from r2mad.ui import fork_tab
+    from tests.helpers import FORK_SETTINGS, PLANET_MCQ, fork_replies, save_run
+    from tests.scripted import ScriptedBackend
+
+    services = Services(load_config())
+    t = asyncio.run(Debate(ScriptedBackend(fork_replies), make_method("mad", FORK_SETTINGS)).run(PLANET_MCQ))
+    run_id = save_run(services.store, t)
+    warned = []
+    monkeypatch.setattr(fork_tab.gr, "Warning", warned.append)
+
+    async def fork(value: str):
+        return [shown async for shown in fork_tab.ForkHandlers(services).fork(
+            run_id, 1, 2, "replace its message with", value, "", "", 2, False)]
+
+    asyncio.run(fork(HUGE))
+    assert warned == ["The new message for agent 2 is 1,048,576 characters long, over the limit of 4,000; "
+                      "shorten it."]
+    assert len(services.store.list_runs()) == 1  # nothing forked, nothing saved

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from r2mad.grading.answers import consensus_ratio, extract_answer
-from r2mad.text import quoted
+from r2mad.text import EDIT_CHARS, FIELD_CHARS, GOLD_CHARS, quoted, too_long
 from r2mad.types import Answer, Round, Task, Transcript, Usage
 
 KINDS = ("edit", "answer", "mask")  # act on the recorded round T-1
@@ -71,6 +71,9 @@ class ForkSpec:
 
 FORMS = {"edit": ("AGENT=TEXT", "1=B"), "answer": ("AGENT=TEXT", "1=B"), "drop-case": ("AGENT=RANK", "1=1"),
          "replace-case": ("AGENT=RANK:CASE_ID", "1=1:case-7"), "drop-advice": ("AGENT=SOURCE", "1=2")}
+_BOUNDS = {"edit": ("new message", EDIT_CHARS, "shorten it"),  # (what, most characters, the fix)
+           "answer": ("forced answer", GOLD_CHARS, "give the answer alone (a letter, a number or a short expression)")}
+_BOUNDS.update({k: ("value", FIELD_CHARS, "give it as shown") for k in ("drop-case", "replace-case", "drop-advice")})
 _VALUE = {"drop-case": r"[1-9]\d*", "replace-case": r"[1-9]\d*:\S+", "drop-advice": r"[1-9]\d*"}
 
 
@@ -88,7 +91,12 @@ def parse_changes(edits: Sequence[str] = (), answers: Sequence[str] = (), masks:
             if not sep or not value or (kind in _VALUE and not re.fullmatch(_VALUE[kind], value)):
                 form, example = FORMS[kind]
                 raise ValueError(f"--{kind} {quoted(item)} should look like {form}, e.g. --{kind} {example}.")
-            changes.append(Change(kind, _agent(agent, kind), value))
+            index = _agent(agent, kind)
+            what, limit, fix = _BOUNDS[kind]
+            refused = too_long(f"The {what} for agent {index + 1}", value, limit, fix)
+            if refused:  # bounded here for the CLI, the Fork tab and the API alike, not only on the page
+                raise ValueError(refused)
+            changes.append(Change(kind, index, value))
     changes += [Change("mask", _agent(item, "mask")) for item in masks or ()]
     changes += [Change("unmask", _agent(item, "unmask")) for item in unmasks or ()]
     return tuple(changes)

@@ -20,7 +20,7 @@ from r2mad.serving.visitor_runs import fork_saved, readable
 from r2mad.serving.visitors import VisitorHandlers
 from r2mad.settings.config import bounds
 from r2mad.steer.fork import Change, ForkSpec, live_usage, parse_changes
-from r2mad.text import FIELD_CHARS
+from r2mad.text import EDIT_CHARS, FIELD_CHARS
 from r2mad.types import Transcript
 from r2mad.ui.api import USER_ERRORS
 from r2mad.ui.errors import sentence
@@ -35,7 +35,7 @@ CHANGES = {"force its answer to": "answer", "replace its message with": "edit", 
            "drop its retrieved case, rank in the box (R²-MAD)": "drop-case",
            "replace its retrieved case, RANK:CASE_ID in the box (R²-MAD)": "replace-case",
            "drop the advice to it from the agent in the box": "drop-advice", "change nothing": ""}
-VALUE_FORMS = {"drop-case": "drop_cases", "replace-case": "replace_cases", "drop-advice": "drop_advice"}
+VALUE_FORMS = {"answer": "answers", "edit": "edits", "drop-case": "drop_cases", "replace-case": "replace_cases", "drop-advice": "drop_advice"}
 
 
 def short(run_id: str) -> str:
@@ -189,7 +189,7 @@ def build(services: Services, visitor_id: gr.BrowserState) -> tuple[gr.Textbox, 
     with gr.Row():
         agent = gr.Number(label="Agent", value=1, minimum=1, maximum=bounds("agents")[1], precision=0)
         change = gr.Dropdown(list(CHANGES), value="force its answer to", label="Change", elem_id="fork-change")
-        value = gr.Textbox(label="Answer or new message · case rank · advice source", scale=2, max_length=4000)
+        value = gr.Textbox(label="Answer or new message · case rank · advice source", scale=2, max_length=EDIT_CHARS)
     with gr.Row():
         method = gr.Dropdown([SAME, *names("debate"), *names("ablation")], value=SAME, label="Go on with method",
                              elem_id="fork-method")
