@@ -3,6 +3,7 @@ agent's) next prompt and is recorded; a seat makes one agent's turn the person's
 survive the JSON round trip and the run store, and a fork from the run says them again. The loop's logic on a
 scripted backend; the CLI on a real loopback server; the app in Chromium (test_browser_human.py)."""
 import asyncio
+import dataclasses
 import re
 from pathlib import Path
 
@@ -159,3 +160,40 @@ def test_blame_reads_a_persons_wrong_turn_like_any_other_and_counts_it_as_no_cal
     seat = [c for c in candidates(t) if (c.round, c.agent) == (1, 0)]
     assert [c.neutraliser for c in seat] == ["mask", "previous"]  # masked, or put back to its round-0 answer
     assert seat[0].estimated_calls == 3  # round 2's three agents; the note and the seat cost nothing
+
+
+def test_side_by_side_every_debate_reads_the_note_and_a_baseline_none():
+    """The request's one moderator reaches each method's debate of a comparison (they share round 0, then each
+    asks it before its own round 1); the single-agent baseline is asked nothing."""
+    from r2mad.engine.service import RunRequest, run
+
+    backend = ScriptedBackend(fork_replies)
+    request = RunRequest(PLANET_MCQ, ("mad", "madm2-subjective", "cot"), FORK_SETTINGS, "b", source="app",
+                         moderator=scripted([Interjection(1, NOTE)]))
+    runs = asyncio.run(run(request, backend, "b", []))
+    for method in ("mad", "madm2-subjective"):
+        t = runs[method]
+        assert all(NOTE in prompt_text(turn) for turn in t.rounds[1].turns), method
+        assert [c.text for c in t.rounds[1].aux if c.kind == "human"] == [NOTE]
+    assert not any(NOTE in prompt_text(turn) for r in runs["cot"].rounds for turn in r.turns)
+
+
+def test_the_apps_mailbox_gives_each_debate_of_a_comparison_every_note_once():
+    """Notes sent in the Debate tab (ui/moderator_box.py) are taken by the first debate to ask and kept for the
+    others: each method's debate reads each note once, before its own next round."""
+    import threading
+    from types import SimpleNamespace
+
+    from r2mad.ui.moderator_box import mailbox
+
+    services = SimpleNamespace(_lock=threading.Lock(), notes={"tab": [NOTE]})
+    ask = mailbox(services, "tab")
+    t, _ = debate()
+    mad, masked = t, dataclasses.replace(t, method="madm2-subjective")
+
+    def texts(tr, round_index):
+        return [x.text for x in asyncio.run(ask(tr, round_index))]
+    assert texts(mad, 1) == [NOTE] and services.notes == {}  # taken by the first to ask
+    services.notes["tab"] = ["@2 and you, agent 2?"]  # sent while the other debate was still in round 0
+    assert texts(masked, 1) == [NOTE, "and you, agent 2?"]
+    assert texts(mad, 2) == ["and you, agent 2?"] and texts(masked, 2) == [] and texts(mad, 3) == []

@@ -85,10 +85,12 @@ async def run_side_by_side(task: Task, methods: list[str], backend: ChatBackend,
                            emit_for: Callable[[str], EventSink] | None = None,
                            record_for: Callable[[str], Callable[[Transcript], None] | None] | None = None,
                            share_round0: bool = True, summaries=None,
-                           agent_backends: Sequence[tuple[str, ChatBackend]] = ()) -> dict[str, Transcript]:
+                           agent_backends: Sequence[tuple[str, ChatBackend]] = (),
+                           moderator=None) -> dict[str, Transcript]:
     """Run several methods on one question; debate methods share one round 0 and then fork.
     `record_for(method)` is that method's `record` (see run_debate); "round0" names the shared round 0;
-    `agent_backends` (one per agent) applies to every method's debate."""
+    `agent_backends` (one per agent) and `moderator` (asked by each debate, see run_debate) apply to every
+    method's debate."""
     if not 1 <= len(methods) <= 8 or len(set(methods)) != len(methods):
         raise ConfigError("Choose between 1 and 8 different methods to compare.")
     emit_for = emit_for or (lambda name: None)
@@ -102,7 +104,8 @@ async def run_side_by_side(task: Task, methods: list[str], backend: ChatBackend,
                                           agent_backends=agent_backends)
         jobs = [run_debate(task, m, backend, settings, backbone=backbone, emit=emit_for(m),
                            bank=bank, notices=bank_notices, round0=round0 if is_debate(m) else None,
-                           record=record_for(m), summaries=summaries, agent_backends=agent_backends)
+                           record=record_for(m), summaries=summaries, agent_backends=agent_backends,
+                           moderator=moderator)
                 for m in methods]
         results = await asyncio.gather(*jobs)
     return dict(zip(methods, results))

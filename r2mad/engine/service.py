@@ -43,7 +43,7 @@ class RunRequest:
     bank: str | None = None  # memory bank folder for the methods that use one
     owner: str | None = None  # who may read the runs on a public Space (ui/visitors.py)
     fork: Fork | None = None
-    moderator: Any = None  # a person's notes and seats between rounds (r2mad/human.py), for one debate
+    moderator: Any = None  # a person's notes and seats between rounds (r2mad/human.py), for every debate
 
     def saved_backbone(self, method: str) -> str:
         return saved_backbone(method, self.backbone, list(self.agent_backbones))
@@ -121,7 +121,7 @@ async def run(request: RunRequest, backend: ChatBackend, backbone: str, agents: 
                                     agent_backends=agents, moderator=request.moderator)}
     return await run_side_by_side(request.task, methods, backend, request.settings, backbone=backbone, bank=bank,
                                   bank_notices=notices, emit_for=emit_for, record_for=record_for,
-                                  summaries=summaries, agent_backends=agents)
+                                  summaries=summaries, agent_backends=agents, moderator=request.moderator)
 
 
 FINISHED: list[Callable[[Any, list[str]], Awaitable[None]]] = []  # heard with the store and run ids as runs end

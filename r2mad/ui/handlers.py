@@ -214,8 +214,8 @@ class DebateHandlers:
         try:
             try:
                 request, backend, agent_backends = await self._prepare(req, login_token, visitor.owner, key)
-                if len(methods) == 1:  # the visitor's notes between rounds (ui/moderator_box.py)
-                    request = dataclasses.replace(request, moderator=moderator_box.mailbox(services, session))
+                # the visitor's notes between rounds, to every debate side by side (ui/moderator_box.py)
+                request = dataclasses.replace(request, moderator=moderator_box.mailbox(services, session))
             except USER_ERRORS as exc:
                 warn(str(exc), token)
                 text = html.escape(str(exc).replace(token or chr(0), "[redacted]"), quote=False)

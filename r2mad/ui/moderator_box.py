@@ -1,5 +1,5 @@
-"""A visitor in the debate (r2mad/human.py), in the Debate tab: while a debate runs, a line under the
-status takes a moderator note ("@2 …" for agent 2 alone, "seat 2: …" to write agent 2's turn); Send keeps it
+"""A visitor in the debate (r2mad/human.py), in the Debate tab: while a debate (or a side-by-side comparison,
+each of its debates) runs, a line under the status takes a moderator note ("@2 …" for agent 2 alone, "seat 2: …" to write agent 2's turn); Send keeps it
 for this browser session's debate, whose loop reads it before its next round. Notes are bounded and checked
 as they are sent, and land in the visitor's own run (private on a Space like the rest of it)."""
 from __future__ import annotations
@@ -29,10 +29,16 @@ def part(ui: dict[str, Any]) -> None:
 
 
 def mailbox(services: Any, session: str) -> Moderator:
-    """The moderator of a debate run in `session`: the notes its visitor sent, taken before each round."""
+    """The moderator of the debates run in `session`: the notes its visitor sent, taken before each round. Side
+    by side, every method's debate asks it (told apart by its transcript's method) and reads each note once,
+    before its own next round; a note taken by none stays in `services.notes`, and the run's end says so."""
+    taken: list[str] = []  # the notes some debate of this run took, in the order sent
+    read: dict[str, int] = {}  # method -> how many of `taken` its debate has read
+
     async def moderate(t: Transcript, round_index: int) -> Sequence[Interjection]:
         with services._lock:
-            lines = services.notes.pop(session, [])
+            taken.extend(services.notes.pop(session, []))
+        lines, read[t.method] = taken[read.get(t.method, 0):], len(taken)
         agents = len(t.rounds[-1].turns) if t.rounds else 0
         said = []
         for line in lines:
