@@ -28,3 +28,32 @@ def launch(demo) -> str:
         port = s.getsockname()[1]
     serving.launch(demo, prevent_thread_lock=True, server_port=port, quiet=True)
     return f"http://127.0.0.1:{port}/"
+
+
+TABLE_READS = """(selector) => {
+    // A table reads on a narrow screen when no word of a header or cell breaks over two lines and every cell
+    // is on screen or inside a box that scrolls sideways (its own scroller), and the page itself does not.
+    const broken = [], hidden = [];
+    for (const cell of document.querySelectorAll(`${selector} th, ${selector} td`)) {
+        const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+            for (const m of node.textContent.matchAll(/\\S+/g)) {
+                const range = document.createRange();
+                range.setStart(node, m.index);
+                range.setEnd(node, m.index + m[0].length);
+                const tops = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+                if (tops.size > 1) broken.push(m[0]);
+            }
+        }
+        let box = cell.parentElement;
+        while (box && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX)) box = box.parentElement;
+        if (!box && cell.getBoundingClientRect().right > innerWidth + 1) hidden.push(cell.innerText);
+    }
+    return {broken, hidden, cells: document.querySelectorAll(`${selector} th`).length,
+            page: document.documentElement.scrollWidth - innerWidth};
+}"""
+
+
+def table_reads(page, selector: str) -> dict:
+    """How the tables under `selector` read (TABLE_READS): words broken mid-word, cells off screen."""
+    return page.evaluate(TABLE_READS, selector)

@@ -15,7 +15,7 @@ import yaml
 from r2mad.settings.config import load_config
 from r2mad.ui import build_app
 from testing.scripted_server import FakeServer, ok
-from tests.browser import SHOTS, launch  # noqa: E402  (skips without Chromium)
+from tests.browser import SHOTS, launch, table_reads  # noqa: E402  (skips without Chromium)
 from tests.helpers import ROOT
 
 pytestmark = pytest.mark.slow
@@ -129,4 +129,6 @@ def test_a_phone_maps_a_file_and_a_wrong_column_is_named(browser, served, tmp_pa
     seen = run_and_wait(page, "phone")
     assert seen[-1].startswith("6 of 6 rows in ")
     shot(page, "report-phone")
+    reads = table_reads(page, "#data-report")  # the report's tables: whole words, wide ones scroll in their box
+    assert reads["cells"] >= 10 and reads["broken"] == [] and reads["hidden"] == [] and reads["page"] <= 1, reads
     page.close()

@@ -11,7 +11,8 @@ import pytest
 from r2mad.settings.config import Backbone, load_config
 from r2mad.ui import build_app
 from testing.scripted_server import FakeServer, ok
-from tests.browser import SHOTS, launch
+from r2mad.ui.debate_form import METHOD_LABELS
+from tests.browser import SHOTS, launch, table_reads
 
 pytestmark = pytest.mark.slow  # a real browser
 PHONE, DESKTOP = {"width": 390, "height": 844}, {"width": 1440, "height": 900}
@@ -74,4 +75,33 @@ def test_three_rounds_of_four_agents_read_on_a_phone(browser, served, viewport):
     if viewport is PHONE:  # on a wide screen the full texts keep their own scroller beside the page
         assert page.evaluate(SCROLLERS) == []  # the chat is part of the page, not a box in a box
     assert page.evaluate(COVERED) is False  # the chat's label covers no message
+    page.close()
+
+
+@pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
+def test_the_side_by_side_summary_reads_on_a_phone(browser, served, viewport):
+    """Its headers ("Parse failures", "Final answer") break at word boundaries or the table scrolls in its own
+    box; never a header squeezed letter by letter, never the page pushed sideways."""
+    page = browser.new_page(viewport=viewport)
+    page.goto(served)
+    page.locator("#methods input").click()
+    page.get_by_role("option", name=METHOD_LABELS["madm2-objective"]).click()
+    page.keyboard.press("Escape")
+    page.locator("#methods-hint").get_by_text("2 methods will run side by side").wait_for(timeout=60_000)
+    page.fill("#question textarea", "Which planet is largest?")
+    page.get_by_text("Multiple-choice options", exact=False).click()
+    page.fill("#option-A textarea, #option-A input", "Mars")
+    page.fill("#option-B textarea, #option-B input", "Jupiter")
+    page.click("#run")
+    page.locator("#final").get_by_text("Side by side: 2 methods — finished").wait_for(timeout=90_000)
+    page.click("#vote-skip")
+    page.locator("#vote-note").get_by_text("as you skipped the vote").wait_for(timeout=60_000)
+    page.locator("#summary-csv").wait_for(timeout=60_000)
+    page.locator("#summary").scroll_into_view_if_needed()
+    name = "phone" if viewport is PHONE else "desktop"
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"summary-{name}.png"), full_page=True)
+    reads = table_reads(page, "#summary")
+    assert reads["cells"] >= 9 and reads["broken"] == [] and reads["hidden"] == [], reads
+    assert reads["page"] <= 1, reads
     page.close()

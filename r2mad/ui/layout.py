@@ -65,6 +65,11 @@ CSS = """
     white-space: normal !important; margin: 0 0 6px 0; }
   #note-row { flex-direction: column !important; align-items: stretch !important; }
 }
+/* tables of figures (the side-by-side summary, the eval report): wrap at word boundaries, never mid-word; on a
+   phone a table wider than the screen scrolls sideways in its own box, the page does not */
+#summary th *, #summary td * { word-break: normal !important; overflow-wrap: normal !important; }
+#data-report table { display: block; width: max-content; max-width: 100%; overflow-x: auto; border: none; padding: 0; }
+#data-report th, #data-report td { word-break: normal !important; overflow-wrap: normal !important; }
 """ + debate_tab.METHOD_GROUPS_CSS + annotate_tab.CSS
 
 
