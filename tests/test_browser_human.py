@@ -13,6 +13,7 @@ import pytest
 
 from r2mad.settings.config import Backbone, load_config
 from r2mad.ui import build_app
+from r2mad.ui.debate_form import METHOD_LABELS
 from testing.scripted_server import FakeServer, ok
 from tests.browser import SHOTS, launch
 
@@ -103,3 +104,43 @@ def test_a_note_after_round_0_reaches_round_1_opens_in_inspect_and_a_fork_says_i
     assert all(NOTE in prompts(turn) for turn in f.rounds[1].turns)  # said again before the fork's live round 1
     assert [c.text for c in f.rounds[1].aux if c.kind == "human"] == [NOTE]
     page.close()
+
+
+def test_a_note_sent_during_a_side_by_side_reaches_every_methods_round_1(browser, served):
+    """Side by side, the note line is there too, and one note reaches each method's debate (both after the
+    shared round 0). Screenshots at 1440x900 and 390x844."""
+    url, table, store = served
+    table.gate.clear()  # round 0 waits again until the note is sent
+    for viewport, name in ((DESKTOP, "desktop"), ({"width": 390, "height": 844}, "phone")):
+        before = {r.id for r in store.list_runs()}
+        page = browser.new_page(viewport=viewport)
+        page.goto(url)
+        page.locator("#methods input").click()
+        page.get_by_role("option", name=METHOD_LABELS["madm2-objective"]).click()
+        page.keyboard.press("Escape")
+        page.locator("#methods-hint").get_by_text("2 methods will run side by side").wait_for(timeout=60_000)
+        page.fill("#question textarea", "Which planet is largest?")
+        page.get_by_text("Multiple-choice options", exact=False).click()
+        page.fill("#option-A textarea, #option-A input", "Mars")
+        page.fill("#option-B textarea, #option-B input", "Jupiter")
+        page.click("#run")
+        page.locator("#note textarea, #note input").wait_for(timeout=60_000)  # shown with the comparison
+        page.fill("#note textarea, #note input", NOTE)
+        page.click("#note-send")
+        page.locator("#note-said").get_by_text("Sent — reaches every agent before the next round").wait_for(
+            timeout=30_000)
+        shot(page, f"i43-more-side-by-side-note-{name}")
+        table.gate.set()
+        page.locator("#final").get_by_text("Side by side: 2 methods — finished").wait_for(timeout=90_000)
+        page.click("#vote-skip")
+        page.locator("#vote-note").get_by_text("as you skipped the vote").wait_for(timeout=60_000)
+        shot(page, f"i43-more-side-by-side-done-{name}")
+        runs = {r.method: store.get_run(r.id).transcript for r in store.list_runs() if r.id not in before}
+        assert {"mad", "madm2-objective"} <= set(runs), runs.keys()
+        for method in ("mad", "madm2-objective"):
+            t = runs[method]
+            assert all(NOTE in prompts(turn) for turn in t.rounds[1].turns), method
+            assert [c.text for c in t.rounds[1].aux if c.kind == "human"] == [NOTE], method
+        assert "reached no agent" not in page.content()
+        page.close()
+        table.gate.clear()

@@ -100,8 +100,9 @@ def results_part(ui: Parts) -> None:
                                        min_width=90, elem_id="debate-fork-round")
         ui["fork_button"] = gr.Button("Fork from this round", size="sm", scale=0, min_width=180,
                                       elem_id="debate-fork-button")
+    with gr.Column(visible=False) as ui["note_box"]:  # a visitor's note between rounds, to every debate shown
+        moderator_box.part(ui)
     with gr.Column(visible=False) as ui["single_box"]:  # the full texts, shown with the first debate
-        moderator_box.part(ui)  # a visitor's note between rounds (one debate; a comparison takes none)
         ui["single_chat"] = gr.Chatbot(label="Full texts, per round and agent (click an agent to open it)",
                                        height=560, elem_id="chat-single", group_consecutive_messages=False,
                                        feedback_options=None, autoscroll=False, buttons=[])

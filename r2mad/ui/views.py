@@ -93,7 +93,7 @@ def view(transcripts: dict[str, Transcript], *, final: bool, prices: PriceTable 
             gr.DownloadButton(value=write_summary_csv(transcripts), visible=True) if final and compare
             else gr.skip(),
             *tabs, *fork_offer(None if compare else first, (saved or {}).get(methods[0]) if methods else None,
-                               final))
+                               final), gr.Column(visible=bool(methods)))
 
 
 def fork_offer(t: Transcript | None, run_id: str | None, final: bool) -> tuple:
@@ -108,7 +108,7 @@ def fork_offer(t: Transcript | None, run_id: str | None, final: bool) -> tuple:
 # what view() returns, by the Debate tab's output names, in order
 VIEW_NAMES = ("status", "single_box", "single_chat", "compare_box", *(f"column_{i}" for i in range(MAX_COLUMNS)),
               "summary", "transcript_json", "download", "state", "scoreboard", "matrix", "summary_file",
-              *(f"tab_{i}" for i in range(MAX_COLUMNS)), "saved_run", "fork_box", "fork_round")
+              *(f"tab_{i}" for i in range(MAX_COLUMNS)), "saved_run", "fork_box", "fork_round", "note_box")
 VIEW_OUTPUTS = len(VIEW_NAMES)
 
 
