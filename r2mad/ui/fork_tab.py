@@ -35,7 +35,8 @@ CHANGES = {"force its answer to": "answer", "replace its message with": "edit", 
            "drop its retrieved case, rank in the box (R²-MAD)": "drop-case",
            "replace its retrieved case, RANK:CASE_ID in the box (R²-MAD)": "replace-case",
            "drop the advice to it from the agent in the box": "drop-advice", "change nothing": ""}
-VALUE_FORMS = {"answer": "answers", "edit": "edits", "drop-case": "drop_cases", "replace-case": "replace_cases", "drop-advice": "drop_advice"}
+VALUE_FORMS = {"answer": "answers", "edit": "edits", "drop-case": "drop_cases", "replace-case": "replace_cases",
+               "drop-advice": "drop_advice"}  # read and bounded as the CLI's flags are (steer/fork.parse_changes)
 
 
 def short(run_id: str) -> str:

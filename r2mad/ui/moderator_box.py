@@ -1,7 +1,8 @@
-"""A visitor in the debate (r2mad/human.py), in the Debate tab: while a debate (or a side-by-side comparison,
-each of its debates) runs, a line under the status takes a moderator note ("@2 …" for agent 2 alone, "seat 2: …" to write agent 2's turn); Send keeps it
-for this browser session's debate, whose loop reads it before its next round. Notes are bounded and checked
-as they are sent, and land in the visitor's own run (private on a Space like the rest of it)."""
+"""A visitor in the debate (r2mad/human.py), in the Debate tab: while a debate (or a side-by-side comparison, each
+of its debates) runs, a line under the status takes a moderator note ("@2 …" for agent 2 alone, "seat 2: …" to
+write agent 2's turn); Send keeps it for this browser session's debates, whose loops read it before their next
+round. Notes are bounded and checked as they are sent, and land in the visitor's own runs (private on a Space
+like the rest of them)."""
 from __future__ import annotations
 
 import html
