@@ -70,8 +70,14 @@ def test_run_debate_get_run_list_runs_and_fork_run(app, client):
     assert t["final"] == "B" and t["correct"] is True and t["status"] == "done"
     assert [[x["answer"] for x in r["turns"]] for r in t["rounds"]] == [["B", "B", "B"]]  # early stop after round 0
     assert server.hits - hits == 3 and t["usage"]["calls"] == 3 and t["usage_by_model"]["fake"]["calls"] == 3
+    hits = server.hits  # the Advanced panel's settings: two agents, round 0 only
+    two = client.predict(question="Largest planet?", options=PLANETS, gold="B", method="mad", rounds=1, agents=2,
+                         max_tokens=64, temperature=0.0, seed=7, api_name="/run_debate")
+    assert [len(r["turns"]) for r in two["rounds"]] == [2] and server.hits - hits == 2
+    with pytest.raises(Exception, match="agents"):
+        client.predict(question="Largest planet?", agents=99, api_name="/run_debate")
     rows = client.predict(limit=5, method="mad", correct="yes", api_name="/list_runs")
-    assert rows[0]["run_id"] == t["run_id"] and rows[0]["final"] == "B"
+    assert rows[1]["run_id"] == t["run_id"] and rows[0]["final"] == "B"
     saved = client.predict(run_id=t["run_id"], api_name="/get_run")
     assert saved["rounds"] == t["rounds"] and saved["forked_from"] is None and saved["forks"] == []
 
@@ -86,7 +92,9 @@ def test_run_debate_get_run_list_runs_and_fork_run(app, client):
     hits = server.hits
     g = client.predict(run_id=t["run_id"], from_round=1, answers={"1": "A"}, method="truemad", drop_advice={"1": 2},
                        api_name="/fork_run")
-    assert g["fork"]["changes"][1] == {"kind": "drop-advice", "agent": 0, "value": "2"}
+    assert g["fork"]["changes"][1] == {"kind": "drop-advice", "agent": 1, "value": "2"}  # agents from 1, as asked
+    assert client.predict(run_id=g["run_id"], api_name="/get_run")["fork"]["changes"][0] == {
+        "kind": "answer", "agent": 1, "value": "A"}
     assert server.hits - hits == 5 + 3  # round 1: five advisers asked, not six; all agree, so it stops there
     with pytest.raises(Exception, match="Unmasking a response acts on MAD-M²'s masks, which 'mad' does not have"):
         client.predict(run_id=t["run_id"], from_round=1, unmasks=[1], api_name="/fork_run")
