@@ -13,7 +13,7 @@ from r2mad.runs.store import RunStore
 from r2mad.text import quoted
 
 FILTER_KEYS = ("method", "backbone", "bank", "status", "correct", "shared_misconception", "flip",
-               "parse_failures", "detector")
+               "parse_failures", "detector", "runs")  # runs: a frozen queue's snapshot of run ids
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,11 @@ class Queue:
     filters: dict[str, Any] = field(default_factory=dict)
     annotators_per_run: int = 1
     blind: bool = False
+
+    @property
+    def frozen(self) -> bool:
+        """A snapshot of runs (the ids matching when it was made), not a live filter that new runs join."""
+        return "runs" in self.filters
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,9 @@ def save_queue(store: RunStore, queue: Queue) -> Queue:
                          f"{', '.join(STATUSES)}.")
     if not 1 <= int(queue.annotators_per_run) <= 20:
         raise ValueError("Annotators per run must be between 1 and 20; pick a number in that range.")
+    runs = queue.filters.get("runs")
+    if runs is not None and not (isinstance(runs, list) and all(isinstance(r, str) for r in runs)):
+        raise ValueError("A frozen queue's runs must be a list of run ids; freeze a queue from the workbench.")
     filters = {k: v for k, v in queue.filters.items() if v not in (None, "")}
     with store.transaction() as conn:
         conn.execute("INSERT OR REPLACE INTO queues VALUES (?, ?, ?, ?, ?)",
@@ -68,7 +76,9 @@ def get_queue(store: RunStore, name: str) -> Queue:
 
 def queue_items(store: RunStore, queue: Queue, annotator: str) -> list[QueueItem]:
     """The queue's runs, most flags first (then oldest first), with their state for `annotator`."""
-    filters = {k: v for k, v in queue.filters.items() if k != "detector"}
+    filters = {k: v for k, v in queue.filters.items() if k not in ("detector", "runs")}
+    if queue.frozen:
+        filters["ids"] = list(queue.filters["runs"])
     runs = [r for r in store.list_runs(**filters, limit=100_000) if r.status != "running"]
     with store.transaction(write=False) as conn:
         flags = dict(conn.execute("SELECT run_id, COUNT(*) FROM suggestions GROUP BY run_id").fetchall())
@@ -86,6 +96,12 @@ def queue_items(store: RunStore, queue: Queue, annotator: str) -> list[QueueItem
         state = "done" if annotator in who else "full" if len(who) >= queue.annotators_per_run else "pending"
         items.append(QueueItem(run, flags.get(run.id, 0), who, state))
     return items
+
+
+def frozen_copy(store: RunStore, queue: Queue, name: str, annotator: str) -> Queue:
+    """A frozen queue named `name`: the runs `queue` holds now, kept whatever runs are saved later."""
+    ids = [i.run.id for i in queue_items(store, queue, annotator)]
+    return save_queue(store, Queue(name, {**queue.filters, "runs": ids}, queue.annotators_per_run, queue.blind))
 
 
 def next_pending(items: list[QueueItem], after: str | None = None) -> str | None:
