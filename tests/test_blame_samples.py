@@ -46,7 +46,8 @@ def sampled(t, budget, k=8, pairs=False):
     async def run_fork(spec, wrap, seed=None, parent=None):
         settings = SETTINGS.replace(seed=seed, **({"rounds": spec.rounds} if spec.rounds else {}))
         return None, await fork_debate(parent[1] if parent else t, spec, wrap(backend), settings, backbone="b")
-    rows, skipped = asyncio.run(sampled_blame(t, "run-1", run_fork, budget, k, pairs=pairs))
+    rows, skipped, spent = asyncio.run(sampled_blame(t, "run-1", run_fork, budget, k, pairs=pairs))
+    assert spent == len(backend.calls)  # every call counted, the baselines' too
     return rows, skipped, backend
 
 

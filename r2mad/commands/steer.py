@@ -79,7 +79,7 @@ def cmd_blame(args, config) -> int:
     from r2mad.steer.links import save_blame
 
     steering = Steering(args, config, args.run_id)
-    if args.samples:
+    if args.blame_samples:
         return _sampled(args, steering)
     rows, skipped = asyncio.run(blame(steering.parent.transcript, steering.parent.id,
                                       lambda spec, wrap: steering.fork(spec, source="blame", wrap=wrap),
@@ -109,15 +109,15 @@ def _sampled(args, steering: Steering) -> int:
 
     def run_fork(spec, wrap, seed=None, parent=None):
         return steering.fork(spec, source="blame", wrap=wrap, seed=seed, parent=parent)
-    rows, skipped = asyncio.run(sampled_blame(steering.parent.transcript, steering.parent.id, run_fork, args.budget,
-                                              args.samples, pairs=args.pairs))
+    rows, skipped, spent = asyncio.run(sampled_blame(steering.parent.transcript, steering.parent.id, run_fork, args.budget,
+                                              args.blame_samples, pairs=args.pairs))
     save_samples(steering.store, rows)
     for b in rows:
         turns = " + ".join(f"round {r} agent {a + 1} {how}" for r, a, how in b.turns)
         print(f"{turns:<44} {verdict(b)} · {b.calls} calls")
-    spent, cut = sum(b.calls for b in rows), sum(b.cut for b in rows)
+    cut = sum(b.cut for b in rows)
     sure = sum(b.low is not None and b.low > 0 and not b.deterministic for b in rows)
-    print(f"{len(rows)} counterfactuals sampled ({args.samples} each); {sure} raise P(correct) with the whole "
+    print(f"{len(rows)} counterfactuals sampled ({args.blame_samples} each); {sure} raise P(correct) with the whole "
           f"95% interval above 0; {spent} calls of a budget of {args.budget} (the baselines included); "
           f"{len(skipped)} left out for the budget, {cut} cut by it. Saved; the Annotate tab shows the intervals.")
     return 0
@@ -156,9 +156,9 @@ def register(sub) -> None:
     b.add_argument("--pairs", action="store_true",
                    help="when no single turn's replay fixes the answer, try pairs of turns of one round "
                         "(within the same budget)")
-    b.add_argument("--samples", type=whole_in(1, 1000), default=None, metavar="K",
+    b.add_argument("--samples", dest="blame_samples", type=whole_in(1, 1000), default=None, metavar="K",
                    help="replay each counterfactual K times with other seeds (and the unchanged run K times from "
                         "the same round) and report the change in P(correct) with a 95%% Wilson interval; "
                         "with --pairs, pairs may span two rounds")
-    add_settings_flags(b)
+    add_settings_flags(b, skip=("samples",))  # --samples is K here, not Self-Consistency's paths
     b.set_defaults(func=cmd_blame, agent_backbones=None, aux_backbone=None)

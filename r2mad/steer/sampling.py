@@ -72,8 +72,9 @@ def plans(parent: Transcript, pairs: bool = False) -> list[Plan]:
 
 
 async def sampled_blame(parent: Transcript, run_id: str, run_fork: SampleFork, budget: int, samples: int,
-                        pairs: bool = False) -> tuple[list[SampledBlame], list[tuple]]:
-    """(one row per counterfactual sampled, the turns of those left out for the budget). For each fork
+                        pairs: bool = False) -> tuple[list[SampledBlame], list[tuple], int]:
+    """(one row per counterfactual sampled, the turns of those left out for the budget, the calls made, the
+    baselines' included). For each fork
     round, K plain replays first (the baseline P(correct) after that round as it was), then each
     counterfactual K times; one that does not fit whole in what is left is left out, so every row has K
     complete samples or is cut (its samples so far, `cut` True). A counterfactual with no live round (the
@@ -117,7 +118,7 @@ async def sampled_blame(parent: Transcript, run_id: str, run_fork: SampleFork, b
                                  cut, deterministic, time.time()))
         if cut:
             break  # the budget is spent: nothing starts after a cut replay
-    return rows, skipped
+    return rows, skipped, meter.used
 
 
 async def _sample(spec: ForkSpec, plan: Plan | None, seeds: list[int], run_fork: SampleFork, meter: CallMeter):
