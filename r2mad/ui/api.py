@@ -150,11 +150,15 @@ class Api:
                  "correct": r.correct, "rounds": r.rounds, "tokens": r.tokens} for r in rows]
 
     def get_run(self, run_id: str, request: gr.Request = None) -> dict[str, Any]:
-        """One saved run: its compact transcript, the run it was forked from, its forks and blame results.
+        """One saved run: its compact transcript, the run it was forked from, its forks, blame results and
+        sampled blame (each counterfactual's change in P(correct) with its 95% interval).
 
         Args:
             run_id: the id of a saved run (from list_runs or run_debate).
         """
+        from dataclasses import asdict
+
+        from r2mad.runs.counterfactuals import samples_of
         from r2mad.steer.links import blame_of, fork_of, forks_of
 
         store = self.services.store
@@ -166,7 +170,9 @@ class Api:
         data = compact(record.transcript, record.id) if record.transcript else {"run_id": record.id,
                                                                                 "status": record.status}
         data.update(forked_from=parent, fork=spec and fork_json(spec), forks=forks_of(store, record.id),
-                    blame=[blame_json(b) for b in blame_of(store, record.id)])
+                    blame=[blame_json(b) for b in blame_of(store, record.id)],
+                    blame_samples=[{**asdict(b), "turns": [[r, a + 1, how] for r, a, how in b.turns]}
+                                   for b in samples_of(store, record.id)])
         return data
 
     async def fork_run(self, run_id: str, from_round: int, answers: dict[str, str] | None = None,

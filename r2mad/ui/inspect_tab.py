@@ -237,9 +237,11 @@ def build(services: Services, debate, tabs, tab: gr.Tab, visitor_id) -> InspectT
     gr.on([tab.select, *(f.change for f in filters[:-1])], h.list_runs, filters, [runs, ids], api_visibility="private",
           show_progress="hidden")  # the list is current whenever the tab is opened or a filter changes
     open_button.click(h.open_run, [run_id, visitor_id], [header, chat, final, existing], api_name="open_run").success(
-        h.drawer, [run_id, visitor_id], drawn, api_visibility="private", show_progress="hidden")
+        h.drawer, [run_id, visitor_id], drawn, api_visibility="private", show_progress="hidden").success(
+        lambda: ("", gr.File(visible=False)), None, [judged, html_file], api_visibility="private", queue=False)
     runs.select(h.select, [ids, visitor_id], [run_id, header, chat, final, existing], api_visibility="private").success(
-        h.drawer, [run_id, visitor_id], drawn, api_visibility="private", show_progress="hidden")
+        h.drawer, [run_id, visitor_id], drawn, api_visibility="private", show_progress="hidden").success(
+        lambda: ("", gr.File(visible=False)), None, [judged, html_file], api_visibility="private", queue=False)
     close.click(lambda: gr.Column(visible=False), None, [drawer], api_visibility="private", queue=False)
     export_html.click(h.export_html, [ids, visitor_id], [exported], api_visibility="private").success(
         lambda: gr.File(visible=True), None, [exported], api_visibility="private", queue=False)
