@@ -104,13 +104,13 @@ def suggestions_markdown(groups: Sequence[Any], annotator: str, others_visible: 
     lines = ["**Suggestions** (☑ starts ticked below; untick to reject):"]
     for g in groups:
         score = g.score
-        measured = ("precision not measured" if score is None or score.precision is None else
-                    f"precision {score.precision:.0%} ({score.true_pos} of {score.true_pos + score.false_pos} "
+        measured = ("" if score is None or score.precision is None else  # the reason says it when it matters
+                    f" · precision {score.precision:.0%} ({score.true_pos} of {score.true_pos + score.false_pos} "
                     "kept by adjudication)")
         label = (f"`{esc(g.label)}`" if g.label else
                  "**counterfactual** (blame's replay; no label picked: tick why, its turns are pre-selected)")
         count = f" ×{g.count}" if g.count > 1 else ""
-        lines.append(f"- {'☑' if g.ticked else '☐'} {label}{count} · *{esc(g.source)}* · {measured} — "
+        lines.append(f"- {'☑' if g.ticked else '☐'} {label}{count} · *{esc(g.source)}*{measured} — "
                      f"{'ticked' if g.ticked else 'unticked'}: {esc(g.why)}")
         body = []
         for s in g.items:
