@@ -211,7 +211,11 @@ def test_deep_link_opens_the_run_a_click_blames_a_turn_and_a_compared_run_is_lab
     page.get_by_text("Ideal action of the picked turn").click()
     page.fill("#ann-ideal textarea", "Mars is the one. ((A))")
     page.click("#ann-ideal-save")
-    page.locator("#ann-moves").filter(has_text="Opinions").wait_for(timeout=60_000)
+    try:
+        page.locator("#ann-moves").filter(has_text="Opinions").wait_for(timeout=60_000)
+    except sync_api.TimeoutError:
+        shot(page, "annotate-ideal-failure.png")
+        raise
     page.click("#ann-ideal-verify")
     page.locator("#ann-moves").filter(has_text="Verified corrections").wait_for(timeout=60_000)
     assert "does not flip: still wrong (B)" in page.locator("#ann-moves").inner_text()
@@ -333,7 +337,7 @@ def test_the_workbench_fits_a_laptop_and_a_phone_and_the_last_queue_comes_back(s
     assert first == "labels"
     cell = page.locator("#ann-items span.run-id").filter(visible=True).first
     full = cell.get_attribute("title")
-    assert full in runs and cell.inner_text() == full[:8]  # a short id, the whole one on hover
+    assert full in {r.id for r in book.store.list_runs()} and cell.inner_text() == full[:8]  # short id, whole on hover
     page.goto(url)  # no link: the queue this browser had open comes back
     page.get_by_role("tab", name="Annotate").click()
     wait_progress(page, "Queue five")
