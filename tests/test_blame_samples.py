@@ -6,7 +6,7 @@ import math
 
 from r2mad.debate import Debate
 from r2mad.methods import make_method
-from r2mad.runs.counterfactuals import Correction, corrections_of, samples_of, save_samples, write_correction
+from r2mad.runs.counterfactuals import corrections_of, samples_of, save_samples, write_correction
 from r2mad.runs.store import RunStore
 from r2mad.steer.run import fork_debate
 from r2mad.steer.sampling import SEED_STRIDE, sampled_blame, verdict
@@ -54,7 +54,8 @@ def sampled(t, budget, k=8, pairs=False):
 def wilson(x, n, z=1.959964):
     """The Wilson score interval, written out (not statsmodels), to check the library against."""
     p = x / n
-    centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return centre - half, centre + half
 
 
@@ -69,7 +70,8 @@ def test_each_counterfactual_is_sampled_k_times_and_its_change_has_a_newcombe_wi
     (l1, u1), (l0, u0) = wilson(6, 8), wilson(2, 8)
     assert (round(l1, 4), round(u1, 4)) == (0.4093, 0.9285)
     low, high = 0.5 - math.hypot(0.75 - l1, u0 - 0.25), 0.5 + math.hypot(u1 - 0.75, 0.25 - l0)
-    assert masked.change == 0.5 and math.isclose(masked.low, low, abs_tol=1e-6) and math.isclose(masked.high, high, abs_tol=1e-6)
+    assert masked.change == 0.5 and math.isclose(masked.low, low, abs_tol=1e-6)
+    assert math.isclose(masked.high, high, abs_tol=1e-6)
     assert (round(masked.low, 3), round(masked.high, 3)) == (0.018, 0.752)
     # round 1's changes: everyone still sees an A in round 2 (or, unmasked, the rest agree on A): no change
     later = [b for b in rows if b.turns[0][0] == 1]
@@ -127,12 +129,14 @@ def test_an_ideal_action_is_verified_by_a_fork_and_says_whether_the_outcome_flip
         return save_run(store, f), f
     done = asyncio.run(verify(store, right, run_fork))
     # round 0 all B, so round 1 shows no A; with u == 0 every agent says A there, and A spreads: no flip
-    assert (done.verified, done.correct, done.final_answer) == (True, False, "A") and done.fork_id in {r.id for r in store.list_runs()}
+    assert (done.verified, done.correct, done.final_answer) == (True, False, "A")
+    assert done.fork_id in {r.id for r in store.list_runs()}
     assert outcome_words(done, False) == "does not flip: still wrong (A)"
 
     async def lucky(spec):  # a seed with u == 1: anyone shown no A keeps B
         return None, await fork_debate(t, spec, coin_backend(), SETTINGS.replace(seed=SEED_STRIDE + 3), backbone="b")
     done = asyncio.run(verify(store, right, lucky))
-    assert (done.correct, done.final_answer) == (True, "B") and outcome_words(done, False) == "**flips** wrong → right (B)"
+    assert (done.correct, done.final_answer) == (True, "B")
+    assert outcome_words(done, False) == "**flips** wrong → right (B)"
     write_correction(store, run, 0, 0, "ana", "Jupiter, surely. ((B))")  # a new text clears the verification
     assert not corrections_of(store, run)[0].verified and corrections_of(store, run)[1] == wrong

@@ -50,7 +50,8 @@ class Steering:
         parent_id, transcript = parent or (record.id, record.transcript)
         aux, names = self.plan(spec)
         folder = getattr(self.args, "bank", None) or record.bank  # e.g. a MAD run forked into r2mad
-        settings = self.settings.replace(**{k: v for k, v in (("seed", seed), ("rounds", spec.rounds)) if v is not None})
+        changed = {k: v for k, v in (("seed", seed), ("rounds", spec.rounds)) if v is not None}
+        settings = self.settings.replace(**changed)
         request = RunRequest(record.task, (spec.method or record.method,), settings, aux, source=source,
                              agent_backbones=tuple(names), bank=folder, fork=Fork(parent_id, transcript, spec))
         runs = await start(request, Local(self.config, wrap), self.store,
@@ -109,8 +110,9 @@ def _sampled(args, steering: Steering) -> int:
 
     def run_fork(spec, wrap, seed=None, parent=None):
         return steering.fork(spec, source="blame", wrap=wrap, seed=seed, parent=parent)
-    rows, skipped, spent = asyncio.run(sampled_blame(steering.parent.transcript, steering.parent.id, run_fork, args.budget,
-                                              args.blame_samples, pairs=args.pairs))
+    parent = steering.parent
+    rows, skipped, spent = asyncio.run(sampled_blame(parent.transcript, parent.id, run_fork, args.budget,
+                                                     args.blame_samples, pairs=args.pairs))
     save_samples(steering.store, rows)
     for b in rows:
         turns = " + ".join(f"round {r} agent {a + 1} {how}" for r, a, how in b.turns)

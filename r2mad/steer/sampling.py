@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Awaitable, Callable
 
 from r2mad.runs.counterfactuals import SampledBlame
-from r2mad.steer.blame import CallMeter, Candidate, Wrap, candidates, pair_candidates
+from r2mad.steer.blame import CallMeter, Candidate, candidates, pair_candidates
 from r2mad.steer.fork import Change, ForkSpec
 from r2mad.types import Transcript
 

@@ -22,7 +22,7 @@ from r2mad.ui.annotate_view import (
 from r2mad.ui.bank_growth import bank_growth_block
 from r2mad.ui.services import Services
 
-KEYS_JS = """() => {
+KEYS_JS = r"""() => {
   if (window.__r2madKeys) return; window.__r2madKeys = true;
   const click = (sel) => { const b = document.querySelector(sel); if (b) b.click(); };
   document.addEventListener('keydown', (e) => {
