@@ -66,7 +66,8 @@ def test_bad_input_gets_one_sentence_and_keeps_the_screen(tmp_path):
     h = AnnotateHandlers(services)
     req = SimpleNamespace(session_hash="s1", query_params={})
     with pytest.warns(UserWarning, match="A queue needs a name of 1 to 80 characters; type one."):
-        assert h.create_queue("  ", "any", "any", "any", "wrong", [], "any", 1, False, False, "ana", "", req) == gr.skip()
+        made = h.create_queue("  ", "any", "any", "any", "wrong", [], "any", 1, False, False, "ana", "", req)
+        assert made == gr.skip()
     with pytest.warns(UserWarning, match="No label; choose from"):
         assert h.save_next(None, run, [], "a note", "", "ana", "", req) == gr.skip()  # ticks and note stay
     assert services.store.get_run(run).annotations == ()

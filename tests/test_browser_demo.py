@@ -346,7 +346,8 @@ def test_inspect_shows_label_chips_and_a_run_drawer_that_forks_from_a_round(page
         timeout=60_000)
     page.click("#inspect-export-html")  # the listed runs as a zip of pages, beside JSONL and CSV
     page.wait_for_function(
-        "() => (document.querySelector('#inspect-file') || {}).innerText?.replace(/\\s/g, '').includes('runs-html.zip')",
+        "() => (document.querySelector('#inspect-file') || {}).innerText?.replace(/\\s/g, '')"
+        ".includes('runs-html.zip')",
         timeout=60_000)
 
 
