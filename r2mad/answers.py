@@ -6,7 +6,7 @@ import re
 import unicodedata
 from typing import Sequence
 
-from r2mad.mathcheck import math_equivalent
+from r2mad.grading.mathcheck import math_equivalent
 from r2mad.types import UNPARSED, Answer, Task
 
 # --- reasoning blocks ---------------------------------------------------------------------------

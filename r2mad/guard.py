@@ -8,8 +8,8 @@ import json
 import re
 from typing import Sequence
 
-from r2mad.answers import extract_answer, strip_think
 from r2mad.backends.base import BackendError, ChatBackend
+from r2mad.grading.answers import extract_answer, strip_think
 from r2mad.prompts.common import final_answer_request
 from r2mad.types import UNPARSED, Answer, AnswerShape, AuxCall, Message, Task
 

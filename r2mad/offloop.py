@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Sequence
 
-from r2mad.answers import extract_answer
-from r2mad.mathcheck import check_math
+from r2mad.grading.answers import extract_answer
+from r2mad.grading.mathcheck import check_math
 from r2mad.types import Answer, Task
 
 

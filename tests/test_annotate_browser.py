@@ -13,7 +13,7 @@ import pytest
 
 from r2mad.annotation.book import LabelBook  # noqa: E402
 from r2mad.annotation.queues import Queue, queue_items, save_queue  # noqa: E402
-from r2mad.config import load_config  # noqa: E402
+from r2mad.settings.config import load_config  # noqa: E402
 from r2mad.types import Task  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from tests.browser import SHOTS, launch, sync_api  # noqa: E402  (skips without Chromium)
@@ -30,8 +30,8 @@ def task(n: int) -> Task:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    from r2mad.config import Backbone
-    from r2mad.fakeserver import FakeServer
+    from r2mad.settings.config import Backbone
+    from testing.scripted_server import FakeServer
     from tests.conftest import answer
 
     tmp = tmp_path_factory.mktemp("annotate")

@@ -7,10 +7,10 @@ from types import SimpleNamespace
 
 from r2mad.annotation.book import blame_turns
 from r2mad.annotation.queues import Queue, save_queue
-from r2mad.config import load_config
+from r2mad.serving.services import Services
+from r2mad.settings.config import load_config
 from r2mad.ui.annotate_base import flat_chat
 from r2mad.ui.annotate_handlers import SHOWN, AnnotateHandlers
-from r2mad.ui.services import Services
 from tests.helpers import STORED_MCQ as MCQ
 from tests.helpers import grid_debate, make_transcript, save_run
 
@@ -115,9 +115,9 @@ def test_verify_forks_the_run_with_the_ideal_action_and_says_whether_it_flips(tm
     import asyncio
     import dataclasses
 
-    from r2mad.config import Backbone
-    from r2mad.fakeserver import FakeServer
     from r2mad.runs.counterfactuals import corrections_of
+    from r2mad.settings.config import Backbone
+    from testing.scripted_server import FakeServer
     from tests.conftest import answer
 
     with FakeServer(responder=answer) as server:  # every live agent says B

@@ -5,10 +5,10 @@ import asyncio
 import math
 
 from r2mad.debate import Debate
+from r2mad.engine.forks import fork_debate
 from r2mad.methods import make_method
 from r2mad.runs.counterfactuals import corrections_of, samples_of, save_samples, write_correction
 from r2mad.runs.store import RunStore
-from r2mad.steer.run import fork_debate
 from r2mad.steer.sampling import SEED_STRIDE, sampled_blame, verdict
 from r2mad.steer.verify import correction_spec, outcome_words, verify
 from tests.helpers import FORK_SETTINGS as SETTINGS

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from r2mad.answers import is_correct
-from r2mad.mathcheck import normalize_math
+from r2mad.grading.answers import is_correct
+from r2mad.grading.mathcheck import normalize_math
 from r2mad.types import AgentTurn, Answer, Round, Transcript
 
 

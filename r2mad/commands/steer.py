@@ -12,7 +12,7 @@ from r2mad.commands.common import (
     settings_from,
     whole_in,
 )
-from r2mad.service import backbone_plan
+from r2mad.engine.service import backbone_plan
 from r2mad.steer.fork import ForkSpec, align, live_usage, parse_changes
 
 
@@ -42,9 +42,9 @@ class Steering:
         """Run the fork, saved as a new run linked to the parent; returns (run id, transcript). `wrap`
         wraps each backend (blame's call meter); `seed` replaces the run's (sampled blame); `parent`:
         (id, transcript) of a fork of this run to fork instead (a pair across two rounds)."""
+        from r2mad.engine.resources import Local
+        from r2mad.engine.service import Fork, RunRequest, start
         from r2mad.memory.summaries import SummaryCache
-        from r2mad.resources import Local
-        from r2mad.service import Fork, RunRequest, start
 
         record = self.parent
         parent_id, transcript = parent or (record.id, record.transcript)

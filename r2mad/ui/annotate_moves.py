@@ -8,18 +8,18 @@ from typing import Sequence
 
 import gradio as gr
 
-from r2mad.admission import Refused
+from r2mad.engine.admission import Refused
 from r2mad.runs.counterfactuals import Correction, corrections_of, samples_of, write_correction
+from r2mad.serving.line import visitor_key
+from r2mad.serving.visitor_runs import fork_saved
+from r2mad.serving.visitors import identify
 from r2mad.steer.sampling import verdict
 from r2mad.steer.verify import outcome_words, verify
 from r2mad.ui.annotate_base import AnnotateBase, Profile, Req, Token
-from r2mad.ui.annotate_view import full_id, parse_turns, turn_name
 from r2mad.ui.errors import sentence
 from r2mad.ui.handlers import USER_ERRORS, warn
-from r2mad.ui.line import visitor_key
-from r2mad.ui.render import esc
-from r2mad.ui.visitor_runs import fork_saved
-from r2mad.ui.visitors import identify
+from r2mad.ui.render.annotate_view import full_id, parse_turns, turn_name
+from r2mad.ui.render.chat import esc
 
 HOW = {"mask": "masked", "previous": "its previous answer"}
 

@@ -13,16 +13,16 @@ import gradio as gr
 
 from r2mad.annotation.book import LabelBook
 from r2mad.backends.base import BackendError
+from r2mad.serving.line import visitor_key
 from r2mad.ui.errors import refusal, sentence
-from r2mad.ui.line import visitor_key
-from r2mad.ui.render import esc
+from r2mad.ui.render.chat import esc
 
 LIST_LIMIT = 200  # runs in one HTML download of the list
 
 
 def page_of(store, record) -> str:
     """The HTML page of one saved run: its labels, suggestions and adjudication, secrets scrubbed again."""
-    from r2mad.ui.export_html import run_page
+    from r2mad.exports.html import run_page
 
     book = LabelBook(store)
     book.detect([record.id])
