@@ -232,6 +232,6 @@ def test_the_api_example_runs_against_the_served_app(scripted, tmp_path):
         scope: dict = {}
         exec(compile(code, block.name, "exec"), scope)
         runs = scope["c"].predict(limit=10, api_name="/list_runs")
-        assert scope["t"]["run_id"] and len(runs) == 3  # two debates and the fork
+        assert scope["t"]["run_id"] and len(runs) == 4  # three debates (one with the Advanced settings), the fork
     finally:
         demo.close()

@@ -247,3 +247,36 @@ def test_an_r2mad_run_forked_with_drop_case(tmp_path, herd_server, capsys):
 def live_calls(t):
     from r2mad.steer.fork import live_usage
     return live_usage(t).calls
+
+
+def coin(body):
+    """herd with a coin from each call's seed: u = (seed // 100000) % 4 (blame --samples gives sample k the
+    seed + (k + 1) * 100000). Shown an A: A unless u == 1; shown none: B unless u == 0."""
+    messages, u = body["messages"], (body["seed"] // 100_000) % 4
+    if len(messages) == 2:
+        return ok("Mars. ((A))" if SYSTEMS.index(messages[0]["content"]) == 0 else "Jupiter. ((B))")
+    if "((A))" in messages[-1]["content"]:
+        return ok("Going along. ((A))" if u != 1 else "Jupiter. ((B))")
+    return ok("Jupiter. ((B))" if u != 0 else "Mars after all. ((A))")
+
+
+def test_blame_samples_reports_the_change_in_p_correct_with_an_interval(tmp_path, capsys):
+    from r2mad.runs.counterfactuals import samples_of
+
+    with FakeServer(responder=coin) as server:
+        folder = make_config(tmp_path, fake=server)
+        assert run(folder, "debate", *QUESTION, "--no-early-stop", "--seed", "3") == 0
+        [parent] = store().list_runs()
+        assert parent.correct is False
+        capsys.readouterr()
+        hits = server.hits
+        assert run(folder, "blame", parent.id, "--samples", "4", "--budget", "200") == 0
+        # round 1's five changes and their baseline (6 x 4 x 3 = 72), round 0's mask and its baseline (2 x 4 x 6)
+        assert server.hits - hits == 120
+    out = capsys.readouterr().out
+    # agent 1's round-0 A hidden: right unless u == 0 (3 of k + 1 = 1..4); as it was: right only when u == 1
+    assert "round 0 agent 1 mask" in out and "P(correct) 3/4 vs 1/4 as it was: change +0.50 [95% CI" in out
+    assert "120 calls of a budget of 200 (the baselines included)" in out
+    best = samples_of(store(), parent.id)[0]
+    assert (best.turns, best.correct, best.samples, best.base_correct, len(best.fork_ids)) == (
+        ((0, 0, "mask"),), 3, 4, 1, 4)
