@@ -204,11 +204,15 @@ def make_eval_run(methods=("cot", "sc", "mad", "madm2-subjective"), limit=3, set
 
 
 def evaluate(run, out, backend=None, **kw):
-    """Run `r2mad eval` for `run` into `out` (concurrency 2); returns the backend."""
+    """Run `r2mad eval` for `run` into `out` (concurrency 2) through the engine with `backend` (and `bank`,
+    `agent_backends`, `summaries` when given); returns the backend."""
     from r2mad.engine.evaluate import run_eval
+    from r2mad.engine.resources import Given
 
     backend = backend or ScriptedBackend(reply=answer_from)
-    asyncio.run(run_eval(run, backend, out, concurrency=2, **kw))
+    given = Given(backend, kw.pop("agent_backends", ()), bank=kw.pop("bank", None),
+                  notices=kw.pop("bank_notices", ()), summaries=kw.pop("summaries", None))
+    asyncio.run(run_eval(run, given, out, concurrency=kw.pop("concurrency", 2), **kw))
     return backend
 
 

@@ -42,16 +42,14 @@ class Steering:
         """Run the fork, saved as a new run linked to the parent; returns (run id, transcript). `wrap`
         wraps each backend (blame's call meter)."""
         from r2mad.engine.resources import Local
-        from r2mad.engine.service import Fork, RunRequest, start
-        from r2mad.memory.summaries import SummaryCache
+        from r2mad.engine.service import Fork, RunRequest, StoreSink, start
 
         parent = self.parent
         aux, names = self.plan(spec)
         folder = getattr(self.args, "bank", None) or parent.bank  # e.g. a MAD run forked into r2mad
         request = RunRequest(parent.task, (spec.method or parent.method,), self.settings, aux, source=source,
                              agent_backbones=tuple(names), bank=folder, fork=Fork(parent.id, parent.transcript, spec))
-        runs = await start(request, Local(self.config, wrap), self.store,
-                           summaries=SummaryCache(self.config.app.summaries_file))
+        [runs] = await start([request], Local(self.config, wrap), StoreSink(self.store))
         [(method, t)] = runs.transcripts.items()
         return runs.run_ids[method], t
 

@@ -1,7 +1,8 @@
-"""Where the run service (r2mad/engine/service.py) finds backends and banks: `Local` for a command (the environment's
-keys, a bank opened for one run), `Shared` for the app's process (one run store, banks opened once, backends
-for configured backbones shared, a visitor's token used under its rules) and `VisitorResources` for one
-visitor's request over it. Nothing here reads the environment; nothing here is per browser session."""
+"""Where the engine (r2mad/engine/service.py) finds backends, banks and admission: `Local` for a command (the
+environment's keys, a bank opened for one run, no line), `Given` for backends a caller made, `Shared` for the
+app's process (one run store, banks opened once, backends for configured backbones shared, a visitor's token
+used under its rules) and `VisitorResources` for one visitor's request over it, in the app's line. Nothing here
+reads the environment; nothing here is per browser session."""
 from __future__ import annotations
 
 import logging
@@ -12,7 +13,7 @@ from typing import Any, Callable, Iterable, Sequence
 from r2mad.backends import make_backend
 from r2mad.backends.base import ChatBackend
 from r2mad.engine.allowance import Ledger, Left, Metered, refusal
-from r2mad.engine.service import RunRequest
+from r2mad.engine.service import RunRequest, no_line
 from r2mad.evaluation.costs import Prices, prices_of
 from r2mad.memory.summaries import SummaryCache
 from r2mad.runs.store import RunStore
@@ -29,14 +30,11 @@ def backend_for(config: Config, backbone: str, *, pasted_token: str | None = Non
     return make_backend(spec, api_key=api_key_for(spec, env, pasted_token))
 
 
-def agent_backends_for(config: Config, names: Sequence[str], n_agents: int, *,
-                       env: dict | None = None) -> list[tuple[str, ChatBackend]]:
-    """One (name, backend) per agent of a mixed-model debate, from backbone names in agent order."""
-    names = [n.strip() for n in names if n.strip()]
-    if len(names) != n_agents:
+def check_agent_count(names: Sequence[str], n_agents: int) -> None:
+    """Refuse a mixed-model debate that does not name one backbone per agent."""
+    if len([n for n in names if n.strip()]) != n_agents:
         raise ConfigError(f"{len(names)} agent backbones were given for {n_agents} agents; give one per agent "
                           "(e.g. --agent-backbones a,b,c for 3 agents) or change --agents.")
-    return [(name, backend_for(config, name, env=env)) for name in names]
 
 
 def open_bank(path: str | Path | None, config: Config, *, task_kind: str | None = None):
@@ -67,17 +65,33 @@ def check_bank(bank, path, task_kind: str | None):
     return bank, list(bank.notices)  # e.g. an index that was rebuilt
 
 
+def custom_label(base_url: str, model: str | None) -> str:
+    """The backbone a run on a custom endpoint is recorded with."""
+    return f"custom:{(model or '').strip() or base_url.strip()}"
+
+
 class Local:
-    """A command's resources: backends with the environment's keys, a bank opened for the run and closed after."""
+    """A command's resources: backends with the environment's keys (made once per backbone), a bank opened for the
+    run and closed after, no line. `wrap`: applied to every backend (e.g. blame's recording)."""
 
-    def __init__(self, config: Config, wrap: Callable[[ChatBackend], ChatBackend] | None = None):
+    def __init__(self, config: Config, wrap: Callable[[ChatBackend], ChatBackend] | None = None, *,
+                 summaries: SummaryCache | None = None):
         self.config, self.wrap = config, wrap or (lambda backend: backend)
+        self.summaries = summaries if summaries is not None else SummaryCache(config.app.summaries_file)
+        self._made: dict[str, ChatBackend] = {}
+        self._lock = threading.Lock()
 
-    def backends(self, request: RunRequest) -> tuple[ChatBackend, str, AgentBackends]:
+    def _backend(self, name: str) -> ChatBackend:
+        with self._lock:
+            if name not in self._made:
+                self._made[name] = self.wrap(backend_for(self.config, name))
+            return self._made[name]
+
+    def backends(self, request: RunRequest) -> tuple[ChatBackend, AgentBackends]:
         names = list(request.agent_backbones)
-        backend = backend_for(self.config, request.backbone)
-        agents = agent_backends_for(self.config, names, request.settings.agents) if names else []
-        return self.wrap(backend), request.backbone, [(name, self.wrap(b)) for name, b in agents]
+        if names:
+            check_agent_count(names, request.settings.agents)
+        return self._backend(request.backbone), [(name, self._backend(name)) for name in names]
 
     def bank(self, folder: str | None, task_kind: str) -> tuple[Any, list[str]]:
         return open_bank(folder, self.config, task_kind=task_kind)
@@ -85,6 +99,31 @@ class Local:
     def release(self, bank) -> None:
         if bank is not None:
             bank.close()
+
+    admitted = staticmethod(no_line)
+
+
+class Given:
+    """Backends (and a bank) a caller already made: a benchmark's, a test's, a learning curve's growing bank.
+    No line; the bank is the caller's to close."""
+
+    def __init__(self, backend: ChatBackend, agents: AgentBackends = (), *, bank=None, notices: Sequence[str] = (),
+                 summaries: SummaryCache | None = None):
+        self.backend, self.agents, self.opened, self.notices = backend, list(agents), bank, list(notices)
+        self.summaries = summaries
+
+    def backends(self, request: RunRequest) -> tuple[ChatBackend, AgentBackends]:
+        if [name for name, _ in self.agents] != list(request.agent_backbones):
+            raise ConfigError("The agents' backends do not match the run's agent backbones; pass one per agent.")
+        return self.backend, list(self.agents)
+
+    def bank(self, folder: str | None, task_kind: str) -> tuple[Any, list[str]]:
+        return self.opened, list(self.notices)
+
+    def release(self, bank) -> None:
+        pass
+
+    admitted = staticmethod(no_line)
 
 
 class Shared:
@@ -204,7 +243,7 @@ class Shared:
                                   "http://localhost:8000/v1.")
             spec = Backbone(name="custom", kind="openai", label="custom endpoint", base_url=url,
                             model=(model or "").strip() or None, visitor_token=True)
-            return make_backend(spec, api_key=api_key_for(spec, {}, token)), f"custom:{spec.model or url}"
+            return make_backend(spec, api_key=api_key_for(spec, {}, token)), custom_label(url, model)
         spec = self.config.backbone(backbone)
         own = (token or (login_token or "").strip() or None) if spec.visitor_token else None
         if own:
@@ -268,10 +307,11 @@ class Shared:
                                   "mixed-model debate a pasted token serves only Hugging Face backbones.") from None
         return made[aux], aux, [(n, made[n]) for n in names]
 
-    def resources(self, token: str | None = None, login_token: str | None = None,
-                  visitor: str | None = None) -> VisitorResources:
-        """What the run service resolves a visitor's request with (see VisitorResources)."""
-        return VisitorResources(self, token, login_token, visitor)
+    def resources(self, token: str | None = None, login_token: str | None = None, visitor: str | None = None, *,
+                  line: Callable[[RunRequest], Any] | None = None,
+                  endpoint: tuple[str, str | None] | None = None) -> VisitorResources:
+        """What the engine resolves a visitor's request with (see VisitorResources)."""
+        return VisitorResources(self, token, login_token, visitor, line=line, endpoint=endpoint)
 
     def store_for(self, *tokens: str | None) -> RunStore:
         """The shared store, or (with a visitor's token) a store that also scrubs that token."""
@@ -283,19 +323,27 @@ class Shared:
 
 
 class VisitorResources:
-    """The run service's resources for one visitor's request: backends under the token rules of
-    Shared.backend, and the process-wide banks, which stay open after the run."""
+    """The engine's resources for one visitor's request: backends under the token rules of Shared.backend (or
+    the custom `endpoint` (base URL, model) they typed), the process-wide banks, which stay open after the
+    run, and `line`: the app's line for debates as the request enters it (serving/line.py in_line)."""
 
     def __init__(self, services: Shared, token: str | None = None, login_token: str | None = None,
-                 visitor: str | None = None):
+                 visitor: str | None = None, *, line: Callable[[RunRequest], Any] | None = None,
+                 endpoint: tuple[str, str | None] | None = None):
         self.services, self.token, self.login_token, self.visitor = services, token, login_token, visitor
+        self.summaries, self.admitted, self.endpoint = services.summaries, line or no_line, endpoint
 
-    def backends(self, request: RunRequest) -> tuple[Any, str, AgentBackends]:
+    def backends(self, request: RunRequest) -> tuple[Any, AgentBackends]:
         s = self.services
         if request.agent_backbones:
-            return s.mixed_backends(list(request.agent_backbones), request.backbone, n_agents=request.settings.agents,
-                                    token=self.token, login_token=self.login_token, visitor=self.visitor)
-        return (*s.backend(request.backbone, token=self.token, login_token=self.login_token, visitor=self.visitor), [])
+            backend, _, agents = s.mixed_backends(list(request.agent_backbones), request.backbone,
+                                                  n_agents=request.settings.agents, token=self.token,
+                                                  login_token=self.login_token, visitor=self.visitor)
+            return backend, agents
+        base_url, model = self.endpoint or (None, None)
+        backend, _ = s.backend(request.backbone, token=self.token, base_url=base_url, model=model,
+                               login_token=self.login_token, visitor=self.visitor)
+        return backend, []
 
     def bank(self, folder: str | None, task_kind: str) -> tuple[Any, list[str]]:
         return self.services.bank_for_task(folder, task_kind)

@@ -7,10 +7,11 @@ import asyncio
 import os
 import secrets as random_secrets
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
-from r2mad.engine.resources import Shared
-from r2mad.serving.line import make_admission
+from r2mad.engine.admission import Ticket
+from r2mad.engine.resources import Shared, VisitorResources
+from r2mad.serving.line import in_line, make_admission
 from r2mad.settings.config import Config
 
 
@@ -19,6 +20,14 @@ class Services(Shared):
         super().__init__(config, secrets=secrets)
         self._active: dict[str, tuple[asyncio.Event, Any]] = {}  # session -> (stop signal, its loop)
         self.admission = make_admission(config)  # which debates run now, and the fair line of the others
+
+    def in_line(self, key: str, *, token: str | None = None, login_token: str | None = None,
+                endpoint: tuple[str, str | None] | None = None,
+                waiting: Callable[[Ticket], None] | None = None) -> VisitorResources:
+        """The engine's resources for one visitor's request, which waits in the line for debates as `key` (who
+        they are to the line and to the owner's allowance); `waiting` gets its ticket at once."""
+        line = in_line(self.admission, self.config, key, custom=endpoint is not None, waiting=waiting)
+        return self.resources(token, login_token, key, line=line, endpoint=endpoint)
 
     def browser_secret(self) -> str:
         """The key gr.BrowserState encrypts the visitor id with in the browser. Gradio sends it to every page

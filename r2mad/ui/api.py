@@ -14,7 +14,7 @@ from r2mad.engine.admission import Refused
 from r2mad.engine.service import RunRequest
 from r2mad.methods import METHODS, PLAIN, needs_bank
 from r2mad.runs.faults import StoreError
-from r2mad.serving.line import lane_of, visitor_key
+from r2mad.serving.line import visitor_key
 from r2mad.serving.services import Services
 from r2mad.serving.visitor_runs import fork_saved, readable, start_in_line
 from r2mad.serving.visitors import Visitor, identify
@@ -99,8 +99,7 @@ class Api:
             asked = RunRequest(task, (method,), settings, ((aux_backbone or "").strip() or names[0]) if names else name,
                                source="api", agent_backbones=names, owner=self.visitor(request).owner,
                                bank=(bank or s.config.app.default_bank) if needs_bank(method) else None)
-            lane = lane_of(s.config, [*(agent_backbones or ()), aux_backbone] if agent_backbones else [name])
-            runs = await start_in_line(s, asked, self.line_key(request), lane)
+            runs = await start_in_line(s, asked, self.line_key(request))
             [(run_id, t)] = [(runs.run_ids[m], t) for m, t in runs.transcripts.items()]
         except USER_ERRORS as exc:
             raise refusal(sentence(exc)) from None
