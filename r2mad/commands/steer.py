@@ -71,13 +71,12 @@ def cmd_fork(args, config) -> int:
 
 def cmd_blame(args, config) -> int:
     from r2mad.steer.blame import blame
-    from r2mad.steer.links import save_blame
 
     steering = Steering(args, config, args.run_id)
     rows, skipped = asyncio.run(blame(steering.parent.transcript, steering.parent.id,
                                       lambda spec, wrap: steering.fork(spec, source="blame", wrap=wrap),
                                       args.budget, pairs=args.pairs))
-    save_blame(steering.store, rows)
+    steering.store.save_blame(rows)
     for b in rows:
         verdict = ("cut by the budget (incomplete)" if b.correct is None else "turns it CORRECT" if b.correct
                    else f"still wrong ({b.final_answer or 'UNPARSED'})")

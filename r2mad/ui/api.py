@@ -131,7 +131,7 @@ class Api:
         """
         from dataclasses import asdict
 
-        from r2mad.steer.links import blame_of, fork_of, forks_of
+        from r2mad.steer.links import fork_of
 
         store = self.services.store
         try:
@@ -141,8 +141,8 @@ class Api:
             raise refusal(sentence(exc)) from None
         data = compact(record.transcript, record.id) if record.transcript else {"run_id": record.id,
                                                                                 "status": record.status}
-        data.update(forked_from=parent, fork=spec and asdict(spec), forks=forks_of(store, record.id),
-                    blame=[asdict(b) for b in blame_of(store, record.id)])
+        data.update(forked_from=parent, fork=spec and asdict(spec), forks=store.forks_of(record.id),
+                    blame=[asdict(b) for b in store.blame_of(record.id)])
         return data
 
     async def fork_run(self, run_id: str, from_round: int, answers: dict[str, str] | None = None,

@@ -30,10 +30,9 @@ from r2mad.text import quoted
 from r2mad.ui import vote_panel
 from r2mad.ui.debate_form import AGENTS, LETTERS, OPTIONS
 from r2mad.ui.render.blind import Curtain
-from r2mad.ui.views import idle, status_line, view  # the Debate tab's component updates (issue 16)
+from r2mad.ui.views import MAX_COLUMNS, idle, status_line, view  # the Debate tab's component updates (issue 16)
 
 log = logging.getLogger("r2mad.ui")
-MAX_COLUMNS = 4
 USER_ERRORS = (BackendError, ConfigError, ValueError, StoreError)  # StoreError: a full or locked run store
 TICK_S = 1.0  # the running status line's seconds move on at least this often
 
