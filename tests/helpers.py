@@ -204,7 +204,7 @@ def evaluate(run, out, backend=None, **kw):
     from r2mad.engine.resources import Given
 
     backend = backend or ScriptedBackend(reply=answer_from)
-    given = Given(backend, kw.pop("agent_backends", ()), bank=kw.pop("bank", None),
+    given = Given(backend, [b for _, b in kw.pop("agent_backends", ())], bank=kw.pop("bank", None),
                   notices=kw.pop("bank_notices", ()), summaries=kw.pop("summaries", None))
     asyncio.run(run_eval(run, given, out, concurrency=kw.pop("concurrency", 2), **kw))
     return backend

@@ -28,7 +28,7 @@ class Stub:
     summaries = None
 
     def __init__(self):
-        self.backend, self.released, self.let_in = ScriptedBackend(fork_replies), [], []
+        self.backend, self.released, self.let_in = ScriptedBackend(fork_replies, name="b"), [], []
 
     def backends(self, request):
         return self.backend, []

@@ -138,7 +138,7 @@ async def run_eval(run: EvalRun, resources: Resources, out: str | Path, *, bank:
 def questions_at_once(resources: Resources, request: RunRequest) -> int:
     """A backend that decodes a few sequences at once (the embedded model) gets about that many calls."""
     backend, agents = resources.backends(request)
-    slots = min((b.capabilities.max_parallel for b in [backend, *(b for _, b in agents)]
+    slots = min((b.capabilities.max_parallel for b in [backend, *agents]
                  if b.capabilities.max_parallel), default=None)
     return max(1, slots // max(1, request.settings.agents)) if slots else QUESTIONS_AT_ONCE
 

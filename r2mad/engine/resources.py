@@ -21,7 +21,6 @@ from r2mad.settings.config import ROOT, Backbone, Config, ConfigError, api_key_f
 from r2mad.text import quoted
 
 log = logging.getLogger("r2mad.ui")  # the app's log, where these resources serve
-AgentBackends = list[tuple[str, ChatBackend]]
 
 
 def backend_for(config: Config, backbone: str, *, pasted_token: str | None = None,
@@ -87,11 +86,11 @@ class Local:
                 self._made[name] = self.wrap(backend_for(self.config, name))
             return self._made[name]
 
-    def backends(self, request: RunRequest) -> tuple[ChatBackend, AgentBackends]:
+    def backends(self, request: RunRequest) -> tuple[ChatBackend, list[ChatBackend]]:
         names = list(request.agent_backbones)
         if names:
             check_agent_count(names, request.settings.agents)
-        return self._backend(request.backbone), [(name, self._backend(name)) for name in names]
+        return self._backend(request.backbone), [self._backend(name) for name in names]
 
     def bank(self, folder: str | None, task_kind: str) -> tuple[Any, list[str]]:
         return open_bank(folder, self.config, task_kind=task_kind)
@@ -107,13 +106,13 @@ class Given:
     """Backends (and a bank) a caller already made: a benchmark's, a test's, a learning curve's growing bank.
     No line; the bank is the caller's to close."""
 
-    def __init__(self, backend: ChatBackend, agents: AgentBackends = (), *, bank=None, notices: Sequence[str] = (),
-                 summaries: SummaryCache | None = None):
+    def __init__(self, backend: ChatBackend, agents: Sequence[ChatBackend] = (), *, bank=None,
+                 notices: Sequence[str] = (), summaries: SummaryCache | None = None):
         self.backend, self.agents, self.opened, self.notices = backend, list(agents), bank, list(notices)
         self.summaries = summaries
 
-    def backends(self, request: RunRequest) -> tuple[ChatBackend, AgentBackends]:
-        if [name for name, _ in self.agents] != list(request.agent_backbones):
+    def backends(self, request: RunRequest) -> tuple[ChatBackend, list[ChatBackend]]:
+        if [b.name for b in self.agents] != list(request.agent_backbones):
             raise ConfigError("The agents' backends do not match the run's agent backbones; pass one per agent.")
         return self.backend, list(self.agents)
 
@@ -226,13 +225,14 @@ class Shared:
 
     def backend(self, backbone: str, *, token: str | None = None, base_url: str | None = None,
                 model: str | None = None, login_token: str | None = None,
-                visitor: str | None = None) -> tuple[Any, str]:
-        """(backend, backbone name to record). A visitor's own token (pasted first, then a signed-in visitor's
-        login token) goes only to a backbone that declares `visitor_token` (the Hugging Face router's), and a
-        pasted one to a custom endpoint the visitor typed (off on a Space); every other backbone gets the
-        environment's key, which on a Space serves visitors only when the config says so, or, for an anonymous
-        `visitor` on the Hugging Face router, within the owner's allowance (allowance_backend). Backends for
-        configured backbones with the environment's key are shared; the others are never cached."""
+                visitor: str | None = None) -> ChatBackend:
+        """The backend for `backbone`, named as runs record it (a custom endpoint: "custom:MODEL"). A visitor's
+        own token (pasted first, then a signed-in visitor's login token) goes only to a backbone that declares
+        `visitor_token` (the Hugging Face router's), and a pasted one to a custom endpoint the visitor typed (off
+        on a Space); every other backbone gets the environment's key, which on a Space serves visitors only when
+        the config says so, or, for an anonymous `visitor` on the Hugging Face router, within the owner's
+        allowance (allowance_backend). Backends for configured backbones with the environment's key are shared;
+        the others are never cached."""
         token = (token or "").strip() or None
         if base_url and base_url.strip():
             if not self.config.app.allow_custom_endpoint:
@@ -241,16 +241,16 @@ class Shared:
             if not url.startswith(("http://", "https://")):
                 raise ConfigError(f"The endpoint {quoted(url)} is not an http(s) URL; give one like "
                                   "http://localhost:8000/v1.")
-            spec = Backbone(name="custom", kind="openai", label="custom endpoint", base_url=url,
+            spec = Backbone(name=custom_label(url, model), kind="openai", label="custom endpoint", base_url=url,
                             model=(model or "").strip() or None, visitor_token=True)
-            return make_backend(spec, api_key=api_key_for(spec, {}, token)), custom_label(url, model)
+            return make_backend(spec, api_key=api_key_for(spec, {}, token))
         spec = self.config.backbone(backbone)
         own = (token or (login_token or "").strip() or None) if spec.visitor_token else None
         if own:
-            return backend_for(self.config, backbone, pasted_token=own), backbone
+            return backend_for(self.config, backbone, pasted_token=own)
         metered = self.allowance_backend(spec, visitor)
         if metered is not None:
-            return metered, backbone
+            return metered
         if self.config.on_space and not self.config.app.visitors_use_owner_token and spec.api_key_required:
             if spec.visitor_token:
                 raise ConfigError(f"Backbone '{backbone}' runs on your own account here: sign in with Hugging "
@@ -261,7 +261,7 @@ class Shared:
             if backbone not in self._backends:
                 env = {} if self.config.on_space and not self.config.app.visitors_use_owner_token else None
                 self._backends[backbone] = backend_for(self.config, backbone, env=env)
-            return self._backends[backbone], backbone
+            return self._backends[backbone]
 
     def allowance_backend(self, spec: Backbone, visitor: str | None) -> Metered | None:
         """The owner's key for an anonymous visitor's calls, metered by the allowance; None where it does not apply
@@ -282,8 +282,8 @@ class Shared:
 
     def mixed_backends(self, names: list[str], aux: str | None = None, *, n_agents: int, token: str | None = None,
                        login_token: str | None = None,
-                       visitor: str | None = None) -> tuple[Any, str, list[tuple[str, Any]]]:
-        """(auxiliary backend, its name, one (name, backend) per agent) for a mixed-model debate; each backbone
+                       visitor: str | None = None) -> tuple[ChatBackend, list[ChatBackend]]:
+        """(auxiliary backend, one backend per agent) for a mixed-model debate; each backbone
         under the rules of backend(), so a visitor's token reaches only the backbones declaring
         `visitor_token`; the others use the server's keys."""
         names = [(n or "").strip() for n in names]
@@ -299,13 +299,13 @@ class Shared:
         for name in dict.fromkeys([aux, *names]):
             spec = self.config.backbone(name)  # unknown: one sentence listing the backbones
             try:
-                made[name] = self.backend(name, token=token, login_token=login_token, visitor=visitor)[0]
+                made[name] = self.backend(name, token=token, login_token=login_token, visitor=visitor)
             except ConfigError:
                 if spec.visitor_token or not token:
                     raise
                 raise ConfigError(f"Backbone '{name}' needs {spec.api_key_env} set where the app runs; in a "
                                   "mixed-model debate a pasted token serves only Hugging Face backbones.") from None
-        return made[aux], aux, [(n, made[n]) for n in names]
+        return made[aux], [made[n] for n in names]
 
     def resources(self, token: str | None = None, login_token: str | None = None, visitor: str | None = None, *,
                   line: Callable[[RunRequest], Any] | None = None,
@@ -333,17 +333,14 @@ class VisitorResources:
         self.services, self.token, self.login_token, self.visitor = services, token, login_token, visitor
         self.summaries, self.admitted, self.endpoint = services.summaries, line or no_line, endpoint
 
-    def backends(self, request: RunRequest) -> tuple[Any, AgentBackends]:
+    def backends(self, request: RunRequest) -> tuple[ChatBackend, list[ChatBackend]]:
         s = self.services
         if request.agent_backbones:
-            backend, _, agents = s.mixed_backends(list(request.agent_backbones), request.backbone,
-                                                  n_agents=request.settings.agents, token=self.token,
-                                                  login_token=self.login_token, visitor=self.visitor)
-            return backend, agents
+            return s.mixed_backends(list(request.agent_backbones), request.backbone, n_agents=request.settings.agents,
+                                    token=self.token, login_token=self.login_token, visitor=self.visitor)
         base_url, model = self.endpoint or (None, None)
-        backend, _ = s.backend(request.backbone, token=self.token, base_url=base_url, model=model,
-                               login_token=self.login_token, visitor=self.visitor)
-        return backend, []
+        return s.backend(request.backbone, token=self.token, base_url=base_url, model=model,
+                         login_token=self.login_token, visitor=self.visitor), []
 
     def bank(self, folder: str | None, task_kind: str) -> tuple[Any, list[str]]:
         return self.services.bank_for_task(folder, task_kind)

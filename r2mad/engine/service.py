@@ -22,7 +22,6 @@ from r2mad.steer.fork import ForkSpec
 from r2mad.types import Task, Transcript
 
 Record = Callable[[Transcript], None]
-AgentBackends = list[tuple[str, ChatBackend]]
 
 
 @dataclass(frozen=True)
@@ -68,7 +67,7 @@ class Resources(Protocol):
     line (VisitorResources). `summaries`: R²-MAD's summary cache the debates share."""
     summaries: Any
 
-    def backends(self, request: RunRequest) -> tuple[ChatBackend, AgentBackends]: ...
+    def backends(self, request: RunRequest) -> tuple[ChatBackend, list[ChatBackend]]: ...  # each named as recorded
     def bank(self, folder: str | None, task_kind: str) -> tuple[Any, list[str]]: ...  # slow: off the loop
     def release(self, bank) -> None: ...
     def admitted(self, request: RunRequest) -> AsyncContextManager[Any]: ...  # the line; yields its ticket
@@ -157,8 +156,8 @@ async def start(requests: Sequence[RunRequest], resources: Resources, sink: Sink
             banks[key] = await asyncio.to_thread(resources.bank, *key)
         bank, notices = banks.get(key, (None, []))
         await asyncio.to_thread(sink.check, request, bank, notices)
-        return Setup(backend, request.settings, request.backbone, tuple(agents), bank, tuple(notices),
-                     resources.summaries)
+        return Setup(backend, request.settings, backend.name, tuple((b.name, b) for b in agents), bank,
+                     tuple(notices), resources.summaries)
 
     async def run(request: RunRequest, setup: Setup) -> Runs:
         async with gate, resources.admitted(request) as ticket:
