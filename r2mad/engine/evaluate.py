@@ -45,6 +45,7 @@ class RowsSink:
     the questions of `leak_split` (the whole split; refused in one sentence), the plan pre-registered when
     `prereg`, and run.json written (with the bank's record); then one row per method as it finishes. A
     question's shared round 0 counts in its debate methods' wall seconds. `warn` gets the bank's notices."""
+    returns_transcripts = False  # they are in the rows
 
     def __init__(self, run: EvalRun, out: Path, write: Callable[[dict], None], *, leak_split: Split | None = None,
                  prereg: bool = False, warn: Callable[[str], None] | None = None):

@@ -74,7 +74,10 @@ class Resources(Protocol):
 
 
 class Sink(Protocol):
-    """Where a request's debates go: the run store (StoreSink) or an eval's rows (evaluate.RowsSink)."""
+    """Where a request's debates go: the run store (StoreSink) or an eval's rows (evaluate.RowsSink).
+    `returns_transcripts`: whether start's Runs keep the transcripts (an eval's thousands are in its rows)."""
+    returns_transcripts: bool
+
     def check(self, request: RunRequest, bank, notices: Sequence[str]) -> None: ...  # refuse; off the loop
     def open(self, request: RunRequest) -> dict[str, str]: ...  # before the first call: saved runs' ids
     def record_for(self, request: RunRequest, run_ids: dict[str, str], column: str) -> Record | None: ...
@@ -85,6 +88,7 @@ class StoreSink:
     """Saved runs: one per method (a fork linked to its parent) with its recorder. `on_open` gets the saved
     runs' ids; `on_update(column, transcript)` sees each transcript as it grows, after it is saved ("round0":
     the round side-by-side debates share, not saved on its own); `emit_for(column)` takes the loop's events."""
+    returns_transcripts = True
 
     def __init__(self, store, *, on_open: Callable[[dict[str, str]], None] | None = None,
                  on_update: Callable[[str, Transcript], None] | None = None,
@@ -166,6 +170,8 @@ async def start(requests: Sequence[RunRequest], resources: Resources, sink: Sink
                                                lambda c: sink.emit_for(request, c))
             if ticket is not None:
                 ticket.measured = all(t.status == "done" for t in runs.transcripts.values())
+        if not sink.returns_transcripts:
+            runs.transcripts = {}
         return runs
 
     gate = asyncio.Semaphore(max(1, concurrency))
