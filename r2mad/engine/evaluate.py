@@ -117,22 +117,26 @@ async def run_eval(run: EvalRun, resources: Resources, out: str | Path, *, bank:
 
     bar = tqdm(total=total, initial=total - sum(len(r.methods) for r in requests), unit="row",
                desc=f"eval {run.split.dataset}", file=sys.stderr, disable=not progress, dynamic_ncols=True)
-    out.mkdir(parents=True, exist_ok=True)
-    with rows_path.open("a", encoding="utf-8") as handle:
-        def write(row: dict) -> None:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-            handle.flush()
-            bar.update(1)
+    handle = None  # opened at the first row: a refused run leaves no folder
 
-        sink = RowsSink(run, out, write, leak_split=leak_split, prereg=prereg, warn=warn)
-        try:
-            if not requests:  # nothing left to run: the folder is still checked and its record kept
-                sink.prepare(None)
-            else:
-                at_once = concurrency or questions_at_once(resources, requests[0])
-                await start(requests, resources, sink, concurrency=at_once)
-        finally:
-            bar.close()
+    def write(row: dict) -> None:
+        nonlocal handle
+        handle = handle or rows_path.open("a", encoding="utf-8")
+        handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        handle.flush()
+        bar.update(1)
+
+    sink = RowsSink(run, out, write, leak_split=leak_split, prereg=prereg, warn=warn)
+    try:
+        if not requests:  # nothing left to run: the folder is still checked and its record kept
+            sink.prepare(None)
+        else:
+            at_once = concurrency or questions_at_once(resources, requests[0])
+            await start(requests, resources, sink, concurrency=at_once)
+    finally:
+        bar.close()
+        if handle is not None:
+            handle.close()
     return rows_path
 
 
