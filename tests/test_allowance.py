@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from r2mad.engine.allowance import AllowanceSpent, Ledger, Metered
-from r2mad.engine.resources import Shared
+from r2mad.engine.shared import Shared
 from r2mad.evaluation.costs import Prices
 from r2mad.settings.config import Allowance, ConfigError, load_config
 from r2mad.types import Message

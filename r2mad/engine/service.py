@@ -62,9 +62,9 @@ class Runs:
 
 
 class Resources(Protocol):
-    """Where backends, banks and admission come from (r2mad/engine/resources.py): the environment's keys for a
-    command (Local), backends a caller made (Given), the process-wide cache with a visitor's token and the app's
-    line (VisitorResources). `summaries`: R²-MAD's summary cache the debates share."""
+    """Where backends, banks and admission come from: the environment's keys for a command (resources.Local),
+    backends a caller made (resources.Given), the app's process-wide cache with a visitor's token and the app's
+    line (shared.VisitorResources). `summaries`: R²-MAD's summary cache the debates share."""
     summaries: Any
 
     def backends(self, request: RunRequest) -> tuple[ChatBackend, list[ChatBackend]]: ...  # each named as recorded
