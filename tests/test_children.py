@@ -13,6 +13,7 @@ import pytest
 
 from tests.helpers import ROOT
 
+pytestmark = pytest.mark.slow  # real processes: a bench, its replicas and the router
 GONE_S = 30  # a hang guard: the kernel kills the children at once; a busy machine may be slow to reap them
 
 # What `bench --prefix` runs before its figures: the scripted replicas in their own process and the router in
