@@ -289,8 +289,9 @@ def test_inspect_on_a_phone_shows_the_question_and_the_outcome(browser, served):
 
 
 def test_inspect_shows_label_chips_and_a_run_drawer_that_forks_from_a_round(page, served):
+    from dataclasses import asdict
+
     from r2mad.steer.fork import ForkSpec
-    from r2mad.steer.links import link_fork
     from r2mad.types import AgentTurn, Answer, Round, Task, Transcript
 
     store = served[2].store
@@ -304,7 +305,7 @@ def test_inspect_shows_label_chips_and_a_run_drawer_that_forks_from_a_round(page
     run_id = store.start_run(method="mad", backbone="fake", bank=None, task=task, settings={"rounds": 2}, seed=0,
                              code_version="t", source="app")
     store.save_transcript(run_id, t, "done")
-    link_fork(store, child, run_id, ForkSpec(1))
+    store.link_fork(child, run_id, asdict(ForkSpec(1)))
     first, second = list(store.taxonomy)[:2]
     store.annotate(run_id, annotator="ann1", labels=[first, second])
     store.annotate(run_id, annotator="ann2", labels=[first])

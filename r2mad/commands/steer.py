@@ -43,8 +43,7 @@ class Steering:
         wraps each backend (blame's call meter); `seed` replaces the run's (sampled blame); `parent`:
         (id, transcript) of a fork of this run to fork instead (a pair across two rounds)."""
         from r2mad.engine.resources import Local
-        from r2mad.engine.service import Fork, RunRequest, start
-        from r2mad.memory.summaries import SummaryCache
+        from r2mad.engine.service import Fork, RunRequest, StoreSink, start
 
         record = self.parent
         parent_id, transcript = parent or (record.id, record.transcript)
@@ -54,8 +53,7 @@ class Steering:
         settings = self.settings.replace(**changed)
         request = RunRequest(record.task, (spec.method or record.method,), settings, aux, source=source,
                              agent_backbones=tuple(names), bank=folder, fork=Fork(parent_id, transcript, spec))
-        runs = await start(request, Local(self.config, wrap), self.store,
-                           summaries=SummaryCache(self.config.app.summaries_file))
+        [runs] = await start([request], Local(self.config, wrap), StoreSink(self.store))
         [(method, t)] = runs.transcripts.items()
         return runs.run_ids[method], t
 
@@ -77,7 +75,6 @@ def cmd_fork(args, config) -> int:
 
 def cmd_blame(args, config) -> int:
     from r2mad.steer.blame import blame
-    from r2mad.steer.links import save_blame
 
     steering = Steering(args, config, args.run_id)
     if args.blame_samples:
@@ -85,7 +82,7 @@ def cmd_blame(args, config) -> int:
     rows, skipped = asyncio.run(blame(steering.parent.transcript, steering.parent.id,
                                       lambda spec, wrap: steering.fork(spec, source="blame", wrap=wrap),
                                       args.budget, pairs=args.pairs))
-    save_blame(steering.store, rows)
+    steering.store.save_blame(rows)
     for b in rows:
         verdict = ("cut by the budget (incomplete)" if b.correct is None else "turns it CORRECT" if b.correct
                    else f"still wrong ({b.final_answer or 'UNPARSED'})")

@@ -15,7 +15,7 @@ from r2mad.engine.service import RunRequest
 from r2mad.methods import METHODS, PLAIN, needs_bank
 from r2mad.runs.faults import StoreError
 from r2mad.serving.compact import TEXT_LIMIT, compact
-from r2mad.serving.line import lane_of, visitor_key
+from r2mad.serving.line import visitor_key
 from r2mad.serving.sealed import SEALED_WORDS
 from r2mad.serving.services import Services
 from r2mad.serving.visitor_runs import fork_saved, readable, start_in_line
@@ -115,9 +115,8 @@ class Api:
                                source="api", agent_backbones=names, owner=self.visitor(request).owner,
                                bank=(bank or s.config.app.default_bank) if needs_bank(method) else None,
                                moderator=scripted(said) if said else None)
-            lane = lane_of(s.config, [*(agent_backbones or ()), aux_backbone] if agent_backbones else [name])
             report = round_reporter(progress, settings.rounds)
-            runs = await start_in_line(s, asked, self.line_key(request), lane, on_update=lambda _, t: report(t))
+            runs = await start_in_line(s, asked, self.line_key(request), on_update=lambda _, t: report(t))
             await progress_sent()
             [(run_id, t)] = [(runs.run_ids[m], t) for m, t in runs.transcripts.items()]
         except USER_ERRORS as exc:
@@ -153,7 +152,7 @@ class Api:
         from dataclasses import asdict
 
         from r2mad.runs.counterfactuals import samples_of
-        from r2mad.steer.links import blame_of, fork_of, forks_of
+        from r2mad.steer.links import fork_of
 
         store = self.services.store
         try:
@@ -165,8 +164,8 @@ class Api:
             raise refusal(sentence(exc)) from None
         data = compact(record.transcript, record.id) if record.transcript else {"run_id": record.id,
                                                                                 "status": record.status}
-        data.update(forked_from=parent, fork=spec and fork_json(spec), forks=forks_of(store, record.id),
-                    blame=[blame_json(b) for b in blame_of(store, record.id)],
+        data.update(forked_from=parent, fork=spec and fork_json(spec), forks=store.forks_of(record.id),
+                    blame=[blame_json(b) for b in store.blame_of(record.id)],
                     blame_samples=[{**asdict(b), "turns": [[r, a + 1, how] for r, a, how in b.turns]}
                                    for b in samples_of(store, record.id)])
         return data

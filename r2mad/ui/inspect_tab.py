@@ -16,7 +16,7 @@ from r2mad.serving.sealed import SEALED_WORDS
 from r2mad.serving.services import Services
 from r2mad.serving.visitors import Visitor, VisitorHandlers
 from r2mad.steer.fork import fork_starts
-from r2mad.steer.links import fork_of, forks_of
+from r2mad.steer.links import fork_of
 from r2mad.text import FIELD_CHARS
 from r2mad.ui.errors import refusal
 from r2mad.ui.fill import in_fill_order, run_values
@@ -117,7 +117,7 @@ class InspectHandlers(InspectTools, VisitorHandlers):
         """"Fork of run … (what changed)" and "Forked into …", naming only runs this visitor may read."""
         store = self.services.store
         parent, spec = fork_of(store, run_id)
-        forks = forks_of(store, run_id)
+        forks = store.forks_of(run_id)
         readable = {r.id for r in store.list_runs(ids=[*forks, *([parent] if parent else [])],
                                                   owner=visitor.list_filter, limit=len(forks) + 1)}
         mine = [f for f in forks if f in readable]

@@ -72,8 +72,8 @@ class InspectTools:
         aux = record.transcript.backbone
         name = aux if aux in config.backbones else config.default_backbone
         try:
-            backend, name = self.services.backend(name, visitor=visitor_key(visitor.owner, visitor_id,
-                                                                          getattr(request, "session_hash", None)))
+            backend = self.services.backend(name, visitor=visitor_key(visitor.owner, visitor_id,
+                                                                    getattr(request, "session_hash", None)))
             verdict = await judge_transcript(backend, name, record.transcript, store.taxonomy)
         except (BackendError, ValueError) as exc:
             raise refusal(f"The judge could not read this run: {sentence(exc)}") from None
