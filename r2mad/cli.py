@@ -27,9 +27,8 @@ from r2mad.commands.common import (
     settings_from,
 )
 from r2mad.engine.resources import Local
-from r2mad.engine.service import RunRequest, backbone_plan, start
+from r2mad.engine.service import RunRequest, StoreSink, backbone_plan, start
 from r2mad.exports.live import install as install_traces
-from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import METHODS, PLAIN, with_advice
 from r2mad.runs.faults import StoreError
 from r2mad.safewrite import WriteFailed, is_disk_full, write_atomic, write_failed
@@ -68,7 +67,7 @@ def debate_request(args, config) -> RunRequest:
 def cmd_debate(args, config) -> int:
     request = debate_request(args, config)
     store = open_store(config)
-    runs = asyncio.run(start(request, Local(config), store, summaries=SummaryCache(config.app.summaries_file)))
+    [runs] = asyncio.run(start([request], Local(config), StoreSink(store)))
     [transcript] = map(store.scrub_transcript, runs.transcripts.values())  # printed: no keys
     report_notices(store)
     from r2mad.evaluation.costs import price_table

@@ -11,7 +11,7 @@ from typing import Sequence
 from r2mad.backends.base import BackendError, ChatBackend
 from r2mad.grading.answers import extract_answer, strip_think
 from r2mad.prompts.common import final_answer_request
-from r2mad.types import UNPARSED, Answer, AnswerShape, AuxCall, Message, Task
+from r2mad.types import OPTION_LETTERS, UNPARSED, Answer, AnswerShape, AuxCall, Message, Task
 
 MCQ_TOKENS, MATH_TOKENS = 8, 48  # enough for "((B))" and for a short boxed expression
 # GBNF: \boxed{ then a non-empty, brace-balanced expression on one line, then }
@@ -24,7 +24,7 @@ item ::= [^{}\n] | "{" item* "}"
 def answer_shape(task: Task) -> AnswerShape:
     """The valid final answers of `task`: its own option letters, or one brace-balanced \\boxed{}."""
     if task.kind == "mcq":
-        letters = [letter for letter, _ in task.options] or list("ABCDEFGHIJ")
+        letters = [letter for letter, _ in task.options] or list(OPTION_LETTERS)
         return AnswerShape(choices=tuple(f"(({x}))" for x in letters),
                            regex=r"\(\((" + "|".join(map(re.escape, letters)) + r")\)\)",
                            grammar='root ::= "((" [' + "".join(letters) + '] "))"')

@@ -65,6 +65,9 @@ class AnswerShape:
     grammar: str
 
 
+OPTION_LETTERS = "ABCDEFGHIJ"  # a multiple-choice question's option letters, at most ten
+
+
 @dataclass(frozen=True)
 class Task:
     """One question. For multiple choice, options are (letter, text) pairs and gold is a letter."""
@@ -228,10 +231,14 @@ class Case:
         return self.correct[self.agent]
 
 
+EventKind = Literal["round_start", "delta", "turn", "summary", "retrieval", "confidence", "mask", "advice", "notice",
+                   "round_end", "final"]  # delta: an agent's text so far, shown while written and never saved
+
+
 @dataclass(frozen=True)
 class Event:
     """One step of a running debate, for streaming to the UI and the run store."""
-    kind: str  # round_start | turn | summary | retrieval | confidence | mask | advice | notice | round_end | final
+    kind: EventKind
     round: int | None = None
     agent: int | None = None
     data: dict[str, Any] = field(default_factory=dict)

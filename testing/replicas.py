@@ -16,6 +16,7 @@ request's blocks (no eviction) and matches token by token (vLLM matches whole
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -156,7 +157,8 @@ class ReplicasProcess:
 
         context = multiprocessing.get_context("spawn")
         self._conn, child = context.Pipe()
-        self._process = context.Process(target=_serve_replicas, args=(child, self.count, self.kw), daemon=True)
+        self._process = context.Process(target=_serve_replicas, args=(child, self.count, self.kw, os.getpid()),
+                                        daemon=True)
         self._process.start()
         deadline = time.monotonic() + START_S
         while not self._conn.poll(0.1):
@@ -199,7 +201,10 @@ class ReplicasProcess:
 START_S = 60.0  # the most seconds to wait for the replicas' process to start or answer
 
 
-def _serve_replicas(conn, count: int, kw: dict) -> None:
+def _serve_replicas(conn, count: int, kw: dict, parent: int | None = None) -> None:
+    from r2mad.bench.children import die_with_parent
+
+    die_with_parent(parent)  # a killed benchmark or test leaves no replicas behind
     with Replicas(count, **kw) as fleet:
         conn.send(fleet.urls)
         while True:

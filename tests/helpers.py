@@ -4,11 +4,11 @@ not a test module, and no test module imports another (tests/test_imports.py che
 from __future__ import annotations
 
 import asyncio
-import socket
 from pathlib import Path
 
 import pytest
 
+from r2mad.bench.children import child, free_port  # noqa: F401  (child: servers that end with the tests)
 from r2mad.prompts.common import PERSONAS
 from r2mad.settings.config import DebateSettings, load_config
 from r2mad.types import UNPARSED, AgentTurn, Answer, AuxCall, Case, Message, Round, Task, Transcript
@@ -16,12 +16,6 @@ from tests.scripted import ScriptedBackend, last_user, persona_of
 
 ROOT = Path(__file__).resolve().parent.parent
 SYSTEMS = [text for _, text in PERSONAS["mcq"]]  # the three multiple-choice personas, agent i's is SYSTEMS[i]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def jsonl_values(path) -> list:
@@ -204,11 +198,15 @@ def make_eval_run(methods=("cot", "sc", "mad", "madm2-subjective"), limit=3, set
 
 
 def evaluate(run, out, backend=None, **kw):
-    """Run `r2mad eval` for `run` into `out` (concurrency 2); returns the backend."""
+    """Run `r2mad eval` for `run` into `out` (concurrency 2) through the engine with `backend` (and `bank`,
+    `agent_backends`, `summaries` when given); returns the backend."""
     from r2mad.engine.evaluate import run_eval
+    from r2mad.engine.resources import Given
 
     backend = backend or ScriptedBackend(reply=answer_from)
-    asyncio.run(run_eval(run, backend, out, concurrency=2, **kw))
+    given = Given(backend, [b for _, b in kw.pop("agent_backends", ())], bank=kw.pop("bank", None),
+                  notices=kw.pop("bank_notices", ()), summaries=kw.pop("summaries", None))
+    asyncio.run(run_eval(run, given, out, concurrency=kw.pop("concurrency", 2), **kw))
     return backend
 
 

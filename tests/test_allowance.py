@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from r2mad.engine.allowance import AllowanceSpent, Ledger, Metered
-from r2mad.engine.resources import Shared
+from r2mad.engine.shared import Shared
 from r2mad.evaluation.costs import Prices
 from r2mad.settings.config import Allowance, ConfigError, load_config
 from r2mad.types import Message
@@ -142,7 +142,8 @@ def test_an_anonymous_visitor_spends_the_owners_token_on_the_router_up_to_the_al
     monkeypatch.setenv("HF_TOKEN", OWNER)
     router, other = servers
     services = shared(tmp_path, router, other)
-    backend, name = services.backend("hf-7b", visitor="browser:" + "a" * 32)
+    backend = services.backend("hf-7b", visitor="browser:" + "a" * 32)
+    assert backend.name == "hf-7b"  # metered, and named as the runs record it
     asyncio.run(backend.chat(ASK, max_tokens=16))
     asyncio.run(backend.chat(ASK, max_tokens=16))
     assert [r.authorization for r in router.requests] == [f"Bearer {OWNER}"] * 2
@@ -152,7 +153,7 @@ def test_an_anonymous_visitor_spends_the_owners_token_on_the_router_up_to_the_al
     assert sentences(str(refused.value)) == 1
     assert services.backend("hf-7b", visitor="browser:" + "b" * 32)  # another visitor has their own
     # a signed-in visitor's own token is used, not the owner's, and is not charged to anyone
-    mine, _ = services.backend("hf-7b", login_token="hf_oauth_VisitorOwn0123456789", visitor="browser:" + "c" * 32)
+    mine = services.backend("hf-7b", login_token="hf_oauth_VisitorOwn0123456789", visitor="browser:" + "c" * 32)
     asyncio.run(mine.chat(ASK, max_tokens=16))
     assert router.requests[-1].authorization == "Bearer hf_oauth_VisitorOwn0123456789"
     assert services.allowance_left("browser:" + "c" * 32).calls == 2
@@ -167,7 +168,8 @@ def test_the_owners_token_never_reaches_an_endpoint_that_is_not_the_router(tmp_p
         services.backend("not-the-router", visitor="browser:" + "a" * 32)
     # a custom endpoint a visitor types (allowed off a Space): it gets no key at all
     local = shared(tmp_path / "local", router, other, space=False)
-    backend, _ = local.backend("hf-7b", base_url=other.base_url, model="m", visitor="browser:" + "a" * 32)
+    backend = local.backend("hf-7b", base_url=other.base_url, model="m", visitor="browser:" + "a" * 32)
+    assert backend.name == "custom:m"  # named as the run records it
     asyncio.run(backend.chat(ASK, max_tokens=16))
     assert other.hits == 1 and all(OWNER not in repr(dict(r.headers)) for r in other.requests)
     assert router.hits == 0

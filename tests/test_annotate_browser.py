@@ -30,9 +30,16 @@ def task(n: int) -> Task:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
+    from r2mad.settings.config import Backbone
+    from testing.scripted_server import FakeServer
+    from tests.conftest import answer
+
     tmp = tmp_path_factory.mktemp("annotate")
+    server = FakeServer(responder=answer).__enter__()  # the runs' backbone, for forks that verify (all say B)
     config = load_config(env={**os.environ, "R2MAD_DATA_DIR": str(tmp / "var")})
-    config = dataclasses.replace(config, app=dataclasses.replace(config.app, memory_dirs=(), default_bank=None))
+    fake = Backbone(name="smollm2-135m", base_url=server.base_url, model="fake-model", timeout_s=30, max_retries=0)
+    config = dataclasses.replace(config, app=dataclasses.replace(config.app, memory_dirs=(), default_bank=None),
+                                 backbones={**config.backbones, "smollm2-135m": fake})
     demo = build_app(config)
     store = demo.r2mad_services.store
     # five wrong runs for the keyboard queue (their detector flags differ), two for the blind queue
@@ -53,6 +60,7 @@ def served(tmp_path_factory):
     book.save_labels(blind[0], "ana", ["backend_error"], note="the call timed out")
     yield launch(demo), book, runs, blind
     demo.close()
+    server.__exit__(None, None, None)
 
 
 def fresh_page(browser, url):
@@ -104,8 +112,8 @@ def test_five_runs_labelled_with_keys_alone_survive_a_reload(served, browser):
     for n in range(5):
         wait_progress(page, f"run {n + 1} of 5 · as ana: {n} done")
         assert run_shown(page) == order[n]
-        pre = set(ticked(page))  # detector suggestions come pre-ticked
-        assert pre, "every run of this queue has a detector suggestion"
+        pre = set(ticked(page))  # no source's precision is measured yet: nothing comes pre-ticked
+        assert not pre and "precision not measured yet" in page.locator("#ann-suggestions").inner_text()
         page.keyboard.press("9")  # 'other' on
         page.keyboard.press(str(6 if n % 2 else 8))  # parse_failure or shared misconception toggled
         page.wait_for_timeout(150)
@@ -142,8 +150,12 @@ def test_five_runs_labelled_with_keys_alone_survive_a_reload(served, browser):
 
 
 def _queue(book):
+    return _named(book, "five")
+
+
+def _named(book, name):
     from r2mad.annotation.queues import get_queue
-    return get_queue(book.store, "five")
+    return get_queue(book.store, name)
 
 
 def test_blind_queue_hides_the_other_label_until_you_submit(served, browser):
@@ -184,6 +196,31 @@ def test_deep_link_opens_the_run_a_click_blames_a_turn_and_a_compared_run_is_lab
     page.locator("#ann-chat").get_by_text("Agent 3 · careful").nth(1).click()
     page.locator("#ann-chat").get_by_text("Run 3 says I think ((B))").locator("visible=true").first.click()
     page.locator("#ann-turn").filter(has_text="round 1 · agent 3").wait_for(timeout=60_000)
+    # keys: N five times focuses round 1's agent 2 (agent turns only), B blames it, B again unpicks it
+    for _ in range(5):
+        page.keyboard.press("N")
+    assert page.locator("#ann-chat .ann-focus").inner_text().startswith("Agent 2")
+    page.keyboard.press("B")
+    page.locator("#ann-turn").filter(has_text="round 1 · agent 2").wait_for(timeout=60_000)
+    assert "round 1 · agent 3" in page.locator("#ann-turn").inner_text()
+    shot(page, "annotate-keys-blame.png")
+    page.keyboard.press("B")
+    page.wait_for_function("() => !document.querySelector('#ann-turn').innerText.includes('round 1 · agent 2')",
+                           timeout=60_000)
+    # the ideal action of the picked turn, verified by a fork (the scripted server's agents all say B)
+    page.get_by_text("Ideal action of the picked turn").click()
+    page.fill("#ann-ideal textarea", "Mars is the one. ((A))")
+    page.click("#ann-ideal-save")
+    try:
+        page.locator("#ann-moves").filter(has_text="Opinions").wait_for(timeout=60_000)
+    except sync_api.TimeoutError:
+        shot(page, "annotate-ideal-failure.png")
+        raise
+    page.click("#ann-ideal-verify")
+    page.locator("#ann-moves").filter(has_text="Verified corrections").wait_for(timeout=60_000)
+    assert "does not flip: still wrong (B)" in page.locator("#ann-moves").inner_text()
+    shot(page, "annotate-verified.png")
+    page.locator("#ann-labels").get_by_label(re.compile("majority_persuaded_correct_agent")).check()
     page.locator("#ann-labels input[type=checkbox]").nth(8).check()  # other
     page.click("#ann-copy")
     page.wait_for_function("(id) => document.querySelector('#ann-link input, #ann-link textarea').value"
@@ -229,20 +266,41 @@ def test_create_a_queue_measure_agreement_adjudicate_and_export(served, browser)
     page.get_by_text("New queue from a filter").click()
     page.fill("#ann-q-name input, #ann-q-name textarea", "all wrong")
     page.click("#ann-create")
-    # five mad runs and two madm2 runs, all wrong (which one opens first depends on who labelled what above)
-    wait_progress(page, "Queue all wrong · run [12] of 7")
+    # five mad runs, two madm2 runs and the forks that verified a correction above, all wrong (which one
+    # opens first depends on who labelled what above)
+    n = len(book.store.list_runs(correct=False))
+    wait_progress(page, f"Queue all wrong · run [12] of {n}")
+    page.click("#ann-freeze")  # a frozen snapshot beside the live filter
+    wait_progress(page, rf"Queue all wrong · frozen .* of {n} .*frozen snapshot")
+    # a new wrong run is saved while one works: the snapshot keeps its n runs, the live filter takes it
+    save_run(book.store, make_transcript(task(20), [["B", "B"]], "B", False, method="madm2-objective"))
+    page.keyboard.press("J")
+    wait_progress(page, f"run 2 of {n} ")
+    assert len(queue_items(book.store, _named(book, "all wrong"), "local")) == n + 1
     page.get_by_role("tab", name="Agreement").click()
     page.click("#ann-measure")
     agreement = page.locator("#ann-agreement")
     agreement.filter(has_text="Krippendorff").wait_for(timeout=30_000)
     assert "advice_misled" in agreement.inner_text() and "precision" in agreement.inner_text()
     assert "Caution:" in agreement.inner_text()  # two runs labelled by two people are too few for κ
+    # tables fit their column: every number on one line, no table wider than the run's column
+    fits = page.evaluate("""() => {
+      const cells = [...document.querySelectorAll('#ann-agreement td')]
+        .filter((td) => /^[-+0-9.,%()/ ]+$/.test(td.innerText.trim()) && td.innerText.trim());
+      const oneLine = cells.every((td) => { const r = document.createRange(); r.selectNodeContents(td);
+        return new Set([...r.getClientRects()].map((x) => Math.round(x.top))).size <= 1; });
+      const main = document.querySelector('#ann-main').getBoundingClientRect().right;
+      const wide = [...document.querySelectorAll('#ann-agreement table')]
+        .every((t) => t.getBoundingClientRect().right <= main + 1);
+      return [cells.length, oneLine, wide]; }""")
+    assert fits[0] > 5 and fits[1:] == [True, True], fits
     row = page.locator("#ann-disagreements").get_by_text(blind[1][:8], exact=True).filter(visible=True).first
     row.wait_for(timeout=60_000)
     assert "cy: other" in page.locator("#ann-disagreements").inner_text()
     row.click()
     page.wait_for_function("(id) => document.querySelector('#ann-run input, #ann-run textarea').value === id",
                            arg=blind[1], timeout=60_000)
+    assert blind[1][:8] in page.locator("#ann-final-run").inner_text()  # the run the final labels are for
     page.locator("#ann-final").get_by_label("advice_misled").check()
     page.click("#ann-final-save")
     page.locator("#ann-final-md").filter(has_text="Final labels by local: advice_misled").wait_for(timeout=60_000)
@@ -267,9 +325,19 @@ def test_the_workbench_fits_a_laptop_and_a_phone_and_the_last_queue_comes_back(s
     boxes = [page.locator(f"#{x}").bounding_box() for x in ("ann-side", "ann-main", "ann-label-pane")]
     assert boxes[0]["x"] < boxes[1]["x"] < boxes[2]["x"]  # sidebar | run pages | labels, side by side
     assert all(b["y"] < 300 for b in boxes) and boxes[2]["x"] + boxes[2]["width"] <= 1440
+    # Tab from the top of the workbench reaches the labels before the queue form (which sits left of them)
+    page.locator("#ann-who").click()
+    first = None
+    for _ in range(80):
+        page.keyboard.press("Tab")
+        first = page.evaluate("""() => { const a = document.activeElement;
+          return a.closest('#ann-label-pane') ? 'labels' : a.closest('#ann-side') ? 'queue' : null; }""")
+        if first:
+            break
+    assert first == "labels"
     cell = page.locator("#ann-items span.run-id").filter(visible=True).first
     full = cell.get_attribute("title")
-    assert full in runs and cell.inner_text() == full[:8]  # a short id, the whole one on hover
+    assert full in {r.id for r in book.store.list_runs()} and cell.inner_text() == full[:8]  # short id, whole on hover
     page.goto(url)  # no link: the queue this browser had open comes back
     page.get_by_role("tab", name="Annotate").click()
     wait_progress(page, "Queue five")

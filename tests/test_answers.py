@@ -13,9 +13,9 @@ from r2mad.grading.answers import (
     strip_think,
 )
 from r2mad.grading.mathcheck import math_equivalent, normalize_math
-from r2mad.types import UNPARSED, Answer, Task
+from r2mad.types import OPTION_LETTERS, UNPARSED, Answer, Task
 
-TEN = "ABCDEFGHIJ"
+TEN = OPTION_LETTERS
 
 
 @pytest.mark.parametrize("text, value, how", [

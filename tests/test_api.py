@@ -16,7 +16,7 @@ from r2mad.settings.config import Backbone, load_config  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.api import ENDPOINTS  # noqa: E402
 from r2mad.ui.serving import launch  # noqa: E402
-from testing.scripted_server import FakeServer  # noqa: E402  # noqa: E402  # noqa: E402
+from testing.scripted_server import FakeServer  # noqa: E402  # noqa: E402  # noqa: E402  # noqa: E402
 from tests.conftest import answer  # noqa: E402
 from tests.helpers import free_port, make_bank  # noqa: E402
 from tests.ui_client import PatientClient as Client  # noqa: E402
@@ -54,7 +54,8 @@ def test_only_the_five_endpoints_are_public_and_none_takes_a_token(client):
     info = client.view_api(return_format="dict", print_info=False)
     assert sorted(info["named_endpoints"]) == sorted(f"/{name}" for name in ENDPOINTS)
     params = [p["parameter_name"] for e in info["named_endpoints"].values() for p in e["parameters"]]
-    assert params and not [p for p in params if "token" in p or "key" in p or p == "request"]
+    secretish = [p for p in params if ("token" in p and p != "max_tokens") or "key" in p or p == "request"]
+    assert params and not secretish  # max_tokens is the output budget, not a secret
     # the API page names and describes every parameter (not Gradio's "the '1st' Api component")
     for endpoint in info["named_endpoints"].values():
         for p in endpoint["parameters"]:
@@ -70,8 +71,14 @@ def test_run_debate_get_run_list_runs_and_fork_run(app, client):
     assert t["final"] == "B" and t["correct"] is True and t["status"] == "done"
     assert [[x["answer"] for x in r["turns"]] for r in t["rounds"]] == [["B", "B", "B"]]  # early stop after round 0
     assert server.hits - hits == 3 and t["usage"]["calls"] == 3 and t["usage_by_model"]["fake"]["calls"] == 3
+    hits = server.hits  # the Advanced panel's settings: two agents, round 0 only
+    two = client.predict(question="Largest planet?", options=PLANETS, gold="B", method="mad", rounds=1, agents=2,
+                         max_tokens=64, temperature=0.0, seed=7, api_name="/run_debate")
+    assert [len(r["turns"]) for r in two["rounds"]] == [2] and server.hits - hits == 2
+    with pytest.raises(Exception, match="agents"):
+        client.predict(question="Largest planet?", agents=99, api_name="/run_debate")
     rows = client.predict(limit=5, method="mad", correct="yes", api_name="/list_runs")
-    assert rows[0]["run_id"] == t["run_id"] and rows[0]["final"] == "B"
+    assert rows[1]["run_id"] == t["run_id"] and rows[0]["final"] == "B"
     saved = client.predict(run_id=t["run_id"], api_name="/get_run")
     assert saved["rounds"] == t["rounds"] and saved["forked_from"] is None and saved["forks"] == []
 
@@ -86,7 +93,9 @@ def test_run_debate_get_run_list_runs_and_fork_run(app, client):
     hits = server.hits
     g = client.predict(run_id=t["run_id"], from_round=1, answers={"1": "A"}, method="truemad", drop_advice={"1": 2},
                        api_name="/fork_run")
-    assert g["fork"]["changes"][1] == {"kind": "drop-advice", "agent": 0, "value": "2"}
+    assert g["fork"]["changes"][1] == {"kind": "drop-advice", "agent": 1, "value": "2"}  # agents from 1, as asked
+    assert client.predict(run_id=g["run_id"], api_name="/get_run")["fork"]["changes"][0] == {
+        "kind": "answer", "agent": 1, "value": "A"}
     assert server.hits - hits == 5 + 3  # round 1: five advisers asked, not six; all agree, so it stops there
     with pytest.raises(Exception, match="Unmasking a response acts on MAD-M²'s masks, which 'mad' does not have"):
         client.predict(run_id=t["run_id"], from_round=1, unmasks=[1], api_name="/fork_run")

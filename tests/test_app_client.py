@@ -12,6 +12,8 @@ import pytest
 pytest.importorskip("gradio")
 pytest.importorskip("gradio_client")
 
+from r2mad.engine.resources import Given
+from r2mad.engine.service import RunRequest
 from r2mad.settings.config import load_config  # noqa: E402
 from r2mad.types import AgentTurn, Answer, Round, Task, Transcript  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
@@ -175,7 +177,7 @@ def scripted_run(tmp_path, methods, *, rounds=3, delay_s=0.02, streams_text=Fals
     settings = load_config().settings.replace(agents=2, rounds=rounds, early_stop=False)
     task = Task("mcq", "Which?", (("A", "one"), ("B", "two")), "B", "t1")
     store = RunStore(tmp_path / "runs.sqlite")
-    return LiveRun(task, methods, "scripted", settings, None, store), backend, store
+    return LiveRun(RunRequest(task, tuple(methods), settings, "scripted", source="app"), store), backend, store
 
 
 def test_live_run_saves_every_round_and_stops_on_request(tmp_path):
@@ -187,7 +189,7 @@ def test_live_run_saves_every_round_and_stops_on_request(tmp_path):
     stop, saved_while_running = asyncio.Event(), []
 
     async def consume():
-        async for shown in stream(live, backend, stop=stop):
+        async for shown in stream(live, Given(backend), stop=stop):
             finished = [r for r in shown["mad"].rounds if not r.details.get("running")]
             if len(finished) == 1 and not saved_while_running:
                 record = store.get_run(live.run_ids["mad"])
@@ -212,7 +214,7 @@ def test_live_side_by_side_shares_round0_and_saves_each_method(tmp_path):
 
     async def consume():
         first_shared = None
-        async for shown in stream(live, backend):
+        async for shown in stream(live, Given(backend)):
             if first_shared is None and shown["mad"].rounds:
                 first_shared = shown["mad"].rounds[0].details.get("shared")
         return shown, first_shared
@@ -236,7 +238,7 @@ def test_stopping_a_side_by_side_keeps_the_methods_that_had_finished(tmp_path):
     stop = asyncio.Event()
 
     async def consume():
-        async for shown in stream(live, backend, stop=stop):
+        async for shown in stream(live, Given(backend), stop=stop):
             if len([r for r in shown["mad"].rounds if not r.details.get("running")]) == 2:
                 stop.set()
         return shown
@@ -333,7 +335,7 @@ def test_live_text_shows_while_agents_write_and_is_never_saved(tmp_path):
 
     async def consume():
         writing = []
-        async for shown in stream(live, backend):
+        async for shown in stream(live, Given(backend)):
             for method, t in shown.items():
                 titles = [m["metadata"].get("title", "") for m in chat_messages(t)]
                 writing += [(method, t.rounds[-1].index, title) for title in titles if "writing" in title]

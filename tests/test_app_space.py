@@ -2,7 +2,6 @@
 files from memory/ or configs/, finite queue, our own error sentences only, and eight visitors at once
 whose debates run side by side without crossing."""
 import os
-import socket
 import threading
 import time
 import urllib.error
@@ -15,6 +14,7 @@ import yaml
 from app import serve
 from r2mad.settings.config import load_config
 from testing.scripted_server import FakeServer, ok
+from tests.helpers import free_port
 from tests.ui_client import UIClient as Client  # the UI events are undocumented
 from tests.ui_client import debate_outputs
 
@@ -22,12 +22,6 @@ pytestmark = pytest.mark.slow  # real model, server, embedder or browser
 
 ROOT = Path(__file__).resolve().parent.parent
 SESSIONS = 8
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 CALLS = {"now": 0, "peak": 0}  # chat calls the scripted server is answering at once

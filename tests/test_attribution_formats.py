@@ -8,6 +8,7 @@ import pytest
 from r2mad.annotation.book import LabelBook
 from r2mad.cli import main
 from r2mad.exports import mpbench, whowhen
+from r2mad.runs.counterfactuals import corrections_of
 from r2mad.runs.store import RunStore
 from r2mad.settings.config import load_config
 from tests.helpers import STORED_MCQ, make_transcript, save_run
@@ -86,7 +87,8 @@ def test_a_hand_written_mp_bench_folder_comes_in_and_goes_out_whole(tmp_path):
         failed = i == 5
         history.append({**step, "step": str(i), "fail_annotation": "1" if failed else "0",
                         "fail_category": "majority_persuaded_correct_agent" if failed else "",
-                        "fail_reason": "It gave up B for the majority." if failed else "", "ideal_action": ""})
+                        "fail_reason": "It gave up B for the majority." if failed else "",
+                        "ideal_action": "B holds: the others never checked it. The answer is (B)." if failed else ""})
     record = {"is_correct": True, "question": QUESTION, "ground_truth": "A", "history": history, "system_prompt": {}}
     (tmp_path / "mp" / "kim").mkdir(parents=True)
     (tmp_path / "mp" / "kim" / f"{run}.json").write_text(json.dumps(record))
@@ -94,6 +96,8 @@ def test_a_hand_written_mp_bench_folder_comes_in_and_goes_out_whole(tmp_path):
     [kim] = store.get_run(run).annotations
     assert kim.labels == ("majority_persuaded_correct_agent",) and kim.note == "It gave up B for the majority."
     assert kim.blame == {"majority_persuaded_correct_agent": {"round": 1, "agent": 1}}
+    [ideal] = corrections_of(store, run)  # the ideal action is kept as kim's correction of that turn
+    assert (ideal.round, ideal.agent, ideal.annotator, ideal.verified) == (1, 1, "kim", False)
     [path] = mpbench.export_runs(store, [run], tmp_path / "out")
     assert path == tmp_path / "out" / "kim" / f"{run}.json"
     back = json.loads(path.read_text())

@@ -14,6 +14,7 @@ from r2mad.memory.bank import MemoryBank
 from r2mad.memory.embedder import HashEmbedder
 from r2mad.settings.config import load_config
 from r2mad.types import Case
+from tests.helpers import child
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -58,7 +59,7 @@ def test_corrupt_index_is_rebuilt_or_memory_turns_off_and_the_bank_survives(tmp_
 def test_a_bank_held_by_another_process_turns_memory_off_with_a_notice(tmp_path):
     config = config_for(tmp_path)
     folder = small_bank(tmp_path / "bank", Path(config.app.data_dir) / "index")
-    holder = subprocess.Popen([sys.executable, "-c", (
+    holder = child([sys.executable, "-c", (
         "import sys, time; from r2mad.memory.bank import MemoryBank; from r2mad.memory.embedder import HashEmbedder\n"
         f"b = MemoryBank.open({str(folder)!r}, HashEmbedder(64), "
         f"index_root={str(Path(config.app.data_dir) / 'index')!r})\n"

@@ -16,7 +16,7 @@ from r2mad.prompts.common import final_answer_request
 from r2mad.serving.services import Services
 from r2mad.settings.config import load_config
 from r2mad.steer.blame import CallMeter, blame
-from r2mad.steer.links import Blame, save_blame
+from r2mad.steer.links import Blame
 from r2mad.ui.annotate_handlers import SHOWN, AnnotateHandlers
 from tests.helpers import FORK_SETTINGS as SETTINGS
 from tests.helpers import PLANET_MCQ as MCQ
@@ -88,7 +88,7 @@ def test_blame_that_fixes_a_run_is_a_counterfactual_suggestion_for_annotators(tm
     book = LabelBook(store)
     book.detect()
     before = book.suggestions(run)
-    save_blame(store, [Blame(run, 0, 0, "mask", fork, "B", True, 6, 120),
+    store.save_blame([Blame(run, 0, 0, "mask", fork, "B", True, 6, 120),
                        Blame(run, 2, 0, "previous", None, "A", False, 0, 0),
                        Blame(run, 1, 1, "mask", None, None, None, 3, 60)])  # fixed / still wrong / cut
     assert book.detect() == 1  # the new blame rows make the run due again

@@ -12,7 +12,6 @@ from r2mad.methods import make_method
 from r2mad.runs.io import export_records
 from r2mad.runs.store import RunStore
 from r2mad.steer.blame import blame, pair_candidates
-from r2mad.steer.links import blame_of, save_blame
 from tests.helpers import FORK_SETTINGS as SETTINGS
 from tests.helpers import PLANET_MCQ as MCQ
 from tests.helpers import agent_of, save_run
@@ -60,9 +59,9 @@ def test_a_pair_is_stored_and_becomes_one_counterfactual_suggestion(tmp_path):
     t = asyncio.run(Debate(ScriptedBackend(herd), make_method("mad", SETTINGS), backbone="b").run(MCQ))
     run = save_run(store, t)
     from r2mad.steer.links import Blame
-    save_blame(store, [Blame(run, 0, 1, "mask", None, "B", True, 6, 60, 0.0, ((0, 2, "mask"),)),
+    store.save_blame([Blame(run, 0, 1, "mask", None, "B", True, 6, 60, 0.0, ((0, 2, "mask"),)),
                        Blame(run, 0, 1, "mask", None, "A", False, 6, 60)])
-    assert [b.turns for b in blame_of(store, run)] == [((0, 1, "mask"),), ((0, 1, "mask"), (0, 2, "mask"))]
+    assert [b.turns for b in store.blame_of(run)] == [((0, 1, "mask"),), ((0, 1, "mask"), (0, 2, "mask"))]
     book = LabelBook(store)
     book.detect()
     [s] = [s for s in book.suggestions(run) if s.detector == "counterfactual"]

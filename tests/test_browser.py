@@ -120,8 +120,13 @@ def test_opening_a_tab_shows_its_runs_and_bank_cases_without_a_click(page, serve
     page.get_by_role("tab", name="Inspect runs").click()
     page.locator("#runs span").filter(has_text=run_id[:8]).first.wait_for(timeout=30_000)
     page.get_by_role("tab", name="Memory bank").click()
-    # the bank's index is built on first open
-    page.locator("#bank-cases span").filter(has_text="mcq-001").first.wait_for(timeout=120_000)
+    # the bank's index is built on first open: wait while the page shows it warming up, however long that takes
+    # on a loaded machine, and fail only when the page shows no change for 120 s (a hang guard)
+    while not page.locator("#bank-cases span").filter(has_text="mcq-001").count():
+        shown = page.locator("#bank-about").inner_text()
+        page.wait_for_function("([shown]) => document.querySelector('#bank-about').innerText !== shown || "
+                               "[...document.querySelectorAll('#bank-cases span')].some(s => "
+                               "s.textContent.includes('mcq-001'))", arg=[shown], timeout=120_000)
     cases = len((Path(__file__).resolve().parent.parent / "memory/demo-mcq/cases.jsonl").read_text().splitlines())
     assert "demo-mcq · mcq cases" in page.locator("#bank-about").inner_text()
     assert f"{cases} cases" in page.locator("#bank-about").inner_text()

@@ -289,8 +289,9 @@ def test_inspect_on_a_phone_shows_the_question_and_the_outcome(browser, served):
 
 
 def test_inspect_shows_label_chips_and_a_run_drawer_that_forks_from_a_round(page, served):
+    from dataclasses import asdict
+
     from r2mad.steer.fork import ForkSpec
-    from r2mad.steer.links import link_fork
     from r2mad.types import AgentTurn, Answer, Round, Task, Transcript
 
     store = served[2].store
@@ -304,7 +305,7 @@ def test_inspect_shows_label_chips_and_a_run_drawer_that_forks_from_a_round(page
     run_id = store.start_run(method="mad", backbone="fake", bank=None, task=task, settings={"rounds": 2}, seed=0,
                              code_version="t", source="app")
     store.save_transcript(run_id, t, "done")
-    link_fork(store, child, run_id, ForkSpec(1))
+    store.link_fork(child, run_id, asdict(ForkSpec(1)))
     first, second = list(store.taxonomy)[:2]
     store.annotate(run_id, annotator="ann1", labels=[first, second])
     store.annotate(run_id, annotator="ann2", labels=[first])
@@ -324,6 +325,11 @@ def test_inspect_shows_label_chips_and_a_run_drawer_that_forks_from_a_round(page
     box = drawer.bounding_box()
     assert box["x"] + box["width"] <= DESKTOP["width"] + 1 and box["width"] <= 721  # a drawer, not the page
     shot(page, "inspect-drawer", full=False)
+    drawer.locator("#inspect-html").click()  # the open run as one self-contained page
+    link = drawer.locator("#inspect-html-file a[href*='.html']").first
+    link.wait_for(timeout=60_000)
+    html = page.request.get(link.get_attribute("href")).text()
+    assert f"Run {run_id}" in html and "<script" not in html
 
     page.click("#fork-from-here")  # round 1, the first a fork can start from
     page.get_by_text("Run id (from Inspect runs)").wait_for(timeout=60_000)
@@ -338,6 +344,11 @@ def test_inspect_shows_label_chips_and_a_run_drawer_that_forks_from_a_round(page
     page.click("#inspect-export-csv")  # what the list shows, one row per run
     page.wait_for_function(  # the file's name shows as "runs" and ".csv" on two lines
         "() => (document.querySelector('#inspect-file') || {}).innerText?.replace(/\\s/g, '').includes('runs.csv')",
+        timeout=60_000)
+    page.click("#inspect-export-html")  # the listed runs as a zip of pages, beside JSONL and CSV
+    page.wait_for_function(
+        "() => (document.querySelector('#inspect-file') || {}).innerText?.replace(/\\s/g, '')"
+        ".includes('runs-html.zip')",
         timeout=60_000)
 
 

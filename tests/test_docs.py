@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from r2mad.cli import build_parser
+from tests.helpers import child
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -169,7 +170,7 @@ def cli_socket(tmp_path_factory):
     """tests/cli_zygote.py serving `python -m r2mad` commands (the CLI imported once, a fork per command)."""
     folder = tmp_path_factory.mktemp("cli")
     path = folder / "cli.sock"
-    server = subprocess.Popen([sys.executable, "-m", "tests.cli_zygote", str(path)], cwd=ROOT,
+    server = child([sys.executable, "-m", "tests.cli_zygote", str(path)], cwd=ROOT,
                               env=environment(folder), stdout=subprocess.PIPE, text=True)
     try:
         waited = select.select([server.stdout], [], [], 120)[0]  # its imports, on a busy machine
@@ -232,6 +233,6 @@ def test_the_api_example_runs_against_the_served_app(scripted, tmp_path):
         scope: dict = {}
         exec(compile(code, block.name, "exec"), scope)
         runs = scope["c"].predict(limit=10, api_name="/list_runs")
-        assert scope["t"]["run_id"] and len(runs) == 3  # two debates and the fork
+        assert scope["t"]["run_id"] and len(runs) == 4  # three debates (one with the Advanced settings), the fork
     finally:
         demo.close()

@@ -165,12 +165,11 @@ def test_blame_reads_a_persons_wrong_turn_like_any_other_and_counts_it_as_no_cal
 def test_side_by_side_every_debate_reads_the_note_and_a_baseline_none():
     """The request's one moderator reaches each method's debate of a comparison (they share round 0, then each
     asks it before its own round 1); the single-agent baseline is asked nothing."""
-    from r2mad.engine.service import RunRequest, run
+    from r2mad.engine.runner import Setup, run_methods
 
-    backend = ScriptedBackend(fork_replies)
-    request = RunRequest(PLANET_MCQ, ("mad", "madm2-subjective", "cot"), FORK_SETTINGS, "b", source="app",
-                         moderator=scripted([Interjection(1, NOTE)]))
-    runs = asyncio.run(run(request, backend, "b", []))
+    setup = Setup(ScriptedBackend(fork_replies), FORK_SETTINGS, "b")
+    runs = asyncio.run(run_methods(PLANET_MCQ, ("mad", "madm2-subjective", "cot"), setup,
+                                   moderator=scripted([Interjection(1, NOTE)])))
     for method in ("mad", "madm2-subjective"):
         t = runs[method]
         assert all(NOTE in prompt_text(turn) for turn in t.rounds[1].turns), method

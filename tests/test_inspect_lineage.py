@@ -1,11 +1,11 @@
 """Inspect's run drawer names the run a fork came from (with what it changed) and the forks made of a
 run, and only those the visitor may read."""
+from dataclasses import asdict
 from types import SimpleNamespace
 
 from r2mad.runs.store import RunStore
 from r2mad.serving.visitors import Visitor
 from r2mad.steer.fork import Change, ForkSpec
-from r2mad.steer.links import link_fork
 from r2mad.ui.inspect_tab import InspectHandlers
 from tests.helpers import STORED_MCQ as MCQ
 from tests.helpers import make_transcript
@@ -22,8 +22,8 @@ def saved(store: RunStore, owner: str | None) -> str:
 def test_the_drawer_names_parent_and_forks_the_visitor_may_read(tmp_path):
     store = RunStore(tmp_path / "runs.db")
     parent, mine, theirs = saved(store, "ana"), saved(store, "ana"), saved(store, "bo")
-    link_fork(store, mine, parent, ForkSpec(2, (Change("unmask", 2),)))
-    link_fork(store, theirs, parent, ForkSpec(1))
+    store.link_fork(mine, parent, asdict(ForkSpec(2, (Change("unmask", 2),))))
+    store.link_fork(theirs, parent, asdict(ForkSpec(1)))
     h = InspectHandlers(SimpleNamespace(store=store))
     ana, everyone = Visitor("ana", annotator=False), Visitor(None)
     assert h._lineage(mine, ana) == f"Fork of run `{parent[:8]}` (from round 2, agent 3 unmasked at round 2)."

@@ -160,3 +160,33 @@ def test_the_dataset_exports_judge_rows_as_kind_llm_and_imports_them_back(tmp_pa
     read_dataset(fresh, tmp_path / "ds")
     assert sorted(s.detector for s in fresh.suggestions(run)) == sorted(s.detector for s in book.suggestions(run))
     assert "llm:scripted" in {s.detector for s in fresh.suggestions(run)}
+
+
+def test_inspect_asks_the_judge_about_the_open_run_and_downloads_it_as_html(tmp_path):
+    """The Inspect tab's buttons: "Ask the judge" (one call of the run's backbone, here a loopback server)
+    and "Download HTML" for the open run and for the listed runs (a zip of pages)."""
+    import zipfile
+    from types import SimpleNamespace
+
+    from r2mad.serving.services import Services
+    from r2mad.settings.config import Backbone, load_config
+    from r2mad.ui.inspect_tab import InspectHandlers
+
+    reply = quote("majority_persuaded_correct_agent", 2, 1, "A")
+    with FakeServer(models=["judge-model"], responder=lambda body: ok(reply)) as judge:
+        config = load_config(env={"R2MAD_DATA_DIR": str(tmp_path / "var")})
+        fake = Backbone(name="smollm2-135m", base_url=judge.base_url, model="judge-model", timeout_s=30, max_retries=0)
+        config = dataclasses.replace(config, backbones={**config.backbones, "smollm2-135m": fake})
+        h = InspectHandlers(Services(config))
+        run, other = save_run(h.services.store, debate()), save_run(h.services.store, debate())
+        request = SimpleNamespace(session_hash="s1", query_params={}, headers={}, cookies={})
+        said = asyncio.run(h.ask_judge(run, None, request))
+        assert judge.hits == 1 and "**The judge (llm:smollm2-135m)** proposed 1 label(s)" in said
+        assert "`majority_persuaded_correct_agent`: the judge" in said
+    [s] = [s for s in LabelBook(h.services.store).suggestions(run) if s.detector.startswith("llm:")]
+    assert (s.label, s.round, s.agents) == ("majority_persuaded_correct_agent", 1, (0,))
+    page = open(h.download_html(run, None, request), encoding="utf-8").read()
+    assert page.lower().startswith("<!doctype html>") and f"Run {run}" in page and "<script" not in page
+    assert "majority_persuaded_correct_agent" in page  # the judge's suggestion is on the page
+    with zipfile.ZipFile(h.export_html([run, other], None, request)) as zf:
+        assert sorted(zf.namelist()) == sorted([f"run-{run[:8]}.html", f"run-{other[:8]}.html"])

@@ -151,5 +151,5 @@ def test_the_apps_mixed_backbones_follow_the_single_backbones_rules_in_one_sente
         with pytest.raises(ConfigError) as caught:
             services.mixed_backends(names, n_agents=2, **kw)
         assert sentence in str(caught.value) and "X" * 20 not in str(caught.value)
-    aux, name, agents = services.mixed_backends(["local", "hf"], "hf", n_agents=2, token="hf_" + "X" * 20)
-    assert name == "hf" and [n for n, _ in agents] == ["local", "hf"] and agents[1][1] is aux
+    aux, agents = services.mixed_backends(["local", "hf"], "hf", n_agents=2, token="hf_" + "X" * 20)
+    assert aux.name == "hf" and [b.name for b in agents] == ["local", "hf"] and agents[1] is aux

@@ -1,7 +1,6 @@
 """Integration on real parts: the embedded SmolLM2 model (in its own process), and the OpenAI-compatible backend
 against llama-cpp-python's own OpenAI-compatible server on a loopback port with the same GGUF."""
 import asyncio
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from r2mad.debate import Debate
 from r2mad.methods import make_method
 from r2mad.settings.config import DebateSettings, cache_dir
 from r2mad.types import Message, Task
+from tests.helpers import child, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -26,18 +26,12 @@ SMALL = DebateSettings(max_tokens=48, early_stop=False, seed=3)
 HELLO = [Message("user", "Say hello in one short sentence.")]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def llama_server():
     port = free_port()
     weights = batched_weights(smollm2_path(), cache_dir() / "gguf")  # the embedded model's own Q8_0 copy
     q8 = str(int(low.GGML_TYPE_Q8_0))  # and its cache: flash attention, q8_0 keys and values
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(weights),
+    proc = child([sys.executable, "-m", "llama_cpp.server", "--model", str(weights),
                              "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
                              "--logits_all", "true", "--flash_attn", "true", "--type_k", q8, "--type_v", q8],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

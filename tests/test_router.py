@@ -20,7 +20,7 @@ from r2mad.bench.router import Router, routes_in_log
 from r2mad.bench.speed import TASK
 from r2mad.engine.runner import run_debate
 from testing.replicas import PrefixCache, Replicas, prompt_tokens
-from tests.helpers import free_port
+from tests.helpers import child, free_port
 
 
 def backend_for(url: str, **kw) -> OpenAICompatBackend:
@@ -184,7 +184,7 @@ def llama_servers():
 
     ports = [free_port() for _ in range(3)]
     script = Path(__file__).with_name("llama_health_server.py")  # llama_cpp.server plus the /health a router polls
-    procs = [subprocess.Popen([sys.executable, str(script), str(smollm2_path()), str(p)],
+    procs = [child([sys.executable, str(script), str(smollm2_path()), str(p)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for p in ports]
     try:
         deadline = time.monotonic() + LLAMA_START_S

@@ -3,7 +3,6 @@ the allow-list read all and label as their login, a signed-in visitor's debates 
 and the owner's token serves nobody unless the config says so."""
 import asyncio
 import os
-import socket
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -16,6 +15,7 @@ from r2mad.runs.records import NOTE_LIMIT
 from r2mad.settings.config import load_config
 from r2mad.ui.views import VIEW_NAMES
 from testing.scripted_server import FakeServer
+from tests.helpers import free_port
 from tests.ui_client import UIClient as Client  # the UI events are undocumented
 
 pytestmark = pytest.mark.slow  # a real app and test server
@@ -23,12 +23,6 @@ pytestmark = pytest.mark.slow  # a real app and test server
 ROOT = Path(__file__).resolve().parent.parent
 OWNER_TOKEN = "hf_" + "OwnerSecretToken" + "3" * 16  # token-shaped, built
 LOGIN_TOKEN = "hf_oauth_VisitorLoginToken0123456789"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def space_config(tmp: Path, base_url: str, **app_changes):

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
+from r2mad.engine.resources import Given
+from r2mad.engine.service import RunRequest
 from r2mad.runs.store import RunStore
 from r2mad.serving.live import LiveRun, stream
 from r2mad.settings.config import load_config
@@ -34,10 +36,10 @@ def test_a_running_debate_shows_the_seconds_since_run_was_pressed_and_a_finished
 def test_the_stream_wakes_the_page_while_a_model_call_takes_long(tmp_path):
     backend = ScriptedBackend(lambda messages: "I pick ((B))", delay_s=0.3)
     settings = load_config().settings.replace(agents=1, rounds=1)
-    live = LiveRun(TASK, ["cot"], "scripted", settings, None, RunStore(tmp_path / "runs.sqlite"))
+    live = LiveRun(RunRequest(TASK, ("cot",), settings, "scripted", source="app"), RunStore(tmp_path / "runs.sqlite"))
 
     async def consume():
-        return [shown async for shown in stream(live, backend, tick_s=0.02)]
+        return [shown async for shown in stream(live, Given(backend), tick_s=0.02)]
 
     shown = asyncio.run(consume())
     assert {} in shown  # woken without news while the call ran: only the clock moves

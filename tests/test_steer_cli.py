@@ -9,7 +9,7 @@ import yaml
 from r2mad.cli import main
 from r2mad.runs.store import RunStore
 from r2mad.settings.config import load_config
-from r2mad.steer.links import blame_of, fork_of, forks_of
+from r2mad.steer.links import fork_of
 from testing.scripted_server import FakeServer, ok
 from tests.helpers import ROOT, SYSTEMS, herd, make_bank
 
@@ -63,7 +63,7 @@ def test_fork_a_saved_run_from_the_command_line(tmp_path, herd_server, capsys):
     fork_id = next(r.id for r in store().list_runs() if r.id != parent.id)
     parent_id, spec = fork_of(store(), fork_id)
     assert parent_id == parent.id and spec.from_round == 1 and spec.changes[0].value == "B"
-    assert forks_of(store(), parent.id) == [fork_id]
+    assert store().forks_of(parent.id) == [fork_id]
     fork = store().get_run(fork_id)
     assert fork.correct is True
     assert fork.transcript.rounds[0].turns[0].details["steer"]["original_text"] == "Mars. ((A))"
@@ -94,7 +94,7 @@ def test_blame_finds_the_turn_that_caused_the_failure(tmp_path, herd_server, cap
     hits = herd_server.hits
     assert run(folder, "blame", parent.id, "--budget", "40") == 0
     out = capsys.readouterr().out
-    rows = blame_of(store(), parent.id)
+    rows = store().blame_of(parent.id)
     assert [(b.round, b.agent, b.neutraliser) for b in rows if b.correct] == [(0, 0, "mask")]
     assert "round 0 agent 1 mask     -> turns it CORRECT" in out
     spent = sum(b.calls for b in rows)
@@ -149,7 +149,7 @@ def test_a_fork_keeps_its_link_through_export_and_import(tmp_path, herd_server, 
     assert run(folder, "export", "--out", str(tmp_path / "runs.jsonl")) == 0
     monkeypatch.setenv("R2MAD_DATA_DIR", str(tmp_path / "elsewhere"))
     assert run(folder, "import", str(tmp_path / "runs.jsonl")) == 0
-    [fork_id] = forks_of(store(), parent.id)
+    [fork_id] = store().forks_of(parent.id)
     parent_id, spec = fork_of(store(), fork_id)
     assert parent_id == parent.id and spec.from_round == 2 and spec.changes[0].kind == "mask"
 
@@ -162,7 +162,7 @@ def test_a_mad_run_forked_into_r2mad_retrieves_from_the_named_bank(tmp_path, her
     capsys.readouterr()
     assert run(folder, "fork", parent.id, "--from-round", "2", "--method", "r2mad",
                "--bank", str(tmp_path / "memory" / "tiny")) == 0
-    fork = store().get_run(forks_of(store(), parent.id)[0])
+    fork = store().get_run(store().forks_of(parent.id)[0])
     assert fork.method == "r2mad" and fork.bank == str(tmp_path / "memory" / "tiny")
     turns = fork.transcript.rounds[2].turns
     assert [t.details["retrieved"][0]["case_id"] for t in turns if t.agent < 2] == ["case-0", "case-1"]
@@ -191,7 +191,7 @@ def test_fork_with_unmask_drop_advice_from_the_command_line(tmp_path, capsys):
         assert srv.hits == hits + 2 * (3 + 3)  # rounds 1 and 2: three judgments and three agents each
         out = capsys.readouterr().out
         assert "agent 1 unmasked at round 1" in out and "fork: shown unmasked: agent 1" in out
-        fork_id = forks_of(store(), parent.id)[0]
+        fork_id = store().forks_of(parent.id)[0]
         fork = store().get_run(fork_id).transcript
         assert fork.rounds[1].details["masks"]["all"]["0"]["steer"] == "unmasked"
         assert [t.details["shown"] for t in fork.rounds[1].turns] == [[0, 1, 2]] * 3
@@ -207,14 +207,14 @@ def test_fork_with_unmask_drop_advice_from_the_command_line(tmp_path, capsys):
         out = capsys.readouterr().out
         assert "advice from agent 2 dropped at round 1" in out
         assert "fork: advice from agent 2 dropped (not asked for)" in out
-        fork_id = forks_of(store(), parent.id)[0]
+        fork_id = store().forks_of(parent.id)[0]
         _, spec = fork_of(store(), fork_id)
         assert (spec.changes[0].kind, spec.changes[0].agent, spec.changes[0].value) == ("drop-advice", 0, "2")
         hits = srv.hits
         assert run(folder, "fork", parent.id, "--from-round", "1", "--unmask", "2") == 2
         err = capsys.readouterr().err
         assert "Unmasking a response acts on MAD-M²'s masks, which 'truemad' does not have" in err
-        assert srv.hits == hits and len(forks_of(store(), parent.id)) == 1  # refused: nothing called or saved
+        assert srv.hits == hits and len(store().forks_of(parent.id)) == 1  # refused: nothing called or saved
 
 
 @pytest.mark.slow  # builds a Qdrant index on disk
@@ -229,7 +229,7 @@ def test_an_r2mad_run_forked_with_drop_case(tmp_path, herd_server, capsys):
     assert run(folder, "fork", parent.id, "--from-round", "1", "--drop-case", "1=1") == 0
     out = capsys.readouterr().out
     assert "agent 1 case 1 dropped at round 1" in out and "fork: case 1 (case-0) dropped" in out
-    fork = store().get_run(forks_of(store(), parent.id)[0]).transcript
+    fork = store().get_run(store().forks_of(parent.id)[0]).transcript
     turn = fork.rounds[1].turns[0]
     assert turn.details["retrieved"] == [] and turn.details["steer"] == {"drop-case": 1, "dropped": "case-0"}
     assert "<memory case" not in turn.prompt[-1].content
@@ -240,10 +240,43 @@ def test_an_r2mad_run_forked_with_drop_case(tmp_path, herd_server, capsys):
     assert run(folder, "fork", parent.id, "--from-round", "1", "--replace-case", "1=1:case-1") == 2
     assert "belongs to agent 2's memory, not agent 1's" in capsys.readouterr().err
     assert run(folder, "fork", parent.id, "--from-round", "1", "--replace-case", "1=1:case-2") == 0
-    fork = store().get_run(forks_of(store(), parent.id)[-1]).transcript
+    fork = store().get_run(store().forks_of(parent.id)[-1]).transcript
     assert fork.rounds[1].turns[0].details["steer"] == {"replace-case": 1, "replaced": "case-0", "by": "case-2"}
 
 
 def live_calls(t):
     from r2mad.steer.fork import live_usage
     return live_usage(t).calls
+
+
+def coin(body):
+    """herd with a coin from each call's seed: u = (seed // 100000) % 4 (blame --samples gives sample k the
+    seed + (k + 1) * 100000). Shown an A: A unless u == 1; shown none: B unless u == 0."""
+    messages, u = body["messages"], (body["seed"] // 100_000) % 4
+    if len(messages) == 2:
+        return ok("Mars. ((A))" if SYSTEMS.index(messages[0]["content"]) == 0 else "Jupiter. ((B))")
+    if "((A))" in messages[-1]["content"]:
+        return ok("Going along. ((A))" if u != 1 else "Jupiter. ((B))")
+    return ok("Jupiter. ((B))" if u != 0 else "Mars after all. ((A))")
+
+
+def test_blame_samples_reports_the_change_in_p_correct_with_an_interval(tmp_path, capsys):
+    from r2mad.runs.counterfactuals import samples_of
+
+    with FakeServer(responder=coin) as server:
+        folder = make_config(tmp_path, fake=server)
+        assert run(folder, "debate", *QUESTION, "--no-early-stop", "--seed", "3") == 0
+        [parent] = store().list_runs()
+        assert parent.correct is False
+        capsys.readouterr()
+        hits = server.hits
+        assert run(folder, "blame", parent.id, "--samples", "4", "--budget", "200") == 0
+        # round 1's five changes and their baseline (6 x 4 x 3 = 72), round 0's mask and its baseline (2 x 4 x 6)
+        assert server.hits - hits == 120
+    out = capsys.readouterr().out
+    # agent 1's round-0 A hidden: right unless u == 0 (3 of k + 1 = 1..4); as it was: right only when u == 1
+    assert "round 0 agent 1 mask" in out and "P(correct) 3/4 vs 1/4 as it was: change +0.50 [95% CI" in out
+    assert "120 calls of a budget of 200 (the baselines included)" in out
+    best = samples_of(store(), parent.id)[0]
+    assert (best.turns, best.correct, best.samples, best.base_correct, len(best.fork_ids)) == (
+        ((0, 0, "mask"),), 3, 4, 1, 4)

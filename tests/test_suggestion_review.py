@@ -32,10 +32,11 @@ def test_a_right_run_gets_one_unticked_row_for_six_wrong_confidence_suggestions(
     assert review.ticked_labels(groups) == []
 
 
-def test_a_wrong_run_starts_ticked_unless_the_source_is_imprecise():
+def test_a_wrong_run_starts_ticked_only_where_the_source_is_measured_and_precise():
     t = low_for_every_pair([["A", "B", "B"], ["B", "B", "B"]], final="B")
-    groups = review.group(d.detect(t), {}, run_correct=False)
-    assert {g.label: (g.ticked, g.why) for g in groups}["wrong_confidence"] == (True, "precision not measured yet")
+    groups = review.group(d.detect(t), {}, run_correct=False)  # a fresh install: nothing measured yet
+    assert {g.label: (g.ticked, g.why) for g in groups}["wrong_confidence"] == (False, review.UNMEASURED)
+    assert review.ticked_labels(groups) == [] and "tick it if it holds" in review.UNMEASURED
     # the detector suggested wrong_confidence on 4 adjudicated runs; people kept it on one: precision 1/4
     suggestions = [stored(r, "wrong_confidence") for r in ("r1", "r2", "r3", "r4")]
     finals = {"r1": ["wrong_confidence"], "r2": [], "r3": ["other"], "r4": []}
@@ -44,13 +45,16 @@ def test_a_wrong_run_starts_ticked_unless_the_source_is_imprecise():
     assert (score.precision, score.true_pos, score.false_pos) == (0.25, 1, 3)
     groups = {g.label: g for g in review.group(d.detect(t), scores, run_correct=False)}
     assert (groups["wrong_confidence"].ticked, groups["wrong_confidence"].why) == (False, "precision 25% is below 50%")
-    assert groups["majority_persuaded_correct_agent"].ticked  # its source is unmeasured: left to the person
+    assert not groups["majority_persuaded_correct_agent"].ticked  # its source is unmeasured: left to the person
+    finals = {"r1": ["wrong_confidence"], "r2": ["wrong_confidence"], "r3": [], "r4": ["wrong_confidence"]}
+    groups = {g.label: g for g in review.group(d.detect(t), review.source_scores(suggestions, finals), False)}
+    assert (groups["wrong_confidence"].ticked, groups["wrong_confidence"].why) == (True, "precision 75%")
 
 
-def test_labels_about_right_runs_stay_ticked_and_sources_are_kept_apart():
+def test_labels_about_right_runs_are_judged_like_any_and_sources_are_kept_apart():
     found = [stored("r", "parse_failure", "parse_failure"), stored("r", "wrong_confidence"),
              stored("r", "wrong_confidence", "llm"), stored("r", "", "counterfactual")]
     groups = review.group(found, {}, run_correct=True)
     assert [(g.label, g.source, g.ticked) for g in groups] == [
-        ("parse_failure", "parse_failure", True), ("wrong_confidence", "correct_peer_low_confidence", False),
+        ("parse_failure", "parse_failure", False), ("wrong_confidence", "correct_peer_low_confidence", False),
         ("wrong_confidence", "llm", False), ("", "counterfactual", False)]

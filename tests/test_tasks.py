@@ -17,9 +17,9 @@ from r2mad.evaluation.datasets import (
     read_rows,
 )
 from r2mad.grading.tasks import format_task, task_from_input
-from r2mad.types import Task
+from r2mad.types import OPTION_LETTERS, Task
 
-LETTERS = "ABCDEFGHIJ"
+LETTERS = OPTION_LETTERS
 
 
 # --- synthetic files in the Hugging Face schemas ------------------------------------------------

@@ -11,7 +11,7 @@ from r2mad.runs.store import RunStore
 from r2mad.text import quoted
 
 FILTER_KEYS = ("method", "backbone", "bank", "status", "correct", "shared_misconception", "flip",
-               "parse_failures", "detector")
+               "parse_failures", "detector", "runs")  # runs: a frozen queue's snapshot of run ids
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,9 @@ def save_queue(store: RunStore, queue: Queue) -> Queue:
                          f"{', '.join(STATUSES)}.")
     if not 1 <= int(queue.annotators_per_run) <= 20:
         raise ValueError("Annotators per run must be between 1 and 20; pick a number in that range.")
+    runs = queue.filters.get("runs")
+    if runs is not None and not (isinstance(runs, list) and all(isinstance(r, str) for r in runs)):
+        raise ValueError("A frozen queue's runs must be a list of run ids; freeze a queue from the workbench.")
     filters = {k: v for k, v in queue.filters.items() if v not in (None, "")}
     saved = Queue(name, filters, int(queue.annotators_per_run), bool(queue.blind))
     store.save_queue(saved)
@@ -54,7 +57,9 @@ def get_queue(store: RunStore, name: str) -> Queue:
 
 def queue_items(store: RunStore, queue: Queue, annotator: str) -> list[QueueItem]:
     """The queue's runs, most flags first (then oldest first), with their state for `annotator`."""
-    filters = {k: v for k, v in queue.filters.items() if k != "detector"}
+    filters = {k: v for k, v in queue.filters.items() if k not in ("detector", "runs")}
+    if queue.frozen:
+        filters["ids"] = list(queue.filters["runs"])
     runs = [r for r in store.list_runs(**filters, limit=100_000) if r.status != "running"]
     flags, people = store.suggestion_counts(), store.annotators_by_run()
     if queue.filters.get("detector"):
@@ -67,6 +72,12 @@ def queue_items(store: RunStore, queue: Queue, annotator: str) -> list[QueueItem
         state = "done" if annotator in who else "full" if len(who) >= queue.annotators_per_run else "pending"
         items.append(QueueItem(run, flags.get(run.id, 0), who, state))
     return items
+
+
+def frozen_copy(store: RunStore, queue: Queue, name: str, annotator: str) -> Queue:
+    """A frozen queue named `name`: the runs `queue` holds now, kept whatever runs are saved later."""
+    ids = [i.run.id for i in queue_items(store, queue, annotator)]
+    return save_queue(store, Queue(name, {**queue.filters, "runs": ids}, queue.annotators_per_run, queue.blind))
 
 
 def next_pending(items: list[QueueItem], after: str | None = None) -> str | None:

@@ -11,6 +11,7 @@ from r2mad.annotation import agreement
 from r2mad.annotation.mast import ABOUT_RIGHT_RUNS
 
 PRECISION_FLOOR = 0.5  # a source whose precision on a label is below this starts unticked
+UNMEASURED = "precision not measured yet (no adjudicated run to check it against); tick it if it holds"
 
 
 @dataclass(frozen=True)
@@ -44,8 +45,10 @@ def source_scores(suggestions: Sequence[Any], finals: Mapping[str, Sequence[str]
 def group(found: Sequence[Any], scores: Mapping[tuple[str, str], Any], run_correct: bool | None,
           floor: float = PRECISION_FLOOR) -> list[SuggestionGroup]:
     """One group per (label, source) of one run's suggestions, in the order first found. A group starts
-    ticked unless: it names no label; its source's measured precision on the label is below `floor`; or
-    the debate ended right and the label is not one that can describe a right run (mast.ABOUT_RIGHT_RUNS)."""
+    ticked only when its source's precision on the label is measured (against adjudicated labels) and at
+    least `floor`; unticked, with the reason, when: it names no label; the precision is not measured yet;
+    it is below `floor`; or the debate ended right and the label is not one that can describe a right run
+    (mast.ABOUT_RIGHT_RUNS)."""
     keys: dict[tuple[str, str], list[Any]] = {}
     for s in found:
         keys.setdefault((s.label, s.detector), []).append(s)
@@ -55,12 +58,14 @@ def group(found: Sequence[Any], scores: Mapping[tuple[str, str], Any], run_corre
         precision = None if score is None else score.precision
         if not label:
             ticked, why = False, "names a turn, not a label"
-        elif precision is not None and precision < floor:
-            ticked, why = False, f"precision {precision:.0%} is below {floor:.0%}"
         elif run_correct and label not in ABOUT_RIGHT_RUNS:
             ticked, why = False, "the debate ended right"
+        elif precision is None:
+            ticked, why = False, UNMEASURED
+        elif precision < floor:
+            ticked, why = False, f"precision {precision:.0%} is below {floor:.0%}"
         else:
-            ticked, why = True, "precision not measured yet" if precision is None else f"precision {precision:.0%}"
+            ticked, why = True, f"precision {precision:.0%}"
         out.append(SuggestionGroup(label, source, tuple(items), score, ticked, why))
     return out
 

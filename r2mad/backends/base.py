@@ -41,3 +41,26 @@ class ChatBackend(Protocol):
         on_text: called with a single completion's text so far as it grows; only when capabilities.streams_text.
         shape: the answer's form, kept to as capabilities.structured_output says; only when that is set."""
         ...
+
+
+class Wrapped:
+    """A backend around `inner` (metered, counted, recorded): its name, model and capabilities are the inner
+    backend's; `chat` passes through unless a subclass adds its step around the inner call."""
+
+    def __init__(self, inner: ChatBackend):
+        self.inner = inner
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def model(self) -> str | None:
+        return self.inner.model
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.inner.capabilities
+
+    async def chat(self, messages: Sequence[Message], **options) -> list[Completion]:
+        return await self.inner.chat(messages, **options)

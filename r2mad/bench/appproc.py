@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import yaml
 
+from r2mad.bench.children import child, free_port
 from r2mad.settings.config import CONFIG_DIR, ROOT
 
 
@@ -87,12 +87,6 @@ class Peak:
         self._thread.join()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def config_copy(folder: Path, **defaults) -> Path:
     """A copy of the shipped configs in `folder` whose debate defaults (methods.yaml) take `defaults`."""
     target = Path(folder) / "configs"
@@ -121,8 +115,8 @@ class AppProcess:
         env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "R2MAD_DATA_DIR": str(Path(self._tmp.name) / "var")}
         self.log = Path(self._tmp.name) / "app.log"
         with self.log.open("wb") as log:
-            self.proc = subprocess.Popen([sys.executable, "-c", SERVE, str(configs), "1" if self.warm else "0"],
-                                         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+            self.proc = child([sys.executable, "-c", SERVE, str(configs), "1" if self.warm else "0"],
+                              cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         self.pid, self.url = self.proc.pid, f"http://127.0.0.1:{port}/"
         try:
             self._wait_for(self.url + "gradio_api/info")

@@ -54,6 +54,7 @@ def run_through(base_url: str, methods: tuple[str, ...], split: Split, out: Path
     """`eval` of `methods` over `split` against the OpenAI-compatible endpoint at `base_url` (a router)."""
     from r2mad.backends.openai_compat import OpenAICompatBackend
     from r2mad.engine.evaluate import run_eval
+    from r2mad.engine.resources import Given
     from r2mad.evaluation.rows import EvalRun, read_rows
     from r2mad.memory.summaries import SummaryCache
 
@@ -62,7 +63,7 @@ def run_through(base_url: str, methods: tuple[str, ...], split: Split, out: Path
     run = EvalRun(split, methods, "fleet", settings, share_round0=len(methods) > 1)
     async def run_and_close() -> None:
         try:
-            await run_eval(run, backend, out, bank=bank, concurrency=concurrency, summaries=SummaryCache())
+            await run_eval(run, Given(backend, bank=bank, summaries=SummaryCache()), out, concurrency=concurrency)
         finally:
             await backend.aclose()
 

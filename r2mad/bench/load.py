@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from r2mad.bench.appproc import QUICK_DEBATE, AppProcess, Peak, tree_hwm_mb
+from r2mad.bench.children import child
 from r2mad.methods import PLAIN, SINGLE
 from r2mad.types import Message
 
@@ -43,7 +43,7 @@ QUICK = LoadPlan(visitors=2, call_tokens=8, in_flight=(1, 3), repeats=1,
 @contextmanager
 def busy_core():
     """One process spinning on a core for the block's duration (a neighbour on a shared machine)."""
-    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    spinner = child([sys.executable, "-c", "while True: pass"])
     try:
         time.sleep(0.5)  # let it get scheduled
         yield

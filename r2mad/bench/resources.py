@@ -11,6 +11,7 @@ import sys
 import time
 
 from r2mad.bench.appproc import AppProcess, Peak, tree_rss_mb
+from r2mad.bench.children import child
 from r2mad.settings.config import ROOT, DebateSettings
 
 DEMO_BANK = "memory/demo-mcq"
@@ -57,7 +58,7 @@ print(f"{loaded - started:.1f} {time.monotonic() - loaded:.1f}")
 
 def index_memory(bank: str = DEMO_BANK) -> list[tuple[str, str]]:
     """A cold index build in a fresh process (what build-memory and a first visitor pay)."""
-    proc = subprocess.Popen([sys.executable, "-c", INDEX_ONLY, str(ROOT / bank)], cwd=ROOT,
+    proc = child([sys.executable, "-c", INDEX_ONLY, str(ROOT / bank)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     with Peak(proc.pid) as peak:
         out, _ = proc.communicate()

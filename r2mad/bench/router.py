@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from r2mad.bench.children import child, free_port
 from r2mad.settings.config import ConfigError
 
 AFFINITY = "consistent_hash"  # the policy that keeps one X-Session-ID on one worker (vllm-router's README)
@@ -41,12 +41,6 @@ def routes_in_log(text: str) -> dict[str, list[str]]:
     return routes
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @dataclass
 class Router:
     """`with Router(worker_urls) as r:` point a backbone's base_url at r.base_url."""
@@ -73,7 +67,7 @@ class Router:
         self.port = self.port or free_port()
         sink = open(self.log_file, "ab") if self.log_file else subprocess.DEVNULL  # noqa: SIM115 - closed in stop
         self._sink = sink
-        self.process = subprocess.Popen(self.command(), stdout=sink, stderr=subprocess.STDOUT)
+        self.process = child(self.command(), stdout=sink, stderr=subprocess.STDOUT)  # ends with this process
         deadline = time.monotonic() + START_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

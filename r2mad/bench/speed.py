@@ -8,6 +8,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from r2mad.backends.base import Wrapped
 from r2mad.debate import Debate
 from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import FULL, PLAIN, REGISTRY, make_method
@@ -23,11 +24,11 @@ EASY = Task("mcq", "Which planet is the biggest one?", TASK.options, "B", "bench
 COMPARED = [name for name, spec in REGISTRY.items() if "speed" in spec.tables]
 
 
-class Counting:
+class Counting(Wrapped):
     """Wraps a backend: counts tokens; `serial=True` makes calls wait for each other (a sequential loop)."""
 
     def __init__(self, inner, serial: bool = False):
-        self.inner, self.name, self.model, self.capabilities = inner, inner.name, inner.model, inner.capabilities
+        super().__init__(inner)
         self.tokens, self.generated, self.calls = 0, 0, 0
         self.lock = asyncio.Lock() if serial else None
 

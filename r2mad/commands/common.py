@@ -25,14 +25,17 @@ def whole_in(lo: int, hi: int):
     return parse
 
 
-def add_settings_flags(p: argparse.ArgumentParser) -> None:
-    """One flag per settings field that has one (r2mad.settings.fields), then --profile and --advice."""
+def add_settings_flags(p: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
+    """One flag per settings field that has one (r2mad.settings.fields) but those named in `skip`, then --profile
+    and --advice."""
     p.add_argument("--profile", choices=BY_NAME["profile"].choices, default=None,
                    help="paper: the papers' decoding (temperature 1.0, top_p 1.0, up to 6144 output tokens), "
                         "task personas with the answer format in the system prompt; demo (default): fast "
                         "settings for small models; truemad, du, madm2: the papers' decoding and that paper's "
                         "protocol (agents, rounds; docs/benchmarks.md). Flags given beside it win.")
     for f in SETTING_FLAGS:
+        if f.name in skip:
+            continue
         if f.kind is bool:
             p.add_argument(f.cli_flag, dest=f.name, action="store_const", const=not f.default(DebateSettings()),
                            default=None, help=f.help)

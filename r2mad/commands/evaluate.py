@@ -17,13 +17,11 @@ from r2mad.engine.service import backbone_label, backbone_plan
 from r2mad.evaluation.catalog import load_split
 from r2mad.evaluation.costs import prices_of
 from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED
-from r2mad.evaluation.leakage import bank_record, check_no_leakage
 from r2mad.evaluation.paper_tables import write_paper_tables
 from r2mad.evaluation.prereg import PREREG
 from r2mad.evaluation.prereg import read as read_prereg
 from r2mad.evaluation.report import write_report, write_table1
 from r2mad.evaluation.rows import ROWS, RUN, EvalRun, parse_methods
-from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import METHODS, is_debate, needs_bank, with_advice
 from r2mad.settings.config import ConfigError
 
@@ -96,7 +94,7 @@ def cmd_eval(args, config) -> int:
     if not args.task and not args.columns:
         raise ConfigError("--task is required; choose truthfulqa, math500, economics, engineering, demo-mcq, "
                           "demo-math or a paper benchmark (docs/benchmarks.md), or give --data with --columns.")
-    from r2mad.engine.resources import agent_backends_for, backend_for, open_bank
+    from r2mad.engine.resources import Local, check_agent_count
 
     settings = settings_from(args, config)
     if args.answer_guard is None:  # the papers count unparsed answers as they are
@@ -104,8 +102,9 @@ def cmd_eval(args, config) -> int:
     methods = parse_methods(args.methods, settings)
     aux, names = backbone_plan(args.agent_backbones, args.aux_backbone, args.backbone)
     mix = backbone_label(aux, names)
-    agents = agent_backends_for(config, names, settings.agents) if names else []  # refused before any call
-    agents = agents if mix != aux else []  # every agent on the auxiliary backbone: not a mix
+    if names:
+        check_agent_count(names, settings.agents)  # refused before any call
+    names = names if mix != aux else []  # every agent on the auxiliary backbone: not a mix
     if args.advice:  # TrueMAD's advice on every debate method; baselines stay as they are
         methods = tuple(dict.fromkeys(with_advice(m) if is_debate(m) else m for m in methods))
     if args.columns:  # your own data (evaluation/own_data.py)
@@ -121,47 +120,23 @@ def cmd_eval(args, config) -> int:
             raise ConfigError("--grow-batch measures a bank as it grows; give --bank and a method that uses it "
                               "(r2mad, its ablations or icl-cot).")
         args.bank = str(copy_bank(args.bank, out))
-    bank, notices = None, []
-    if any(map(needs_bank, methods)):
-        kind = split.tasks[0].kind if split.tasks else None
-        if args.grow_batch:  # opened even while empty: the curve's first point is memory off
-            from r2mad.commands.bank import open_for_growth
-            bank = open_for_growth(args.bank, config, task_kind=kind)
-        else:
-            bank, notices = open_bank(args.bank, config, task_kind=kind)
-        try:  # a bank that holds a test question is refused before any model starts
-            leaks = check_no_leakage(bank, whole) if bank is not None else []
-        except ConfigError:
-            bank.close()
-            raise
-        for text in [*notices, *leaks] or ([] if bank else ["Memory off: no --bank given; r2mad and icl-cot "
-                                                            "run without retrieved cases."]):
-            print(f"warning: {text}", file=sys.stderr)
-    backend = backend_for(config, aux)
-    every = [backend, *(b for _, b in agents)]
-    # a backend that decodes a few sequences at once (the embedded model) gets about that many calls
-    slots = min((b.capabilities.max_parallel for b in every if b.capabilities.max_parallel), default=None)
-    questions = max(1, slots // max(1, settings.agents)) if slots else 32
     run = EvalRun(split, methods, mix, settings, not args.independent_round0,
-                  str(args.data) if args.data else None, args.limit, bank_record(bank) if bank is not None else None,
-                  seeds=args.seeds, prices=prices_of(config.backbone(aux)),
-                  agent_backbones=tuple(n for n, _ in agents), aux_backbone=aux if agents else None,
+                  str(args.data) if args.data else None, args.limit, None, seeds=args.seeds,
+                  prices=prices_of(config.backbone(aux)), agent_backbones=tuple(names),
+                  aux_backbone=aux if names else None,
                   model_prices={n: prices_of(config.backbone(n)) for n in dict.fromkeys([aux, *names])}
-                  if agents else {})
-    eval_kw = dict(bank_notices=tuple(notices), agent_backends=agents,
-                   summaries=SummaryCache(config.app.summaries_file), concurrency=args.concurrency or questions,
-                   progress=not args.no_progress, retry_failed=args.retry_failed, prereg=args.prereg)
+                  if names else {})
+    resources = Local(config)
+    eval_kw = dict(concurrency=args.concurrency, progress=not args.no_progress, retry_failed=args.retry_failed,
+                   prereg=args.prereg, leak_split=whole, warn=lambda text: print(f"warning: {text}", file=sys.stderr))
     try:
         if args.grow_batch:
-            return _curve(args, run, backend, bank, settings, aux, eval_kw)
-        asyncio.run(run_eval(run, backend, out, bank=bank, **eval_kw))
+            return _curve(args, run, resources, settings, aux, eval_kw)
+        asyncio.run(run_eval(run, resources, out, bank=args.bank, **eval_kw))
     except KeyboardInterrupt:
         print(f"Stopped; the finished rows are kept in {out / ROWS}. Run the same command again to "
               "continue.", file=sys.stderr)
         return 130
-    finally:
-        if bank is not None:
-            bank.close()
     ids = _to_store(out, config) if args.to_store else None
     if args.prereg:
         print(f"Plan pre-registered in {out / PREREG} (sha256 {read_prereg(out)['sha256']}).")
@@ -169,12 +144,24 @@ def cmd_eval(args, config) -> int:
     return 0
 
 
-def _curve(args, run, backend, bank, settings, aux, eval_kw) -> int:
+def _curve(args, run, resources, settings, aux, eval_kw) -> int:
+    from r2mad.commands.bank import open_for_growth
     from r2mad.engine.learning_curve import learning_curve
+    from r2mad.engine.resources import Given
+    from r2mad.engine.service import RunRequest
 
     train = load_split(args.task, "train", data_file=args.data, seed=args.split_seed).tasks
-    points = asyncio.run(learning_curve(run, backend, args.out, bank=bank, train=train, batch=args.grow_batch,
-                                        steps=args.grow_steps, build_settings=settings, backbone=aux, **eval_kw))
+    kind = run.split.tasks[0].kind if run.split.tasks else None
+    bank = open_for_growth(args.bank, resources.config, task_kind=kind)  # opened even while empty: step 0
+    try:  # the curve debates into the bank itself, so it holds the backends it made
+        backend, agents = resources.backends(RunRequest(run.split.tasks[0], run.methods, settings, aux,
+                                                        source="eval", agent_backbones=run.agent_backbones))
+        given = Given(backend, agents, bank=bank, summaries=resources.summaries)
+        points = asyncio.run(learning_curve(run, given, args.out, train=train, batch=args.grow_batch,
+                                            steps=args.grow_steps, build_settings=settings, backbone=aux,
+                                            **eval_kw))
+    finally:
+        bank.close()
     for p in points:
         print(f"step {p.step}: {p.bank_cases} cases ({p.questions_added} questions added): "
               + ", ".join(f"{name} {a.value:.3f} (n={a.n})" for name, a in p.accuracy.items()))

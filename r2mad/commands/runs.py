@@ -6,7 +6,6 @@ import os
 import sys
 
 from r2mad.commands.common import open_store as _store
-from r2mad.memory.summaries import SummaryCache
 from r2mad.runs.io import (
     export_annotations_csv,
     export_jsonl,
@@ -88,7 +87,7 @@ def cmd_rerun(args, config) -> int:
     """Start the same question, method, backbone, bank and settings again as a new run."""
     from r2mad.commands.common import print_transcript, report_notices
     from r2mad.engine.resources import Local
-    from r2mad.engine.service import RunRequest, start
+    from r2mad.engine.service import RunRequest, StoreSink, start
 
     store = _store(config)
     try:
@@ -100,7 +99,7 @@ def cmd_rerun(args, config) -> int:
         aux, names = old.transcript.backbone, tuple(old.transcript.agent_backbones())
     request = RunRequest(old.task, (old.method,), config.settings.replace(**old.settings), aux, source="rerun",
                          agent_backbones=names, bank=old.bank)
-    runs = asyncio.run(start(request, Local(config), store, summaries=SummaryCache(config.app.summaries_file)))
+    [runs] = asyncio.run(start([request], Local(config), StoreSink(store)))
     [(run_id, transcript)] = [(runs.run_ids[m], t) for m, t in runs.transcripts.items()]
     report_notices(store)
     print_transcript(store.scrub_transcript(transcript))

@@ -38,20 +38,22 @@ class Steering:
             return backbone_plan(args.agent_backbones, args.aux_backbone, spec.backbone or "")
         return backbone_plan(",".join(t.agent_backbones()), args.aux_backbone or t.backbone, t.backbone)
 
-    async def fork(self, spec: ForkSpec, source: str = "fork", wrap=None):
+    async def fork(self, spec: ForkSpec, source: str = "fork", wrap=None, seed: int | None = None, parent=None):
         """Run the fork, saved as a new run linked to the parent; returns (run id, transcript). `wrap`
-        wraps each backend (blame's call meter)."""
+        wraps each backend (blame's call meter); `seed` replaces the run's (sampled blame); `parent`:
+        (id, transcript) of a fork of this run to fork instead (a pair across two rounds)."""
         from r2mad.engine.resources import Local
-        from r2mad.engine.service import Fork, RunRequest, start
-        from r2mad.memory.summaries import SummaryCache
+        from r2mad.engine.service import Fork, RunRequest, StoreSink, start
 
-        parent = self.parent
+        record = self.parent
+        parent_id, transcript = parent or (record.id, record.transcript)
         aux, names = self.plan(spec)
-        folder = getattr(self.args, "bank", None) or parent.bank  # e.g. a MAD run forked into r2mad
-        request = RunRequest(parent.task, (spec.method or parent.method,), self.settings, aux, source=source,
-                             agent_backbones=tuple(names), bank=folder, fork=Fork(parent.id, parent.transcript, spec))
-        runs = await start(request, Local(self.config, wrap), self.store,
-                           summaries=SummaryCache(self.config.app.summaries_file))
+        folder = getattr(self.args, "bank", None) or record.bank  # e.g. a MAD run forked into r2mad
+        changed = {k: v for k, v in (("seed", seed), ("rounds", spec.rounds)) if v is not None}
+        settings = self.settings.replace(**changed)
+        request = RunRequest(record.task, (spec.method or record.method,), settings, aux, source=source,
+                             agent_backbones=tuple(names), bank=folder, fork=Fork(parent_id, transcript, spec))
+        [runs] = await start([request], Local(self.config, wrap), StoreSink(self.store))
         [(method, t)] = runs.transcripts.items()
         return runs.run_ids[method], t
 
@@ -73,13 +75,14 @@ def cmd_fork(args, config) -> int:
 
 def cmd_blame(args, config) -> int:
     from r2mad.steer.blame import blame
-    from r2mad.steer.links import save_blame
 
     steering = Steering(args, config, args.run_id)
+    if args.blame_samples:
+        return _sampled(args, steering)
     rows, skipped = asyncio.run(blame(steering.parent.transcript, steering.parent.id,
                                       lambda spec, wrap: steering.fork(spec, source="blame", wrap=wrap),
                                       args.budget, pairs=args.pairs))
-    save_blame(steering.store, rows)
+    steering.store.save_blame(rows)
     for b in rows:
         verdict = ("cut by the budget (incomplete)" if b.correct is None else "turns it CORRECT" if b.correct
                    else f"still wrong ({b.final_answer or 'UNPARSED'})")
@@ -94,6 +97,28 @@ def cmd_blame(args, config) -> int:
           "it. Saved in the blame tables; annotators see the ones that turn it correct as suggestions.")
     if args.pairs and not sets and not any(b.correct for b in singles) and not skipped:
         print("No two wrong turns share a round, so there was no pair to try.")
+    return 0
+
+
+def _sampled(args, steering: Steering) -> int:
+    """`blame --samples K`: each counterfactual K times with other seeds; the change in P(correct) with its interval."""
+    from r2mad.runs.counterfactuals import save_samples
+    from r2mad.steer.sampling import sampled_blame, verdict
+
+    def run_fork(spec, wrap, seed=None, parent=None):
+        return steering.fork(spec, source="blame", wrap=wrap, seed=seed, parent=parent)
+    parent = steering.parent
+    rows, skipped, spent = asyncio.run(sampled_blame(parent.transcript, parent.id, run_fork, args.budget,
+                                                     args.blame_samples, pairs=args.pairs))
+    save_samples(steering.store, rows)
+    for b in rows:
+        turns = " + ".join(f"round {r} agent {a + 1} {how}" for r, a, how in b.turns)
+        print(f"{turns:<44} {verdict(b)} · {b.calls} calls")
+    cut = sum(b.cut for b in rows)
+    sure = sum(b.low is not None and b.low > 0 and not b.deterministic for b in rows)
+    print(f"{len(rows)} counterfactuals sampled ({args.blame_samples} each); {sure} raise P(correct) with the whole "
+          f"95% interval above 0; {spent} calls of a budget of {args.budget} (the baselines included); "
+          f"{len(skipped)} left out for the budget, {cut} cut by it. Saved; the Annotate tab shows the intervals.")
     return 0
 
 
@@ -130,5 +155,9 @@ def register(sub) -> None:
     b.add_argument("--pairs", action="store_true",
                    help="when no single turn's replay fixes the answer, try pairs of turns of one round "
                         "(within the same budget)")
-    add_settings_flags(b)
+    b.add_argument("--samples", dest="blame_samples", type=whole_in(1, 1000), default=None, metavar="K",
+                   help="replay each counterfactual K times with other seeds (and the unchanged run K times from "
+                        "the same round) and report the change in P(correct) with a 95%% Wilson interval; "
+                        "with --pairs, pairs may span two rounds")
+    add_settings_flags(b, skip=("samples",))  # --samples is K here, not Self-Consistency's paths
     b.set_defaults(func=cmd_blame, agent_backbones=None, aux_backbone=None)

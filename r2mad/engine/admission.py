@@ -25,7 +25,7 @@ class Ticket:
     entered: float
     admitted_at: float | None = None
     left: bool = False
-    measured: bool = False  # a caller's note that the debate ran to its end (see line.admitted)
+    measured: bool = False  # a caller's note that the debate ran to its end (see serving/line.py in_line)
     _admitted: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 
     @property

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from r2mad.backends.base import BackendError
+from r2mad.backends.base import BackendError, Wrapped
 from r2mad.evaluation.costs import Prices, format_dollars
 from r2mad.settings.config import Allowance
 from r2mad.types import Completion, Message
@@ -128,19 +128,14 @@ class Ledger:
                        (usd_change, day, self._who(visitor)))
 
 
-class Metered:
+class Metered(Wrapped):
     """A backend whose calls are paid by the owner for one anonymous visitor: each call is reserved in the ledger
     before it goes out (at most its prompt's token bound and max_tokens at the backbone's prices) and settled at
     its counted tokens after. A call the allowance cannot cover raises AllowanceSpent and never reaches the endpoint."""
 
     def __init__(self, inner: Any, ledger: Ledger, visitor: str, prices: Prices):
-        self.inner, self.ledger, self.visitor, self.prices = inner, ledger, visitor, prices
-        self.name, self.model, self.capabilities = inner.name, inner.model, inner.capabilities
-
-    def __getattr__(self, attr: str) -> Any:  # describe(), base_url, …: the wrapped backend's
-        if attr == "inner":  # not set yet (a copy being made): no recursion
-            raise AttributeError(attr)
-        return getattr(self.inner, attr)
+        super().__init__(inner)
+        self.ledger, self.visitor, self.prices = ledger, visitor, prices
 
     def estimate(self, messages: Sequence[Message], n: int, max_tokens: int) -> float:
         """The most the call can cost: its prompt's token bound and every completion at max_tokens."""

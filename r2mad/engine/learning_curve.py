@@ -4,7 +4,6 @@ each step's eval is a whole eval folder (OUT/step-K, resumable), the curve is OU
 .png. The bank grown is a copy, so the one given stays as it was. Not for a single eval (evaluate.py)."""
 from __future__ import annotations
 
-import dataclasses
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,8 +11,8 @@ from typing import Any, Sequence
 
 from r2mad.engine.build_memory import build
 from r2mad.engine.evaluate import run_eval
+from r2mad.engine.resources import Given
 from r2mad.evaluation import metrics as m
-from r2mad.evaluation.leakage import bank_record
 from r2mad.evaluation.results import fmt, label, load_results, save_plot, table
 from r2mad.types import Task
 
@@ -44,19 +43,20 @@ def batches(train: Sequence[Task], size: int, steps: int) -> list[list[Task]]:
     return [list(train[i * size:(i + 1) * size]) for i in range(steps) if train[i * size:(i + 1) * size]]
 
 
-async def learning_curve(run: Any, backend, out: str | Path, *, bank, train: Sequence[Task], batch: int,
+async def learning_curve(run: Any, resources: Given, out: str | Path, *, train: Sequence[Task], batch: int,
                          steps: int, build_settings, backbone: str, **eval_kw) -> list[Point]:
-    """Step 0 evaluates the bank as it is; step k first adds batch k of `train` (debated with memory off,
-    full length) and evaluates again; `eval_kw` go to evaluate.run_eval."""
-    out, points, added = Path(out), [], 0
+    """Step 0 evaluates the bank `resources` hold as it is; step k first adds batch k of `train` (debated with
+    memory off, full length, on their backend) and evaluates again; `eval_kw` go to evaluate.run_eval."""
+    out, points, added, bank = Path(out), [], 0, resources.opened
     for step, questions in enumerate([[], *batches(train, batch, steps)]):
         if questions:
-            await build(questions, bank, backend, build_settings, backbone=backbone,
-                        summaries=eval_kw.get("summaries"))
+            await build(questions, bank, resources.backend, build_settings, backbone=backbone,
+                        summaries=resources.summaries)
             added += len(questions)
-        folder, usable = out / f"step-{step}", bank if len(bank) else None  # an empty bank: memory off
-        await run_eval(dataclasses.replace(run, bank=bank_record(bank) if usable else None), backend, folder,
-                       bank=usable, **eval_kw)
+        usable = bank if len(bank) else None  # an empty bank: memory off
+        step_resources = Given(resources.backend, resources.agents, bank=usable, summaries=resources.summaries)
+        folder = out / f"step-{step}"
+        await run_eval(run, step_resources, folder, **eval_kw)
         res = load_results(folder)
         points.append(Point(step, added, len(bank.question_ids), len(bank),
                             {name: m.accuracy(ts) for name, ts in res.by_method.items()}))

@@ -1,26 +1,20 @@
-"""Where the run service (r2mad/engine/service.py) finds backends and banks: `Local` for a command (the environment's
-keys, a bank opened for one run), `Shared` for the app's process (one run store, banks opened once, backends
-for configured backbones shared, a visitor's token used under its rules) and `VisitorResources` for one
-visitor's request over it. Nothing here reads the environment; nothing here is per browser session."""
+"""Where the engine (r2mad/engine/service.py) finds backends, banks and admission for a command: `Local` (the
+environment's keys, a bank opened for one run, no line) and `Given` (backends a caller made); and the backend,
+bank and agent-count helpers the app's resources (shared.py) use too. Nothing here reads the environment."""
 from __future__ import annotations
 
 import logging
 import threading
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 from r2mad.backends import make_backend
 from r2mad.backends.base import ChatBackend
-from r2mad.engine.allowance import Ledger, Left, Metered, refusal
-from r2mad.engine.service import RunRequest
-from r2mad.evaluation.costs import Prices, prices_of
+from r2mad.engine.service import RunRequest, no_line
 from r2mad.memory.summaries import SummaryCache
-from r2mad.runs.store import RunStore
-from r2mad.settings.config import ROOT, Backbone, Config, ConfigError, api_key_for
-from r2mad.text import quoted
+from r2mad.settings.config import Config, ConfigError, api_key_for
 
 log = logging.getLogger("r2mad.ui")  # the app's log, where these resources serve
-AgentBackends = list[tuple[str, ChatBackend]]
 
 
 def backend_for(config: Config, backbone: str, *, pasted_token: str | None = None,
@@ -29,14 +23,11 @@ def backend_for(config: Config, backbone: str, *, pasted_token: str | None = Non
     return make_backend(spec, api_key=api_key_for(spec, env, pasted_token))
 
 
-def agent_backends_for(config: Config, names: Sequence[str], n_agents: int, *,
-                       env: dict | None = None) -> list[tuple[str, ChatBackend]]:
-    """One (name, backend) per agent of a mixed-model debate, from backbone names in agent order."""
-    names = [n.strip() for n in names if n.strip()]
-    if len(names) != n_agents:
+def check_agent_count(names: Sequence[str], n_agents: int) -> None:
+    """Refuse a mixed-model debate that does not name one backbone per agent."""
+    if len([n for n in names if n.strip()]) != n_agents:
         raise ConfigError(f"{len(names)} agent backbones were given for {n_agents} agents; give one per agent "
                           "(e.g. --agent-backbones a,b,c for 3 agents) or change --agents.")
-    return [(name, backend_for(config, name, env=env)) for name in names]
 
 
 def open_bank(path: str | Path | None, config: Config, *, task_kind: str | None = None):
@@ -67,17 +58,33 @@ def check_bank(bank, path, task_kind: str | None):
     return bank, list(bank.notices)  # e.g. an index that was rebuilt
 
 
+def custom_label(base_url: str, model: str | None) -> str:
+    """The backbone a run on a custom endpoint is recorded with."""
+    return f"custom:{(model or '').strip() or base_url.strip()}"
+
+
 class Local:
-    """A command's resources: backends with the environment's keys, a bank opened for the run and closed after."""
+    """A command's resources: backends with the environment's keys (made once per backbone), a bank opened for the
+    run and closed after, no line. `wrap`: applied to every backend (e.g. blame's recording)."""
 
-    def __init__(self, config: Config, wrap: Callable[[ChatBackend], ChatBackend] | None = None):
+    def __init__(self, config: Config, wrap: Callable[[ChatBackend], ChatBackend] | None = None, *,
+                 summaries: SummaryCache | None = None):
         self.config, self.wrap = config, wrap or (lambda backend: backend)
+        self.summaries = summaries if summaries is not None else SummaryCache(config.app.summaries_file)
+        self._made: dict[str, ChatBackend] = {}
+        self._lock = threading.Lock()
 
-    def backends(self, request: RunRequest) -> tuple[ChatBackend, str, AgentBackends]:
+    def _backend(self, name: str) -> ChatBackend:
+        with self._lock:
+            if name not in self._made:
+                self._made[name] = self.wrap(backend_for(self.config, name))
+            return self._made[name]
+
+    def backends(self, request: RunRequest) -> tuple[ChatBackend, list[ChatBackend]]:
         names = list(request.agent_backbones)
-        backend = backend_for(self.config, request.backbone)
-        agents = agent_backends_for(self.config, names, request.settings.agents) if names else []
-        return self.wrap(backend), request.backbone, [(name, self.wrap(b)) for name, b in agents]
+        if names:
+            check_agent_count(names, request.settings.agents)
+        return self._backend(request.backbone), [self._backend(name) for name in names]
 
     def bank(self, folder: str | None, task_kind: str) -> tuple[Any, list[str]]:
         return open_bank(folder, self.config, task_kind=task_kind)
@@ -86,219 +93,27 @@ class Local:
         if bank is not None:
             bank.close()
 
-
-class Shared:
-    """The app's process-wide resources, created once and shared by every visitor."""
-
-    def __init__(self, config: Config, *, secrets: Iterable[str] = ()):
-        self.config = config
-        self.env_secrets = [s for s in secrets if s]
-        self.store_path = config.app.runs_db
-        self.store = RunStore(self.store_path, secrets=lambda: self.env_secrets, taxonomy=config.taxonomy_file,
-                              lock_wait_s=config.app.store_lock_wait_s, on_wait=log.info)
-        for notice in self.store.take_notices():
-            log.warning(notice)
-        self.summaries = SummaryCache(config.app.summaries_file)  # R²-MAD's round summaries, shared
-        self._lock = threading.Lock()  # held only for dictionary updates, never across slow work
-        self._banks: dict[Path, Any] = {}
-        self._opening: dict[Path, threading.Lock] = {}  # one opener per bank; other banks are not held up
-        self.warming: dict[Path, str] = {}  # bank -> what its first opening is doing now
-        self._backends: dict[str, Any] = {}
-        allowance = config.app.allowance
-        self.ledger = Ledger(config.app.allowance_db, allowance) if allowance.enabled else None
-
-    # --- memory banks ---------------------------------------------------------------------------
-
-    def resolve(self, folder: str | Path) -> Path:
-        """A configured folder as given, or relative to the repository when it is not found here."""
-        path = Path(folder)
-        if not path.is_absolute() and not path.exists() and (ROOT / path).exists():
-            return ROOT / path
-        return path
-
-    def bank_choices(self) -> list[str]:
-        """Bank folders (as configured, e.g. "memory/demo-mcq") that hold a manifest.yaml."""
-        found: list[str] = []
-        for root in self.config.app.memory_dirs:
-            base = self.resolve(root)
-            if not base.is_dir():
-                continue
-            for sub in sorted(base.iterdir()):
-                if (sub / "manifest.yaml").is_file():
-                    found.append(str(Path(root) / sub.name))
-        default = self.config.app.default_bank
-        if default and default not in found and (self.resolve(default) / "manifest.yaml").is_file():
-            found.insert(0, default)
-        return found
-
-    def bank(self, folder: str):
-        """The bank at `folder`, opened once per process (shared by every session and the bank tab).
-        The first opening loads the embedder and may build the index: call it off the event loop."""
-        path = self.resolve(folder).resolve()
-        with self._lock:
-            if path in self._banks:
-                return self._banks[path]
-            opening = self._opening.setdefault(path, threading.Lock())
-        with opening:
-            if path not in self._banks:
-                from r2mad.memory.bank import MemoryBank, own_embedder
-
-                def progress(done: int, total: int) -> None:
-                    self.warming[path] = f"indexing its cases: {done} of {total}"
-
-                self.warming[path] = "loading the embedder"
-                try:
-                    embedder = own_embedder(path, self.config.app.embedder)  # the bank's own
-                    self.warming[path] = "reading its cases"
-                    bank = MemoryBank.open(path, embedder, index_root=self.config.app.index_root,
-                                           progress=progress)
-                finally:
-                    self.warming.pop(path, None)
-                with self._lock:
-                    self._banks[path] = bank
-            return self._banks[path]
-
-    def warming_up(self, folder: str) -> str | None:
-        """What the first opening of this bank is doing, while it runs."""
-        return self.warming.get(self.resolve(folder).resolve())
-
-    def warm(self, folder: str | None) -> None:
-        """Open a bank in the background (at app start), so the first visitor finds it ready."""
-        def run() -> None:
-            try:
-                self.bank(folder)
-            except (ValueError, OSError):
-                pass  # the visitor who picks it is told why
-        if folder and (self.resolve(folder) / "manifest.yaml").is_file():
-            threading.Thread(target=run, name="warm-bank", daemon=True).start()
-
-    def bank_for_task(self, folder: str | None, task_kind: str) -> tuple[Any, list[str]]:
-        """(bank or None, notices) for a debate; a missing, mismatched or empty bank is a notice."""
-        if not folder:
-            return None, []
-        try:
-            bank = self.bank(folder)
-        except (ValueError, OSError) as exc:
-            return None, [f"Memory off: {exc}"]
-        usable, notices = check_bank(bank, folder, task_kind)
-        return usable, notices if usable is None else []  # the bank stays open for the whole process
-
-    # --- backends -------------------------------------------------------------------------------
-
-    def backend(self, backbone: str, *, token: str | None = None, base_url: str | None = None,
-                model: str | None = None, login_token: str | None = None,
-                visitor: str | None = None) -> tuple[Any, str]:
-        """(backend, backbone name to record). A visitor's own token (pasted first, then a signed-in visitor's
-        login token) goes only to a backbone that declares `visitor_token` (the Hugging Face router's), and a
-        pasted one to a custom endpoint the visitor typed (off on a Space); every other backbone gets the
-        environment's key, which on a Space serves visitors only when the config says so, or, for an anonymous
-        `visitor` on the Hugging Face router, within the owner's allowance (allowance_backend). Backends for
-        configured backbones with the environment's key are shared; the others are never cached."""
-        token = (token or "").strip() or None
-        if base_url and base_url.strip():
-            if not self.config.app.allow_custom_endpoint:
-                raise ConfigError("Custom endpoints are switched off here; choose one of the listed backbones.")
-            url = base_url.strip()
-            if not url.startswith(("http://", "https://")):
-                raise ConfigError(f"The endpoint {quoted(url)} is not an http(s) URL; give one like "
-                                  "http://localhost:8000/v1.")
-            spec = Backbone(name="custom", kind="openai", label="custom endpoint", base_url=url,
-                            model=(model or "").strip() or None, visitor_token=True)
-            return make_backend(spec, api_key=api_key_for(spec, {}, token)), f"custom:{spec.model or url}"
-        spec = self.config.backbone(backbone)
-        own = (token or (login_token or "").strip() or None) if spec.visitor_token else None
-        if own:
-            return backend_for(self.config, backbone, pasted_token=own), backbone
-        metered = self.allowance_backend(spec, visitor)
-        if metered is not None:
-            return metered, backbone
-        if self.config.on_space and not self.config.app.visitors_use_owner_token and spec.api_key_required:
-            if spec.visitor_token:
-                raise ConfigError(f"Backbone '{backbone}' runs on your own account here: sign in with Hugging "
-                                  "Face (top of the page) or paste a token.")
-            raise ConfigError(f"Backbone '{backbone}' needs the owner's {spec.api_key_env}, which visitors may not "
-                              "use here; choose a Hugging Face backbone or the embedded model.")
-        with self._lock:
-            if backbone not in self._backends:
-                env = {} if self.config.on_space and not self.config.app.visitors_use_owner_token else None
-                self._backends[backbone] = backend_for(self.config, backbone, env=env)
-            return self._backends[backbone], backbone
-
-    def allowance_backend(self, spec: Backbone, visitor: str | None) -> Metered | None:
-        """The owner's key for an anonymous visitor's calls, metered by the allowance; None where it does not apply
-        (allowance off, no visitor, or a backbone that is not on the Hugging Face router: the owner's token goes
-        nowhere else). Refuses in one sentence, offering sign-in, when the visitor's allowance is spent."""
-        if self.ledger is None or not visitor or not spec.visitor_token or not self.config.on_hf_router(spec):
-            return None
-        left = self.ledger.left(visitor)
-        if left.spent:
-            raise ConfigError(refusal(left, self.ledger.allowance))
-        unpriced = self.ledger.allowance.unpriced_per_m
-        prices = prices_of(spec) or Prices(unpriced, unpriced)
-        return Metered(backend_for(self.config, spec.name), self.ledger, visitor, prices)
-
-    def allowance_left(self, visitor: str | None) -> Left | None:
-        """What this anonymous visitor may still spend today (None when there is no allowance)."""
-        return self.ledger.left(visitor) if self.ledger is not None and visitor else None
-
-    def mixed_backends(self, names: list[str], aux: str | None = None, *, n_agents: int, token: str | None = None,
-                       login_token: str | None = None,
-                       visitor: str | None = None) -> tuple[Any, str, list[tuple[str, Any]]]:
-        """(auxiliary backend, its name, one (name, backend) per agent) for a mixed-model debate; each backbone
-        under the rules of backend(), so a visitor's token reaches only the backbones declaring
-        `visitor_token`; the others use the server's keys."""
-        names = [(n or "").strip() for n in names]
-        if len(names) != n_agents:
-            raise ConfigError(f"{len(names)} agent backbones were given for {n_agents} agents; give one backbone "
-                              "per agent.")
-        empty = next((i for i, n in enumerate(names) if not n), None)
-        if empty is not None:
-            raise ConfigError(f"Agent {empty + 1} has no backbone; choose one for every agent, or run without "
-                              "mixed models.")
-        aux = (aux or "").strip() or names[0]
-        made = {}
-        for name in dict.fromkeys([aux, *names]):
-            spec = self.config.backbone(name)  # unknown: one sentence listing the backbones
-            try:
-                made[name] = self.backend(name, token=token, login_token=login_token, visitor=visitor)[0]
-            except ConfigError:
-                if spec.visitor_token or not token:
-                    raise
-                raise ConfigError(f"Backbone '{name}' needs {spec.api_key_env} set where the app runs; in a "
-                                  "mixed-model debate a pasted token serves only Hugging Face backbones.") from None
-        return made[aux], aux, [(n, made[n]) for n in names]
-
-    def resources(self, token: str | None = None, login_token: str | None = None,
-                  visitor: str | None = None) -> VisitorResources:
-        """What the run service resolves a visitor's request with (see VisitorResources)."""
-        return VisitorResources(self, token, login_token, visitor)
-
-    def store_for(self, *tokens: str | None) -> RunStore:
-        """The shared store, or (with a visitor's token) a store that also scrubs that token."""
-        tokens = tuple(t.strip() for t in tokens if t and t.strip())
-        if not tokens:
-            return self.store
-        return RunStore(self.store_path, secrets=lambda: [*tokens, *self.env_secrets],
-                        taxonomy=self.store.taxonomy, lock_wait_s=self.store.lock_wait_s, on_wait=log.info)
+    admitted = staticmethod(no_line)
 
 
-class VisitorResources:
-    """The run service's resources for one visitor's request: backends under the token rules of
-    Shared.backend, and the process-wide banks, which stay open after the run."""
+class Given:
+    """Backends (and a bank) a caller already made: a benchmark's, a test's, a learning curve's growing bank.
+    No line; the bank is the caller's to close."""
 
-    def __init__(self, services: Shared, token: str | None = None, login_token: str | None = None,
-                 visitor: str | None = None):
-        self.services, self.token, self.login_token, self.visitor = services, token, login_token, visitor
+    def __init__(self, backend: ChatBackend, agents: Sequence[ChatBackend] = (), *, bank=None,
+                 notices: Sequence[str] = (), summaries: SummaryCache | None = None):
+        self.backend, self.agents, self.opened, self.notices = backend, list(agents), bank, list(notices)
+        self.summaries = summaries
 
-    def backends(self, request: RunRequest) -> tuple[Any, str, AgentBackends]:
-        s = self.services
-        if request.agent_backbones:
-            return s.mixed_backends(list(request.agent_backbones), request.backbone, n_agents=request.settings.agents,
-                                    token=self.token, login_token=self.login_token, visitor=self.visitor)
-        return (*s.backend(request.backbone, token=self.token, login_token=self.login_token, visitor=self.visitor), [])
+    def backends(self, request: RunRequest) -> tuple[ChatBackend, list[ChatBackend]]:
+        if [b.name for b in self.agents] != list(request.agent_backbones):
+            raise ConfigError("The agents' backends do not match the run's agent backbones; pass one per agent.")
+        return self.backend, list(self.agents)
 
     def bank(self, folder: str | None, task_kind: str) -> tuple[Any, list[str]]:
-        return self.services.bank_for_task(folder, task_kind)
+        return self.opened, list(self.notices)
 
     def release(self, bank) -> None:
         pass
+
+    admitted = staticmethod(no_line)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 from r2mad.backends.affinity import debate_key
 from r2mad.backends.base import ChatBackend
@@ -79,33 +80,61 @@ async def compute_round0(task: Task, backend: ChatBackend, settings: DebateSetti
     return transcript.rounds[0]
 
 
+@dataclass(frozen=True)
+class Setup:
+    """What every debate of one request runs with: the backend (named `backbone`) of the auxiliary calls and of
+    every agent unless `agent_backends` (one (name, backend) per agent), the settings, the bank and what to say
+    about it, and R²-MAD's summary cache."""
+    backend: ChatBackend
+    settings: DebateSettings
+    backbone: str = ""
+    agent_backends: tuple[tuple[str, ChatBackend], ...] = ()
+    bank: Any = None
+    bank_notices: tuple[str, ...] = ()
+    summaries: Any = None
+
+
+async def run_methods(task: Task, methods: Sequence[str], setup: Setup, *, share_round0: bool | None = None,
+                      emit_for: Callable[[str], EventSink | None] | None = None,
+                      record_for: Callable[[str], Callable[[Transcript], None] | None] | None = None,
+                      route: str | None = None, moderator=None) -> dict[str, Transcript]:
+    """Run several methods on one question; debate methods share one round 0 and then fork. `share_round0`:
+    None shares it when two or more debate methods run, True whenever one does (an eval whose other debate
+    methods already have rows), False never. `record_for(method)` is that method's `record` (see run_debate);
+    "round0" names the shared round 0. `route`: the calls' routing key (all on one replica behind a router).
+    `moderator`: a person's notes and seats between rounds (r2mad/human.py), heard by every debate method."""
+    if len(set(methods)) != len(methods) or not methods:
+        raise ConfigError("Choose one or more different methods to compare.")
+    emit_for = emit_for or (lambda name: None)
+    record_for = record_for or (lambda name: None)
+    debates = [m for m in methods if is_debate(m)]
+    share = len(debates) > 1 if share_round0 is None else bool(share_round0 and debates)
+    s = setup
+    round0 = None
+    with debate_key(route):  # the shared round 0 and every fork on one replica behind a router
+        if share:
+            round0 = await compute_round0(task, s.backend, s.settings, emit=emit_for("round0"),
+                                          record=record_for("round0"), backbone=s.backbone,
+                                          agent_backends=s.agent_backends)
+        jobs = [run_debate(task, m, s.backend, s.settings, backbone=s.backbone, emit=emit_for(m), bank=s.bank,
+                           notices=s.bank_notices, round0=round0 if is_debate(m) else None, record=record_for(m),
+                           summaries=s.summaries, agent_backends=s.agent_backends, moderator=moderator)
+                for m in methods]
+        results = await asyncio.gather(*jobs)
+    return dict(zip(methods, results))
+
+
 async def run_side_by_side(task: Task, methods: list[str], backend: ChatBackend,
                            settings: DebateSettings, *, backbone: str = "", bank=None,
                            bank_notices: tuple[str, ...] = (),
                            emit_for: Callable[[str], EventSink] | None = None,
                            record_for: Callable[[str], Callable[[Transcript], None] | None] | None = None,
                            share_round0: bool = True, summaries=None,
-                           agent_backends: Sequence[tuple[str, ChatBackend]] = (),
-                           moderator=None) -> dict[str, Transcript]:
-    """Run several methods on one question; debate methods share one round 0 and then fork.
-    `record_for(method)` is that method's `record` (see run_debate); "round0" names the shared round 0;
-    `agent_backends` (one per agent) and `moderator` (asked by each debate, see run_debate) apply to every
-    method's debate."""
+                           agent_backends: Sequence[tuple[str, ChatBackend]] = ()) -> dict[str, Transcript]:
+    """Run 1 to 8 methods on one question side by side (run_methods, round 0 shared when `share_round0` and two
+    or more debate methods run)."""
     if not 1 <= len(methods) <= 8 or len(set(methods)) != len(methods):
         raise ConfigError("Choose between 1 and 8 different methods to compare.")
-    emit_for = emit_for or (lambda name: None)
-    record_for = record_for or (lambda name: None)
-    debates = [m for m in methods if is_debate(m)]
-    round0 = None
-    with debate_key():  # the shared round 0 and every fork on one replica behind a router
-        if share_round0 and len(debates) > 1:
-            round0 = await compute_round0(task, backend, settings, emit=emit_for("round0"),
-                                          record=record_for("round0"), backbone=backbone,
-                                          agent_backends=agent_backends)
-        jobs = [run_debate(task, m, backend, settings, backbone=backbone, emit=emit_for(m),
-                           bank=bank, notices=bank_notices, round0=round0 if is_debate(m) else None,
-                           record=record_for(m), summaries=summaries, agent_backends=agent_backends,
-                           moderator=moderator)
-                for m in methods]
-        results = await asyncio.gather(*jobs)
-    return dict(zip(methods, results))
+    setup = Setup(backend, settings, backbone, tuple(agent_backends), bank, tuple(bank_notices), summaries)
+    return await run_methods(task, methods, setup, share_round0=None if share_round0 else False,
+                             emit_for=emit_for, record_for=record_for)

@@ -1,18 +1,20 @@
-"""The run service: one way in for every entry point that starts a saved run (CLI debate, rerun, fork, blame,
-the app's Debate and Fork tabs, the API, eval-to-store). An entry point translates its input into a RunRequest;
-`start` resolves the backbones, opens the bank, saves the run(s) with their recorders, runs the debate (one
-method, several side by side, or a fork) and closes what it opened. Flags, forms, printing and the app's line
-for debates stay with the entry points."""
+"""The engine: one way in for every run that is saved or evaluated (CLI debate, rerun, fork, blame, the app's
+Debate and Fork tabs, the API, eval). An entry point translates its input into RunRequests; `start` resolves
+their backbones and banks through Resources (which also own the line a visitor's run waits in), lets a Sink
+check and open each request (the run store: StoreSink; eval's resumable rows: r2mad/engine/evaluate.py), runs
+its debates (one method, several sharing round 0, or a fork) and closes what it opened. Flags, forms and
+printing stay with the entry points."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Protocol, Sequence
+from typing import Any, AsyncContextManager, Awaitable, Callable, Protocol, Sequence
 
 import r2mad
 from r2mad.backends.base import ChatBackend
-from r2mad.engine.runner import run_debate, run_side_by_side
+from r2mad.engine.runner import Setup, run_methods
 from r2mad.evaluation.leakage import check_question_not_in_bank
 from r2mad.methods import is_debate, needs_bank
 from r2mad.settings.config import DebateSettings
@@ -20,7 +22,6 @@ from r2mad.steer.fork import ForkSpec
 from r2mad.types import Task, Transcript
 
 Record = Callable[[Transcript], None]
-AgentBackends = list[tuple[str, ChatBackend]]
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,8 @@ class RunRequest:
     bank: str | None = None  # memory bank folder for the methods that use one
     owner: str | None = None  # who may read the runs on a public Space (ui/visitors.py)
     fork: Fork | None = None
+    share_round0: bool | None = None  # None: when 2+ debate methods run; True: whenever one does; False: never
+    route: str | None = None  # the calls' routing key behind a router (eval: per question and seed)
     moderator: Any = None  # a person's notes and seats between rounds (r2mad/human.py), for every debate
 
     def saved_backbone(self, method: str) -> str:
@@ -60,11 +63,64 @@ class Runs:
 
 
 class Resources(Protocol):
-    """Where backends and banks come from (r2mad/engine/resources.py): the environment's keys for a command (Local),
-    the process-wide cache and a visitor's token for the app (VisitorResources)."""
-    def backends(self, request: RunRequest) -> tuple[ChatBackend, str, AgentBackends]: ...
-    def bank(self, folder: str | None, task_kind: str) -> tuple[Any, list[str]]: ...
+    """Where backends, banks and admission come from: the environment's keys for a command (resources.Local),
+    backends a caller made (resources.Given), the app's process-wide cache with a visitor's token and the app's
+    line (shared.VisitorResources). `summaries`: R²-MAD's summary cache the debates share."""
+    summaries: Any
+
+    def backends(self, request: RunRequest) -> tuple[ChatBackend, list[ChatBackend]]: ...  # each named as recorded
+    def bank(self, folder: str | None, task_kind: str) -> tuple[Any, list[str]]: ...  # slow: off the loop
     def release(self, bank) -> None: ...
+    def admitted(self, request: RunRequest) -> AsyncContextManager[Any]: ...  # the line; yields its ticket
+
+
+class Sink(Protocol):
+    """Where a request's debates go: the run store (StoreSink) or an eval's rows (evaluate.RowsSink).
+    `returns_transcripts`: whether start's Runs keep the transcripts (an eval's thousands are in its rows)."""
+    returns_transcripts: bool
+
+    def check(self, request: RunRequest, bank, notices: Sequence[str]) -> None: ...  # refuse; off the loop
+    def open(self, request: RunRequest) -> dict[str, str]: ...  # before the first call: saved runs' ids
+    def record_for(self, request: RunRequest, run_ids: dict[str, str], column: str) -> Record | None: ...
+    def emit_for(self, request: RunRequest, column: str) -> Any: ...
+    async def finished(self, run_ids: dict[str, str]) -> None: ...  # after a request's debates end
+
+
+FINISHED: list[Callable[[Any, list[str]], Awaitable[None]]] = []  # heard with the store and run ids as runs end
+
+
+class StoreSink:
+    """Saved runs: one per method (a fork linked to its parent) with its recorder. `on_open` gets the saved
+    runs' ids; `on_update(column, transcript)` sees each transcript as it grows, after it is saved ("round0":
+    the round side-by-side debates share, not saved on its own); `emit_for(column)` takes the loop's events."""
+    returns_transcripts = True
+
+    def __init__(self, store, *, on_open: Callable[[dict[str, str]], None] | None = None,
+                 on_update: Callable[[str, Transcript], None] | None = None,
+                 emit_for: Callable[[str], Any] | None = None):
+        self.store, self.on_open, self.on_update, self._emit_for = store, on_open, on_update, emit_for
+
+    def check(self, request: RunRequest, bank, notices: Sequence[str]) -> None:
+        check_runnable(request, bank)
+
+    def open(self, request: RunRequest) -> dict[str, str]:
+        ids = open_runs(request, self.store)
+        if self.on_open is not None:
+            self.on_open(dict(ids))
+        return ids
+
+    def record_for(self, request: RunRequest, run_ids: dict[str, str], column: str) -> Record | None:
+        saving = self.store.recorder(run_ids[column]) if column in run_ids else None
+        if self.on_update is None:
+            return saving
+        return lambda t: (saving and saving(t), self.on_update(column, t))
+
+    def emit_for(self, request: RunRequest, column: str) -> Any:
+        return self._emit_for(column) if self._emit_for is not None else None
+
+    async def finished(self, run_ids: dict[str, str]) -> None:
+        for hook in FINISHED:  # e.g. exports/live.py's trace exporter, which the entry points install
+            await hook(self.store, list(run_ids.values()))
 
 
 def open_run(store, *, method: str, backbone: str, bank: str | None, task: Task, settings: dict,
@@ -81,106 +137,94 @@ def open_runs(request: RunRequest, store) -> dict[str, str]:
                        task=request.task, settings=dict(settings), seed=request.settings.seed,
                        source=request.source, owner=request.owner) for m in request.methods}
     if request.fork is not None:
-        from r2mad.steer.links import link_fork
-
         for run_id in ids.values():
-            link_fork(store, run_id, request.fork.parent_id, request.fork.spec)
+            store.link_fork(run_id, request.fork.parent_id, dataclasses.asdict(request.fork.spec))
     return ids
 
 
-async def check_runnable(request: RunRequest, bank) -> None:
+def check_runnable(request: RunRequest, bank) -> None:
     """Refuse, in one sentence and before anything is saved or called, a bank that holds the question (its
-    cases would show the debaters the answer) and a fork that cannot run."""
+    cases would show the debaters the answer) and a fork that cannot run. Slow: call it off the event loop."""
     if bank is not None:
-        await asyncio.to_thread(check_question_not_in_bank, bank, request.task)
+        check_question_not_in_bank(bank, request.task)
     if request.fork is not None:
         from r2mad.engine.forks import plan_fork
 
-        await asyncio.to_thread(plan_fork, request.fork.parent, request.fork.spec, request.settings, bank)
+        plan_fork(request.fork.parent, request.fork.spec, request.settings, bank)
 
 
-async def run(request: RunRequest, backend: ChatBackend, backbone: str, agents: AgentBackends, *, bank=None,
-              notices: Sequence[str] = (), record_for: Callable[[str], Record | None] | None = None,
-              emit_for: Callable[[str], Any] | None = None, summaries=None) -> dict[str, Transcript]:
-    """Run the request's debate(s) on resolved backends: one method, several side by side (debates share round
-    0), or a fork. `record_for(method)` saves a method's transcript as it grows; "round0" names the shared one."""
-    record_for, emit_for = record_for or (lambda m: None), emit_for or (lambda m: None)
-    methods, notices = list(request.methods), tuple(notices)
-    if request.fork is not None:
-        from r2mad.engine.forks import fork_debate
+async def start(requests: Sequence[RunRequest], resources: Resources, sink: Sink, *,
+                concurrency: int = 1) -> list[Runs]:
+    """Run every request, `concurrency` at once, and return their Runs in order. First, in order, each request's
+    backends are resolved, its bank opened (once per folder for the whole batch) and the sink checks it, so a
+    refusal comes before any call; then each waits in the line, the sink opens it (the run store saves the
+    runs) and its debates run. After the batch the banks are released. An exception stops the batch; what the
+    sink kept so far stays."""
+    requests, banks = list(requests), {}
 
-        [m] = methods
-        f = request.fork
-        return {m: await fork_debate(f.parent, f.spec, backend, request.settings, backbone=backbone, bank=bank,
-                                     bank_notices=notices, agent_backends=agents, record=record_for(m),
-                                     emit=emit_for(m), summaries=summaries, moderator=request.moderator)}
-    if len(methods) == 1:
-        [m] = methods
-        return {m: await run_debate(request.task, m, backend, request.settings, backbone=backbone, bank=bank,
-                                    emit=emit_for(m), notices=notices, record=record_for(m), summaries=summaries,
-                                    agent_backends=agents, moderator=request.moderator)}
-    return await run_side_by_side(request.task, methods, backend, request.settings, backbone=backbone, bank=bank,
-                                  bank_notices=notices, emit_for=emit_for, record_for=record_for,
-                                  summaries=summaries, agent_backends=agents, moderator=request.moderator)
+    async def ready(request: RunRequest) -> Setup:
+        backend, agents = await asyncio.to_thread(resources.backends, request)
+        key = (request.bank, request.task.kind) if any(map(needs_bank, request.methods)) else None
+        if key is not None and key not in banks:  # the first opening loads the embedder, may build the index
+            banks[key] = await asyncio.to_thread(resources.bank, *key)
+        bank, notices = banks.get(key, (None, []))
+        await asyncio.to_thread(sink.check, request, bank, notices)
+        return Setup(backend, request.settings, backend.name, tuple((b.name, b) for b in agents), bank,
+                     tuple(notices), resources.summaries)
 
+    async def run(request: RunRequest, setup: Setup) -> Runs:
+        async with gate, resources.admitted(request) as ticket:
+            runs = Runs(sink.open(request))
+            runs.transcripts = await run_setup(request, setup, lambda c: sink.record_for(request, runs.run_ids, c),
+                                               lambda c: sink.emit_for(request, c))
+            if ticket is not None:
+                ticket.measured = all(t.status == "done" for t in runs.transcripts.values())
+        await sink.finished(runs.run_ids)
+        if not sink.returns_transcripts:
+            runs.transcripts = {}
+        return runs
 
-FINISHED: list[Callable[[Any, list[str]], Awaitable[None]]] = []  # heard with the store and run ids as runs end
-
-
-async def start(request: RunRequest, resources: Resources, store, *, summaries=None,
-                on_update: Callable[[str, Transcript], None] | None = None,
-                admit: Callable[[], Awaitable[None]] | None = None,
-                on_open: Callable[[dict[str, str]], None] | None = None,
-                emit_for: Callable[[str], Any] | None = None) -> Runs:
-    """Resolve the backbones, open the bank, save the run(s), run them and close the bank. `admit` is awaited
-    once the request is found runnable and before anything is saved (the app's line for debates); `on_open` gets
-    the saved runs' ids; `on_update(column, transcript)` sees each transcript as it grows, after it is saved
-    ("round0": the round side-by-side debates share, not saved on its own); `emit_for(column)` takes the loop's
-    events (live text)."""
-    backend, backbone, agents = resources.backends(request)
-    folder = request.bank if any(map(needs_bank, request.methods)) else None
-    bank, notices = resources.bank(folder, request.task.kind)
+    gate = asyncio.Semaphore(max(1, concurrency))
     try:
-        await check_runnable(request, bank)
-        if admit is not None:
-            await admit()
-        runs = Runs(open_runs(request, store))
-        if on_open is not None:
-            on_open(dict(runs.run_ids))
-        recorders = {m: store.recorder(run_id) for m, run_id in runs.run_ids.items()}
-
-        def record_for(column: str) -> Record | None:
-            saving = recorders.get(column)
-            if on_update is None:
-                return saving
-            return lambda t: (saving and saving(t), on_update(column, t))
-        runs.transcripts = await run(request, backend, backbone, agents, bank=bank, notices=notices,
-                                     record_for=record_for, emit_for=emit_for, summaries=summaries)
+        setups = [await ready(r) for r in requests]
+        if len(requests) == 1:  # no task group: a refusal reaches the caller as itself
+            return [await run(requests[0], setups[0])]
+        async with asyncio.TaskGroup() as group:
+            jobs = [group.create_task(run(r, s)) for r, s in zip(requests, setups)]
+        return [job.result() for job in jobs]
+    except BaseExceptionGroup as error:
+        raise first_error(error) from None
     finally:
-        resources.release(bank)
-    for hook in FINISHED:  # e.g. exports/live.py's trace exporter, which the entry points install
-        await hook(store, list(runs.run_ids.values()))
-    return runs
+        for bank, _ in banks.values():
+            resources.release(bank)
 
 
-@dataclass(frozen=True)
-class Resolved:
-    """Resources an entry point has already resolved: the Debate tab resolves the backends to refuse at once,
-    and opens the bank itself to tell the visitor how far it got. Nothing to release."""
-    backend: ChatBackend
-    backbone: str
-    agents: AgentBackends = field(default_factory=list)
-    opened_bank: Any = None
-    notices: tuple[str, ...] = ()
+async def run_setup(request: RunRequest, setup: Setup, record_for: Callable[[str], Record | None],
+                    emit_for: Callable[[str], Any]) -> dict[str, Transcript]:
+    """The request's debate(s) on resolved backends: a fork, or its methods (debates sharing round 0)."""
+    if request.fork is None:
+        return await run_methods(request.task, request.methods, setup, share_round0=request.share_round0,
+                                 record_for=record_for, emit_for=emit_for, route=request.route,
+                                 moderator=request.moderator)
+    from r2mad.engine.forks import fork_debate
 
-    def backends(self, request: RunRequest) -> tuple[ChatBackend, str, AgentBackends]:
-        return self.backend, self.backbone, list(self.agents)
+    [m], f, s = request.methods, request.fork, setup
+    return {m: await fork_debate(f.parent, f.spec, s.backend, s.settings, backbone=s.backbone, bank=s.bank,
+                                 bank_notices=s.bank_notices, agent_backends=s.agent_backends, record=record_for(m),
+                                 emit=emit_for(m), summaries=s.summaries, moderator=request.moderator)}
 
-    def bank(self, folder: str | None, task_kind: str) -> tuple[Any, list[str]]:
-        return self.opened_bank, list(self.notices)
 
-    def release(self, bank) -> None:
-        pass
+def first_error(error: BaseException) -> BaseException:
+    """The first real error inside (nested) task-group exception groups."""
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
+
+
+@contextlib.asynccontextmanager
+async def no_line(request: RunRequest):
+    """Admission for a command: no line, nothing to measure."""
+    yield None
 
 
 def saved_backbone(method: str, aux: str, names: list[str]) -> str:

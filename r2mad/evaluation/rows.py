@@ -136,6 +136,7 @@ def prepare_folder(out: Path, run: EvalRun) -> dict:
                "data_digest": new["data_digest"] if longer else old.get("data_digest"),
                "seeds": max(old.get("seeds") or [old.get("seed")], new["seeds"], key=len),
                "limit": None if None in limits else max(limits), "started": old.get("started"),
+               "bank": new["bank"] or old.get("bank"),  # a rerun with nothing left opens no bank
                "resumed": [*old.get("resumed", []), now()]}
     else:
         new["started"] = now()

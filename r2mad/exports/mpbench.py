@@ -9,17 +9,19 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from r2mad.exports.attribution import Verdict, history, known_labels, save_verdict, step_turns, system_prompts, verdicts
+from r2mad.runs.counterfactuals import corrections_of, write_correction
 
 
-def run_record(record: Any, verdict: Verdict) -> dict[str, Any]:
+def run_record(record: Any, verdict: Verdict, ideals: dict[tuple[int, int], str] | None = None) -> dict[str, Any]:
+    """`ideals`: the annotator's ideal action per (round, agent) of a turn (runs/counterfactuals.py)."""
     t = record.transcript
-    blamed = verdict.blamed_steps(t)
+    blamed, turns = verdict.blamed_steps(t), step_turns(t)
     steps = []
     for i, step in enumerate(history(t)):
         labels = blamed.get(i, [])
         steps.append({**step, "step": str(i), "fail_annotation": "1" if labels else "0",
                       "fail_category": ",".join(labels), "fail_reason": verdict.note if labels else "",
-                      "ideal_action": ""})
+                      "ideal_action": (ideals or {}).get(turns[i], "")})
     return {"is_correct": t.correct, "question": steps[0]["content"], "ground_truth": t.task.gold, "history": steps,
             "system_prompt": system_prompts(t), "run_id": record.id, "labels": list(verdict.labels),
             "note": verdict.note}
@@ -58,11 +60,13 @@ def export_runs(store: Any, run_ids: Sequence[str], out: Path) -> list[Path]:
         record = store.get_run(run_id)
         if record.transcript is None:
             raise ValueError(f"Run {record.id} stopped before round 0; it has no turns to export.")
+        corrections = corrections_of(store, record.id)
         for verdict in verdicts(store, record.id):
+            ideals = {(c.round, c.agent): c.ideal for c in corrections if c.annotator == verdict.annotator}
             folder = out / _folder(verdict.annotator)
             folder.mkdir(parents=True, exist_ok=True)
             path = folder / f"{record.id}.json"
-            path.write_text(json.dumps(store.scrub(run_record(record, verdict), keys=False), ensure_ascii=False,
+            path.write_text(json.dumps(store.scrub(run_record(record, verdict, ideals), keys=False), ensure_ascii=False,
                                        indent=1) + "\n", encoding="utf-8")
             written.append(path)
     return written
@@ -89,5 +93,10 @@ def import_folder(store: Any, root: Path) -> int:
                 raise ValueError(f"{path} is about run {run_id}, which this store does not have; import the run "
                                  "first (python -m r2mad import FILE.jsonl).") from None
             save_verdict(store, run_id, read_verdict(rec, t, store.taxonomy, folder.name))
+            turns = step_turns(t)
+            for item in rec.get("history") or []:
+                step, ideal = int(item.get("step", -1)), str(item.get("ideal_action") or "").strip()
+                if ideal and 0 < step < len(turns):
+                    write_correction(store, run_id, *turns[step], folder.name, ideal)
             saved += 1
     return saved

@@ -7,7 +7,7 @@ import unicodedata
 from typing import Sequence
 
 from r2mad.grading.mathcheck import math_equivalent
-from r2mad.types import UNPARSED, Answer, Task
+from r2mad.types import OPTION_LETTERS, UNPARSED, Answer, Task
 
 # --- reasoning blocks ---------------------------------------------------------------------------
 
@@ -158,7 +158,7 @@ def extract_answer(text: str, task: Task) -> Answer:
     text = strip_think(text)
     if task.kind == "math":
         return extract_math(text)
-    letters = "".join(letter for letter, _ in task.options) or "ABCDEFGHIJ"
+    letters = "".join(letter for letter, _ in task.options) or OPTION_LETTERS
     found = extract_choice(text, letters)
     return found if found.parsed else extract_option_line(text, task.options)
 

@@ -11,7 +11,7 @@ from r2mad.backends.base import BackendError, ChatBackend
 from r2mad.grading.answers import strip_think
 from r2mad.prompts import common, mad
 from r2mad.settings.config import DebateSettings
-from r2mad.types import AgentTurn, Answer, AuxCall, Event, Message, Round, Task, to_dict
+from r2mad.types import AgentTurn, Answer, AuxCall, Event, EventKind, Message, Round, Task, to_dict
 
 EventSink = Callable[[Event], None]
 ABSTAINED = Answer(None, "abstained")
@@ -176,7 +176,7 @@ class RoundContext:
         """This round's fork changes of these kinds (steer.fork.Change: kind, agent, value)."""
         return [c for c in self.steer if c.kind in kinds]
 
-    def emit(self, kind: str, agent: int | None = None, **data: Any) -> None:
+    def emit(self, kind: EventKind, agent: int | None = None, **data: Any) -> None:
         self.emit_event(Event(kind, self.index, agent, to_dict(data)))
 
     def notice(self, text: str) -> None:

@@ -17,6 +17,11 @@ class Queue:
     annotators_per_run: int = 1
     blind: bool = False
 
+    @property
+    def frozen(self) -> bool:
+        """A snapshot of runs (the ids matching when it was made), not a live filter that new runs join."""
+        return "runs" in self.filters
+
 
 class Queueing:
     """The queue methods of the RunStore (store.py), which gives `transaction`."""

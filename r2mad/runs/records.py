@@ -91,6 +91,18 @@ MIGRATIONS.append((  # 6: blame by sets of turns (`blame --pairs`): one replay w
         fork_id TEXT REFERENCES runs (id) ON DELETE SET NULL, final_answer TEXT, correct INTEGER,
         calls INTEGER NOT NULL, tokens INTEGER NOT NULL, created_at REAL NOT NULL, PRIMARY KEY (run_id, turns))""",
 ))
+MIGRATIONS.append((  # 7: counterfactuals with intervals (steer/sampling.py) and annotators' verified corrections
+    """CREATE TABLE blame_samples (
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE, turns TEXT NOT NULL, samples INTEGER NOT NULL,
+        correct INTEGER NOT NULL, base_samples INTEGER NOT NULL, base_correct INTEGER NOT NULL, change REAL,
+        low REAL, high REAL, calls INTEGER NOT NULL, fork_ids TEXT NOT NULL, cut INTEGER NOT NULL,
+        deterministic INTEGER NOT NULL, created_at REAL NOT NULL, PRIMARY KEY (run_id, turns))""",
+    """CREATE TABLE corrections (
+        run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE, round INTEGER NOT NULL,
+        agent INTEGER NOT NULL, annotator TEXT NOT NULL, ideal TEXT NOT NULL, written_at REAL NOT NULL,
+        fork_id TEXT REFERENCES runs (id) ON DELETE SET NULL, final_answer TEXT, correct INTEGER,
+        verified_at REAL, PRIMARY KEY (run_id, round, agent, annotator))""",
+))
 BOOL_COLUMNS = ("correct", "shared_misconception", "flip")
 SUMMARY_COLUMNS = ("id", "created_at", "updated_at", "status", "status_note", "source", "method",
                     "backbone", "bank", "question", "gold", "final_answer", "correct", "tokens",

@@ -1,14 +1,13 @@
 """The app's line for debates (r2mad.engine.admission) as the app sets it up: which lane a debate waits in (the
 embedded model's, or the remote backbones'), the backbone that skips the line for a visitor who has a token,
-and the wait itself, yielding the place-in-line sentence while it lasts. No Gradio here."""
+the line as the engine enters it for every visitor's request (in_line), and why a running debate is slow when
+it shares the model (sharing_words). No Gradio here."""
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import time
 from typing import AsyncIterator, Callable, Iterable
 
-from r2mad.engine.admission import Admission, Ticket, about, waiting_words
+from r2mad.engine.admission import Admission, Ticket, about
 from r2mad.settings.config import Config
 from r2mad.types import Transcript
 
@@ -55,38 +54,23 @@ def with_hint(message: str, hint: str) -> str:
     return message.rstrip(".") + f"; or {hint} to skip the line." if hint else message
 
 
-@contextlib.asynccontextmanager
-async def admitted(admission: Admission, visitor: str, lane: str) -> AsyncIterator[Ticket]:
-    """For a caller that shows no waiting (the API): enter the line (Refused says why not), wait for a slot,
-    run the block, leave. Set `ticket.measured = True` inside when the debate ran to its end."""
-    ticket = admission.enter(visitor, lane)
-    try:
-        await ticket.admitted()
-        yield ticket
-    finally:
-        admission.leave(ticket, measured=ticket.measured)
-
-
-async def wait_turn(admission: Admission, ticket: Ticket, *, stop: asyncio.Event | None = None,
-                    since: float | None = None, hint: str = "", every_s: float = REFRESH_S) -> AsyncIterator[str]:
-    """While `ticket` waits: yield the place-in-line sentence at once and then every `every_s`. Ends when it
-    is admitted, or, when `stop` is set first, after taking it out of the line (ticket.left is then True).
-    `since`: time.time() when the visitor asked (the time waited counts from there)."""
-    since = time.time() if since is None else since
-    gate = asyncio.ensure_future(ticket.admitted())
-    stopper = asyncio.ensure_future(stop.wait()) if stop is not None else None
-    try:
-        while ticket.waiting:
-            if stop is not None and stop.is_set():
-                admission.leave(ticket)
-                return
-            yield waiting_words(admission.place(ticket), admission.estimate_s(ticket), time.time() - since, hint)
-            await asyncio.wait([f for f in (gate, stopper) if f is not None], timeout=every_s,
-                               return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        gate.cancel()
-        if stopper is not None:
-            stopper.cancel()
+def in_line(admission: Admission, config: Config, visitor: str, *, custom: bool = False,
+            waiting: Callable[[Ticket], None] | None = None) -> Callable:
+    """The line as the engine enters it for one visitor's request (VisitorResources' `admitted`): the request
+    enters its lane (Refused says why not), `waiting` gets the ticket at once so a caller can show its place,
+    and the block runs once admitted; leaving counts the debate's time when it ran to its end."""
+    @contextlib.asynccontextmanager
+    async def admitted(request) -> AsyncIterator[Ticket]:
+        ticket = admission.enter(visitor, lane_of(config, [request.backbone, *request.agent_backbones],
+                                                  custom=custom))
+        try:
+            if waiting is not None:
+                waiting(ticket)
+            await ticket.admitted()
+            yield ticket
+        finally:
+            admission.leave(ticket, measured=ticket.measured)
+    return admitted
 
 
 def round_seconds(t: Transcript) -> float | None:

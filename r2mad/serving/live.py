@@ -1,6 +1,7 @@
-"""Runs one debate or a side-by-side comparison for the app and streams it: the run service's `start` runs as
-an asyncio task, saves each method's run round by round and hands the transcripts to the LiveRun; the loop's
-events (through an asyncio.Queue) only wake the view and carry live text. No Gradio here."""
+"""Runs one debate or a side-by-side comparison for the app and streams it: the engine's `start` runs the request
+as an asyncio task (waiting in the line, opening the bank), saves each method's run round by round and hands the
+transcripts to the LiveRun; the loop's events (through an asyncio.Queue) only wake the view and carry live
+text. No Gradio here."""
 from __future__ import annotations
 
 import asyncio
@@ -8,48 +9,41 @@ import contextlib
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator
+from typing import AsyncIterator
 
-from r2mad.engine.service import Resolved, RunRequest, start
+from r2mad.engine.admission import Ticket
+from r2mad.engine.service import Resources, RunRequest, StoreSink, start
 from r2mad.methods import is_debate
 from r2mad.runs.store import RunStore
-from r2mad.settings.config import DebateSettings
-from r2mad.types import Answer, Event, Task, Transcript
+from r2mad.types import Answer, Event, Transcript
 
 TYPING_REFRESH_S = 0.25  # live text alone refreshes the page at most this often
 
 
 @dataclass
 class LiveRun:
-    """One run in progress: the loop's latest transcript per method (handed over by `update`), the live text
-    of turns still being written, the saved runs' ids once opened, and the transcripts of methods that ended."""
-    task: Task
-    methods: list[str]
-    backbone: str
-    settings: DebateSettings
-    bank: str | None
+    """One run request in progress, kept whole: its ticket in the line while it waits, the loop's latest
+    transcript per method (handed over by `update`), the live text of turns still being written, the saved
+    runs' ids once opened, and the transcripts of methods that ended."""
+    request: RunRequest
     store: RunStore
+    ticket: Ticket | None = None  # its place in the line, once it entered
     latest: dict[str, Transcript] = field(default_factory=dict)  # per method, and "round0" when shared
     run_ids: dict[str, str] = field(default_factory=dict)
     results: dict[str, Transcript] = field(default_factory=dict)
     started_at: float = field(default_factory=time.time)
     typing: dict[str, dict[tuple[int, int], str]] = field(default_factory=dict)  # text of unfinished turns
-    owner: str | None = None  # the visitor who may read these runs on a public Space (ui/visitors.py)
-    agent_backends: list[tuple[str, Any]] = field(default_factory=list)  # mixed models: (name, backend) per agent
-
-    @classmethod
-    def of(cls, request: RunRequest, store: RunStore, agent_backends=()) -> LiveRun:
-        """The live view of a run request of the app."""
-        live = cls(request.task, list(request.methods), request.backbone, request.settings, request.bank, store,
-                   owner=request.owner, agent_backends=list(agent_backends))
-        live.request = dataclasses.replace(live.request, moderator=request.moderator)  # the visitor's notes
-        return live
 
     def __post_init__(self):
-        self.request = RunRequest(self.task, tuple(self.methods), self.settings, self.backbone, source="app",
-                                  agent_backbones=tuple(n for n, _ in self.agent_backends), bank=self.bank,
-                                  owner=self.owner)
         self.typing = {m: {} for m in self.methods}
+
+    @property
+    def methods(self) -> list[str]:
+        return list(self.request.methods)
+
+    def waiting(self, ticket: Ticket) -> None:
+        """The request entered the line (the engine's `waiting`)."""
+        self.ticket = ticket
 
     def opened(self, run_ids: dict[str, str]) -> None:
         """The run service saved the runs (once the request was found runnable)."""
@@ -63,10 +57,11 @@ class LiveRun:
         t = self.latest.get(method)
         if t is None and is_debate(method) and "round0" in self.latest:
             shared = self.latest["round0"]
-            t = dataclasses.replace(shared, method=method, backbone=self.backbone, shared_round0=True,
-                                    settings=dataclasses.asdict(self.settings))
+            t = dataclasses.replace(shared, method=method, backbone=self.request.backbone, shared_round0=True,
+                                    settings=dataclasses.asdict(self.request.settings))
         if t is None:
-            t = Transcript(self.task, method, self.backbone, dataclasses.asdict(self.settings), (),
+            t = Transcript(self.request.task, method, self.request.backbone,
+                           dataclasses.asdict(self.request.settings), (),
                            Answer(None, "abstained"), None, "running", (), self.started_at,
                            round(time.time() - self.started_at, 4))
         typing = self.typing[method]
@@ -113,10 +108,10 @@ class LiveRun:
         return self.transcripts()
 
 
-async def stream(live: LiveRun, backend: Any, *, bank: Any = None, bank_notices: tuple[str, ...] = (),
-                 stop: asyncio.Event | None = None, summaries: Any = None,
+async def stream(live: LiveRun, resources: Resources, *, stop: asyncio.Event | None = None,
                  tick_s: float | None = None) -> AsyncIterator[dict[str, Transcript]]:
-    """Yield the partial transcripts after every event, then the finished ones. Setting `stop` (or
+    """Start the live run's request with `resources` (their line's `waiting` should be live.waiting) and yield
+    the partial transcripts after every event, then the finished ones. Setting `stop` (or
     cancelling the consumer) cancels the debate and saves it as "cancelled" with the rounds it has;
     after `stop` the cancelled transcripts are yielded last. An exception saves it as "failed".
     `tick_s`: after that many seconds without an event, an empty dict is yielded (nothing new: a clock
@@ -127,9 +122,8 @@ async def stream(live: LiveRun, backend: Any, *, bank: Any = None, bank_notices:
     def emit_for(column: str):
         return lambda event: queue.put_nowait((column, event))
 
-    resolved = Resolved(backend, live.backbone, live.agent_backends, bank, tuple(bank_notices))
-    job = asyncio.create_task(start(live.request, resolved, live.store, summaries=summaries, on_update=live.update,
-                                    on_open=live.opened, emit_for=emit_for))
+    sink = StoreSink(live.store, on_open=live.opened, on_update=live.update, emit_for=emit_for)
+    job = asyncio.create_task(start([live.request], resources, sink))
     stopper = asyncio.ensure_future(stop.wait())
     shown_at = 0.0
     getter: asyncio.Future | None = None

@@ -84,7 +84,6 @@ class Served:
 
     async def debate(self, request: RunRequest, on_round, on_open) -> tuple[str, Transcript]:
         """One debate through the app's line and run service; (run id, transcript)."""
-        from r2mad.serving.line import lane_of
         from r2mad.serving.visitor_runs import start_in_line
 
         s = self.services
@@ -97,8 +96,7 @@ class Served:
             seen[0] = max(seen[0], len(finished))
         # each request is its own entry in the line: a harness's many requests wait like visitors' debates
         async with asyncio.timeout(request.settings.deadline_s + LINE_WAIT_S):
-            runs = await start_in_line(s, request, f"serve:{uuid.uuid4().hex[:12]}",
-                                       lane_of(s.config, [request.backbone]), on_update=on_update,
+            runs = await start_in_line(s, request, f"serve:{uuid.uuid4().hex[:12]}", on_update=on_update,
                                        on_open=on_open)
         [(method, t)] = runs.transcripts.items()
         return runs.run_ids[method], t

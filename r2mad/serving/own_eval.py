@@ -12,7 +12,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from r2mad.engine.evaluate import run_eval
+from r2mad.engine.resources import Given
 from r2mad.evaluation.rows import ROWS, EvalRun
+from r2mad.memory.summaries import SummaryCache
 
 MAX_UPLOAD_BYTES = 50 * 2**20  # a bigger file is refused before it is read
 POLL_S = 0.5  # how often the tab redraws the bar while rows arrive
@@ -87,7 +89,8 @@ def start(run: EvalRun, backend, out: Path, *, concurrency: int) -> EvalJob:
     if busy():
         raise RuntimeError("One eval runs at a time in this app; wait for the running one to end.")
     job = EvalJob(out, len(run.split.tasks) * len(run.methods) * len(run.seed_values))
-    job.task = asyncio.get_running_loop().create_task(run_eval(run, backend, out, concurrency=concurrency))
+    resources = Given(backend, summaries=SummaryCache())
+    job.task = asyncio.get_running_loop().create_task(run_eval(run, resources, out, concurrency=concurrency))
     _RUNNING.clear()
     _RUNNING.add(job.task)
     return job

@@ -1,4 +1,4 @@
-"""The app's process-wide services: the shared resources of r2mad/engine/resources.py (run store, banks, backends)
+"""The app's process-wide services: the shared resources of r2mad/engine/shared.py (run store, banks, backends)
 plus what belongs to visitors' browser sessions: the stop signal of each session's running debate, the line
 for debates (admission) and the key their browser's visitor id is kept with."""
 from __future__ import annotations
@@ -7,10 +7,11 @@ import asyncio
 import os
 import secrets as random_secrets
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
-from r2mad.engine.resources import Shared
-from r2mad.serving.line import make_admission
+from r2mad.engine.admission import Ticket
+from r2mad.engine.shared import Shared, VisitorResources
+from r2mad.serving.line import in_line, make_admission
 from r2mad.serving.sealed import Sealed
 from r2mad.settings.config import Config
 
@@ -22,6 +23,14 @@ class Services(Shared):
         self.admission = make_admission(config)  # which debates run now, and the fair line of the others
         self.sealed = Sealed()  # runs of blind comparisons waiting for their vote (serving/sealed.py)
         self.notes: dict[str, list[str]] = {}  # session -> a visitor's notes for its running debate (moderator_box)
+
+    def in_line(self, key: str, *, token: str | None = None, login_token: str | None = None,
+                endpoint: tuple[str, str | None] | None = None,
+                waiting: Callable[[Ticket], None] | None = None) -> VisitorResources:
+        """The engine's resources for one visitor's request, which waits in the line for debates as `key` (who
+        they are to the line and to the owner's allowance); `waiting` gets its ticket at once."""
+        line = in_line(self.admission, self.config, key, custom=endpoint is not None, waiting=waiting)
+        return self.resources(token, login_token, key, line=line, endpoint=endpoint)
 
     def browser_secret(self) -> str:
         """The key gr.BrowserState encrypts the visitor id with in the browser. Gradio sends it to every page

@@ -1,12 +1,11 @@
 """Starting a saved run for the app's API and Fork tab: a visitor's run request waits its turn in the line for
-debates, then the run service (r2mad/engine/service.py) starts it. A fork reads its parent only if the visitor may."""
+debates, then the engine (r2mad/engine/service.py) starts it. A fork reads its parent only if the visitor may."""
 from __future__ import annotations
 
 from typing import Callable
 
 from r2mad.engine.admission import Ticket
-from r2mad.engine.service import Fork, RunRequest, Runs, start
-from r2mad.serving.line import lane_of
+from r2mad.engine.service import Fork, RunRequest, Runs, StoreSink, start
 from r2mad.serving.services import Services
 from r2mad.serving.visitors import Visitor
 from r2mad.steer.fork import ForkSpec
@@ -26,28 +25,16 @@ def readable(store, run_id: str, visitor: Visitor):
     return record
 
 
-async def start_in_line(services: Services, request: RunRequest, line_key: str, lane: str, *,
+async def start_in_line(services: Services, request: RunRequest, line_key: str, *,
                         on_update: Callable[[str, Transcript], None] | None = None,
                         waiting: Callable[[Ticket], None] | None = None,
                         on_open: Callable[[dict[str, str]], None] | None = None) -> Runs:
-    """Start `request` once the line lets it in (Refused when it may not); nothing is saved while it waits.
-    `waiting` gets the ticket first, so a caller can show its place; `on_open` the saved runs' ids."""
-    ticket: Ticket | None = None
-
-    async def admit() -> None:
-        nonlocal ticket
-        ticket = services.admission.enter(line_key, lane)
-        if waiting is not None:
-            waiting(ticket)
-        await ticket.admitted()
-    try:
-        # an anonymous visitor's run on a Hugging Face backbone may spend the owner's allowance, counted to them
-        runs = await start(request, services.resources(visitor=line_key), services.store, summaries=services.summaries,
-                           on_update=on_update, admit=admit, on_open=on_open)
-        ticket.measured = all(t.status == "done" for t in runs.transcripts.values())
-    finally:
-        if ticket is not None:
-            services.admission.leave(ticket, measured=ticket.measured)
+    """Start `request` through the engine once the line lets it in (Refused when it may not); nothing is saved
+    while it waits. `waiting` gets the ticket first, so a caller can show its place; `on_open` the saved runs'
+    ids. An anonymous visitor's run on a Hugging Face backbone may spend the owner's allowance, counted to
+    `line_key`."""
+    [runs] = await start([request], services.in_line(line_key, waiting=waiting),
+                         StoreSink(services.store, on_update=on_update, on_open=on_open))
     return runs
 
 
@@ -69,7 +56,6 @@ async def fork_saved(services: Services, run_id: str, spec: ForkSpec, *, source:
                          agent_backbones=agents, bank=parent.bank, owner=visitor.owner,
                          fork=Fork(parent.id, parent.transcript, spec))
     runs = await start_in_line(services, request, line_key or visitor.owner or "anonymous",
-                               lane_of(services.config, [name, *agents]),
                                on_update=(lambda method, t: record(t)) if record else None, waiting=waiting)
     [(method, t)] = runs.transcripts.items()
     return parent.id, runs.run_ids[method], t

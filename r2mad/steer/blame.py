@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Awaitable, Callable
 
-from r2mad.backends.base import BackendError, ChatBackend
+from r2mad.backends.base import BackendError, ChatBackend, Wrapped
 from r2mad.grading.answers import is_correct
 from r2mad.steer.fork import Change, ForkSpec, live_usage
 from r2mad.steer.links import Blame
@@ -34,12 +34,12 @@ class CallMeter:
         return _Metered(backend, self)
 
 
-class _Metered:
-    """`backend` with every chat() counted by its meter; its name, model and capabilities are the backend's own."""
+class _Metered(Wrapped):
+    """`backend` with every chat() counted by its meter."""
 
     def __init__(self, backend: ChatBackend, meter: CallMeter):
-        self._backend, self._meter = backend, meter
-        self.name, self.model, self.capabilities = backend.name, backend.model, backend.capabilities
+        super().__init__(backend)
+        self._meter = meter
 
     async def chat(self, messages, **kw):
         meter = self._meter
@@ -47,7 +47,7 @@ class _Metered:
             meter.refused += 1
             raise BackendError(f"Blame's budget of {meter.budget} model calls is spent; this replay was cut here.")
         meter.used += 1
-        return await self._backend.chat(messages, **kw)
+        return await self.inner.chat(messages, **kw)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from r2mad.annotation.queues import next_pending, others_visible, queue_items, s
 from r2mad.serving.identity import current_annotator
 from r2mad.text import quoted
 from r2mad.ui.annotate_base import ANY, FLAGS, Profile, Req, Token, final_text, flat_chat  # noqa: F401
+from r2mad.ui.annotate_moves import AnnotateMoves
 from r2mad.ui.annotate_tools import AnnotateTools
 from r2mad.ui.handlers import warn
 from r2mad.ui.render.annotate_view import (
@@ -31,10 +32,11 @@ from r2mad.ui.render.tables import run_header_markdown
 
 # what the workbench's events return (_show), by the Annotate tab's output names, in order
 SHOWN = ("run_id", "header", "chat", "suggestions", "labels", "turn", "note", "others", "progress", "items", "final",
-         "final_md")
+         "final_md", "moves", "ideal", "final_run")
+NO_RUN_FINAL = "*Open a run: final labels apply to the run open in the workbench.*"
 
 
-class AnnotateHandlers(AnnotateTools):
+class AnnotateHandlers(AnnotateTools, AnnotateMoves):
     def show(self, queue_name, run_id, typed, visitor_id,
              request: Req = None, profile: Profile = None, oauth_token: Token = None):
         """Open the run whose id is typed in the box."""
@@ -42,7 +44,7 @@ class AnnotateHandlers(AnnotateTools):
 
     def _empty(self, run_id, header, progress, items):
         return (run_id, header, [], "", [], gr.update(choices=[NO_TURN], value=[]), "", "", progress,
-                queue_rows(items, None), [], "")
+                queue_rows(items, None), [], "", "", "", NO_RUN_FINAL)
 
     def _show(self, queue_name: str | None, run_id: str | None, me: str):
         """Everything the workbench shows for one run of (optionally) a queue, in SHOWN's order."""
@@ -75,10 +77,12 @@ class AnnotateHandlers(AnnotateTools):
         final = finals.get(run_id)
         header = run_header_markdown(record).replace(f"**Run {esc(record.id)}**", f"**Run {short_id(record.id)}**")
         header += "  \n" + final_markdown(record.transcript) if record.transcript else ""
-        return (run_id, header, flat_chat(record.transcript), suggestions_markdown(groups, me, visible), ticked,
+        said = "\n\n".join(x for x in (suggestions_markdown(groups, me, visible), self.samples_markdown(run_id)) if x)
+        return (run_id, header, flat_chat(record.transcript), said, ticked,
                 gr.update(choices=turn_choices(record.transcript), value=turn_names(blamed)),
                 mine.note if mine else "", others_markdown(record.annotations, me, visible), progress,
-                queue_rows(items, run_id), list(final.labels) if final else [], final_text(final))
+                queue_rows(items, run_id), list(final.labels) if final else [], final_text(final),
+                self.moves_markdown(run_id, me, visible, record.correct), "", adjudicating(record))
 
     def open_queue(self, queue_name, typed, visitor_id,
                    request: Req = None, profile: Profile = None, oauth_token: Token = None):
@@ -195,3 +199,10 @@ class AnnotateHandlers(AnnotateTools):
 
 
 QUEUE_ROW = ("#", "Run", "Question", "Flags", "You")
+
+
+def adjudicating(record) -> str:
+    """The run the adjudication panel's final labels apply to, named at its top."""
+    question = " ".join((record.question or "").split())
+    question = question if len(question) <= 80 else question[:79] + "…"
+    return f"Final labels for run **{short_id(record.id)}** ({record.method}): *{esc(question)}*"

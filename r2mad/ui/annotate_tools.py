@@ -14,7 +14,7 @@ from r2mad.annotation import agreement
 from r2mad.annotation.book import blame_value
 from r2mad.annotation.card import agreement_markdown
 from r2mad.annotation.influence import compare_rows, edge_counts
-from r2mad.annotation.queues import Queue, save_queue
+from r2mad.annotation.queues import Queue, frozen_copy, save_queue
 from r2mad.exports.dataset import push_dataset, write_dataset
 from r2mad.serving.own_repo import own_repo
 from r2mad.text import quoted
@@ -25,9 +25,10 @@ from r2mad.ui.render.chat import esc
 
 
 class AnnotateTools(AnnotateBase):
-    def create_queue(self, name, method, backbone, bank, outcome, flags, detector, n, blind, typed, visitor_id,
+    def create_queue(self, name, method, backbone, bank, outcome, flags, detector, n, blind, frozen, typed, visitor_id,
                      request: Req = None, profile: Profile = None, oauth_token: Token = None):
-        self._me(typed, visitor_id, request, profile, oauth_token)
+        """A live filter (runs saved later join it), or with `frozen` a snapshot of the runs matching now."""
+        me = self._me(typed, visitor_id, request, profile, oauth_token)
         flags = flags or []
         filters = {"method": None if method in (ANY, "", None) else method,
                    "backbone": None if backbone in (ANY, "", None) else backbone,
@@ -38,11 +39,25 @@ class AnnotateTools(AnnotateBase):
                    "parse_failures": True if FLAGS[2] in flags else None,
                    "detector": None if detector in (ANY, "", None) else detector}
         try:
-            queue = save_queue(self.store, Queue(name or "", filters, int(n or 1), bool(blind)))
+            queue = Queue(name or "", filters, int(n or 1), bool(blind))
+            queue = (frozen_copy(self.store, queue, queue.name, me) if frozen else save_queue(self.store, queue))
         except ValueError as exc:
             warn(str(exc))
             return gr.skip()
         return gr.update(choices=self.queue_names(), value=queue.name)
+
+    def freeze_queue(self, queue_name, typed, visitor_id,
+                     request: Req = None, profile: Profile = None, oauth_token: Token = None):
+        """A frozen copy of the open queue beside it ("NAME · frozen HH:MM"): its runs now, whatever is saved later."""
+        me = self._me(typed, visitor_id, request, profile, oauth_token)
+        queue = self._queue(queue_name)
+        if queue is None:
+            warn("Open a queue first; its runs as they are now become the frozen copy.")
+            return gr.skip()
+        base = queue.name.split(" · frozen ")[0]
+        name = f"{base[:50]} · frozen {time.strftime('%m-%d %H:%M:%S')}"
+        frozen_copy(self.store, queue, name, me)
+        return gr.update(choices=self.queue_names(), value=name)
 
     def save_final(self, run_id, labels, turns, typed, visitor_id,
                    request: Req = None, profile: Profile = None, oauth_token: Token = None):

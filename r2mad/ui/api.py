@@ -15,7 +15,7 @@ from r2mad.engine.service import RunRequest
 from r2mad.methods import METHODS, PLAIN, needs_bank
 from r2mad.runs.faults import StoreError
 from r2mad.serving.compact import TEXT_LIMIT, compact
-from r2mad.serving.line import lane_of, visitor_key
+from r2mad.serving.line import visitor_key
 from r2mad.serving.sealed import SEALED_WORDS
 from r2mad.serving.services import Services
 from r2mad.serving.visitor_runs import fork_saved, readable, start_in_line
@@ -33,6 +33,22 @@ USER_ERRORS = (BackendError, ConfigError, ValueError, KeyError, StoreError, Refu
 def mcp_available() -> bool:
     """Whether the `mcp` package (gradio's [mcp] extra) is installed, so the app can serve MCP tools."""
     return importlib.util.find_spec("mcp") is not None
+
+
+def fork_json(spec) -> dict[str, Any]:
+    """What a fork changed, with agents counted from 1 as everywhere in the API (the store keeps them from 0)."""
+    from dataclasses import asdict
+
+    data = asdict(spec)
+    data["changes"] = [{**c, "agent": c["agent"] + 1} for c in data["changes"]]
+    return data
+
+
+def blame_json(b) -> dict[str, Any]:
+    """One blame replay, agents counted from 1 (its own and those of the other turns it neutralised)."""
+    from dataclasses import asdict
+
+    return {**asdict(b), "agent": b.agent + 1, "also": [[r, a + 1, how] for r, a, how in b.also]}
 
 
 class Api:
@@ -57,8 +73,10 @@ class Api:
     async def run_debate(self, question: str, options: dict[str, str] | None = None, gold: str = "",
                          method: str = PLAIN, backbone: str = "", bank: str = "",
                          agent_backbones: list[str] | None = None, aux_backbone: str = "",
-                         notes: list[dict] | None = None, request: gr.Request = None,
-                         progress: gr.Progress = gr.Progress()) -> dict[str, Any]:
+                         notes: list[dict] | None = None,
+                         rounds: int | None = None, agents: int | None = None, max_tokens: int | None = None,
+                         temperature: float | None = None, seed: int | None = None,
+                         request: gr.Request = None, progress: gr.Progress = gr.Progress()) -> dict[str, Any]:
         """Run one debate and return its transcript in compact JSON.
 
         Args:
@@ -72,6 +90,11 @@ class Api:
             aux_backbone: with agent_backbones, the backbone of summaries, judges and advice; empty for agent 1's.
             notes: a person in the debate, before a round: [{"round": 1, "text": "…"}] reaches every agent, with
                 "to": [2] agent 2 alone, or "seat": 2 makes the text agent 2's turn (agents counted from 1).
+            rounds: rounds in all, round 0 included (3 = round 0 + 2 debate rounds); empty for the app's.
+            agents: how many agents debate; empty for the app's.
+            max_tokens: most tokens each response may have; empty for the app's.
+            temperature: sampling temperature (0 to 2); empty for the app's.
+            seed: the seed every call's seed derives from; empty for the app's.
         """
         from r2mad.grading.tasks import task_from_input
         from r2mad.human import from_rows, scripted
@@ -81,7 +104,9 @@ class Api:
             if method not in METHODS:
                 raise ConfigError(f"Unknown method {quoted(method)}; choose one of: {', '.join(METHODS)}.")
             name = self._backbone(backbone)
-            settings = s.config.settings
+            asked_settings = {"rounds": rounds, "agents": agents, "max_tokens": max_tokens,
+                              "temperature": temperature, "seed": seed}  # the Debate tab's Advanced panel
+            settings = s.config.settings.replace(**{k: v for k, v in asked_settings.items() if v not in (None, "")})
             task = task_from_input(question, {k.strip().upper(): v for k, v in (options or {}).items()} or None,
                                    gold or None, max_chars=settings.max_question_chars)
             names = tuple((n or "").strip() for n in agent_backbones or ())
@@ -90,9 +115,8 @@ class Api:
                                source="api", agent_backbones=names, owner=self.visitor(request).owner,
                                bank=(bank or s.config.app.default_bank) if needs_bank(method) else None,
                                moderator=scripted(said) if said else None)
-            lane = lane_of(s.config, [*(agent_backbones or ()), aux_backbone] if agent_backbones else [name])
             report = round_reporter(progress, settings.rounds)
-            runs = await start_in_line(s, asked, self.line_key(request), lane, on_update=lambda _, t: report(t))
+            runs = await start_in_line(s, asked, self.line_key(request), on_update=lambda _, t: report(t))
             await progress_sent()
             [(run_id, t)] = [(runs.run_ids[m], t) for m, t in runs.transcripts.items()]
         except USER_ERRORS as exc:
@@ -119,14 +143,16 @@ class Api:
                 for r in rows if r.id not in self.services.sealed]  # a blind comparison's, until its vote
 
     def get_run(self, run_id: str, request: gr.Request = None) -> dict[str, Any]:
-        """One saved run: its compact transcript, the run it was forked from, its forks and blame results.
+        """One saved run: its compact transcript, the run it was forked from, its forks, blame results and
+        sampled blame (each counterfactual's change in P(correct) with its 95% interval).
 
         Args:
             run_id: the id of a saved run (from list_runs or run_debate).
         """
         from dataclasses import asdict
 
-        from r2mad.steer.links import blame_of, fork_of, forks_of
+        from r2mad.runs.counterfactuals import samples_of
+        from r2mad.steer.links import fork_of
 
         store = self.services.store
         try:
@@ -138,8 +164,10 @@ class Api:
             raise refusal(sentence(exc)) from None
         data = compact(record.transcript, record.id) if record.transcript else {"run_id": record.id,
                                                                                 "status": record.status}
-        data.update(forked_from=parent, fork=spec and asdict(spec), forks=forks_of(store, record.id),
-                    blame=[asdict(b) for b in blame_of(store, record.id)])
+        data.update(forked_from=parent, fork=spec and fork_json(spec), forks=store.forks_of(record.id),
+                    blame=[blame_json(b) for b in store.blame_of(record.id)],
+                    blame_samples=[{**asdict(b), "turns": [[r, a + 1, how] for r, a, how in b.turns]}
+                                   for b in samples_of(store, record.id)])
         return data
 
     async def fork_run(self, run_id: str, from_round: int, answers: dict[str, str] | None = None,
@@ -164,8 +192,6 @@ class Api:
             replace_cases: R²-MAD: agent -> "RANK:CASE_ID", a case of its bank shown at that rank instead.
             drop_advice: advice: target agent -> source agent whose advice to it is not asked for, {"1": 2}.
         """
-        from dataclasses import asdict
-
         from r2mad.steer.fork import ForkSpec, parse_changes
 
         def pairs(mapping) -> list[str]:
@@ -182,7 +208,7 @@ class Api:
             await progress_sent()
         except USER_ERRORS as exc:
             raise refusal(sentence(exc)) from None
-        return {**compact(t, fork_id), "forked_from": parent_id, "fork": asdict(spec)}
+        return {**compact(t, fork_id), "forked_from": parent_id, "fork": fork_json(spec)}
 
     def search_bank(self, query: str = "", bank: str = "", agent: int = 0, correct: str = "any",
                     limit: int = 10) -> list[dict[str, Any]]:

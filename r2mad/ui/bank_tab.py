@@ -2,6 +2,8 @@
 correctness, open one case in full, and quarantine (or release) a case so retrieval never uses it."""
 from __future__ import annotations
 
+import asyncio
+
 import gradio as gr
 
 from r2mad.serving.services import Services
@@ -11,6 +13,7 @@ from r2mad.ui.render.chat import esc
 from r2mad.ui.render.tables import CASE_HEADERS, case_markdown, case_rows
 
 ANY = "any"
+WARMING_REFRESH_S = 0.5  # how often the first opening's progress is shown
 
 
 def _choice(value: str | None) -> int | None:
@@ -45,6 +48,17 @@ class BankHandlers:
                  f"{len(bank)} cases ({'?' if share is None else f'{share:.0%}'} positive) · "
                  f"{len(cases)} shown")
         return about, case_rows(cases)
+
+    async def browse(self, folder: str, text: str, agent: str, round_: str, outcome: str, limit: float):
+        """search() for the tab, showing a bank's first opening as it goes (loading the embedder, indexing its
+        cases: the index is built then), off the event loop."""
+        found = asyncio.ensure_future(asyncio.to_thread(self.search, folder, text, agent, round_, outcome, limit))
+        while not found.done():
+            await asyncio.wait([found], timeout=WARMING_REFRESH_S)
+            doing = self.services.warming_up(folder) if folder else None
+            if doing and not found.done():
+                yield f"Memory bank warming up ({esc(doing)})…", gr.skip()
+        yield found.result()
 
     def open_case(self, folder: str, case_id: str) -> str:
         bank = self._bank(folder)
@@ -107,7 +121,7 @@ def build(services: Services, tab: gr.Tab) -> None:
     search.click(h.search, [bank, text, agent, round_, outcome, limit], [about, table], api_name="bank_search")
     # the cases show as soon as the tab is opened or a filter changes
     gr.on([text.submit, tab.select, bank.change, agent.change, round_.change, outcome.change, limit.release],
-          h.search, [bank, text, agent, round_, outcome, limit], [about, table], api_visibility="private")
+          h.browse, [bank, text, agent, round_, outcome, limit], [about, table], api_visibility="private")
     open_button.click(h.open_case, [bank, case_id], [case], api_name="bank_case")
     table.select(h.select, [bank], [case_id, case], api_visibility="private")
     quarantine.click(h.quarantine, [bank, case_id], [case], api_name="bank_quarantine")

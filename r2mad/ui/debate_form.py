@@ -12,9 +12,10 @@ from r2mad.methods import REGISTRY, names
 from r2mad.settings.config import bounds
 from r2mad.settings.fields import ON_FORM, Field
 from r2mad.text import FIELD_CHARS, GOLD_CHARS
+from r2mad.types import OPTION_LETTERS
 from r2mad.ui.views import MAX_COLUMNS
 
-LETTERS = "ABCDEFGHIJ"
+LETTERS = OPTION_LETTERS
 OPTIONS = tuple(f"option_{letter.lower()}" for letter in LETTERS)
 MAX_AGENTS = 8  # the Agents slider's maximum: one backbone dropdown each under Mixed models
 AGENTS = tuple(f"agent_{i + 1}" for i in range(MAX_AGENTS))

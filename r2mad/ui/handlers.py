@@ -13,13 +13,14 @@ from typing import Any
 import gradio as gr
 
 from r2mad.backends.base import BackendError
-from r2mad.engine.admission import Refused
+from r2mad.engine.admission import Refused, waiting_words
+from r2mad.engine.resources import custom_label
 from r2mad.engine.service import RunRequest
 from r2mad.evaluation.costs import price_table
 from r2mad.grading.tasks import task_from_input
 from r2mad.methods import METHODS, needs_bank
 from r2mad.runs.faults import StoreError
-from r2mad.serving.line import lane_of, sharing_words, skip_hint, visitor_key, wait_turn, with_hint
+from r2mad.serving.line import lane_of, sharing_words, skip_hint, visitor_key, with_hint
 from r2mad.serving.live import LiveRun, stream
 from r2mad.serving.services import Services
 from r2mad.serving.visitors import Visitor, identify
@@ -27,9 +28,9 @@ from r2mad.settings.config import PAPER_PROFILE, ConfigError, DebateSettings, wi
 from r2mad.settings.fields import ON_FORM
 from r2mad.text import quoted
 from r2mad.ui import moderator_box, vote_panel
-from r2mad.ui.debate_form import AGENTS, OPTIONS
+from r2mad.ui.debate_form import AGENTS, LETTERS, OPTIONS
 from r2mad.ui.render.blind import Curtain
-from r2mad.ui.views import idle, status_line, view  # the Debate tab's component updates (issue 16)
+from r2mad.ui.views import MAX_COLUMNS, idle, status_line, view  # the Debate tab's component updates (issue 16)
 
 log = logging.getLogger("r2mad.ui")
 NOT_SAVED = "**Not saved yet** — kept and saved when space returns."
@@ -38,7 +39,6 @@ NOT_SAVED = "**Not saved yet** — kept and saved when space returns."
 def with_reason(status: str, busy: str) -> str:
     """A running debate's status line, with why it is slow when the shared model is busy (ui/line.py)."""
     return f"{status}  \n{busy}" if busy else status
-MAX_COLUMNS = 4
 USER_ERRORS = (BackendError, ConfigError, ValueError, StoreError)  # StoreError: a full or locked run store
 TICK_S = 1.0  # the running status line's seconds move on at least this often
 
@@ -110,31 +110,24 @@ class DebateHandlers:
         """The page was closed: stop its debate instead of letting it run on."""
         self.services.request_stop(getattr(request, "session_hash", None) or "anonymous")
 
-    async def _prepare(self, req: DebateRequest, login_token: str | None, owner: str | None = None,
-                       visitor: str | None = None):
-        """(run request, backend, per-agent backends) for a run; raises a USER_ERRORS exception to refuse.
-        `visitor`: who an anonymous visitor is to the owner's allowance (their line key)."""
-        services = self.services
+    def _request(self, req: DebateRequest, owner: str | None = None) -> RunRequest:
+        """The run request the form asks for, kept whole to the loop; raises a USER_ERRORS exception to refuse.
+        Its backbones are resolved by the engine (VisitorResources), before it enters the line."""
         unknown = [m for m in req.methods if m.removesuffix("+advice") not in METHODS]
         if unknown:
             raise ConfigError(f"Unknown method {quoted(unknown[0])}; choose methods from the list.")
-        settings = req.settings(services.config.settings)
-        chosen = {letter: text for letter, text in zip("ABCDEFGHIJ", req.options) if (text or "").strip()}
+        settings = req.settings(self.services.config.settings)
+        chosen = {letter: text for letter, text in zip(LETTERS, req.options) if (text or "").strip()}
         task = task_from_input(req.question, chosen or None, req.gold, max_chars=settings.max_question_chars)
-        if req.agent_backbones:
-            if (req.base_url or "").strip():
-                raise ConfigError("Mixed models use the listed backbones; clear the custom endpoint or untick "
-                                  "Mixed models.")
-            backend, backbone_name, agents = await asyncio.to_thread(
-                services.mixed_backends, list(req.agent_backbones), req.aux_backbone, n_agents=settings.agents,
-                token=req.token, login_token=login_token, visitor=visitor)
-        else:
-            (backend, backbone_name), agents = await asyncio.to_thread(
-                services.backend, req.backbone, token=req.token, base_url=req.base_url, model=req.model,
-                login_token=login_token, visitor=visitor), []
-        request = RunRequest(task, req.methods, settings, backbone_name, source="app",
-                             agent_backbones=tuple(n for n, _ in agents), bank=req.bank or None, owner=owner)
-        return request, backend, agents
+        agents = tuple((n or "").strip() for n in req.agent_backbones)
+        if agents and (req.base_url or "").strip():
+            raise ConfigError("Mixed models use the listed backbones; clear the custom endpoint or untick "
+                              "Mixed models.")
+        backbone = ((req.aux_backbone or "").strip() or agents[0]) if agents else req.backbone
+        if (req.base_url or "").strip():
+            backbone = custom_label(req.base_url, req.model)
+        return RunRequest(task, req.methods, settings, backbone, source="app", agent_backbones=agents,
+                          bank=req.bank or None, owner=owner)
 
     async def _skip_hint(self, lane: str, token: str | None, login_token: str | None) -> str:
         """The remote backbone this visitor could pick to skip the line ("" when none is theirs to use)."""
@@ -145,20 +138,6 @@ class DebateHandlers:
                 return False
             return True
         return await asyncio.to_thread(skip_hint, self.services.config, lane, usable)
-
-    async def _open_bank(self, bank: str, task_kind: str, stop: asyncio.Event):
-        """Yield status lines while the bank opens off the event loop (the first opening loads the
-        embedder and may build the index), then (bank or None, notices); None when stopped first."""
-        opening = asyncio.ensure_future(asyncio.to_thread(self.services.bank_for_task, bank, task_kind))
-        while not opening.done():
-            await asyncio.wait([opening], timeout=0.5)
-            if stop.is_set():
-                yield None  # the opening goes on in the background for the next debate
-                return
-            doing = self.services.warming_up(bank)
-            if doing and not opening.done():
-                yield f"Memory bank warming up ({doing})…"
-        yield opening.result()
 
     async def run_debate(self, request: gr.Request = None, login: gr.OAuthProfile | None = None,
                          oauth_token: gr.OAuthToken | None = None, *, visitor_id: str | None = None, **form):
@@ -209,55 +188,41 @@ class DebateHandlers:
             warn("A debate is already running in this browser tab; stop it or wait until it ends.")
             yield idle("A debate is already running here; wait or press Stop.")
             return
-        store = live = ticket = None
-        finished = False
+        store = live = None
         try:
             try:
-                request, backend, agent_backends = await self._prepare(req, login_token, visitor.owner, key)
+                request = self._request(req, visitor.owner)
                 # the visitor's notes between rounds, to every debate side by side (ui/moderator_box.py)
                 request = dataclasses.replace(request, moderator=moderator_box.mailbox(services, session))
             except USER_ERRORS as exc:
                 warn(str(exc), token)
-                text = html.escape(str(exc).replace(token or chr(0), "[redacted]"), quote=False)
-                yield idle(f"Not started: {text}")
-                return
-            lane = lane_of(services.config, req.agent_backbones + (req.aux_backbone,) if req.agent_backbones
-                           else (req.backbone,), custom=bool((req.base_url or "").strip()))
-            try:
-                ticket = services.admission.enter(key, lane)
-                hint = await self._skip_hint(lane, req.token, login_token) if ticket.waiting else ""
-            except Refused as exc:
-                hint = await self._skip_hint(lane, req.token, login_token)
-                warn(with_hint(str(exc), hint))
-                yield idle(f"Not started: {html.escape(with_hint(str(exc), hint), quote=False)}")
-                return
-            async for words in wait_turn(services.admission, ticket, stop=stop_signal, since=asked, hint=hint):
-                place, _, rest = words.partition(" · ")
-                yield idle(f"**{html.escape(place, quote=False)}** · {html.escape(rest, quote=False)}")
-            if ticket.left:
-                yield idle("Stopped while waiting in line; nothing was run.")
-                return
-            bank_obj, notices = None, []
-            if bank and any(map(needs_bank, methods)):
-                async for step in self._open_bank(bank, request.task.kind, stop_signal):
-                    if isinstance(step, str):
-                        yield idle(step)
-                    elif step is not None:
-                        bank_obj, notices = step
-            if stop_signal.is_set():
-                yield idle("Stopped before the debate started; nothing was run.")
+                yield idle(f"Not started: {html.escape(str(exc).replace(token or chr(0), '[redacted]'), quote=False)}")
                 return
             store = services.store_for(req.token, login_token)
             prices = price_table(services.config.backbones.values())  # a custom endpoint has none
-            live = LiveRun.of(request, store, agent_backends)
+            live = LiveRun(request, store)
+            endpoint = (req.base_url.strip(), req.model) if (req.base_url or "").strip() else None
+            resources = services.in_line(key, token=req.token, login_token=login_token, endpoint=endpoint,
+                                         waiting=live.waiting)
             if curtain is not None and len(methods) > 1:
                 curtain.draw(list(methods))
             hide = curtain.hide if curtain is not None else (lambda shown: shown)
-            yield view(hide(live.transcripts()), final=False, elapsed=time.time() - asked)
-            async for transcripts in stream(live, backend, bank=bank_obj, bank_notices=tuple(notices),
-                                            stop=stop_signal, summaries=services.summaries, tick_s=TICK_S):
+            hint = None
+            async for transcripts in stream(live, resources, stop=stop_signal, tick_s=TICK_S):
+                if not live.run_ids:  # not started yet: waiting in the line, or the bank warming up
+                    if live.ticket is not None and live.ticket.waiting:
+                        hint = await self._skip_hint(live.ticket.lane, req.token, login_token) if hint is None \
+                            else hint
+                        words = waiting_words(services.admission.place(live.ticket),
+                                              services.admission.estimate_s(live.ticket), time.time() - asked, hint)
+                        place, _, rest = words.partition(" · ")
+                        yield idle(f"**{html.escape(place, quote=False)}** · {html.escape(rest, quote=False)}")
+                    elif bank and (doing := services.warming_up(bank)):
+                        yield idle(f"Memory bank warming up ({doing})…")
+                    continue
                 # what the page shows and downloads holds no key, even one an endpoint echoed back
                 shown = {m: store.scrub_transcript(t) for m, t in (transcripts or live.transcripts()).items()}
+                lane = live.ticket.lane if live.ticket is not None else ""
                 busy = sharing_words(services.admission, lane, next(iter(shown.values()), None))
                 if not transcripts:  # nothing new for a while: only the clock on the status line moves
                     yield idle(with_reason(status_line(hide(shown), prices, time.time() - asked), busy))
@@ -267,7 +232,10 @@ class DebateHandlers:
                     services.sealed.seal(live.run_ids.values())
                 update = view(hide(shown), final=done, prices=prices, saved=live.run_ids, elapsed=time.time() - asked)
                 yield (update[0] if done else with_reason(update[0], busy), *update[1:])
-            finished = bool(live.results) and all(t.status == "done" for t in live.results.values())
+            if not live.run_ids:  # stopped before anything was saved
+                yield idle("Stopped while waiting in line; nothing was run." if live.ticket is not None
+                           else "Stopped before the debate started; nothing was run.")
+                return
             with services._lock:
                 unsaid = services.notes.pop(session, [])
             if unsaid:  # sent after the last round began, or the agents agreed and the debate stopped early
@@ -287,7 +255,12 @@ class DebateHandlers:
                     warn(f"{m}: {why}", token)
                 elif errors:
                     warn(f"{m}: {len(errors)} agent call(s) failed and abstained: {errors[0]}", token)
-        except USER_ERRORS as exc:  # raised by the debate itself (e.g. a method that rejects its settings)
+        except Refused as exc:  # the line is full, or this visitor has enough debates in it
+            hint = await self._skip_hint(lane_of(services.config, [request.backbone, *request.agent_backbones],
+                                                 custom=endpoint is not None), req.token, login_token)
+            warn(with_hint(str(exc), hint))
+            yield idle(f"Not started: {html.escape(with_hint(str(exc), hint), quote=False)}")
+        except USER_ERRORS as exc:  # a backbone refused, a bank holding the question, a method's settings
             warn(str(exc), token)
             if live is not None and live.run_ids:
                 yield view(hide(live.transcripts()), final=True)
@@ -299,8 +272,6 @@ class DebateHandlers:
             if live is not None:
                 yield view(hide(live.transcripts()), final=True)
         finally:
-            if ticket is not None:
-                services.admission.leave(ticket, measured=finished)
             services.end(session)
             if store is not None and store is not services.store:
                 store.close()

@@ -16,11 +16,12 @@ from r2mad.serving.sealed import SEALED_WORDS
 from r2mad.serving.services import Services
 from r2mad.serving.visitors import Visitor, VisitorHandlers
 from r2mad.steer.fork import fork_starts
-from r2mad.steer.links import fork_of, forks_of
+from r2mad.steer.links import fork_of
 from r2mad.text import FIELD_CHARS
 from r2mad.ui.errors import refusal
 from r2mad.ui.fill import in_fill_order, run_values
 from r2mad.ui.handlers import warn
+from r2mad.ui.inspect_tools import InspectTools
 from r2mad.ui.render.chat import chat_messages, esc, final_markdown, task_markdown
 from r2mad.ui.render.scoreboard import scoreboard_html
 from r2mad.ui.render.tables import (
@@ -38,7 +39,7 @@ ANY = "any"
 FLAGS = ("shared misconception", "correct→wrong flip", "parse failures")
 
 
-class InspectHandlers(VisitorHandlers):
+class InspectHandlers(InspectTools, VisitorHandlers):
     def list_runs(self, method: str, backbone: str, bank: str, outcome: str, flags: list[str], status: str,
                   visitor_id: str | None = None, request: gr.Request = None,
                   profile: gr.OAuthProfile | None = None, oauth_token: gr.OAuthToken | None = None):
@@ -116,7 +117,7 @@ class InspectHandlers(VisitorHandlers):
         """"Fork of run … (what changed)" and "Forked into …", naming only runs this visitor may read."""
         store = self.services.store
         parent, spec = fork_of(store, run_id)
-        forks = forks_of(store, run_id)
+        forks = store.forks_of(run_id)
         readable = {r.id for r in store.list_runs(ids=[*forks, *([parent] if parent else [])],
                                                   owner=visitor.list_filter, limit=len(forks) + 1)}
         mine = [f for f in forks if f in readable]
@@ -190,6 +191,7 @@ def build(services: Services, debate, tabs, tab: gr.Tab, visitor_id) -> InspectT
         refresh = gr.Button("Refresh list", elem_id="inspect-refresh", size="sm")
         export = gr.Button("Export the listed runs (JSONL)", elem_id="inspect-export", size="sm")
         export_csv = gr.Button("Export the listed runs (CSV)", elem_id="inspect-export-csv", size="sm")
+        export_html = gr.Button("Download the listed runs (HTML)", elem_id="inspect-export-html", size="sm")
     exported = gr.File(label="Exported runs", visible=False, elem_id="inspect-file")
     runs = gr.Dataframe(headers=RUN_HEADERS, datatype=RUN_DATATYPES, interactive=False,
                         label="Saved runs (click a row to open it)", wrap=True, elem_id="runs", max_height=480,
@@ -215,6 +217,12 @@ def build(services: Services, debate, tabs, tab: gr.Tab, visitor_id) -> InspectT
             fork_button = gr.Button("Fork from this round", elem_id="fork-from-here", size="sm", scale=1,
                                     min_width=150)
             rerun_button = gr.Button("Fill the Debate tab with this run", size="sm", scale=1, min_width=200)
+        with gr.Row(equal_height=True, elem_id="drawer-tools"):
+            html_button = gr.Button("Download HTML", size="sm", scale=1, min_width=130, elem_id="inspect-html")
+            judge_button = gr.Button("Ask the judge", size="sm", scale=1, min_width=130, elem_id="inspect-judge")
+        html_file = gr.File(label="This run as HTML (opens offline, JavaScript off)", visible=False,
+                            elem_id="inspect-html-file")
+        judged = gr.Markdown(elem_id="inspect-judged")
         chat = gr.Chatbot(label="Saved debate", height=520, group_consecutive_messages=False,
                           feedback_options=None, autoscroll=False, elem_id="inspect-chat")
         gr.Markdown("#### Annotations")
@@ -236,10 +244,17 @@ def build(services: Services, debate, tabs, tab: gr.Tab, visitor_id) -> InspectT
     gr.on([tab.select, *(f.change for f in filters[:-1])], h.list_runs, filters, [runs, ids], api_visibility="private",
           show_progress="hidden")  # the list is current whenever the tab is opened or a filter changes
     open_button.click(h.open_run, [run_id, visitor_id], [header, chat, final, existing], api_name="open_run").success(
-        h.drawer, [run_id, visitor_id], drawn, api_visibility="private", show_progress="hidden")
+        h.drawer, [run_id, visitor_id], drawn, api_visibility="private", show_progress="hidden").success(
+        lambda: ("", gr.File(visible=False)), None, [judged, html_file], api_visibility="private", queue=False)
     runs.select(h.select, [ids, visitor_id], [run_id, header, chat, final, existing], api_visibility="private").success(
-        h.drawer, [run_id, visitor_id], drawn, api_visibility="private", show_progress="hidden")
+        h.drawer, [run_id, visitor_id], drawn, api_visibility="private", show_progress="hidden").success(
+        lambda: ("", gr.File(visible=False)), None, [judged, html_file], api_visibility="private", queue=False)
     close.click(lambda: gr.Column(visible=False), None, [drawer], api_visibility="private", queue=False)
+    export_html.click(h.export_html, [ids, visitor_id], [exported], api_visibility="private").success(
+        lambda: gr.File(visible=True), None, [exported], api_visibility="private", queue=False)
+    html_button.click(h.download_html, [run_id, visitor_id], [html_file], api_visibility="private").success(
+        lambda: gr.File(visible=True), None, [html_file], api_visibility="private", queue=False)
+    judge_button.click(h.ask_judge, [run_id, visitor_id], [judged], api_visibility="private")
     save.click(h.annotate, [run_id, labels, note, annotator, visitor_id], [existing], api_name="annotate").success(
         h.list_runs, filters, [runs, ids], api_visibility="private", show_progress="hidden")
     # Rerun fills the Debate tab (debate.fill: FILL's order) and waits for the visitor to press Run.

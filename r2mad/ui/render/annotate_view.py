@@ -15,9 +15,10 @@ QUEUE_HEADERS = ["#", "Run", "Question", "Flags", "You"]
 DISAGREEMENT_HEADERS = ["Run", "Question", "Labels per annotator"]
 SHORT = 8  # characters of a run id shown; the whole id is on hover
 NO_TURN = "no particular turn"
-KEYS_HELP = ("**Keys** (outside text boxes): **1–9** toggle the first nine labels · **J** next run · "
+KEYS_HELP = ("**Keys** (outside text boxes): **1–9** toggle the first nine labels · **N** / **P** focus the next / "
+             "previous turn in the chat · **B** blame the focused turn (again: unpick it) · **J** next run · "
              "**K** previous run · **Ctrl+Enter** save and go to the next pending run · **?** show or hide "
-             "this help. Click an agent's message in the chat to blame that turn.")
+             "this help. **Tab** goes labels → chat → queue. Clicking an agent's message also blames that turn.")
 
 
 def label_choices(taxonomy: Mapping[str, str]) -> list[tuple[str, str]]:
@@ -87,7 +88,8 @@ def progress_markdown(queue: Any, items: Sequence[Any], current: str | None, ann
     done = sum(i.state == "done" for i in items)
     pending = sum(i.state == "pending" for i in items)
     where = f"run {ids.index(current) + 1} of {len(ids)}" if current in ids else f"{len(ids)} runs"
-    mode = (f" · {queue.annotators_per_run} annotator(s) per run" + (" · **blind**" if queue.blind else ""))
+    mode = (f" · {queue.annotators_per_run} annotator(s) per run" + (" · **blind**" if queue.blind else "")
+            + (" · **frozen** snapshot" if queue.frozen else " · live filter (new runs join)"))
     tail = " · **all done for you**" if items and pending == 0 else ""
     return (f"Queue **{esc(queue.name)}** · {where} · as **{esc(annotator)}**: {done} done, {pending} pending"
             f"{mode}{tail}")
@@ -102,13 +104,13 @@ def suggestions_markdown(groups: Sequence[Any], annotator: str, others_visible: 
     lines = ["**Suggestions** (☑ starts ticked below; untick to reject):"]
     for g in groups:
         score = g.score
-        measured = ("precision not measured" if score is None or score.precision is None else
-                    f"precision {score.precision:.0%} ({score.true_pos} of {score.true_pos + score.false_pos} "
+        measured = ("" if score is None or score.precision is None else  # the reason says it when it matters
+                    f" · precision {score.precision:.0%} ({score.true_pos} of {score.true_pos + score.false_pos} "
                     "kept by adjudication)")
         label = (f"`{esc(g.label)}`" if g.label else
                  "**counterfactual** (blame's replay; no label picked: tick why, its turns are pre-selected)")
         count = f" ×{g.count}" if g.count > 1 else ""
-        lines.append(f"- {'☑' if g.ticked else '☐'} {label}{count} · *{esc(g.source)}* · {measured} — "
+        lines.append(f"- {'☑' if g.ticked else '☐'} {label}{count} · *{esc(g.source)}*{measured} — "
                      f"{'ticked' if g.ticked else 'unticked'}: {esc(g.why)}")
         body = []
         for s in g.items:

@@ -4,7 +4,6 @@ as a methods × rounds matrix for a side-by-side run. Pure HTML strings with inl
 same wherever they are shown); every model or visitor text is escaped. No Gradio, no I/O."""
 from __future__ import annotations
 
-import html
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from r2mad.grading.answers import is_correct, same_answer
 from r2mad.methods import is_debate
 from r2mad.types import AgentTurn, Round, Task, Transcript
 from r2mad.ui.render.states import outcome_line, vote_words
+from r2mad.ui.render.text import esc
 
 # (background, text, border): every text colour has at least 7:1 contrast on its background
 COLOURS = {
@@ -45,10 +45,6 @@ class Chip:
     kind: str  # a key of COLOURS
     note: str = ""  # short mark under the answer: "cut", "rejected", "changed", "guard"
     why: str = ""  # the full sentence (tooltip and screen readers)
-
-
-def esc(text: object) -> str:
-    return html.escape("" if text is None else str(text), quote=True)
 
 
 def cut_at_limit(turn: AgentTurn, max_tokens: int | None) -> bool:
@@ -123,7 +119,8 @@ def chip_html(chip: Chip) -> str:
              f"color:{fg};border:1.5px {'dashed' if chip.kind in ('none', 'pending') else 'solid'} {border};"
              "font-weight:600;text-align:center;line-height:1.25;white-space:nowrap")
     note = (f"<br><span style='font-weight:400;font-size:0.78em'>{esc(chip.note)}</span>" if chip.note else "")
-    return (f"<span class='chip chip-{chip.kind}' title=\"{esc(chip.why)}\" aria-label=\"{esc(chip.why)}\" "
+    why = esc(chip.why, quote=True)  # inside attributes
+    return (f"<span class='chip chip-{chip.kind}' title=\"{why}\" aria-label=\"{why}\" "
             f"style=\"{style}\">{esc(clip(chip.text, 14))}{note}</span>")
 
 
