@@ -10,8 +10,8 @@ import pytest
 
 from r2mad.settings.config import Backbone, load_config
 from r2mad.ui import build_app
-from testing.scripted_server import FakeServer, ok
 from r2mad.ui.debate_form import METHOD_LABELS
+from testing.scripted_server import FakeServer, ok
 from tests.browser import SHOTS, launch, table_reads
 
 pytestmark = pytest.mark.slow  # a real browser

@@ -1,1 +1,1 @@
-"""Serving many visitors from one process: admission (the line), the owner's allowance, visitors, the OpenAI-compatible server."""
+"""Serving many visitors from one process: the app's services, the line, visitors; the OpenAI-compatible server."""
