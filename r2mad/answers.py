@@ -6,7 +6,6 @@ import re
 import unicodedata
 from typing import Sequence
 
-from r2mad.mathcheck import math_equivalent
 from r2mad.types import UNPARSED, Answer, Task
 
 # --- reasoning blocks ---------------------------------------------------------------------------
@@ -155,46 +154,60 @@ def _cited_option(line: str, options: Sequence[tuple[str, str]]) -> str | None:
 
 
 def extract_answer(text: str, task: Task) -> Answer:
-    text = strip_think(text)
-    if task.kind == "math":
-        return extract_math(text)
-    letters = "".join(letter for letter, _ in task.options) or "ABCDEFGHIJ"
-    found = extract_choice(text, letters)
-    return found if found.parsed else extract_option_line(text, task.options)
+    """The answer the reply commits to, read by the task's kind (its reasoning blocks set aside)."""
+    return _kind(task.kind).extract(strip_think(text), task)
 
 
-# --- agreement ----------------------------------------------------------------------------------
+# --- math values ----------------------------------------------------------------------------------
+
+_NO_ANSWER = {"none", "null", "n/a", "na", "nothing", "...", "…"}  # a placeholder where a value should be
+
+
+def math_value(value: str, question: str = "") -> str | None:
+    """The value a math answer states, or None when it states none: the right-hand side of a worked
+    equation ("12 + 30 = 33" -> "33"; "x = 5" and "y = 2x + 1" are left to normalize_math, since a
+    letter on the left names what the value is); None for a bare "None" (or "n/a") and for an expression
+    the question itself shows ("12 + 30" when asked "What is 12 + 30?")."""
+    text = value.strip()
+    if "=" in text:
+        head, right = text.split("=", 1)[0], text.rpartition("=")[2]
+        if right.strip() and re.search(r"\d", head) and not re.search(r"[A-Za-z]", re.sub(r"\\[A-Za-z]+", "", head)):
+            text = right.strip()
+    spelled = re.sub(r"[\s$]|\\text\{|\}", "", text).casefold().rstrip(".")
+    if spelled in _NO_ANSWER:
+        return None
+    if question and re.search(r"\d\s*[-+*/×÷^]\s*\d", text):
+        asked = re.sub(r"\s", "", question).casefold()
+        if re.sub(r"\s", "", text).casefold() in asked:
+            return None
+    return text
+
+
+# --- agreement: each kind's own (grading/kinds) -----------------------------------------------------
+
+def _kind(name: str):
+    from r2mad.grading.kinds import kind_named  # the kinds read this module's extraction: imported late
+    return kind_named(name)
+
 
 def same_answer(a: Answer, b: Answer, kind: str) -> bool:
-    if not a.parsed or not b.parsed:
-        return False
-    if kind == "mcq":
-        return a.value.strip().upper() == b.value.strip().upper()
-    return math_equivalent(a.value, b.value)
+    return _kind(kind).agrees(a, b)
 
 
 def is_correct(answer: Answer, task: Task) -> bool | None:
-    if task.gold is None:
-        return None
-    return answer.parsed and same_answer(answer, Answer(task.gold, "gold"), task.kind)
-
-
-def _support(answers: Sequence[Answer], kind: str) -> list[int]:
-    """For each answer, how many answers (itself included) agree with it; 0 for UNPARSED."""
-    return [sum(same_answer(a, b, kind) for b in answers) for a in answers]
+    return _kind(task.kind).correct(answer, task)
 
 
 def consensus_ratio(answers: Sequence[Answer], kind: str) -> float:
-    """Cons(Z) = max_y (1/n) Σ_i 1[a(z_i) = y]; UNPARSED counts in n but agrees with nothing."""
-    return max(_support(answers, kind), default=0) / len(answers) if answers else 0.0
+    """Cons(Z) = max_y (1/n) Σ_i 1[a(z_i) = y] over the kind's groups; UNPARSED counts in n but agrees
+    with nothing."""
+    return _kind(kind).consensus(answers) if answers else 0.0
 
 
 def plurality_vote(answers: Sequence[Answer], kind: str) -> Answer:
-    """The most supported parsed answer; ties go to the earliest agent. All UNPARSED -> UNPARSED."""
-    support = _support(answers, kind)
-    best = max(support, default=0)
-    return answers[support.index(best)] if best > 0 else UNPARSED
+    """The leader of the largest group; ties go to the earliest agent. All UNPARSED -> UNPARSED."""
+    return _kind(kind).vote(answers)
 
 
 def is_unanimous(answers: Sequence[Answer], kind: str) -> bool:
-    return bool(answers) and all(same_answer(answers[0], a, kind) for a in answers)
+    return _kind(kind).unanimous(answers)

@@ -1,0 +1,1 @@
+"""Answers: kinds, extraction, equivalence, grouping, voting and scoring; math checking off the event loop."""

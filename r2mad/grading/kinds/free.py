@@ -1,0 +1,156 @@
+"""The free-text kinds: `yesno`, `short` (a few words, equal by spelling or by meaning) and `open` (no single
+right string: answers grouped by meaning, the largest group's leader the final answer, the rest its dissent)."""
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from r2mad.grading.kinds.base import AnswerKind
+from r2mad.grading.kinds.meaning import MEANING
+from r2mad.grading.kinds.words import committed, normalise, tidy
+from r2mad.types import UNPARSED, Answer, AnswerShape, Task
+
+FINAL_LINE = 'end with a last line that starts with "Final answer:"'
+
+
+class YesNoKind(AnswerKind):
+    name, label = "yesno", "yes or no"
+    agree = "Agree = the same yes or no."
+    guard_tokens = 4
+
+    def instruction(self, task: Task) -> str:
+        return f"Think it through briefly, then {FINAL_LINE} followed by the single word yes or no."
+
+    def final_request(self, task: Task) -> str:
+        return "Answer now with the single word yes or no, and nothing else."
+
+    def shape(self, task: Task) -> AnswerShape:
+        return AnswerShape(choices=("yes", "no"), regex=r"(yes|no)", grammar='root ::= "yes" | "no"')
+
+    def extract(self, text: str, task: Task) -> Answer:
+        found = committed(text)
+        word = _yes_or_no(found.value) if found.parsed else None
+        if word is None:  # "Yes, a hot dog …": a reply that opens with its verdict
+            found, word = Answer(text, "opening_word"), _yes_or_no(text, opening_only=True)
+        return Answer(word, found.how) if word else UNPARSED
+
+    def key(self, value: str) -> str:
+        return value.casefold()
+
+    def same(self, a: str, b: str) -> bool:
+        return a.casefold() == b.casefold()
+
+    def correct(self, answer: Answer, task: Task) -> bool | None:
+        gold = _yes_or_no(task.gold or "")
+        return None if task.gold is None else bool(answer.parsed and gold and self.same(answer.value, gold))
+
+
+def _yes_or_no(text: str, opening_only: bool = False) -> str | None:
+    m = re.match(r"\s*\**\s*(yes|no|true|false)\b(?=\s*(?:[,.!;:)\n*]|$)" + ("" if opening_only else r"|\s") + ")",
+                 text, re.I)
+    return None if m is None else {"yes": "yes", "true": "yes", "no": "no", "false": "no"}[m.group(1).lower()]
+
+
+SHORT_THRESHOLD = 0.80  # cosine (all-MiniLM-L6-v2) at or above which two short answers mean the same
+OPEN_THRESHOLD = 0.75  # cosine at or above which two positions on an open question are one group
+
+
+class ShortKind(AnswerKind):
+    """A short free-text answer ("Canberra", "Au", "1969"). Two answers agree when their normalised spellings
+    are equal, else when their meanings are close (cosine >= SHORT_THRESHOLD) and they name the same numbers."""
+    name, label = "short", "short answer"
+    agree = (f"Agree = the same answer, however it is spelled or worded (case, articles, punctuation and "
+             f"number words aside; else a meaning similarity of at least {SHORT_THRESHOLD:.2f}).")
+    uses_meaning = True
+    threshold = SHORT_THRESHOLD
+    limit = 120  # characters: a longer "answer" is an essay, not a short answer
+
+    def instruction(self, task: Task) -> str:
+        return f"Think it through briefly, then {FINAL_LINE} followed by the answer alone, in a few words."
+
+    def final_request(self, task: Task) -> str:
+        return "Give only your final answer now, in a few words, and nothing else."
+
+    guard_tokens = 24
+
+    def extract(self, text: str, task: Task) -> Answer:
+        found = committed(text, self.limit)
+        if not found.parsed:
+            lines = [line for line in text.strip().splitlines() if line.strip()]
+            if len(lines) == 1 and len(lines[0].split()) <= 8:  # the reply is the answer alone
+                found = Answer(tidy(lines[0]), "whole_reply")
+        if not found.parsed or not found.value:
+            return UNPARSED
+        return Answer(without_restatement(found.value, task.question), found.how)
+
+    def key(self, value: str) -> str:
+        return normalise(value)
+
+    def same(self, a: str, b: str) -> bool:
+        na, nb = normalise(a), normalise(b)
+        if na == nb:
+            return True
+        if not na or not nb or _numbers(na) != _numbers(nb):
+            return False
+        return MEANING.similarity(a, b) >= self.threshold
+
+    def settle(self, values: Sequence[str]) -> list[str]:
+        MEANING.embed(list(values))
+        return []
+
+
+def _numbers(text: str) -> list[str]:
+    return sorted(re.findall(r"\d+(?:\.\d+)?", text))
+
+
+_COPULA = re.compile(r"\s+(?:is|are|was|were|would be|will be)\s+", re.I)
+_STOP = {"of", "in", "on", "to", "for", "and", "or", "what", "which", "who", "where", "when"}
+
+
+def without_restatement(value: str, question: str) -> str:
+    """"The capital of Australia is Canberra" -> "Canberra" when the part before "is" only restates the
+    question's words; otherwise the value as it is."""
+    parts = _COPULA.split(value, maxsplit=1)
+    if len(parts) != 2 or not parts[1].strip():
+        return value
+    asked = set(normalise(question).split())
+    head = [w for w in normalise(parts[0]).split() if w not in _STOP]
+    if head and all(w in asked or w in ("it", "answer", "they", "he", "she") for w in head):
+        return tidy(parts[1])
+    return value
+
+
+class OpenKind(ShortKind):
+    """No single right string ("Should I learn Rust or Go first?"): positions are grouped by meaning
+    (cosine >= OPEN_THRESHOLD to a group's leader); consensus is the largest group's share; the final answer
+    is that group's leader, with the other groups named as the dissent."""
+    name, label = "open", "open question"
+    agree = ("Agree = the same position, by meaning (similarity of at least "
+             f"{OPEN_THRESHOLD:.2f}); consensus is the largest group's share, and the others are named as dissent.")
+    threshold = OPEN_THRESHOLD
+    limit = 400
+    guard_tokens = 80
+
+    def instruction(self, task: Task) -> str:
+        return (f"Think it through and weigh the alternatives, then {FINAL_LINE} followed by your position "
+                "in one sentence.")
+
+    def final_request(self, task: Task) -> str:
+        return "Give only your position now, in one sentence, and nothing else."
+
+    def extract(self, text: str, task: Task) -> Answer:
+        found = committed(text, self.limit)
+        if found.parsed:
+            return found
+        lines = [tidy(line) for line in text.strip().splitlines() if tidy(line)]
+        if not lines:
+            return UNPARSED
+        last = re.split(r"(?<=[.!?])\s+", lines[-1])[-1] if len(lines[-1]) > self.limit else lines[-1]
+        return Answer(last[:self.limit], "last_line")
+
+    def same(self, a: str, b: str) -> bool:
+        return normalise(a) == normalise(b) or MEANING.similarity(a, b) >= self.threshold
+
+    def correct(self, answer: Answer, task: Task) -> bool | None:
+        """Scored only by a judge against the reference (grading.judge); unscored here."""
+        return None

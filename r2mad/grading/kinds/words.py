@@ -1,0 +1,103 @@
+"""Reading a free-text answer: the line it commits to ("Final answer: …", \\boxed{…}, "the answer is …")
+and its normalised spelling (case, accents, articles, punctuation and number words set aside). Pure
+functions shared by the yesno, short and open kinds."""
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from r2mad.answers import closing_braces
+from r2mad.types import UNPARSED, Answer
+
+_FINAL = re.compile(r"^[ \t>#*_-]*(?:my\s+)?(?:final\s+)?answer\s*\**\s*:\s*\**\s*(.+)$", re.I | re.M)
+_ANSWER_IS = re.compile(r"\b(?:final\s+)?answer\s+is\s*:?\s*(.+?)(?:(?<=[^\d\s])\.(?:\s|$)|[\n!?;]|$)", re.I)
+_BOXED = re.compile(r"\\boxed\s*\{")
+_TEXT = re.compile(r"\\(?:text|textbf|mathrm)\{([^{}]*)\}")
+_PLACEHOLDERS = {"answer", "your answer", "final answer", "x", "...", "…", "none", "n/a", "null", "unknown"}
+
+
+def tidy(value: str) -> str:
+    """The answer as shown: no markdown, LaTeX text wrappers, quotes or closing full stop."""
+    value = _TEXT.sub(r"\1", value).replace("**", "").replace("__", "").strip()
+    value = value.strip(" \t\"'`“”‘’").rstrip(".").strip()
+    return value
+
+
+def committed(text: str, limit: int = 300) -> Answer:
+    """What the reply commits to: the last "Final answer: …" line, else the last \\boxed{…}, else the last
+    "the answer is …" sentence; UNPARSED when none, or it is empty, a placeholder, or over `limit` characters."""
+    for how, found in (("answer_colon", [m.group(1) for m in _FINAL.finditer(text)]),
+                       ("boxed", _boxes(text)),
+                       ("answer_is", [m.group(1) for m in _ANSWER_IS.finditer(text)])):
+        values = [v for v in map(tidy, found) if v]
+        if values:
+            value = values[-1]
+            if normalise(value) in _PLACEHOLDERS or len(value) > limit:
+                return UNPARSED
+            return Answer(value, how)
+    return UNPARSED
+
+
+def _boxes(text: str) -> list[str]:
+    closes = closing_braces(text) if "\\boxed" in text else {}
+    return [text[m.end():closes[m.end() - 1]] for m in _BOXED.finditer(text) if m.end() - 1 in closes]
+
+
+# --- normalised spelling --------------------------------------------------------------------------
+
+_ARTICLES = {"a", "an", "the"}
+_UNITS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve "
+                                     "thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split())}
+_TENS = {w: 10 * i for i, w in enumerate("_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()) if i > 1}
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9}
+
+
+def _joins(current: int, value: int) -> bool:
+    """Whether a number word of `value` continues a number that is `current` so far ("twenty" + "one")."""
+    rest = current % 100
+    return rest == 0 or (value < 10 and rest >= 20 and rest % 10 == 0)
+
+
+def _numbers(words: list[str]) -> list[str]:
+    """Runs of number words as numbers: "two hundred and five" is 205, "one thousand nine hundred" is 1900,
+    "nineteen sixty nine" is two numbers (19 69) and so never matches 1969 by accident."""
+    out: list[str] = []
+    total = current = 0
+    in_number = False
+
+    def flush():
+        nonlocal total, current, in_number
+        if in_number:
+            out.append(str(total + current))
+        total = current = 0
+        in_number = False
+
+    for i, word in enumerate(words):
+        value = _UNITS.get(word, _TENS.get(word))
+        if value is not None:
+            if in_number and not _joins(current, value):
+                flush()
+            current, in_number = current + value, True
+        elif word in _SCALES and in_number:
+            if _SCALES[word] == 100:
+                current *= 100
+            else:
+                total, current = total + current * _SCALES[word], 0
+        elif word == "and" and in_number and i + 1 < len(words) and words[i + 1] in {**_UNITS, **_TENS}:
+            continue
+        else:
+            flush()
+            out.append(word)
+    flush()
+    return out
+
+
+def normalise(value: str) -> str:
+    """Case folded, accents and punctuation dropped, articles left out, number words as digits:
+    "The Twenty-One Pilots!" -> "21 pilots"."""
+    text = unicodedata.normalize("NFKD", value.casefold())
+    text = "".join(c for c in text if not unicodedata.combining(c))
+    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)  # 1,000 -> 1000
+    text = re.sub(r"[^\w\s.]|_|(?<!\d)\.|\.(?!\d)", " ", text)  # keep 3.5
+    words = [w for w in text.split() if w not in _ARTICLES]
+    return " ".join(_numbers(words))
