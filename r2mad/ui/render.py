@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from r2mad.answers import split_think
+from r2mad.grading.kinds import kind_of
 from r2mad.evaluation.costs import PriceTable, format_cost, model_costs, total_words
 from r2mad.types import (
     AgentTurn,
@@ -45,7 +46,7 @@ def answer_label(answer: Answer) -> str:
 
 
 def task_markdown(task: Task) -> str:
-    lines = [f"**Question** ({'multiple choice' if task.kind == 'mcq' else 'math'})", "", esc(task.question)]
+    lines = [f"**Question** ({kind_of(task).label})", "", esc(task.question)]
     if task.options:
         lines.append("")
         lines.extend(f"({letter}) {esc(text)}" for letter, text in task.options)

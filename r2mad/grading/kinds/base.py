@@ -15,6 +15,7 @@ class AnswerKind:
     label = ""  # what the app's chip and the CLI say: "short answer"
     agree = ""  # one line: what "the agents agree" means for this kind
     uses_meaning = False  # compares answers with the embedder (its work runs off the event loop)
+    names_dissent = False  # the debate closes with a notice naming the groups the vote did not pick
 
     # --- showing the task ----------------------------------------------------------------------
 
@@ -35,6 +36,18 @@ class AnswerKind:
         return None
 
     guard_tokens = 48  # the guard's budget for the answer alone
+
+    def written(self, value: str) -> str:
+        """A reply that commits to `value` and nothing else, in this kind's form (a fork's forced answer)."""
+        return f"Final answer: {value}"
+
+    def checked(self, value: str, task: Task) -> str:
+        """`value` as this kind spells a reference or forced answer; ValueError (one sentence naming the fix)
+        when it is not one."""
+        value = value.strip()
+        if not value:
+            raise ValueError("The answer is empty; write one or leave it out.")
+        return value
 
     # --- reading and comparing -------------------------------------------------------------------
 
@@ -88,22 +101,21 @@ class AnswerKind:
         sizes = self.group_sizes(answers)
         return max(sizes.values()) / len(answers) if sizes else 0.0
 
-    def vote(self, answers: Sequence[Answer]) -> Answer:
-        """The leader of the largest group; a tie goes to the group whose leader is the earliest agent
-        (every group's earliest member is its leader). All UNPARSED -> UNPARSED: it never wins."""
+    def winner(self, answers: Sequence[Answer]) -> int | None:
+        """The index of the largest group's leader; a tie goes to the group whose leader is the earliest
+        agent (every group's earliest member is its leader). None when every answer is UNPARSED."""
         sizes = self.group_sizes(answers)
-        if not sizes:
-            return UNPARSED
-        best = max(sizes.values())
-        return answers[next(i for i, n in sizes.items() if n == best)]
+        best = max(sizes.values(), default=0)
+        return next((i for i, n in sizes.items() if n == best), None)
+
+    def vote(self, answers: Sequence[Answer]) -> Answer:
+        """The plurality vote: the winner's answer. All UNPARSED -> UNPARSED: it never wins."""
+        won = self.winner(answers)
+        return UNPARSED if won is None else answers[won]
 
     def unanimous(self, answers: Sequence[Answer]) -> bool:
         return bool(answers) and all(self.agrees(answers[0], a) for a in answers)
 
-    def dissent(self, answers: Sequence[Answer]) -> list[Answer]:
-        """The leaders of the groups the vote did not pick, in agent order."""
-        winner = self.vote(answers)
-        return [answers[i] for i in self.group_sizes(answers) if answers[i] is not winner]
 
     # --- scoring ---------------------------------------------------------------------------------
 

@@ -37,6 +37,12 @@ class YesNoKind(AnswerKind):
     def key(self, value: str) -> str:
         return value.casefold()
 
+    def checked(self, value: str, task: Task) -> str:
+        word = _yes_or_no(value)
+        if word is None:
+            raise ValueError(f"The answer {value.strip()!r} is not yes or no; write one of them.")
+        return word
+
     def same(self, a: str, b: str) -> bool:
         return a.casefold() == b.casefold()
 
@@ -52,7 +58,7 @@ def _yes_or_no(text: str, opening_only: bool = False) -> str | None:
 
 
 SHORT_THRESHOLD = 0.80  # cosine (all-MiniLM-L6-v2) at or above which two short answers mean the same
-OPEN_THRESHOLD = 0.75  # cosine at or above which two positions on an open question are one group
+OPEN_THRESHOLD = 0.70  # cosine at or above which two positions on an open question are one group
 
 
 class ShortKind(AnswerKind):
@@ -128,6 +134,7 @@ class OpenKind(ShortKind):
     agree = ("Agree = the same position, by meaning (similarity of at least "
              f"{OPEN_THRESHOLD:.2f}); consensus is the largest group's share, and the others are named as dissent.")
     threshold = OPEN_THRESHOLD
+    names_dissent = True
     limit = 400
     guard_tokens = 80
 

@@ -30,6 +30,9 @@ class MathKind(AnswerKind):
         return AnswerShape(choices=(), regex=rf"\\boxed\{{{inner}(\{{{inner}\}}{inner}){{0,3}}\}}",
                            grammar=MATH_GRAMMAR)
 
+    def written(self, value: str) -> str:
+        return f"My final answer is \\boxed{{{value}}}."
+
     def extract(self, text: str, task: Task) -> Answer:
         found = extract_math(text)
         if not found.parsed:
@@ -77,6 +80,12 @@ class IntegerKind(MathKind):
 
     def settle(self, values: Sequence[str]) -> list[str]:
         return []
+
+    def checked(self, value: str, task: Task) -> str:
+        number = whole_number(value)
+        if number is None:
+            raise ValueError(f"The answer {value.strip()!r} is not a whole number; write one such as 33.")
+        return number
 
 
 def whole_number(value: str) -> str | None:

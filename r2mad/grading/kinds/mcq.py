@@ -5,6 +5,7 @@ import re
 
 from r2mad.answers import extract_choice, extract_option_line
 from r2mad.grading.kinds.base import AnswerKind
+from r2mad.text import quoted
 from r2mad.types import Answer, AnswerShape, Task
 
 
@@ -30,6 +31,16 @@ class ChoiceKind(AnswerKind):
         return AnswerShape(choices=tuple(f"(({x}))" for x in letters),
                            regex=r"\(\((" + "|".join(map(re.escape, letters)) + r")\)\)",
                            grammar='root ::= "((" [' + "".join(letters) + '] "))"')
+
+    def written(self, value: str) -> str:
+        return f"My final answer is (({value}))."
+
+    def checked(self, value: str, task: Task) -> str:
+        letter, letters = value.strip().strip("()").upper(), letters_of(task)
+        if letter not in letters:
+            raise ValueError(f"Answer {quoted(value.strip())} is not an option of this question; choose one of "
+                             f"{', '.join(letters)}.")
+        return letter
 
     def extract(self, text: str, task: Task) -> Answer:
         found = extract_choice(text, "".join(letters_of(task)))

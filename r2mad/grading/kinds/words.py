@@ -65,10 +65,17 @@ def _numbers(words: list[str]) -> list[str]:
     total = current = 0
     in_number = False
 
+    spoken: set[int] = set()  # positions in `out` of numbers said in words
+
     def flush():
         nonlocal total, current, in_number
         if in_number:
-            out.append(str(total + current))
+            value = total + current
+            if out and len(out) - 1 in spoken and 10 < int(out[-1]) < 100 and 10 <= value < 100:
+                out[-1] = str(int(out[-1]) * 100 + value)  # nineteen | sixty nine: a year
+            else:
+                spoken.add(len(out))
+                out.append(str(value))
         total = current = 0
         in_number = False
 
