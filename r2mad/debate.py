@@ -13,7 +13,7 @@ from r2mad.answers import consensus_ratio, is_correct, is_unanimous, plurality_v
 from r2mad.backends.affinity import debate_key
 from r2mad.backends.base import BackendError, ChatBackend
 from r2mad.grading.kinds import kind_of
-from r2mad.grading.outcome import dissent_line, outcome
+from r2mad.grading.outcome import DISSENT, dissent_line, outcome
 from r2mad.guard import guard_answer
 from r2mad.methods.base import ABSTAINED, Agent, EventSink, Method, RoundContext, seed_for
 from r2mad.offloop import extract, settle
@@ -130,7 +130,7 @@ class Debate:
         if self.rounds and kind_of(self.task).names_dissent:
             line = dissent_line(outcome(self.rounds[-1].turns, self.task))
             if line:
-                self.notice(f"Dissent: {line}.", self.rounds[-1].index)
+                self.notice(f"{DISSENT}{line}.", self.rounds[-1].index)
 
     def notice(self, text: str, t: int) -> None:
         self.notices.append(text)

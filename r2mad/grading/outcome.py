@@ -54,3 +54,15 @@ def agreement_line(t: Transcript) -> str:
     line = f"{len(result.holders)} of {result.n} agents hold the final answer ({result.consensus:.2f})"
     dissent = dissent_line(result)
     return f"{line}; dissent: {dissent}" if dissent else line
+
+
+DISSENT = "Dissent: "  # how the loop's closing notice on an open question starts
+
+
+def kind_line(t: Transcript) -> str:
+    """'Answer kind: open question · consensus 0.67 · Dissent: agent 3 holds '…'.' from what the transcript
+    stored (each round's consensus, the closing notice): nothing is compared again."""
+    done = [r for r in t.rounds if not r.details.get("running")]
+    consensus = f" · consensus {done[-1].consensus:.2f}" if done else ""
+    dissent = next((n for n in t.notices if n.startswith(DISSENT)), "")
+    return f"Answer kind: {kind_of(t.task).label}{consensus}" + (f" · {dissent}" if dissent else "")

@@ -71,19 +71,20 @@ class Api:
 
     async def run_debate(self, question: str, options: dict[str, str] | None = None, gold: str = "",
                          method: str = PLAIN, backbone: str = "", bank: str = "",
-                         agent_backbones: list[str] | None = None, aux_backbone: str = "",
+                         agent_backbones: list[str] | None = None, aux_backbone: str = "", kind: str = "",
                          request: gr.Request = None) -> dict[str, Any]:
         """Run one debate and return its transcript in compact JSON.
 
         Args:
             question: the question to debate.
-            options: multiple-choice options as {"A": "text", "B": "text"}; leave empty for a math question.
+            options: multiple-choice options as {"A": "text", "B": "text"}; leave empty for any other question.
             gold: the correct answer (an option letter or a number), to score the debate; may be empty.
             method: one of the debate methods or baselines (mad, madm2-subjective, truemad, r2mad, cot, ...).
             backbone: a configured backbone name; empty for the app's default.
             bank: memory bank folder for r2mad and icl-cot (e.g. memory/demo-mcq); empty for the default.
             agent_backbones: one backbone per agent, ["a", "b", "a"], for a mixed-model debate; empty: `backbone`.
             aux_backbone: with agent_backbones, the backbone of summaries, judges and advice; empty for agent 1's.
+            kind: the answer kind (math, mcq, integer, yesno, short, open); empty to guess it from the question.
         """
         from r2mad.tasks import task_from_input
 
@@ -94,7 +95,7 @@ class Api:
             name = self._backbone(backbone)
             settings = s.config.settings
             task = task_from_input(question, {k.strip().upper(): v for k, v in (options or {}).items()} or None,
-                                   gold or None, max_chars=settings.max_question_chars)
+                                   gold or None, max_chars=settings.max_question_chars, kind=(kind or "").strip() or None)
             names = tuple((n or "").strip() for n in agent_backbones or ())
             asked = RunRequest(task, (method,), settings, ((aux_backbone or "").strip() or names[0]) if names else name,
                                source="api", agent_backbones=names, owner=self.visitor(request).owner,

@@ -7,6 +7,7 @@ from typing import Any, Iterable
 
 from r2mad.answers import split_think
 from r2mad.grading.kinds import kind_of
+from r2mad.grading.outcome import kind_line
 from r2mad.evaluation.costs import PriceTable, format_cost, model_costs, total_words
 from r2mad.types import (
     AgentTurn,
@@ -148,7 +149,7 @@ def final_markdown(t: Transcript, prices: PriceTable | None = None, elapsed: flo
     models = agent_models(t)
     on = mix_words(models) if models else esc(t.backbone)
     text = (f"**{esc(outcome_line(t))}**  \n{esc(t.method)} on {on} · {len(finished)} round(s) · "
-            f"{usage.calls} calls · {usage.tokens} tokens{money} · {_seconds(t, elapsed)}")
+            f"{usage.calls} calls · {usage.tokens} tokens{money} · {_seconds(t, elapsed)}  \n{esc(kind_line(t))}")
     if len(per_model) > 1:
         text += "  \nBy model: " + "; ".join(
             f"{esc(name)} {u.calls} call{'s' if u.calls != 1 else ''} · {u.tokens} tokens"
