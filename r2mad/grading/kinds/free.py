@@ -52,6 +52,10 @@ class YesNoKind(AnswerKind):
 
 
 def _yes_or_no(text: str, opening_only: bool = False) -> str | None:
+    """"yes" or "no" from the text's opening word (true/false read as yes/no); None for "yes or no" (a copied
+    placeholder) and for "No matter …" (an opening that is no verdict)."""
+    if re.match(r"\W*(?:yes|no)\s*(?:/|or)\s*(?:yes|no)\b", text, re.I):
+        return None
     m = re.match(r"\s*\**\s*(yes|no|true|false)\b(?=\s*(?:[,.!;:)\n*]|$)" + ("" if opening_only else r"|\s") + ")",
                  text, re.I)
     return None if m is None else {"yes": "yes", "true": "yes", "no": "no", "false": "no"}[m.group(1).lower()]
@@ -83,7 +87,8 @@ class ShortKind(AnswerKind):
         found = committed(text, self.limit)
         if not found.parsed:
             lines = [line for line in text.strip().splitlines() if line.strip()]
-            if len(lines) == 1 and len(lines[0].split()) <= 8:  # the reply is the answer alone
+            if len(lines) == 1 and len(lines[0].split()) <= 8 and not re.search(r"answer\s*\**\s*:", lines[0], re.I):
+                # the reply is the answer alone
                 found = Answer(tidy(lines[0]), "whole_reply")
         if not found.parsed or not found.value:
             return UNPARSED

@@ -10,22 +10,22 @@ from typing import Sequence
 
 import numpy as np
 
-from r2mad.memory.embedder import DEFAULT_EMBEDDER, load_embedder
+from r2mad.memory.embedder import DEFAULT_EMBEDDER, Embedder, load_embedder
 
 
 class Meaning:
     """Embeddings of answer texts by one embedder, at most `keep` kept (least recently used go first)."""
 
-    def __init__(self, embedder_id: str = DEFAULT_EMBEDDER, keep: int = 4096):
-        self.embedder_id, self.keep = embedder_id, keep
+    def __init__(self, embedder: str | Embedder = DEFAULT_EMBEDDER, keep: int = 4096):
+        self.embedder, self.keep = embedder, keep
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
         self.encoded = 0  # texts embedded so far (each once while it stays cached)
 
-    def use(self, embedder_id: str) -> None:
-        """Switch embedder (tests: "hash-64"); the cached vectors of the old one are dropped."""
+    def use(self, embedder: str | Embedder) -> None:
+        """Switch embedder (a model id, or an Embedder a test makes); the old one's vectors are dropped."""
         with self._lock:
-            self.embedder_id = embedder_id
+            self.embedder = embedder
             self._vectors.clear()
 
     def embed(self, texts: Sequence[str]) -> None:
@@ -34,7 +34,8 @@ class Meaning:
             missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
         if not missing:
             return
-        rows = load_embedder(self.embedder_id).encode(missing)
+        model = load_embedder(self.embedder) if isinstance(self.embedder, str) else self.embedder
+        rows = model.encode(missing)
         with self._lock:
             for text, row in zip(missing, rows):
                 self._vectors[text] = row
