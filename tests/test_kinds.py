@@ -139,8 +139,10 @@ def test_short_extraction_keeps_the_answer_not_the_restated_question():
     read = [extract_answer(r, task).value for r in (
         "Canberra was chosen as a compromise.\nFinal answer: The capital of Australia is Canberra.",
         "**Answer:** Canberra", "Canberra", "It is Sydney, I believe, or Melbourne, or maybe Perth in the west",
-        "Final answer: answer")]
-    assert read == ["Canberra", "Canberra", "Canberra", None, None]
+        "Final answer: answer", "Final answer: Canberra is a capital of Australia.",
+        "Final answer: just one example of how you can provide a final answer, but it is also another example")]
+    # a placeholder, a reply with no answer line, and a sentence of more than ten words are no short answer
+    assert read == ["Canberra", "Canberra", "Canberra", None, None, "Canberra", None]
 
 
 # --- short and open: meaning -------------------------------------------------------------------------

@@ -54,6 +54,14 @@ def _group_headings_css() -> str:
 
 
 METHOD_GROUPS_CSS = _group_headings_css()
+# the answer kind as a chip under the question, its "change" button right beside it
+KIND_CSS = """
+#kind-row { flex-wrap: nowrap; align-items: center; gap: 10px; }
+#kind-row > #kind-chip { flex: 0 1 auto !important; min-width: 0 !important; background: #eef2ff;
+  border: 1px solid #c7d2fe; border-radius: 14px; padding: 4px 12px; }
+#kind-row > #kind-change { flex: 0 0 auto !important; }
+#kind-chip p { margin: 0.1em 0; }
+"""
 
 
 @dataclass

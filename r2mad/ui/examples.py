@@ -22,10 +22,12 @@ SEED = 0
 class ExampleCard:
     id: str
     method: str
-    dataset: str  # demo-mcq | demo-math
+    dataset: str  # demo-mcq | demo-math; "" for a question of the card's own
     question_id: str
     blurb: str  # "Method: what the card teaches"
     bank: str = ""
+    question: str = ""  # a question of the card's own (no data set has it), of answer kind `kind`
+    kind: str = ""
 
     def label(self, task: Task, model: str | None = None) -> str:
         """The method's name alone on the first line (drawn bold, so it never wraps half-bold), then what the
@@ -42,10 +44,14 @@ CARDS = (
     ExampleCard("madm2-algebra", "madm2-objective", "demo-math", "math-009",
                 "MAD-M²: weak answers are masked"),
     ExampleCard("truemad-piano", "truemad", "demo-mcq", "mcq-006", "TrueMAD: agents advise each other"),
+    ExampleCard("mad-rust-or-go", "mad", "", "", "MAD: an open question, answers grouped by meaning",
+                question="Should I learn Rust or Go first?", kind="open"),
 )
 
 
 def card_task(card: ExampleCard) -> Task:
+    if card.question:
+        return Task(card.kind, card.question, id=card.id, source="card")
     from r2mad.evaluation.datasets import load_split
 
     for task in load_split(card.dataset, "test").tasks:

@@ -43,7 +43,7 @@ CSS = """
   .scoreboard .who-extra { display: block; font-size: 12px; }
   .scoreboard th, .scoreboard td { padding: 4px 3px !important; white-space: normal !important; }
 }
-""" + debate_tab.METHOD_GROUPS_CSS + annotate_tab.CSS
+""" + debate_tab.METHOD_GROUPS_CSS + debate_tab.KIND_CSS + annotate_tab.CSS
 
 
 def build_app(config: Config | None = None, *, secrets: Iterable[str] = (),

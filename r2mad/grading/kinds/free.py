@@ -69,11 +69,12 @@ class ShortKind(AnswerKind):
     """A short free-text answer ("Canberra", "Au", "1969"). Two answers agree when their normalised spellings
     are equal, else when their meanings are close (cosine >= SHORT_THRESHOLD) and they name the same numbers."""
     name, label = "short", "short answer"
-    agree = (f"Agree = the same answer, however it is spelled or worded (case, articles, punctuation and "
-             f"number words aside; else a meaning similarity of at least {SHORT_THRESHOLD:.2f}).")
+    agree = ("Agree = the same answer, spelled alike (case, articles, punctuation and number words aside) or "
+             f"alike in meaning (similarity at least {SHORT_THRESHOLD:.2f}).")
     uses_meaning = True
     threshold = SHORT_THRESHOLD
     limit = 120  # characters: a longer "answer" is an essay, not a short answer
+    words = 10  # and so is one of more words than this (once a restated question is dropped)
 
     def instruction(self, task: Task) -> str:
         return f"Think it through briefly, then {FINAL_LINE} followed by the answer alone, in a few words."
@@ -92,7 +93,8 @@ class ShortKind(AnswerKind):
                 found = Answer(tidy(lines[0]), "whole_reply")
         if not found.parsed or not found.value:
             return UNPARSED
-        return Answer(without_restatement(found.value, task.question), found.how)
+        value = without_restatement(found.value, task.question)
+        return Answer(value, found.how) if len(value.split()) <= self.words else UNPARSED
 
     def key(self, value: str) -> str:
         return normalise(value)
@@ -119,15 +121,21 @@ _STOP = {"of", "in", "on", "to", "for", "and", "or", "what", "which", "who", "wh
 
 
 def without_restatement(value: str, question: str) -> str:
-    """"The capital of Australia is Canberra" -> "Canberra" when the part before "is" only restates the
-    question's words; otherwise the value as it is."""
+    """"The capital of Australia is Canberra" and "Canberra is the capital of Australia" -> "Canberra": the
+    side of "is" that only restates the question's words is dropped; otherwise the value as it is."""
     parts = _COPULA.split(value, maxsplit=1)
-    if len(parts) != 2 or not parts[1].strip():
+    if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
         return value
-    asked = set(normalise(question).split())
-    head = [w for w in normalise(parts[0]).split() if w not in _STOP]
-    if head and all(w in asked or w in ("it", "answer", "they", "he", "she") for w in head):
+    asked = set(normalise(question).split()) | {"it", "answer", "they", "he", "she"}
+
+    def restates(side: str) -> bool:
+        words = [w for w in normalise(side).split() if w not in _STOP]
+        return bool(words) and all(w in asked for w in words)
+
+    if restates(parts[0]) and not restates(parts[1]):
         return tidy(parts[1])
+    if restates(parts[1]) and not restates(parts[0]):
+        return tidy(parts[0])
     return value
 
 
@@ -136,8 +144,8 @@ class OpenKind(ShortKind):
     (cosine >= OPEN_THRESHOLD to a group's leader); consensus is the largest group's share; the final answer
     is that group's leader, with the other groups named as the dissent."""
     name, label = "open", "open question"
-    agree = ("Agree = the same position, by meaning (similarity of at least "
-             f"{OPEN_THRESHOLD:.2f}); consensus is the largest group's share, and the others are named as dissent.")
+    agree = (f"Agree = the same position, by meaning (similarity at least {OPEN_THRESHOLD:.2f}); consensus is the "
+             "largest group's share, the other groups are named as dissent.")
     threshold = OPEN_THRESHOLD
     names_dissent = True
     limit = 400
