@@ -130,3 +130,12 @@ def test_bench_load_prints_every_figure(capsys):
     assert finished == visitors == 2 and rate > 0 and rounds == [2, 2]  # --no-early-stop reached the app's debates
     sampled, hwm = numbers(value(rows, "app + model process peak RSS"), 2)
     assert sampled > 0 and hwm > 0
+
+
+@slow
+def test_bench_kinds_prints_what_grouping_by_meaning_costs_and_one_embedder_load(capsys):
+    rows = run_bench(capsys, "--kinds")
+    for kind in ("short", "open"):
+        spent, wall, share = numbers(value(rows, f"{kind} ("), 3)  # "0.012 / 40.3 (0.0%)"
+        assert 0 < spent and 0 < wall and share >= 0
+    assert value(rows, "embedder loads in this process") == "1"

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from r2mad.methods import PLAIN
 from r2mad.types import Task, Transcript
 
 CACHE = Path(__file__).resolve().parents[2] / "data" / "examples"
@@ -44,7 +45,7 @@ CARDS = (
     ExampleCard("madm2-algebra", "madm2-objective", "demo-math", "math-009",
                 "MAD-M²: weak answers are masked"),
     ExampleCard("truemad-piano", "truemad", "demo-mcq", "mcq-006", "TrueMAD: agents advise each other"),
-    ExampleCard("mad-rust-or-go", "mad", "", "", "MAD: an open question, answers grouped by meaning",
+    ExampleCard("mad-rust-or-go", PLAIN, "", "", "MAD: an open question, answers grouped by meaning",
                 question="Should I learn Rust or Go first?", kind="open"),
 )
 
