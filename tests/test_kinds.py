@@ -177,6 +177,16 @@ def test_open_groups_by_meaning_names_the_dissent_and_breaks_ties_to_the_earlies
     assert is_correct(a(go), Task("open", "q", gold="Go")) is None  # a judge scores open answers
 
 
+def test_open_takes_the_last_line_without_an_answer_line_and_no_placeholder():
+    task = Task("open", "Should I learn Rust or Go first?")
+    read = [extract_answer(r, task) for r in (
+        "Go is simpler.\nRust is safer.\nFinal answer: Learn Go first, then Rust.",
+        "Both are good languages.\nI would start with Go.", "Thinking...\nFinal answer: None", "")]
+    assert [(x.value, x.how) for x in read] == [("Learn Go first, then Rust", "answer_colon"),
+                                                ("I would start with Go", "last_line"), (None, "unparsed"),
+                                                (None, "unparsed")]
+
+
 def test_unanimity_and_the_loop_stop_early_only_when_meaning_agrees(meaning):
     meaning({"Canberra": 0, "Canberra, ACT": 10, "Sydney": 60})
     assert is_unanimous([a("Canberra"), a("Canberra, ACT")], "short")

@@ -7,7 +7,7 @@ from typing import Sequence
 
 from r2mad.grading.kinds.base import AnswerKind
 from r2mad.grading.kinds.meaning import MEANING
-from r2mad.grading.kinds.words import committed, normalise, tidy
+from r2mad.grading.kinds.words import committed, has_answer_line, normalise, tidy
 from r2mad.types import UNPARSED, Answer, AnswerShape, Task
 
 FINAL_LINE = 'end with a last line that starts with "Final answer:"'
@@ -88,7 +88,7 @@ class ShortKind(AnswerKind):
         found = committed(text, self.limit)
         if not found.parsed:
             lines = [line for line in text.strip().splitlines() if line.strip()]
-            if len(lines) == 1 and len(lines[0].split()) <= 8 and not re.search(r"answer\s*\**\s*:", lines[0], re.I):
+            if len(lines) == 1 and len(lines[0].split()) <= 8 and not has_answer_line(text):
                 # the reply is the answer alone
                 found = Answer(tidy(lines[0]), "whole_reply")
         if not found.parsed or not found.value:
@@ -163,7 +163,7 @@ class OpenKind(ShortKind):
         if found.parsed:
             return found
         lines = [tidy(line) for line in text.strip().splitlines() if tidy(line)]
-        if not lines:
+        if not lines or has_answer_line(text):  # "Final answer: None": a placeholder, not a position
             return UNPARSED
         last = re.split(r"(?<=[.!?])\s+", lines[-1])[-1] if len(lines[-1]) > self.limit else lines[-1]
         return Answer(last[:self.limit], "last_line")

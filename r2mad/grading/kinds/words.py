@@ -38,6 +38,11 @@ def committed(text: str, limit: int = 300) -> Answer:
     return UNPARSED
 
 
+def has_answer_line(text: str) -> bool:
+    """Whether the reply has an "Answer: …" / "Final answer: …" line (even one committed() refuses)."""
+    return _FINAL.search(text) is not None
+
+
 def _boxes(text: str) -> list[str]:
     closes = closing_braces(text) if "\\boxed" in text else {}
     return [text[m.end():closes[m.end() - 1]] for m in _BOXED.finditer(text) if m.end() - 1 in closes]
