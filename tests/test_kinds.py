@@ -181,10 +181,15 @@ def test_open_takes_the_last_line_without_an_answer_line_and_no_placeholder():
     task = Task("open", "Should I learn Rust or Go first?")
     read = [extract_answer(r, task) for r in (
         "Go is simpler.\nRust is safer.\nFinal answer: Learn Go first, then Rust.",
-        "Both are good languages.\nI would start with Go.", "Thinking...\nFinal answer: None", "")]
-    assert [(x.value, x.how) for x in read] == [("Learn Go first, then Rust", "answer_colon"),
-                                                ("I would start with Go", "last_line"), (None, "unparsed"),
-                                                (None, "unparsed")]
+        "Both are good languages.\nI would start with Go.", "Thinking...\nFinal answer: None", "",
+        'Final answer: The answer is "Final answer:', "In short, the answer is helpful to you",
+        "Go is simpler. This is a great example of how to use the example of a difficult decision to")]
+    assert [(x.value, x.how) for x in read] == [
+        ("Learn Go first, then Rust", "answer_colon"), ("I would start with Go", "last_sentence"),
+        (None, "unparsed"), (None, "unparsed"),
+        (None, "unparsed"),  # the instruction copied
+        (None, "unparsed"),  # prose, no position and no sentence end
+        ("Go is simpler", "last_sentence")]  # a reply cut mid-sentence: its last whole sentence
 
 
 def test_unanimity_and_the_loop_stop_early_only_when_meaning_agrees(meaning):

@@ -47,8 +47,11 @@ def dissent_line(result: Outcome) -> str:
 
 
 def agreement_line(t: Transcript) -> str:
-    """'2 of 3 agents hold the final answer (0.67); dissent: agent 3 holds '…''."""
-    result = outcome(t.rounds[-1].turns, t.task)
+    """'2 of 3 agents hold the final answer (0.67); dissent: agent 3 holds '…'' (the last finished round)."""
+    done = [r for r in t.rounds if not r.details.get("running")]
+    if not done:
+        return "no round finished"
+    result = outcome(done[-1].turns, t.task)
     if not result.holders:
         return f"no agent gave an answer the {kind_of(t.task).label} kind could read"
     line = f"{len(result.holders)} of {result.n} agents hold the final answer ({result.consensus:.2f})"

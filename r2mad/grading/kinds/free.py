@@ -7,7 +7,7 @@ from typing import Sequence
 
 from r2mad.grading.kinds.base import AnswerKind
 from r2mad.grading.kinds.meaning import MEANING
-from r2mad.grading.kinds.words import committed, has_answer_line, normalise, tidy
+from r2mad.grading.kinds.words import committed, has_answer_line, last_sentence, normalise, tidy
 from r2mad.types import UNPARSED, Answer, AnswerShape, Task
 
 FINAL_LINE = 'end with a last line that starts with "Final answer:"'
@@ -159,14 +159,13 @@ class OpenKind(ShortKind):
         return "Give only your position now, in one sentence, and nothing else."
 
     def extract(self, text: str, task: Task) -> Answer:
-        found = committed(text, self.limit)
-        if found.parsed:
+        """The "Final answer:" line (prose such as "the answer is helpful" is no position), else the reply's
+        last complete sentence."""
+        found = committed(text, self.limit, prose=False)
+        if found.parsed or has_answer_line(text):  # "Final answer: None": a placeholder, not a position
             return found
-        lines = [tidy(line) for line in text.strip().splitlines() if tidy(line)]
-        if not lines or has_answer_line(text):  # "Final answer: None": a placeholder, not a position
-            return UNPARSED
-        last = re.split(r"(?<=[.!?])\s+", lines[-1])[-1] if len(lines[-1]) > self.limit else lines[-1]
-        return Answer(last[:self.limit], "last_line")
+        last = last_sentence(text, self.limit)
+        return Answer(last, "last_sentence") if last else UNPARSED
 
     def same(self, a: str, b: str) -> bool:
         return normalise(a) == normalise(b) or MEANING.similarity(a, b) >= self.threshold

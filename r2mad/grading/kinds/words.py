@@ -23,19 +23,32 @@ def tidy(value: str) -> str:
     return value
 
 
-def committed(text: str, limit: int = 300) -> Answer:
-    """What the reply commits to: the last "Final answer: …" line, else the last \\boxed{…}, else the last
-    "the answer is …" sentence; UNPARSED when none, or it is empty, a placeholder, or over `limit` characters."""
-    for how, found in (("answer_colon", [m.group(1) for m in _FINAL.finditer(text)]),
-                       ("boxed", _boxes(text)),
-                       ("answer_is", [m.group(1) for m in _ANSWER_IS.finditer(text)])):
+def committed(text: str, limit: int = 300, prose: bool = True) -> Answer:
+    """What the reply commits to: the last "Final answer: …" line, else the last \\boxed{…}, else (with
+    `prose`) the last "the answer is …" sentence; UNPARSED when none, or it is empty, a placeholder, the
+    instruction copied ("Final answer:" inside it) or over `limit` characters."""
+    rules = [("answer_colon", [m.group(1) for m in _FINAL.finditer(text)]), ("boxed", _boxes(text))]
+    if prose:
+        rules.append(("answer_is", [m.group(1) for m in _ANSWER_IS.finditer(text)]))
+    for how, found in rules:
         values = [v for v in map(tidy, found) if v]
         if values:
             value = values[-1]
-            if normalise(value) in _PLACEHOLDERS or len(value) > limit:
+            if normalise(value) in _PLACEHOLDERS or "final answer" in value.casefold() or len(value) > limit:
                 return UNPARSED
             return Answer(value, how)
     return UNPARSED
+
+
+_SENTENCE = re.compile(r"[^.!?\n]*[A-Za-z][^.!?\n]*[.!?]")
+
+
+def last_sentence(text: str, limit: int) -> str | None:
+    """The reply's last complete sentence (a reply cut at the token limit ends mid-sentence: that part is
+    not one), if it is at most `limit` characters."""
+    found = [tidy(m.group(0)) for m in _SENTENCE.finditer(text)]
+    found = [s for s in found if s]
+    return found[-1] if found and len(found[-1]) <= limit else None
 
 
 def has_answer_line(text: str) -> bool:
