@@ -158,6 +158,14 @@ def test_short_equivalence_by_spelling_then_meaning_at_the_stated_threshold(mean
     assert not short.same("1969", "1970")  # close in meaning, but the numbers differ
 
 
+def test_short_answers_are_scored_against_the_reference_by_the_same_rule(meaning):
+    meaning({"Canberra": 0, "Sydney": 60, "the city of Canberra": 10, "1969": 0, "1970": 1})
+    task = Task("short", "What is the capital of Australia?", gold="Canberra")
+    assert [is_correct(a(v), task) for v in ("canberra", "the city of Canberra", "Sydney")] == [True, True, False]
+    assert is_correct(UNPARSED, task) is False and is_correct(a("Canberra"), Task("short", "q")) is None
+    assert is_correct(a("1970"), Task("short", "When?", gold="1969")) is False
+
+
 def test_open_groups_by_meaning_names_the_dissent_and_breaks_ties_to_the_earliest_agent(meaning):
     go, rust = "Learn Go first", "Learn Rust first"
     go2 = "Start with Go; it is simpler"
