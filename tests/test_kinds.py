@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from r2mad.answers import consensus_ratio, extract_answer, is_correct, is_unanimous, math_value, plurality_vote
+from r2mad.config import DebateSettings
 from r2mad.debate import Debate
 from r2mad.grading.kinds import KINDS, kind_named, kind_of
 from r2mad.grading.kinds.free import OPEN_THRESHOLD, SHORT_THRESHOLD
@@ -16,7 +17,6 @@ from r2mad.grading.kinds.words import normalise
 from r2mad.grading.outcome import agreement_line, outcome
 from r2mad.memory.embedder import Embedder
 from r2mad.methods import make_method
-from r2mad.config import DebateSettings
 from r2mad.prompts.common import format_instruction
 from r2mad.tasks import guess_kind, task_from_input
 from r2mad.types import UNPARSED, AgentTurn, Answer, Task
@@ -236,7 +236,8 @@ def test_a_typed_question_takes_the_guess_or_the_picked_kind_and_says_what_does_
 
 def test_a_debate_on_an_open_question_ends_with_the_largest_group_and_names_the_dissent(meaning):
     meaning({"Learn Go first": 0, "Go first, it is simpler": 10, "Learn Rust first": 180})
-    said = ["Final answer: Learn Go first.", "Final answer: Learn Rust first.", "Final answer: Go first, it is simpler."]
+    said = ["Final answer: Learn Go first.", "Final answer: Learn Rust first.",
+            "Final answer: Go first, it is simpler."]
 
     def reply(messages):
         return said[_personas().index(messages[0].content)]

@@ -62,7 +62,8 @@ class IntegerKind(MathKind):
                 "\\boxed{} on the last line.")
 
     def shape(self, task: Task) -> AnswerShape:
-        return AnswerShape(choices=(), regex=r"\\boxed\{[0-9]{1,3}\}", grammar='root ::= "\\\\boxed{" [0-9] [0-9]? [0-9]? "}"')
+        return AnswerShape(choices=(), regex=r"\\boxed\{[0-9]{1,3}\}",
+                           grammar='root ::= "\\\\boxed{" [0-9] [0-9]? [0-9]? "}"')
 
     guard_tokens = 12
 
