@@ -255,3 +255,17 @@ def test_a_debate_on_an_open_question_ends_with_the_largest_group_and_names_the_
 def _personas():
     from r2mad.prompts.common import persona
     return [persona("open", i, 3)[1] for i in range(3)]
+
+
+def test_the_judge_scores_an_open_answer_against_its_reference_from_its_label():
+    from r2mad.grading.judge import judged_correct, read_verdict
+
+    assert [read_verdict(t) for t in ("Same claim. <label>YES</label>", "<label>no</label>",
+                                      "<think><label>YES</label></think> Unsure. <label>NOT SURE</label>",
+                                      "no tag at all")] == [True, False, None, None]
+    backend = ScriptedBackend(lambda m: "Both start with Go. <label>YES</label>" if "Start with Go" in m[-1].content
+                              else "A different choice. <label>NO</label>")
+    task = Task("open", "Should I learn Rust or Go first?", gold="Go first: it is simpler.")
+    verdicts = [asyncio.run(judged_correct(backend, task, a)) for a in ("Start with Go", "Rust first", None)]
+    assert verdicts == [True, False, None] and len(backend.calls) == 2  # no answer: no call
+    assert "Reference answer:\nGo first: it is simpler." in backend.calls[0].messages[-1].content
