@@ -167,7 +167,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{card.id}: {t.status} ({'; '.join(t.notices) or 'see the log'}), not kept")
             continue
         write_recording(args.out / f"{card.id}.json", t, config, args.backbone)
-        print(f"{card.id}: final {t.final.value}, {'right' if t.correct else 'wrong'}, {t.seconds:.0f} s on "
+        verdict = "unscored" if t.correct is None else "right" if t.correct else "wrong"
+        print(f"{card.id}: final {t.final.value}, {verdict}, {t.seconds:.0f} s on "
               f"{recorded_with(config, args.backbone)['model']}")
 
 
