@@ -1,12 +1,12 @@
 """Answers as every caller reads them: extraction, agreement, consensus and plurality voting, each by the
-task's answer kind (grading/kinds), looked up by name. The reading of replies lives in grading/reading.py
+task's answer kind (grading/kinds), looked up by name. The reading of replies lives in grading/kinds/reading.py
 (re-exported here); math equivalence in mathcheck.py. Not for prompting, scoring runs or I/O."""
 from __future__ import annotations
 
 from typing import Sequence
 
 from r2mad.grading.kinds import kind_named
-from r2mad.grading.reading import (  # noqa: F401  (re-exported: callers read answers from here)
+from r2mad.grading.kinds.reading import (  # noqa: F401  (re-exported: callers read answers from here)
     closing_braces,
     extract_choice,
     extract_math,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from r2mad.backends.base import BackendError, ChatBackend
-from r2mad.grading.reading import strip_think
+from r2mad.grading.kinds.reading import strip_think
 from r2mad.types import Message, Task
 
 JUDGE_SYSTEM = ("You compare a candidate answer with a reference answer to the same question. You judge only "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from r2mad.grading.reading import closing_braces
+from r2mad.grading.kinds.reading import closing_braces
 from r2mad.types import UNPARSED, Answer
 
 _FINAL = re.compile(r"^[ \t>#*_-]*(?:my\s+)?(?:final\s+)?answer\s*\**\s*:\s*\**\s*(.+)$", re.I | re.M)
