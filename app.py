@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from r2mad.config import env_secrets, load_config
+from r2mad.settings.config import env_secrets, load_config
 from r2mad.ui import build_app
 from r2mad.ui.api import mcp_available
 from r2mad.ui.serving import launch

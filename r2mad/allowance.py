@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from r2mad.backends.base import BackendError
-from r2mad.config import Allowance
 from r2mad.evaluation.costs import Prices, format_dollars
+from r2mad.settings.config import Allowance
 from r2mad.types import Completion, Message
 
 SIGN_IN = "sign in with Hugging Face (top of the page) to go on with your own account"

@@ -22,14 +22,14 @@ from r2mad.commands.common import (
     report_notices,
     settings_from,
 )
-from r2mad.config import ConfigError, load_config
+from r2mad.engine.resources import Local
+from r2mad.engine.service import RunRequest, backbone_plan, start
 from r2mad.grading.kinds import KIND_NAMES
 from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import METHODS, PLAIN, with_advice
-from r2mad.resources import Local
 from r2mad.runs.faults import StoreError
 from r2mad.safewrite import WriteFailed, is_disk_full, write_atomic, write_failed
-from r2mad.service import RunRequest, backbone_plan, start
+from r2mad.settings.config import ConfigError, load_config
 from r2mad.text import quoted
 
 
@@ -45,7 +45,7 @@ def parse_options(items: list[str]) -> dict[str, str] | None:
 
 def debate_request(args, config) -> RunRequest:
     """The `debate` flags as a run request."""
-    from r2mad.tasks import task_from_input
+    from r2mad.grading.tasks import task_from_input
 
     settings = settings_from(args, config)
     task = task_from_input(args.question, parse_options(args.option), args.gold,

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from r2mad.config_files import (  # noqa: F401 - re-exported: callers import them from here
+from r2mad.settings.files import (  # noqa: F401 - re-exported: callers import them from here
     ConfigError,
     _check,
     _limits,
@@ -18,7 +18,7 @@ from r2mad.config_files import (  # noqa: F401 - re-exported: callers import the
     validate,
     whole_number,
 )
-from r2mad.config_serving import (  # noqa: F401 - re-exported: callers import them from here
+from r2mad.settings.serving import (  # noqa: F401 - re-exported: callers import them from here
     HF_ROUTER,
     Allowance,
     AppConfig,

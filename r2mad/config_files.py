@@ -1,6 +1,6 @@
 """Reading config files and checking their values: YAML loading with yaml.safe_load, and `validate`, which builds
 a dataclass from a mapping and names the file, the key and the allowed values in one sentence when a value is
-wrong. The settings dataclasses themselves live in r2mad/config.py and r2mad/config_serving.py."""
+wrong. The settings dataclasses themselves live in r2mad/settings/config.py and r2mad/settings/serving.py."""
 from __future__ import annotations
 
 import dataclasses

@@ -1,6 +1,6 @@
 """What the app and the backbones run on: a backbone's settings (configs/backbones.yaml), the app's own
 (configs/app.yaml) with the owner's allowance for anonymous visitors, and the environment variables that
-override them on a Space. Read by r2mad/config.py's load_config; no file is read here."""
+override them on a Space. Read by r2mad/settings/config.py's load_config; no file is read here."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from r2mad.config_files import ConfigError, _limits
+from r2mad.settings.files import ConfigError, _limits
 
 HF_ROUTER = "https://router.huggingface.co/v1"  # the Hugging Face Inference Providers router
 

@@ -9,14 +9,14 @@ import dataclasses
 import time
 from typing import Any, Callable, Sequence
 
-from r2mad.answers import consensus_ratio, is_correct, is_unanimous, plurality_vote, strip_think
 from r2mad.backends.affinity import debate_key
 from r2mad.backends.base import BackendError, ChatBackend
+from r2mad.grading.answers import consensus_ratio, is_correct, is_unanimous, plurality_vote, strip_think
 from r2mad.grading.kinds import kind_of
+from r2mad.grading.offloop import extract, settle
 from r2mad.grading.outcome import DISSENT, dissent_line, outcome
 from r2mad.guard import guard_answer
 from r2mad.methods.base import ABSTAINED, Agent, EventSink, Method, RoundContext, seed_for
-from r2mad.offloop import extract, settle
 from r2mad.types import (
     AgentTurn,
     Answer,

@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from r2mad.fakebehaviours import Behaviour, Ok, ok
-from r2mad.fakeserver import FakeServer
+from testing.behaviours import Behaviour, Ok, ok
+from testing.scripted_server import FakeServer
 
 ROUTING_HEADER = "x-session-id"  # the key our backend sends (affinity.py); logged to check affinity
 

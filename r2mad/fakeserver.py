@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
-from r2mad.fakebehaviours import (  # noqa: F401 - the behaviours are used from here
+from testing.behaviours import (  # noqa: F401 - the behaviours are used from here
     CONTEXT_ERROR,
     Behaviour,
     ContentNull,

@@ -8,7 +8,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
-from r2mad.config import SECTION_OF, SECTIONS, DebateSettings
+from r2mad.settings.config import SECTION_OF, SECTIONS, DebateSettings
 
 
 @dataclass(frozen=True)

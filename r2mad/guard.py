@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from typing import Sequence
 
-from r2mad.answers import extract_answer, strip_think
 from r2mad.backends.base import BackendError, ChatBackend
+from r2mad.grading.answers import extract_answer, strip_think
 from r2mad.grading.kinds import kind_of
 from r2mad.prompts.common import final_answer_request
 from r2mad.types import UNPARSED, Answer, AnswerShape, AuxCall, Message, Task

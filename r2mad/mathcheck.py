@@ -11,8 +11,8 @@ import re
 import string
 from fractions import Fraction
 
-from r2mad import mathworker
-from r2mad.mathguard import SUM_POWER_LIMIT, tame, too_big
+from r2mad.grading import mathworker
+from r2mad.grading.mathguard import SUM_POWER_LIMIT, tame, too_big
 
 
 def balanced(text: str, start: int) -> str | None:

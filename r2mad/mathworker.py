@@ -2,7 +2,7 @@
 bound on the child's own CPU time (so a busy machine, which stretches the wall clock, never turns a right
 answer into a wrong one), with a wall-clock backstop for a check that waits instead of computing;
 callable from any thread (no signals in the caller). Not for the cheap checks, which stay in-process.
-A child is a fresh `python -m r2mad.mathworker` (POSIX), not a multiprocessing spawn, which would
+A child is a fresh `python -m r2mad.grading.mathworker` (POSIX), not a multiprocessing spawn, which would
 import the parent's __main__ (the whole app) into every child."""
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ class _Worker:
         ours, theirs = socket.socketpair()
         with theirs:  # the child finds this process's modules (and tests) where this process does
             path = os.pathsep.join(p or os.getcwd() for p in sys.path)
-            self.process = subprocess.Popen([sys.executable, "-m", "r2mad.mathworker", str(theirs.fileno())],
+            self.process = subprocess.Popen([sys.executable, "-m", "r2mad.grading.mathworker", str(theirs.fileno())],
                                             pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
                                             env={**os.environ, "PYTHONPATH": path})
         self.conn = Connection(ours.detach())

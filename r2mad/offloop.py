@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Sequence
 
-from r2mad.answers import extract_answer
+from r2mad.grading.answers import extract_answer
 from r2mad.grading.kinds import kind_of
 from r2mad.types import Answer, Task
 

@@ -1,4 +1,4 @@
-"""Where the run service (r2mad/service.py) finds backends and banks: `Local` for a command (the environment's
+"""Where the run service (r2mad/engine/service.py) finds backends and banks: `Local` for a command (the environment's
 keys, a bank opened for one run), `Shared` for the app's process (one run store, banks opened once, backends
 for configured backbones shared, a visitor's token used under its rules) and `VisitorResources` for one
 visitor's request over it. Nothing here reads the environment; nothing here is per browser session."""
@@ -9,14 +9,14 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from r2mad.allowance import Ledger, Left, Metered, refusal
 from r2mad.backends import make_backend
 from r2mad.backends.base import ChatBackend
-from r2mad.config import ROOT, Backbone, Config, ConfigError, api_key_for
+from r2mad.engine.allowance import Ledger, Left, Metered, refusal
+from r2mad.engine.service import RunRequest
 from r2mad.evaluation.costs import Prices, prices_of
 from r2mad.memory.summaries import SummaryCache
 from r2mad.runs.store import RunStore
-from r2mad.service import RunRequest
+from r2mad.settings.config import ROOT, Backbone, Config, ConfigError, api_key_for
 from r2mad.text import quoted
 
 log = logging.getLogger("r2mad.ui")  # the app's log, where these resources serve

@@ -1,5 +1,5 @@
 """Running debates for the run service, `eval` and the benchmarks: backends + method + bank -> a finished debate,
-and side-by-side comparisons that compute round 0 once. Backends and banks are resolved in r2mad/resources.py."""
+and side-by-side comparisons that compute round 0 once. Backends and banks are resolved in r2mad/engine/resources.py."""
 from __future__ import annotations
 
 import asyncio
@@ -8,9 +8,9 @@ from typing import Callable, Sequence
 
 from r2mad.backends.affinity import debate_key
 from r2mad.backends.base import ChatBackend
-from r2mad.config import ConfigError, DebateSettings
 from r2mad.debate import Debate, EventSink
 from r2mad.methods import PLAIN, is_debate, make_method, needs_bank
+from r2mad.settings.config import ConfigError, DebateSettings
 from r2mad.types import Event, Round, Task, Transcript
 
 

@@ -12,10 +12,10 @@ from typing import Any, Awaitable, Callable, Protocol, Sequence
 
 import r2mad
 from r2mad.backends.base import ChatBackend
-from r2mad.config import DebateSettings
+from r2mad.engine.runner import run_debate, run_side_by_side
 from r2mad.evaluation.leakage import check_question_not_in_bank
 from r2mad.methods import is_debate, needs_bank
-from r2mad.runner import run_debate, run_side_by_side
+from r2mad.settings.config import DebateSettings
 from r2mad.steer.fork import ForkSpec
 from r2mad.types import Task, Transcript
 
@@ -59,7 +59,7 @@ class Runs:
 
 
 class Resources(Protocol):
-    """Where backends and banks come from (r2mad/resources.py): the environment's keys for a command (Local),
+    """Where backends and banks come from (r2mad/engine/resources.py): the environment's keys for a command (Local),
     the process-wide cache and a visitor's token for the app (VisitorResources)."""
     def backends(self, request: RunRequest) -> tuple[ChatBackend, str, AgentBackends]: ...
     def bank(self, folder: str | None, task_kind: str) -> tuple[Any, list[str]]: ...
@@ -93,7 +93,7 @@ async def check_runnable(request: RunRequest, bank) -> None:
     if bank is not None:
         await asyncio.to_thread(check_question_not_in_bank, bank, request.task)
     if request.fork is not None:
-        from r2mad.steer.run import plan_fork
+        from r2mad.engine.forks import plan_fork
 
         await asyncio.to_thread(plan_fork, request.fork.parent, request.fork.spec, request.settings, bank)
 
@@ -106,7 +106,7 @@ async def run(request: RunRequest, backend: ChatBackend, backbone: str, agents: 
     record_for, emit_for = record_for or (lambda m: None), emit_for or (lambda m: None)
     methods, notices = list(request.methods), tuple(notices)
     if request.fork is not None:
-        from r2mad.steer.run import fork_debate
+        from r2mad.engine.forks import fork_debate
 
         [m] = methods
         f = request.fork

@@ -53,7 +53,7 @@ def run_one(conn: socket.socket, main) -> None:
 # what the commands import on first use (the openai client, methods, forks, reports, datasets): once, too
 WARM = ("r2mad.backends.openai_compat", "r2mad.methods.mad", "r2mad.methods.madm2", "r2mad.methods.truemad",
         "r2mad.methods.r2mad", "r2mad.methods.single", "r2mad.steer.fork", "r2mad.steer.blame",
-        "r2mad.evaluation.evaluate", "r2mad.evaluation.report", "r2mad.annotation.dataset", "pyarrow.parquet")
+        "r2mad.evaluation.rows", "r2mad.evaluation.report", "r2mad.exports.dataset", "pyarrow.parquet")
 
 
 def serve(path: str) -> None:

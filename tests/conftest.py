@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from r2mad.fakeserver import FakeServer, ok
+from testing.scripted_server import FakeServer, ok
 
 ROOT = Path(__file__).resolve().parent.parent
 

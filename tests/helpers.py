@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from r2mad.config import DebateSettings, load_config
 from r2mad.prompts.common import PERSONAS
+from r2mad.settings.config import DebateSettings, load_config
 from r2mad.types import UNPARSED, AgentTurn, Answer, AuxCall, Case, Message, Round, Task, Transcript
 from tests.scripted import ScriptedBackend, last_user, persona_of
 
@@ -129,7 +129,7 @@ def parent(method="mad", settings=FORK_SETTINGS):
 
 def fork(t, spec, settings=FORK_SETTINGS):
     """`t` forked by `spec` with fork_replies; returns (fork, backend)."""
-    from r2mad.steer.run import fork_debate
+    from r2mad.engine.forks import fork_debate
 
     backend = ScriptedBackend(fork_replies)
     f = asyncio.run(fork_debate(t, spec, backend, settings, backbone="b"))
@@ -139,7 +139,7 @@ def fork(t, spec, settings=FORK_SETTINGS):
 def herd(body):
     """A loopback server's responder: agent 1 starts on A, the others on B; after round 0 every agent
     answers A if it is shown an A. So agent 1's round-0 answer alone leads the debate to the wrong final A."""
-    from r2mad.fakeserver import ok
+    from testing.scripted_server import ok
 
     messages = body["messages"]
     system = messages[0]["content"]
@@ -171,9 +171,9 @@ def r2mad_reply(messages):
 @pytest.fixture
 def bank(tmp_path):
     """A Qdrant bank on disk built from PLANET_TASKS with r2mad_reply (hash embedder)."""
+    from r2mad.engine.build_memory import build
     from r2mad.memory.bank import MemoryBank
     from r2mad.memory.embedder import HashEmbedder
-    from r2mad.memory.from_debates import build
 
     bank = MemoryBank.create(tmp_path / "bank", task_kind="mcq", split="train", backbone="scripted",
                              embedder=HashEmbedder(64), code_version="test", index_root=tmp_path / "index")
@@ -198,14 +198,14 @@ def answer_from(messages):
 
 def make_eval_run(methods=("cot", "sc", "mad", "madm2-subjective"), limit=3, settings=EVAL_SETTINGS, share=True):
     from r2mad.evaluation.datasets import load_split
-    from r2mad.evaluation.evaluate import EvalRun
+    from r2mad.evaluation.rows import EvalRun
 
     return EvalRun(load_split("demo-mcq", "test", limit=limit), tuple(methods), "scripted", settings, share)
 
 
 def evaluate(run, out, backend=None, **kw):
     """Run `r2mad eval` for `run` into `out` (concurrency 2); returns the backend."""
-    from r2mad.evaluation.evaluate import run_eval
+    from r2mad.engine.evaluate import run_eval
 
     backend = backend or ScriptedBackend(reply=answer_from)
     asyncio.run(run_eval(run, backend, out, concurrency=2, **kw))

@@ -1,4 +1,4 @@
-"""Fair admission (r2mad.admission): caps and their sentences, round-robin order across visitors, place in
+"""Fair admission (r2mad.engine.admission): caps and their sentences, round-robin order across visitors, place in
 line, leaving the line, and an estimate only after a measured debate. A hand-driven clock; no waiting."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from r2mad.admission import Admission, Refused, about, waiting_words
+from r2mad.engine.admission import Admission, Refused, about, waiting_words
 
 
 class Clock:
@@ -157,8 +157,8 @@ def test_waiting_words_give_an_estimate_only_when_there_is_one():
 
 
 def test_the_app_puts_debates_on_the_embedded_model_in_its_lane_and_names_a_backbone_that_skips_it():
-    from r2mad.config import load_config
-    from r2mad.ui.line import EMBEDDED, REMOTE, lane_of, skip_hint, with_hint
+    from r2mad.serving.line import EMBEDDED, REMOTE, lane_of, skip_hint, with_hint
+    from r2mad.settings.config import load_config
 
     config = load_config()  # the shipped backbones: the embedded SmolLM2 and Hugging Face ones
     assert lane_of(config, ["smollm2-135m"]) == EMBEDDED

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from r2mad.allowance import AllowanceSpent, Ledger, Metered
-from r2mad.config import Allowance, ConfigError, load_config
+from r2mad.engine.allowance import AllowanceSpent, Ledger, Metered
+from r2mad.engine.resources import Shared
 from r2mad.evaluation.costs import Prices
-from r2mad.fakeserver import FakeServer, ok
-from r2mad.resources import Shared
+from r2mad.settings.config import Allowance, ConfigError, load_config
 from r2mad.types import Message
+from testing.scripted_server import FakeServer, ok
 
 ROOT = Path(__file__).resolve().parent.parent
 OWNER = "hf_" + "OwnerAllowanceSecret" + "7" * 12  # token-shaped, built
@@ -183,8 +183,8 @@ def test_the_allowance_is_off_by_default_and_set_by_environment_variables(tmp_pa
 
 
 def test_the_allowance_line_names_what_is_left_the_paid_backbone_and_past_it_sign_in(tmp_path, servers):
-    from r2mad.allowance import Left
-    from r2mad.ui.allowance_line import allowance_words
+    from r2mad.engine.allowance import Left
+    from r2mad.ui.render.allowance_line import allowance_words
 
     config = shared(tmp_path, *servers).config
     left = Left(calls=12, usd=0.0375, everyone=False)
@@ -202,8 +202,8 @@ def test_a_debate_that_runs_out_midway_ends_with_the_refused_calls_named(tmp_pat
 
     import gradio as gr
 
+    from r2mad.serving.services import Services
     from r2mad.ui.handlers import DebateHandlers
-    from r2mad.ui.services import Services
 
     monkeypatch.setenv("HF_TOKEN", OWNER)
     answers = itertools.cycle(["\\boxed{1}", "\\boxed{2}", "\\boxed{3}"])  # they never agree: round 1 is run

@@ -13,7 +13,7 @@ import pytest
 
 from r2mad.annotation.book import LabelBook  # noqa: E402
 from r2mad.annotation.queues import Queue, queue_items, save_queue  # noqa: E402
-from r2mad.config import load_config  # noqa: E402
+from r2mad.settings.config import load_config  # noqa: E402
 from r2mad.types import Task  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from tests.browser import SHOTS, launch, sync_api  # noqa: E402  (skips without Chromium)

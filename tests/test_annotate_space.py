@@ -8,11 +8,11 @@ from types import SimpleNamespace
 import gradio as gr
 import pytest
 
-from r2mad.config import load_config
+from r2mad.serving.identity import current_annotator
+from r2mad.serving.services import Services
+from r2mad.settings.config import load_config
 from r2mad.ui.annotate_handlers import SHOWN, AnnotateHandlers
 from r2mad.ui.annotate_tab import who_annotates
-from r2mad.ui.identity import current_annotator
-from r2mad.ui.services import Services
 from tests.helpers import HF_SECRET as SECRET
 from tests.helpers import STORED_MCQ as MCQ
 from tests.helpers import make_transcript, save_run
@@ -114,7 +114,7 @@ def test_the_push_button_sends_the_dataset_with_the_pasted_token_or_the_login(tm
 
 
 def test_a_signed_in_annotator_pushes_a_bare_name_to_their_own_namespace():
-    from r2mad.ui.own_repo import own_repo
+    from r2mad.serving.own_repo import own_repo
 
     ann = SimpleNamespace(username="ann")
     assert own_repo("labels", ann) == "ann/labels" and own_repo("  ", ann) == "ann/r2mad-annotations"

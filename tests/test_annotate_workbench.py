@@ -7,10 +7,10 @@ from types import SimpleNamespace
 
 from r2mad.annotation.book import blame_turns
 from r2mad.annotation.queues import Queue, save_queue
-from r2mad.config import load_config
+from r2mad.serving.services import Services
+from r2mad.settings.config import load_config
 from r2mad.ui.annotate_base import flat_chat
 from r2mad.ui.annotate_handlers import SHOWN, AnnotateHandlers
-from r2mad.ui.services import Services
 from tests.helpers import STORED_MCQ as MCQ
 from tests.helpers import grid_debate, make_transcript, save_run
 

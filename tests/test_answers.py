@@ -1,7 +1,7 @@
 """Answer extraction, equivalence, consensus and voting, with hand-computed expectations."""
 import pytest
 
-from r2mad.answers import (
+from r2mad.grading.answers import (
     consensus_ratio,
     extract_answer,
     extract_choice,
@@ -12,7 +12,7 @@ from r2mad.answers import (
     same_answer,
     strip_think,
 )
-from r2mad.mathcheck import math_equivalent, normalize_math
+from r2mad.grading.mathcheck import math_equivalent, normalize_math
 from r2mad.types import UNPARSED, Answer, Task
 
 TEN = "ABCDEFGHIJ"

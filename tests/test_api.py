@@ -12,11 +12,11 @@ import pytest
 
 pytest.importorskip("gradio_client")
 
-from r2mad.config import Backbone, load_config  # noqa: E402
-from r2mad.fakeserver import FakeServer  # noqa: E402
+from r2mad.settings.config import Backbone, load_config  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.api import ENDPOINTS  # noqa: E402
 from r2mad.ui.serving import launch  # noqa: E402
+from testing.scripted_server import FakeServer  # noqa: E402
 from tests.conftest import answer  # noqa: E402
 from tests.helpers import free_port, make_bank  # noqa: E402
 from tests.ui_client import PatientClient as Client  # noqa: E402

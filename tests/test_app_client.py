@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("gradio")
 pytest.importorskip("gradio_client")
 
-from r2mad.config import load_config  # noqa: E402
+from r2mad.settings.config import load_config  # noqa: E402
 from r2mad.types import AgentTurn, Answer, Round, Task, Transcript  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.serving import launch  # noqa: E402
@@ -138,7 +138,7 @@ def test_a_pasted_token_never_reaches_the_run_store(app, client):
 
 
 def test_rejected_token_on_a_custom_endpoint_shows_abstentions_without_the_token(app, client):
-    from r2mad.fakeserver import FakeServer, ok, unauthorized
+    from testing.scripted_server import FakeServer, ok, unauthorized
 
     secret = "sk-test-Rejected-0123456789"
     with FakeServer(models=["m1"], responder=lambda body: unauthorized(echo_key=True)) as server:
@@ -166,7 +166,7 @@ def test_rejected_token_on_a_custom_endpoint_shows_abstentions_without_the_token
 def scripted_run(tmp_path, methods, *, rounds=3, delay_s=0.02, streams_text=False):
     from r2mad.backends.base import Capabilities
     from r2mad.runs.store import RunStore
-    from r2mad.ui.live import LiveRun
+    from r2mad.serving.live import LiveRun
     from tests.scripted import ScriptedBackend
 
     replies = iter([f"Weighing both options carefully, I pick (({x}))" for x in "AB"] * 200)
@@ -181,7 +181,7 @@ def scripted_run(tmp_path, methods, *, rounds=3, delay_s=0.02, streams_text=Fals
 def test_live_run_saves_every_round_and_stops_on_request(tmp_path):
     import asyncio
 
-    from r2mad.ui.live import stream
+    from r2mad.serving.live import stream
 
     live, backend, store = scripted_run(tmp_path, ["mad"])
     stop, saved_while_running = asyncio.Event(), []
@@ -206,7 +206,7 @@ def test_live_run_saves_every_round_and_stops_on_request(tmp_path):
 def test_live_side_by_side_shares_round0_and_saves_each_method(tmp_path):
     import asyncio
 
-    from r2mad.ui.live import stream
+    from r2mad.serving.live import stream
 
     live, backend, store = scripted_run(tmp_path, ["mad", "madm2-subjective"], rounds=2, delay_s=0.0)
 
@@ -230,7 +230,7 @@ def test_live_side_by_side_shares_round0_and_saves_each_method(tmp_path):
 def test_stopping_a_side_by_side_keeps_the_methods_that_had_finished(tmp_path):
     import asyncio
 
-    from r2mad.ui.live import stream
+    from r2mad.serving.live import stream
 
     live, backend, store = scripted_run(tmp_path, ["cot", "mad"])
     stop = asyncio.Event()
@@ -324,9 +324,9 @@ def test_live_text_shows_while_agents_write_and_is_never_saved(tmp_path):
     import asyncio
     import json
 
+    from r2mad.serving.live import stream
     from r2mad.types import to_dict
-    from r2mad.ui.live import stream
-    from r2mad.ui.render import chat_messages
+    from r2mad.ui.render.chat import chat_messages
 
     live, backend, store = scripted_run(tmp_path, ["mad", "madm2-subjective"], rounds=2, delay_s=0.6,
                                         streams_text=True)

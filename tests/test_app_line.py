@@ -15,10 +15,10 @@ import yaml
 
 pytest.importorskip("gradio_client")
 
-from r2mad.config import load_config  # noqa: E402
-from r2mad.fakeserver import FakeServer, ok  # noqa: E402
+from r2mad.settings.config import load_config  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.serving import launch  # noqa: E402
+from testing.scripted_server import FakeServer, ok  # noqa: E402
 from tests.helpers import free_port  # noqa: E402
 from tests.ui_client import PatientClient as Client  # noqa: E402
 from tests.ui_client import UIClient, debate_outputs  # noqa: E402  (the UI events are undocumented)

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from app import serve
-from r2mad.config import load_config
-from r2mad.fakeserver import FakeServer, ok
+from r2mad.settings.config import load_config
+from testing.scripted_server import FakeServer, ok
 from tests.ui_client import UIClient as Client  # the UI events are undocumented
 from tests.ui_client import debate_outputs
 

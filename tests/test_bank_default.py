@@ -8,15 +8,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from r2mad.config import load_config
-from r2mad.fakeserver import FakeServer, ok
+from r2mad.serving.services import Services
+from r2mad.settings.config import load_config
 from r2mad.types import Answer, Round, Transcript
 from r2mad.ui.handlers import DebateHandlers
-from r2mad.ui.services import Services
-from r2mad.ui.states import outcome_line
-from r2mad.ui.tables import summary_rows
+from r2mad.ui.render.states import outcome_line
+from r2mad.ui.render.tables import summary_rows
 from r2mad.ui.views import VIEW_NAMES
 from r2mad.ui.vote_panel import VoteHandlers
+from testing.scripted_server import FakeServer, ok
 from tests import helpers
 
 ROOT = Path(__file__).resolve().parent.parent

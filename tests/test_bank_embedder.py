@@ -6,10 +6,10 @@ import pytest
 import yaml
 
 from r2mad.cli import main
-from r2mad.config import load_config
+from r2mad.engine.resources import open_bank
 from r2mad.memory.bank import MemoryBank, own_embedder
 from r2mad.memory.embedder import DEFAULT_EMBEDDER, HashEmbedder
-from r2mad.resources import open_bank
+from r2mad.settings.config import load_config
 from r2mad.types import Case
 
 ROWS = 8  # economics rows: the seeded 3:1 split gives 6 train and 2 test

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from r2mad.config import load_config
+from r2mad.engine.resources import open_bank
 from r2mad.memory.bank import MemoryBank
 from r2mad.memory.embedder import HashEmbedder
-from r2mad.resources import open_bank
+from r2mad.settings.config import load_config
 from r2mad.types import Case
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,7 +6,6 @@ import pytest
 
 from r2mad.annotation.book import LabelBook
 from r2mad.cli import main
-from r2mad.config import load_config
 from r2mad.evaluation.datasets import load_split
 from r2mad.evaluation.leakage import eval_tasks
 from r2mad.memory.bank import MemoryBank
@@ -14,6 +13,7 @@ from r2mad.memory.embedder import load_embedder
 from r2mad.memory.files import BankError
 from r2mad.memory.growth import add_runs, history, undo
 from r2mad.runs.store import RunStore
+from r2mad.settings.config import load_config
 from r2mad.types import Task
 from tests.helpers import make_transcript, save_run
 
@@ -54,7 +54,7 @@ def test_runs_become_cases_with_provenance_and_undo_takes_them_out(tmp_path, sto
     assert case.provenance["added_by"] == "bo" and case.provenance["labels"] == []
     assert bank.case(f"run:{plain}:a0:r2").provenance["annotator"] == "bo"  # no final labels: who added it
     assert case.answers == ("B", "B", "A") and case.correct == (True, True, False) and case.reward == 0.0
-    from r2mad.ui.tables import case_markdown
+    from r2mad.ui.render.tables import case_markdown
     shown = case_markdown(case)  # the Memory bank tab's audit view says where the case came from
     assert f"**From run** {labelled} (mad on smollm2-135m) · annotator ada · added by bo on" in shown
     assert "adjudicated labels: none" in shown
@@ -120,9 +120,9 @@ def test_the_annotate_button_adds_the_open_run_for_annotators_only(tmp_path):
 
     import gradio as gr
 
+    from r2mad.serving.services import Services
     from r2mad.ui.annotate_handlers import AnnotateHandlers
     from r2mad.ui.bank_growth import BankGrowth
-    from r2mad.ui.services import Services
 
     base = load_config(env={"R2MAD_DATA_DIR": str(tmp_path / "var")})
     app = dataclasses.replace(base.app, memory_dirs=(str(tmp_path),), default_bank=None, private_runs="on",
@@ -168,7 +168,7 @@ def test_eval_measures_accuracy_as_a_copy_of_the_bank_grows(tmp_path, config_dir
 def test_the_learning_curve_evaluates_before_and_after_each_batch(tmp_path):
     import asyncio
 
-    from r2mad.evaluation.learning_curve import learning_curve
+    from r2mad.engine.learning_curve import learning_curve
     from tests.helpers import EVAL_SETTINGS, make_eval_run
     from tests.scripted import ScriptedBackend
 

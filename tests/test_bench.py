@@ -14,7 +14,7 @@ import pytest
 
 from r2mad.bench.appproc import config_copy, tree_hwm_mb, tree_rss_mb
 from r2mad.cli import main
-from r2mad.config import load_config
+from r2mad.settings.config import load_config
 
 slow = pytest.mark.slow  # real model, server, embedder or app
 

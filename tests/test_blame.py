@@ -9,15 +9,15 @@ import pytest
 from r2mad.annotation.book import LabelBook
 from r2mad.annotation.detectors import NO_LABEL
 from r2mad.backends.base import BackendError
-from r2mad.config import load_config
 from r2mad.debate import Debate
+from r2mad.engine.forks import fork_debate
 from r2mad.methods import make_method
 from r2mad.prompts.common import final_answer_request
+from r2mad.serving.services import Services
+from r2mad.settings.config import load_config
 from r2mad.steer.blame import CallMeter, blame
 from r2mad.steer.links import Blame, save_blame
-from r2mad.steer.run import fork_debate
 from r2mad.ui.annotate_handlers import SHOWN, AnnotateHandlers
-from r2mad.ui.services import Services
 from tests.helpers import FORK_SETTINGS as SETTINGS
 from tests.helpers import PLANET_MCQ as MCQ
 from tests.helpers import agent_of, save_run

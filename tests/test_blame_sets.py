@@ -5,14 +5,14 @@ import asyncio
 
 from r2mad.annotation import agreement
 from r2mad.annotation.book import LabelBook, blame_turns
-from r2mad.annotation.dataset import label_rows
 from r2mad.debate import Debate
+from r2mad.engine.forks import fork_debate
+from r2mad.exports.dataset import label_rows
 from r2mad.methods import make_method
 from r2mad.runs.io import export_records
 from r2mad.runs.store import RunStore
 from r2mad.steer.blame import blame, pair_candidates
 from r2mad.steer.links import blame_of, save_blame
-from r2mad.steer.run import fork_debate
 from tests.helpers import FORK_SETTINGS as SETTINGS
 from tests.helpers import PLANET_MCQ as MCQ
 from tests.helpers import agent_of, save_run

@@ -8,13 +8,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from r2mad import mathcheck, mathworker
-from r2mad.answers import extract_math
-from r2mad.config import DebateSettings
 from r2mad.debate import Debate
-from r2mad.mathcheck import balanced, check_math, too_big
+from r2mad.grading import mathcheck, mathworker
+from r2mad.grading.answers import extract_math
+from r2mad.grading.mathcheck import balanced, check_math, too_big
 from r2mad.methods import make_method
 from r2mad.prompts.common import PERSONAS
+from r2mad.settings.config import DebateSettings
 from r2mad.types import UNPARSED, Answer, Task
 from tests.scripted import ScriptedBackend, persona_of
 

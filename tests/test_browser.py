@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from r2mad.config import load_config  # noqa: E402
+from r2mad.settings.config import load_config  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.debate_form import METHOD_LABELS  # noqa: E402
 from tests.browser import SHOTS, launch  # noqa: E402  (skips without Chromium)

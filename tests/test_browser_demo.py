@@ -12,10 +12,10 @@ import shutil
 import pytest
 import yaml
 
-from r2mad.config import load_config  # noqa: E402
-from r2mad.fakeserver import FakeServer, ok  # noqa: E402
+from r2mad.settings.config import load_config  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.examples import CARDS, cached  # noqa: E402
+from testing.scripted_server import FakeServer, ok  # noqa: E402
 from tests.browser import SHOTS, launch  # noqa: E402  (skips without Chromium)
 from tests.helpers import ROOT  # noqa: E402
 

@@ -9,13 +9,13 @@ import re
 
 import pytest
 
-from r2mad.config import Backbone, load_config  # noqa: E402
-from r2mad.fakeserver import FakeServer  # noqa: E402
-from r2mad.resources import backend_for  # noqa: E402
-from r2mad.runner import run_debate  # noqa: E402
-from r2mad.tasks import task_from_input  # noqa: E402
+from r2mad.engine.resources import backend_for  # noqa: E402
+from r2mad.engine.runner import run_debate  # noqa: E402
+from r2mad.grading.tasks import task_from_input  # noqa: E402
+from r2mad.settings.config import Backbone, load_config  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.serving import launch  # noqa: E402
+from testing.scripted_server import FakeServer  # noqa: E402
 from tests.browser import ARGS, CHROMIUM, SHOTS, sync_api
 from tests.helpers import free_port, herd  # noqa: E402
 

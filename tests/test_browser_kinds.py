@@ -8,7 +8,7 @@ import shutil
 import pytest
 import yaml
 
-from r2mad.config import load_config
+from r2mad.settings.config import load_config
 from r2mad.ui import build_app
 from tests.browser import SHOTS, launch  # skips without Chromium
 from tests.helpers import ROOT
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow  # a browser
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory, browser):
-    from r2mad.fakeserver import FakeServer, ok
+    from testing.scripted_server import FakeServer, ok
 
     tmp = tmp_path_factory.mktemp("kinds")
     with FakeServer(models=["fake"], responder=lambda body: ok("I weighed both.\nFinal answer: Learn Go first.")) as srv:

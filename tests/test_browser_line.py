@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from r2mad.config import load_config
+from r2mad.settings.config import load_config
 from r2mad.ui import build_app
 from tests.browser import launch  # skips without Chromium
 

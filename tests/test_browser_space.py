@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from app import serve  # noqa: E402
-from r2mad.config import load_config  # noqa: E402
-from r2mad.fakeserver import FakeServer, ok  # noqa: E402
+from r2mad.settings.config import load_config  # noqa: E402
+from testing.scripted_server import FakeServer, ok  # noqa: E402
 from tests.browser import ARGS, CHROMIUM, SHOTS, sync_api  # noqa: E402  (skips without Chromium)
 from tests.helpers import free_port  # noqa: E402
 

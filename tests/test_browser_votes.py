@@ -10,11 +10,11 @@ import shutil
 import pytest
 import yaml
 
-from r2mad.config import load_config  # noqa: E402
-from r2mad.fakeserver import FakeServer, ok  # noqa: E402
 from r2mad.runs.votes import VoteStore  # noqa: E402
+from r2mad.settings.config import load_config  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.debate_form import METHOD_LABELS  # noqa: E402
+from testing.scripted_server import FakeServer, ok  # noqa: E402
 from tests.browser import SHOTS, launch  # noqa: E402  (skips without Chromium)
 from tests.helpers import ROOT  # noqa: E402
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from r2mad.fakeserver import FakeServer, ok
+from testing.scripted_server import FakeServer, ok
 from tests.helpers import ROOT, jsonl_values
 
 QUESTIONS = 6

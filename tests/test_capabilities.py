@@ -8,7 +8,7 @@ import pytest
 from r2mad.backends import make_backend
 from r2mad.backends.base import Capabilities
 from r2mad.bench.speed import Counting
-from r2mad.config import load_config
+from r2mad.settings.config import load_config
 from r2mad.steer.blame import CallMeter
 from tests.scripted import ScriptedBackend
 

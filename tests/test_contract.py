@@ -15,14 +15,14 @@ pytest.importorskip("gradio_client")
 
 from r2mad.bench.speed import reply_for  # noqa: E402
 from r2mad.cli import main  # noqa: E402
-from r2mad.config import load_config  # noqa: E402
-from r2mad.evaluation.evaluate import ROWS, read_rows  # noqa: E402
-from r2mad.fakeserver import FakeServer, completion_body  # noqa: E402
+from r2mad.evaluation.rows import ROWS, read_rows  # noqa: E402
 from r2mad.methods import METHODS, is_debate  # noqa: E402
 from r2mad.runs.store import RunStore  # noqa: E402
+from r2mad.settings.config import load_config  # noqa: E402
 from r2mad.types import Case, Transcript, from_dict, to_dict  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.serving import launch  # noqa: E402
+from testing.scripted_server import FakeServer, completion_body  # noqa: E402
 from tests.helpers import ROOT, free_port  # noqa: E402
 from tests.ui_client import UIClient as Client  # noqa: E402  (the UI events are undocumented)
 from tests.ui_client import debate_outputs  # noqa: E402

@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from r2mad.annotation.book import LabelBook
-from r2mad.annotation.dataset import LABEL_COLUMNS, pull_dataset, push_dataset, read_dataset, write_dataset
+from r2mad.exports.dataset import LABEL_COLUMNS, pull_dataset, push_dataset, read_dataset, write_dataset
 from r2mad.runs.io import export_records
 from r2mad.runs.store import RunStore
 from tests.helpers import HF_SECRET as SECRET
@@ -131,7 +131,7 @@ def test_hub_push_and_pull_contract(tmp_path):
 
 def test_export_and_import_from_the_command_line(tmp_path, config_dir, capsys):
     from r2mad.cli import main
-    from r2mad.config import load_config
+    from r2mad.settings.config import load_config
     config = load_config(config_dir)
     book = LabelBook(RunStore(config.app.runs_db))
     run = save_run(book.store, make_transcript(MCQ, [["A", "B", "B"], ["B", "B", "B"]], "B", False))
@@ -153,7 +153,7 @@ def test_export_and_import_from_the_command_line(tmp_path, config_dir, capsys):
 def test_cli_pushes_to_and_imports_from_a_hub_over_http(tmp_path, config_dir, capsys, monkeypatch):
     """The real huggingface_hub client against a local stand-in for the Hub's HTTP API."""
     from r2mad.cli import main
-    from r2mad.config import load_config
+    from r2mad.settings.config import load_config
     from tests.hubstandin import HubStandIn
     config = load_config(config_dir)
     book = LabelBook(RunStore(config.app.runs_db))

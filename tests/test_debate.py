@@ -5,10 +5,10 @@ import dataclasses
 import pytest
 
 from r2mad.backends.base import Capabilities
-from r2mad.config import DebateSettings
 from r2mad.debate import Debate
+from r2mad.engine.runner import run_side_by_side
 from r2mad.methods import make_method
-from r2mad.runner import run_side_by_side
+from r2mad.settings.config import DebateSettings
 from r2mad.types import Transcript
 from tests.helpers import PLANET_MCQ as MCQ
 from tests.helpers import agent_of

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from r2mad.cli import main
-from r2mad.config import load_config
-from r2mad.fakeserver import ok
 from r2mad.runs.faults import StoreFailed
 from r2mad.runs.store import RunStore
+from r2mad.settings.config import load_config
 from r2mad.types import AgentTurn, Answer, Case, Message, Round, Task, Transcript
+from testing.scripted_server import ok
 
 QUESTION = ["--question", "Largest planet?", "--option", "A=Mars", "--option", "B=Jupiter", "--gold", "B"]
 TASK = Task("mcq", "Which is right?", (("A", "this"), ("B", "that")), gold="B", id="q1")
@@ -323,8 +323,8 @@ def test_the_app_says_a_full_store_in_one_sentence_and_keeps_serving(config_dir,
     import asyncio
     from types import SimpleNamespace
 
+    from r2mad.serving.services import Services
     from r2mad.ui import handlers
-    from r2mad.ui.services import Services
 
     said: list[str] = []
     monkeypatch.setattr(handlers, "warn", lambda message, secret=None: said.append(message))

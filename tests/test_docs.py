@@ -146,7 +146,7 @@ def test_the_readme_layout_names_every_package_and_only_files_that_exist():
 @pytest.fixture(scope="module")
 def scripted(tmp_path_factory):
     """A copy of configs/ whose every backbone, by its own name, is the scripted server."""
-    from r2mad.fakeserver import FakeServer, ok
+    from testing.scripted_server import FakeServer, ok
 
     folder = tmp_path_factory.mktemp("docs") / "configs"
     with FakeServer(models=["fake-model"], responder=lambda body: ok("Checked it twice. ((B))")) as server:
@@ -214,7 +214,7 @@ def test_a_python_example_runs(block, tmp_path):
 def test_the_api_example_runs_against_the_served_app(scripted, tmp_path):
     import dataclasses
 
-    from r2mad.config import load_config
+    from r2mad.settings.config import load_config
     from r2mad.ui import build_app
     from r2mad.ui.serving import launch
     from tests.helpers import free_port

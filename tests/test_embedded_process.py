@@ -9,9 +9,9 @@ import pytest
 
 from r2mad.backends.base import BackendError
 from r2mad.backends.embedded import EmbeddedBackend
-from r2mad.config import DebateSettings
 from r2mad.debate import Debate
 from r2mad.methods import make_method
+from r2mad.settings.config import DebateSettings
 from r2mad.types import Message, Task
 
 pytestmark = pytest.mark.slow

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("gradio_client")
 
-from r2mad.config import load_config  # noqa: E402
+from r2mad.settings.config import load_config  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.serving import launch  # noqa: E402
 from tests.helpers import free_port  # noqa: E402

@@ -9,8 +9,8 @@ import yaml
 
 from r2mad.cli import main
 from r2mad.evaluation.costs import format_dollars
-from r2mad.evaluation.evaluate import ROWS, RUN, read_rows
-from r2mad.fakeserver import FakeServer, ok
+from r2mad.evaluation.rows import ROWS, RUN, read_rows
+from testing.scripted_server import FakeServer, ok
 
 PRICE_IN, PRICE_OUT = 0.5, 2.0  # $ per million tokens
 
@@ -69,10 +69,10 @@ def test_eval_with_two_methods_and_two_seeds_writes_paired_table_curve_and_costs
 
 @pytest.mark.slow  # eval end to end with its report and plots: seconds, not milliseconds
 def test_the_ledger_debates_go_to_the_run_store_once(priced_config, tmp_path, capsys):
-    from r2mad.config import load_config
     from r2mad.evaluation import paired
     from r2mad.evaluation.results import load_results
     from r2mad.runs.store import RunStore
+    from r2mad.settings.config import load_config
 
     config_dir, _ = priced_config
     out = tmp_path / "res"
@@ -108,7 +108,7 @@ def test_debate_prints_its_cost(priced_config, capsys):
 def test_more_seeds_extend_a_finished_run_and_need_a_base_seed(tmp_path):
     import dataclasses
 
-    from r2mad.config import ConfigError
+    from r2mad.settings.config import ConfigError
     from tests.helpers import EVAL_SETTINGS as SETTINGS
     from tests.helpers import evaluate
     from tests.helpers import make_eval_run as make_run

@@ -10,9 +10,9 @@ import pytest
 
 from r2mad import __version__
 from r2mad.cli import main
-from r2mad.config import ConfigError
-from r2mad.evaluation.evaluate import ROWS, RUN, read_rows
 from r2mad.evaluation.report import write_report
+from r2mad.evaluation.rows import ROWS, RUN, read_rows
+from r2mad.settings.config import ConfigError
 from r2mad.types import Transcript, from_dict
 from tests.helpers import EVAL_SETTINGS as SETTINGS
 from tests.helpers import answer_from, evaluate

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from r2mad.backends.embedded import smollm2_path
-from r2mad.config import load_config
+from r2mad.settings.config import load_config
 from r2mad.ui.examples import CACHE, CARDS, cached, stale
 
 

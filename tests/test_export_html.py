@@ -7,9 +7,9 @@ import pytest
 
 from r2mad.annotation.book import LabelBook
 from r2mad.cli import main
-from r2mad.config import load_config
 from r2mad.evaluation.report import write_report
 from r2mad.runs.store import RunStore
+from r2mad.settings.config import load_config
 from tests.helpers import STORED_MCQ, evaluate, make_eval_run, make_transcript, save_run
 
 CASE = {"case_id": "q7:a1:r1", "similarity": 0.8125, "answer": "B", "correct": False}

@@ -10,13 +10,13 @@ import pytest
 
 from r2mad.backends.base import Capabilities
 from r2mad.commands.common import add_settings_flags, settings_from
-from r2mad.config import DebateSettings, load_config
 from r2mad.debate import Debate
 from r2mad.methods import make_method
 from r2mad.methods.departures import departures
 from r2mad.prompts.common import clip_tokens, format_instruction
 from r2mad.prompts.personas import BY_SOURCE, GENERIC
 from r2mad.prompts.r2mad import cases_block
+from r2mad.settings.config import DebateSettings, load_config
 from r2mad.types import Case, Task
 from tests.scripted import ScriptedBackend, last_user
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from r2mad.fakeserver import (
+from testing.scripted_server import (
     CONTEXT_ERROR,
     MAX_SLEEP_S,
     FakeServer,

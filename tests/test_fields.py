@@ -1,4 +1,4 @@
-"""The settings fields (r2mad.fields) drive the CLI's flags and the app's form: every field is a real setting,
+"""The settings fields (r2mad.settings.fields) drive the CLI's flags and the app's form: every field is a real setting,
 a form never offers a value the settings refuse, and the CLI sets each field with a flag."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import argparse
 import pytest
 
 from r2mad.commands.common import SETTING_FLAGS, add_settings_flags, settings_from
-from r2mad.config import ConfigError, DebateSettings, load_config
-from r2mad.fields import FIELDS, ON_FORM
+from r2mad.settings.config import ConfigError, DebateSettings, load_config
+from r2mad.settings.fields import FIELDS, ON_FORM
 
 
 @pytest.mark.parametrize("field", FIELDS, ids=lambda f: f.name)

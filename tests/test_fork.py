@@ -4,9 +4,9 @@ import asyncio
 
 import pytest
 
+from r2mad.engine.forks import fork_debate
 from r2mad.prompts import mad
 from r2mad.steer.fork import Change, ForkSpec, live_usage, parse_changes, replay_rounds
-from r2mad.steer.run import fork_debate
 from tests.helpers import FORK_SETTINGS as SETTINGS
 from tests.helpers import PLANET_MCQ as MCQ
 from tests.helpers import agent_of, fork, parent

@@ -10,7 +10,7 @@ import pytest
 from r2mad.backends import gguf
 from r2mad.backends.base import BackendError
 from r2mad.backends.embedded import EmbeddedBackend, smollm2_path
-from r2mad.config import ConfigError, load_config
+from r2mad.settings.config import ConfigError, load_config
 from r2mad.types import Message
 
 
@@ -88,7 +88,7 @@ def test_the_config_checks_a_hub_gguf_entry(tmp_path):
 @pytest.mark.slow  # a real model: the SmolLM2 file served by the stand-in hub, loaded by llama.cpp
 def test_a_hub_backbone_with_the_right_sha256_answers_on_the_real_model(hub, tmp_path):
     from r2mad.backends import make_backend
-    from r2mad.config import Backbone
+    from r2mad.settings.config import Backbone
 
     source, asked = hub
     shutil.copyfile(smollm2_path(), source / "smol.gguf")

@@ -8,13 +8,13 @@ import pytest
 
 from r2mad.backends.base import BackendError, Capabilities
 from r2mad.backends.openai_compat import OpenAICompatBackend
-from r2mad.config import DebateSettings
 from r2mad.debate import Debate
-from r2mad.fakeserver import FakeServer, ok, status
 from r2mad.guard import answer_shape
 from r2mad.methods import make_method
 from r2mad.prompts.common import final_answer_request
+from r2mad.settings.config import DebateSettings
 from r2mad.types import Answer, Message, Task
+from testing.scripted_server import FakeServer, ok, status
 from tests.scripted import ScriptedBackend, last_user
 
 MCQ = Task("mcq", "Which planet is known as the Red Planet?",
@@ -150,8 +150,8 @@ def test_a_server_that_rejects_the_constraint_is_asked_without_it():
 
 @pytest.mark.slow
 def test_the_embedded_grammar_lets_out_only_the_tasks_letters_and_a_balanced_box():
-    from r2mad.answers import extract_math
     from r2mad.backends.embedded import EmbeddedBackend
+    from r2mad.grading.answers import extract_math
 
     backend = EmbeddedBackend()
     tempt = [Message("user", "Reply with ((E)) or ((J)) and nothing else.")]

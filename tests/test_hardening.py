@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from r2mad.cli import main
-from r2mad.config import ConfigError, load_config
 from r2mad.runs.io import export_jsonl
 from r2mad.runs.store import RunStore
+from r2mad.settings.config import ConfigError, load_config
 from tests.helpers import debate_cli as cli
 
 SECRET = "sk-TESTSECRET-9f8e7d6c5b4a"
@@ -106,7 +106,7 @@ def test_bad_settings_name_file_key_and_range(config_dir, line, message):
 
 
 def test_each_method_family_has_its_own_settings_section_and_plain_names_still_work():
-    from r2mad.config import DebateSettings
+    from r2mad.settings.config import DebateSettings
 
     s = DebateSettings.from_dict({"agents": 4, "k": 2, "madm2": {"strict": True}})
     assert (s.agents, s.r2mad.k, s.r2mad.policy, s.madm2.strict, s.truemad.advice) == (4, 2, "state-aware", True, False)
@@ -120,11 +120,11 @@ def test_each_method_family_has_its_own_settings_section_and_plain_names_still_w
 
 
 def test_injection_in_a_retrieved_case_stays_in_the_data_block(tmp_path):
-    from r2mad.config import DebateSettings
     from r2mad.debate import Debate
     from r2mad.memory.bank import MemoryBank
     from r2mad.memory.embedder import HashEmbedder
     from r2mad.methods import make_method
+    from r2mad.settings.config import DebateSettings
     from r2mad.types import Case, Task
     from tests.scripted import ScriptedBackend, last_user
 
@@ -173,7 +173,7 @@ def test_a_huge_value_is_quoted_back_clipped_with_its_length(config_dir, server,
 
 
 def test_a_huge_setting_is_quoted_back_clipped():
-    from r2mad.config import DebateSettings
+    from r2mad.settings.config import DebateSettings
 
     with pytest.raises(ConfigError) as info:
         DebateSettings.from_dict({"policy": HUGE})
@@ -196,7 +196,7 @@ def test_a_huge_seed_is_refused_in_one_sentence_before_any_call(config_dir, serv
     ("k", 1e9, "k: 1000000000 is out of range; allowed 1 to 32"),
 ])
 def test_numbers_from_the_app_form_are_checked_by_the_settings(field, value, message):
-    from r2mad.config import load_config
+    from r2mad.settings.config import load_config
     from r2mad.ui.handlers import DebateRequest
 
     typed = dict(backbone="smollm2-135m", token=None, base_url="", model="", methods=("mad",), bank="", agents=3.0,
@@ -223,7 +223,7 @@ def test_whole_number_flags_outside_the_settings_are_range_checked(config_dir, s
 def test_stream_errors_on_the_first_calls_cost_no_agent_its_turn(config_dir, server, tmp_path):
     import json
 
-    from r2mad.fakeserver import sse_error
+    from testing.scripted_server import sse_error
 
     path = config_dir / "backbones.yaml"
     path.write_text(path.read_text().replace("timeout_s: 2\n", "timeout_s: 2\n    stream: true\n", 1))

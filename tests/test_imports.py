@@ -61,7 +61,7 @@ def test_the_walker_finds_a_cycle_it_is_shown():
 
 def test_no_import_cycle_in_r2mad():
     graph = import_graph()
-    assert "r2mad.memory.bank" in graph["r2mad.resources"]  # it sees real imports
+    assert "r2mad.memory.bank" in graph["r2mad.engine.resources"]  # it sees real imports
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
 
 
@@ -110,7 +110,7 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 
 def test_the_layer_checker_sees_an_import_up_a_layer():
     assert upward_imports({"r2mad.runs.store": {"r2mad.commands.common", "r2mad.types"},
-                           "r2mad.service": {"r2mad.runner"}, "r2mad.types": {"r2mad.debate"}}) == \
+                           "r2mad.engine.service": {"r2mad.engine.runner"}, "r2mad.types": {"r2mad.debate"}}) == \
         ["r2mad.runs.store -> r2mad.commands.common", "r2mad.types -> r2mad.debate"]
 
 

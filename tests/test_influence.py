@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from r2mad.annotation.influence import Move, compare_rows, edge_counts, moves
-from r2mad.ui.annotate_view import influence_svg
+from r2mad.ui.render.annotate_view import influence_svg
 from tests.helpers import grid_debate as debate
 
 

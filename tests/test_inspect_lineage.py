@@ -3,10 +3,10 @@ run, and only those the visitor may read."""
 from types import SimpleNamespace
 
 from r2mad.runs.store import RunStore
+from r2mad.serving.visitors import Visitor
 from r2mad.steer.fork import Change, ForkSpec
 from r2mad.steer.links import link_fork
 from r2mad.ui.inspect_tab import InspectHandlers
-from r2mad.ui.visitors import Visitor
 from tests.helpers import STORED_MCQ as MCQ
 from tests.helpers import make_transcript
 

@@ -11,9 +11,9 @@ from r2mad.annotation.book import LabelBook
 from r2mad.annotation.judge import judge_messages, judge_transcript, parse_reply
 from r2mad.annotation.judge_book import judge_markdown, judge_scores, save_verdict
 from r2mad.cli import main
-from r2mad.fakeserver import FakeServer, ok
 from r2mad.runs.store import RunStore
 from r2mad.types import Task
+from testing.scripted_server import FakeServer, ok
 from tests.helpers import make_transcript, save_run
 from tests.scripted import ScriptedBackend
 
@@ -131,7 +131,7 @@ def test_judge_command_on_a_loopback_server(tmp_path, config_dir, capsys):
         spec["backbones"]["judge"] = {"base_url": judge.base_url, "model": "judge-model", "timeout_s": 30,
                                       "max_retries": 1}
         (config_dir / "backbones.yaml").write_text(yaml.safe_dump(spec))
-        from r2mad.config import load_config
+        from r2mad.settings.config import load_config
         store = RunStore(load_config(config_dir).app.runs_db)
         run = save_run(store, debate())
         assert main(["--config-dir", str(config_dir), "judge", run[:8], "--backbone", "judge"]) == 0
@@ -146,7 +146,7 @@ def test_judge_command_on_a_loopback_server(tmp_path, config_dir, capsys):
 def test_the_dataset_exports_judge_rows_as_kind_llm_and_imports_them_back(tmp_path):
     import pyarrow.parquet as pq
 
-    from r2mad.annotation.dataset import read_dataset, write_dataset
+    from r2mad.exports.dataset import read_dataset, write_dataset
 
     store = RunStore(tmp_path / "runs.db", taxonomy=TAXONOMY)
     run = save_run(store, debate())

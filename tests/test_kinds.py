@@ -7,18 +7,18 @@ import asyncio
 import numpy as np
 import pytest
 
-from r2mad.answers import consensus_ratio, extract_answer, is_correct, is_unanimous, math_value, plurality_vote
-from r2mad.config import DebateSettings
 from r2mad.debate import Debate
+from r2mad.grading.answers import consensus_ratio, extract_answer, is_correct, is_unanimous, math_value, plurality_vote
 from r2mad.grading.kinds import KINDS, kind_named, kind_of
 from r2mad.grading.kinds.free import OPEN_THRESHOLD, SHORT_THRESHOLD
 from r2mad.grading.kinds.meaning import MEANING
 from r2mad.grading.kinds.words import normalise
 from r2mad.grading.outcome import agreement_line, outcome
+from r2mad.grading.tasks import guess_kind, task_from_input
 from r2mad.memory.embedder import Embedder
 from r2mad.methods import make_method
 from r2mad.prompts.common import format_instruction
-from r2mad.tasks import guess_kind, task_from_input
+from r2mad.settings.config import DebateSettings
 from r2mad.types import UNPARSED, AgentTurn, Answer, Task
 from tests.scripted import ScriptedBackend
 

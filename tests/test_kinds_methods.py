@@ -7,14 +7,14 @@ import asyncio
 import numpy as np
 import pytest
 
-from r2mad.config import DebateSettings
 from r2mad.debate import Debate
+from r2mad.engine.build_memory import build
 from r2mad.grading.kinds import KINDS
 from r2mad.grading.kinds.meaning import MEANING
 from r2mad.memory.bank import MemoryBank
 from r2mad.memory.embedder import Embedder, HashEmbedder
-from r2mad.memory.from_debates import build
 from r2mad.methods import METHODS, REGISTRY, make_method
+from r2mad.settings.config import DebateSettings
 from r2mad.types import Task
 from tests.helpers import SYSTEMS
 from tests.scripted import ScriptedBackend

@@ -3,12 +3,12 @@ question, by id or by its normalised text (a typed question), is refused in one 
 eval's split check uses the same rule."""
 import pytest
 
-from r2mad.config import ConfigError
 from r2mad.evaluation.datasets import Split
 from r2mad.evaluation.leakage import check_no_leakage, check_question_not_in_bank, held_tasks
+from r2mad.grading.tasks import task_from_input
 from r2mad.memory.bank import MemoryBank
 from r2mad.memory.embedder import HashEmbedder
-from r2mad.tasks import task_from_input
+from r2mad.settings.config import ConfigError
 from r2mad.types import Task
 from tests import helpers
 from tests.helpers import OPTIONS, PLANET_TASKS, bank_case

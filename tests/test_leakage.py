@@ -8,12 +8,12 @@ import pytest
 import yaml
 
 from r2mad.cli import main
-from r2mad.config import ConfigError
 from r2mad.evaluation.datasets import load_split, seeded_split
 from r2mad.evaluation.leakage import check_no_leakage
 from r2mad.memory.bank import MemoryBank
 from r2mad.memory.embedder import HashEmbedder
 from r2mad.memory.files import read_cases, read_manifest
+from r2mad.settings.config import ConfigError
 from r2mad.types import Case
 from tests.helpers import jsonl_values
 

@@ -6,7 +6,6 @@ import re
 import pytest
 
 from r2mad.backends.base import Capabilities
-from r2mad.config import ConfigError, DebateSettings
 from r2mad.debate import Debate
 from r2mad.methods import make_method
 from r2mad.methods.madm2 import (
@@ -17,6 +16,7 @@ from r2mad.methods.madm2 import (
 )
 from r2mad.methods.truemad import advice_pairs, parse_advice_type
 from r2mad.prompts.common import PERSONAS
+from r2mad.settings.config import ConfigError, DebateSettings
 from r2mad.types import Task
 from tests.scripted import ScriptedBackend, fail, last_user, persona_of
 

@@ -4,8 +4,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from r2mad.answers import extract_answer, is_correct
-from r2mad.mathcheck import check_math, math_equivalent, tame, verified_equal
+from r2mad.grading.answers import extract_answer, is_correct
+from r2mad.grading.mathcheck import check_math, math_equivalent, tame, verified_equal
 from r2mad.types import Task
 
 MATRIX = r"\begin{pmatrix} 4 & 1 \\ -9 & -2 \end{pmatrix}"

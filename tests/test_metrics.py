@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from r2mad.answers import plurality_vote
 from r2mad.evaluation import metrics as m
+from r2mad.grading.answers import plurality_vote
 from r2mad.types import AuxCall
 from tests.helpers import ABSTAIN
 from tests.helpers import metric_answer as answer

@@ -14,11 +14,11 @@ import yaml
 
 pytest.importorskip("gradio_client")
 
-from r2mad.config import load_config  # noqa: E402
-from r2mad.fakeserver import FakeServer, ok  # noqa: E402
 from r2mad.prompts.common import PERSONAS  # noqa: E402
+from r2mad.settings.config import load_config  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.debate_form import MAX_AGENTS  # noqa: E402
+from testing.scripted_server import FakeServer, ok  # noqa: E402
 from tests.helpers import ROOT  # noqa: E402
 from tests.ui_client import PatientClient as Client  # noqa: E402
 from tests.ui_client import UIClient, debate_outputs, rerun_values  # noqa: E402

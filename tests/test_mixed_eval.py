@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from r2mad.cli import main
-from r2mad.fakeserver import FakeServer, ok
 from r2mad.prompts.common import PERSONAS
+from testing.scripted_server import FakeServer, ok
 from tests.helpers import ROOT, jsonl_values
 
 pytestmark = pytest.mark.slow  # two loopback servers

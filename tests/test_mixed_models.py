@@ -5,10 +5,10 @@ import asyncio
 
 import pytest
 
-from r2mad.config import DebateSettings
 from r2mad.debate import Debate
 from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import make_method
+from r2mad.settings.config import DebateSettings
 from r2mad.types import Task, Transcript
 from tests import helpers
 from tests.helpers import OPTIONS, SYSTEMS
@@ -70,7 +70,7 @@ def reply_or_alone(messages):
 
 
 def test_side_by_side_shares_round0_and_keeps_each_agent_on_its_backend():
-    from r2mad.runner import run_side_by_side
+    from r2mad.engine.runner import run_side_by_side
 
     a, b = ScriptedBackend(reply_or_alone, name="a"), ScriptedBackend(reply_or_alone, name="b")
     s = DebateSettings(seed=1, early_stop=False)
@@ -103,8 +103,8 @@ def test_the_cli_printout_and_the_outcome_line_give_usage_and_cost_per_model():
 
     from r2mad.commands.common import print_transcript
     from r2mad.evaluation.costs import Prices
-    from r2mad.ui.render import chat_messages, final_markdown
-    from r2mad.ui.scoreboard import scoreboard_html
+    from r2mad.ui.render.chat import chat_messages, final_markdown
+    from r2mad.ui.render.scoreboard import scoreboard_html
 
     t, _, _ = mixed("mad")  # 9 calls of 10 in + 5 out: a answers 6, b 3
     prices = {"a": Prices(1000, 2000), "b": None}  # a: 60 × 1000 + 30 × 2000 = 120,000 per M = $0.12
@@ -129,8 +129,8 @@ def test_the_cli_printout_and_the_outcome_line_give_usage_and_cost_per_model():
 def test_the_apps_mixed_backbones_follow_the_single_backbones_rules_in_one_sentence(tmp_path):
     import dataclasses
 
-    from r2mad.config import Backbone, ConfigError, load_config
-    from r2mad.ui.services import Services
+    from r2mad.serving.services import Services
+    from r2mad.settings.config import Backbone, ConfigError, load_config
 
     base = load_config(env={"R2MAD_DATA_DIR": str(tmp_path)})
     hf = Backbone("hf", base_url="http://127.0.0.1:9/v1", model="m", api_key_env="HF_TOKEN", api_key_required=True,

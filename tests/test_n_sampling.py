@@ -3,10 +3,10 @@
 import asyncio
 
 from r2mad.backends.openai_compat import OpenAICompatBackend, choice_tokens
-from r2mad.config import load_config
-from r2mad.fakeserver import FakeServer, ok
-from r2mad.runner import run_debate
+from r2mad.engine.runner import run_debate
+from r2mad.settings.config import load_config
 from r2mad.types import Message, Task
+from testing.scripted_server import FakeServer, ok
 
 TASK = Task("mcq", "Which letter?", (("A", "a"), ("B", "b")), "B", "q1", "demo-mcq")
 TASK_PROMPT = (Message("user", "Which letter? ((B)) or ((A))"),)

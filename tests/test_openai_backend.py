@@ -10,7 +10,8 @@ import pytest
 
 from r2mad.backends.base import BackendError
 from r2mad.backends.openai_compat import OpenAICompatBackend
-from r2mad.fakeserver import (
+from r2mad.types import Completion, Message
+from testing.scripted_server import (
     FakeServer,
     burst,
     content_null,
@@ -25,7 +26,6 @@ from r2mad.fakeserver import (
     truncated_json,
     unauthorized,
 )
-from r2mad.types import Completion, Message
 
 KEY = "sk-test-SECRET-4242"
 ASK = [Message("system", "You are careful."), Message("user", "What is 2+2?")]

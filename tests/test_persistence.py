@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 from huggingface_hub.errors import EntryNotFoundError
 
-from r2mad.config import load_config
 from r2mad.runs.backup import EXPORT_NAME, start_backup
 from r2mad.runs.store import RunStore
+from r2mad.settings.config import load_config
 from tests.helpers import STORED_MCQ as MCQ
 from tests.helpers import make_transcript
 
@@ -57,7 +57,7 @@ def save_one(store: RunStore, question: str) -> str:
 
 
 def test_on_a_space_with_persistent_storage_the_store_lives_there(tmp_path):
-    from r2mad.ui.services import Services
+    from r2mad.serving.services import Services
 
     persistent = tmp_path / "data"
     persistent.mkdir()

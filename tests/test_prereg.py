@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from r2mad.config import ConfigError
-from r2mad.evaluation.evaluate import RUN
 from r2mad.evaluation.prereg import ALPHA, PREREG, plan_hash
 from r2mad.evaluation.report import write_report
+from r2mad.evaluation.rows import RUN
+from r2mad.settings.config import ConfigError
 from tests.helpers import EVAL_SETTINGS, answer_from, evaluate, make_eval_run
 from tests.scripted import ScriptedBackend
 

@@ -4,12 +4,13 @@ import asyncio
 
 import pytest
 
-from r2mad.config import DebateSettings
 from r2mad.debate import Debate
-from r2mad.memory.from_debates import build, cases_from_transcript
+from r2mad.engine.build_memory import build
+from r2mad.memory.from_debates import cases_from_transcript
 from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import make_method
 from r2mad.prompts.r2mad import stance_pattern
+from r2mad.settings.config import DebateSettings
 from r2mad.types import Task
 from tests import helpers
 from tests.helpers import OPTIONS, PLANET_TASKS, SYSTEMS

@@ -13,9 +13,9 @@ import pytest
 from r2mad.backends.embedded import EmbeddedBackend, smollm2_path
 from r2mad.backends.openai_compat import OpenAICompatBackend
 from r2mad.backends.requantize import batched_weights
-from r2mad.config import DebateSettings, cache_dir
 from r2mad.debate import Debate
 from r2mad.methods import make_method
+from r2mad.settings.config import DebateSettings, cache_dir
 from r2mad.types import Message, Task
 
 pytestmark = pytest.mark.slow

@@ -13,13 +13,13 @@ from r2mad.types import (
     Task,
     Transcript,
 )
-from r2mad.ui import panels
-from r2mad.ui.render import (
+from r2mad.ui.render import panels
+from r2mad.ui.render.chat import (
     chat_messages,
     esc,
     final_markdown,
 )
-from r2mad.ui.tables import case_markdown, summary_rows
+from r2mad.ui.render.tables import case_markdown, summary_rows
 
 MCQ = Task("mcq", "Which colour do blue and yellow make?", (("A", "Red"), ("B", "Green")), "B", "q1")
 MATH = Task("math", "What is 2+3?", gold="5", id="q2")
@@ -269,7 +269,7 @@ def test_the_outcome_line_gives_the_cost_in_money_when_the_backbone_has_prices()
 
 
 def test_a_turn_a_fork_changed_says_what_changed_before_its_memory():
-    from r2mad.ui.render import turn_body, turn_title
+    from r2mad.ui.render.chat import turn_body, turn_title
 
     turn = AgentTurn(1, 1, "Skeptic", (), "Now ((B)).", Answer("B", "double_paren"),
                      details={"steer": {"drop-case": 1, "dropped": "q7:a1:r0", "unmasked": [2]},

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from r2mad.evaluation.evaluate import ROWS, RUN
 from r2mad.evaluation.report import consensus_curve, load_results, write_report
+from r2mad.evaluation.rows import ROWS, RUN
 from r2mad.types import (
     UNPARSED,
     AgentTurn,

@@ -18,8 +18,8 @@ from r2mad.backends.openai_compat import OpenAICompatBackend
 from r2mad.bench.fleet import SETTINGS, replica_reply, run_through, synthetic_split
 from r2mad.bench.router import Router, routes_in_log
 from r2mad.bench.speed import TASK
-from r2mad.fakereplicas import PrefixCache, Replicas, prompt_tokens
-from r2mad.runner import run_debate
+from r2mad.engine.runner import run_debate
+from testing.replicas import PrefixCache, Replicas, prompt_tokens
 from tests.helpers import free_port
 
 
@@ -62,8 +62,8 @@ def test_prefix_cache_counts_words_of_the_longest_shared_prefix():
 
 
 def test_streamed_and_batched_calls_carry_the_key_and_read_cached_tokens_and_the_replica():
-    from r2mad.fakeserver import ok
     from r2mad.types import Message
+    from testing.scripted_server import ok
 
     prompt = [Message("system", "you are terse"), Message("user", "name a planet")]
     with Replicas(1, responder=lambda body: ok("Mars is one")) as fleet:
@@ -91,7 +91,7 @@ def test_cached_tokens_of_a_small_scripted_mad_debate_counted_by_hand():
     answers = {0: "Jupiter is the largest planet. ((B))", 1: "Mars looks big to me. ((A))"}
 
     def reply(body):
-        from r2mad.fakeserver import ok
+        from testing.scripted_server import ok
         from tests.helpers import SYSTEMS
         return ok(answers[SYSTEMS.index(body["messages"][0]["content"])])
 

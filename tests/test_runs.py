@@ -327,7 +327,7 @@ def test_a_short_id_finds_its_run_only_when_one_run_has_it(tmp_path):
 
 def test_the_run_list_carries_each_annotators_labels_and_the_adjudicated_ones(tmp_path):
     from r2mad.annotation.book import LabelBook
-    from r2mad.ui.tables import label_chips, outcome_chip, run_rows
+    from r2mad.ui.render.tables import label_chips, outcome_chip, run_rows
 
     store = RunStore(tmp_path / "runs.db")
     labelled = save_run(store, make_transcript(MCQ, [["A", "B", "B"]], "B", False))

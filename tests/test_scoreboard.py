@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 
 from r2mad.types import AgentTurn, Answer, Round, Task, Transcript
-from r2mad.ui.scoreboard import chip_for, matrix_html, rejected_citation, scoreboard_html
-from r2mad.ui.states import outcome_line, progress_line
+from r2mad.ui.render.scoreboard import chip_for, matrix_html, rejected_citation, scoreboard_html
+from r2mad.ui.render.states import outcome_line, progress_line
 
 BERLIN = Task("mcq", "In which year did the Berlin Wall fall?",
               (("A", "1991"), ("B", "1989"), ("C", "1961"), ("D", "1979")), "B", "mcq-027")

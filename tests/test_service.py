@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import r2mad
-from r2mad.config import ConfigError
+from r2mad.engine.service import Fork, RunRequest, start
 from r2mad.runs.store import RunStore
-from r2mad.service import Fork, RunRequest, start
+from r2mad.settings.config import ConfigError
 from r2mad.steer.fork import ForkSpec
 from tests import helpers
 from tests.helpers import FORK_SETTINGS, PLANET_MCQ, PLANET_TASKS, fork_replies, parent, save_run
@@ -40,7 +40,7 @@ class Stub:
 def test_only_the_run_service_starts_a_saved_run():
     callers = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "r2mad").rglob("*.py")
                      if re.search(r"\.start_run\(", p.read_text(encoding="utf-8")))
-    assert callers == ["r2mad/service.py"]
+    assert callers == ["r2mad/engine/service.py"]
 
 
 def test_a_comparison_is_saved_per_method_with_source_owner_and_version(tmp_path):

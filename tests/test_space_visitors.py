@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from app import serve
-from r2mad.config import load_config
-from r2mad.fakeserver import FakeServer
 from r2mad.runs.records import NOTE_LIMIT
+from r2mad.settings.config import load_config
 from r2mad.ui.views import VIEW_NAMES
+from testing.scripted_server import FakeServer
 from tests.ui_client import UIClient as Client  # the UI events are undocumented
 
 pytestmark = pytest.mark.slow  # a real app and test server
@@ -116,7 +116,7 @@ def test_allow_listed_annotator_reads_every_run_and_labels_as_their_login(space)
     with pytest.raises(gr.Error, match="annotators"):
         h.annotate(run.id, ["other"], "", "ann", None, request(), profile("not-listed"))
     # an org on the list makes its members annotators (orgs as the Hub reports them for the login's token)
-    from r2mad.ui.visitors import identify
+    from r2mad.serving.visitors import identify
     member = identify(services.config, browser_id=None, session="s", profile=profile("m1"),
                       token=gr.OAuthToken(token=LOGIN_TOKEN, scope="openid", expires_at=0),
                       orgs_of=lambda token: ("some-org",) if token == LOGIN_TOKEN else ())
@@ -166,8 +166,8 @@ def test_a_signed_in_visitor_debates_on_their_own_token_and_never_the_owners(spa
 
 
 def test_the_owner_may_share_their_token_with_visitors(tmp_path, monkeypatch):
+    from r2mad.serving.services import Services
     from r2mad.ui.handlers import DebateHandlers
-    from r2mad.ui.services import Services
 
     monkeypatch.setenv("HF_TOKEN", OWNER_TOKEN)  # the Space's secret
     with FakeServer(models=["m"]) as srv:

@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from r2mad.config import load_config
 from r2mad.runs.store import RunStore
+from r2mad.serving.live import LiveRun, stream
+from r2mad.settings.config import load_config
 from r2mad.types import Answer, Task, Transcript
-from r2mad.ui.live import LiveRun, stream
 from r2mad.ui.views import status_line
 from tests.scripted import ScriptedBackend
 

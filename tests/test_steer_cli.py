@@ -7,10 +7,10 @@ import pytest
 import yaml
 
 from r2mad.cli import main
-from r2mad.config import load_config
-from r2mad.fakeserver import FakeServer, ok
 from r2mad.runs.store import RunStore
+from r2mad.settings.config import load_config
 from r2mad.steer.links import blame_of, fork_of, forks_of
+from testing.scripted_server import FakeServer, ok
 from tests.helpers import ROOT, SYSTEMS, herd, make_bank
 
 QUESTION = ["--question", "Largest planet?", "--option", "A=Mars", "--option", "B=Jupiter", "--gold", "B"]

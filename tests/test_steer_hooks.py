@@ -5,13 +5,13 @@ import asyncio
 
 import pytest
 
+from r2mad.engine.forks import fork_debate, plan_fork
 from r2mad.memory.bank import MemoryBank
 from r2mad.memory.embedder import HashEmbedder
 from r2mad.prompts import mad, madm2
 from r2mad.prompts.r2mad import cases_block
 from r2mad.prompts.truemad import advice_block
 from r2mad.steer.fork import ForkSpec, live_usage, parse_changes
-from r2mad.steer.run import fork_debate, plan_fork
 from r2mad.types import Case
 from tests.helpers import FORK_SETTINGS as SETTINGS
 from tests.helpers import PLANET_MCQ as MCQ

@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from r2mad.cli import main
-from r2mad.config import ConfigError, load_config
-from r2mad.fakeserver import ok
 from r2mad.runs.store import RunStore
+from r2mad.settings.config import ConfigError, load_config
+from testing.scripted_server import ok
 from tests.helpers import STORED_MCQ as MCQ
 from tests.helpers import make_transcript
 

@@ -16,7 +16,7 @@ from r2mad.evaluation.datasets import (
     load_split,
     read_rows,
 )
-from r2mad.tasks import format_task, task_from_input
+from r2mad.grading.tasks import format_task, task_from_input
 from r2mad.types import Task
 
 LETTERS = "ABCDEFGHIJ"

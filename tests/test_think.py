@@ -5,12 +5,12 @@ import asyncio
 
 import pytest
 
-from r2mad.answers import extract_answer, split_think, strip_think
-from r2mad.config import DebateSettings
 from r2mad.debate import Debate
+from r2mad.grading.answers import extract_answer, split_think, strip_think
 from r2mad.methods import make_method
+from r2mad.settings.config import DebateSettings
 from r2mad.types import UNPARSED, Task
-from r2mad.ui.render import thinking_folded, turn_body
+from r2mad.ui.render.chat import thinking_folded, turn_body
 from tests import helpers
 from tests.helpers import PLANET_TASKS, SYSTEMS
 from tests.scripted import ScriptedBackend, last_user, persona_of

@@ -5,10 +5,10 @@ import pytest
 
 pytest.importorskip("gradio")
 
-from r2mad.config import load_config  # noqa: E402
+from r2mad.serving.services import Services  # noqa: E402
+from r2mad.serving.visitors import identify, kept_notice  # noqa: E402
+from r2mad.settings.config import load_config  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
-from r2mad.ui.services import Services  # noqa: E402
-from r2mad.ui.visitors import identify, kept_notice  # noqa: E402
 
 
 @pytest.fixture

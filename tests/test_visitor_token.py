@@ -9,11 +9,11 @@ import gradio as gr
 import pytest
 import yaml
 
-from r2mad.config import ConfigError, load_config
-from r2mad.fakeserver import FakeServer, ok
+from r2mad.serving.services import Services
+from r2mad.settings.config import ConfigError, load_config
 from r2mad.ui.handlers import DebateHandlers
-from r2mad.ui.services import Services
 from r2mad.ui.views import VIEW_NAMES
+from testing.scripted_server import FakeServer, ok
 
 ROOT = Path(__file__).resolve().parent.parent
 PASTED = "hf_" + "PastedVisitorToken" + "5" * 12  # token-shaped, built

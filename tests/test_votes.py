@@ -8,14 +8,14 @@ from types import SimpleNamespace
 import pytest
 
 from r2mad.annotation.book import LabelBook
-from r2mad.annotation.dataset import read_dataset, write_dataset
 from r2mad.evaluation.board import bradley_terry, method_board, pairwise
+from r2mad.exports.dataset import read_dataset, write_dataset
 from r2mad.runs.store import RunStore
 from r2mad.runs.votes import Vote, VoteRefused, VoteStore, comparison_id, voter_hash
 from r2mad.types import AuxCall
-from r2mad.ui.blind import Curtain, blinded, revealed
-from r2mad.ui.render import chat_messages
-from r2mad.ui.scoreboard import matrix_html
+from r2mad.ui.render.blind import Curtain, blinded, revealed
+from r2mad.ui.render.chat import chat_messages
+from r2mad.ui.render.scoreboard import matrix_html
 from r2mad.ui.vote_panel import VoteHandlers, reveal_note
 from tests.helpers import PLANET_MCQ, make_transcript, save_run
 

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 
 from r2mad.annotation.detectors import Suggestion
-from r2mad.answers import strip_think
+from r2mad.grading.answers import strip_think
 from r2mad.types import Message, Transcript
 
 KIND = "llm"  # a judge's suggestions are stored as detector "llm:<backbone>"

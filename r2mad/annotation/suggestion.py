@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from r2mad.answers import is_correct
+from r2mad.grading.answers import is_correct
 from r2mad.grading.kinds import kind_named
 from r2mad.types import AgentTurn, Answer, Round, Transcript
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from r2mad.backends.base import BackendError, ChatBackend
-from r2mad.config import Backbone
+from r2mad.settings.config import Backbone
 
 __all__ = ["BackendError", "ChatBackend", "make_backend"]
 

@@ -65,7 +65,7 @@ def fetch(name: str, repo: str, filename: str, sha256: str | None, revision: str
 def main() -> None:
     import argparse
 
-    from r2mad.config import load_config
+    from r2mad.settings.config import load_config
 
     parser = argparse.ArgumentParser(description="Download an embedded backbone's GGUF and check its sha256.")
     parser.add_argument("backbone", help="a backbone of configs/backbones.yaml with gguf_repo and gguf_file")

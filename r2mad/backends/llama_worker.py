@@ -44,7 +44,7 @@ class Worker:
 
         from r2mad.backends.llama_batch import Scheduler
         from r2mad.backends.requantize import batched_weights
-        from r2mad.config import cache_dir
+        from r2mad.settings.config import cache_dir
 
         model_path = str(batched_weights(Path(model_path), cache_dir() / "gguf"))
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from r2mad.config import CONFIG_DIR, ROOT
+from r2mad.settings.config import CONFIG_DIR, ROOT
 
 
 def children(pid: int) -> list[int]:
@@ -104,7 +104,7 @@ def config_copy(folder: Path, **defaults) -> Path:
 
 
 QUICK_DEBATE = {"agents": 2, "rounds": 2, "max_tokens": 16, "answer_guard": "off"}  # the quick forms' debates
-SERVE = ("import sys, app; from r2mad.config import load_config; "
+SERVE = ("import sys, app; from r2mad.settings.config import load_config; "
          "app.serve(load_config(sys.argv[1]), warm=sys.argv[2] == '1')")
 
 

@@ -7,10 +7,10 @@ import asyncio
 import itertools
 import time
 
-from r2mad.answers import extract_math
-from r2mad.config import DebateSettings
 from r2mad.debate import Debate
+from r2mad.grading.answers import extract_math
 from r2mad.methods import PLAIN, make_method
+from r2mad.settings.config import DebateSettings
 from r2mad.types import Task
 
 HUGE = r"\binom{10^{9}}{500000}"
@@ -43,7 +43,7 @@ async def _ticked(coroutine, every_s: float = 0.05) -> tuple[object, float, floa
 
 def crafted_figures() -> list[dict]:
     from r2mad.bench.speed import _backend
-    from r2mad.fakeserver import FakeServer, ok
+    from testing.scripted_server import FakeServer, ok
 
     replies = itertools.count()  # the first agent to ask gets the binomial, the others a plain 5
     settings = DebateSettings(rounds=1, seed=1, deadline_s=120)

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from r2mad.bench.speed import reply_for
-from r2mad.config import DebateSettings
 from r2mad.evaluation.datasets import Split
+from r2mad.settings.config import DebateSettings
 from r2mad.types import Task
 
 DATASET = "bench-mcq"
@@ -53,7 +53,8 @@ def run_through(base_url: str, methods: tuple[str, ...], split: Split, out: Path
                 model: str = "replica-model", timeout_s: float = 60) -> EvalFigures:
     """`eval` of `methods` over `split` against the OpenAI-compatible endpoint at `base_url` (a router)."""
     from r2mad.backends.openai_compat import OpenAICompatBackend
-    from r2mad.evaluation.evaluate import EvalRun, read_rows, run_eval
+    from r2mad.engine.evaluate import run_eval
+    from r2mad.evaluation.rows import EvalRun, read_rows
     from r2mad.memory.summaries import SummaryCache
 
     backend = OpenAICompatBackend(base_url=base_url, model=model, api_key=None, name="fleet",

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from r2mad.bench.fleet import replica_reply, run_through, synthetic_split
 from r2mad.bench.router import Router
-from r2mad.fakereplicas import ReplicasProcess
 from r2mad.methods import FULL, PLAIN, REGISTRY
+from testing.replicas import ReplicasProcess
 
 AFFINITY_POLICY = "sticky_least_loaded"  # a new debate goes to the least busy replica, then stays there
 PREFIX_METHODS = tuple(name for name, spec in REGISTRY.items() if "main" in spec.tables)  # Table 1's methods

@@ -7,9 +7,9 @@ import asyncio
 import time
 from contextlib import contextmanager
 
-from r2mad.config import DebateSettings
 from r2mad.grading.kinds import KINDS
 from r2mad.grading.kinds.meaning import MEANING
+from r2mad.settings.config import DebateSettings
 from r2mad.types import Task
 
 QUESTIONS = (Task("short", "What is the capital of Australia?", id="bench-short"),

@@ -94,9 +94,9 @@ def model_figures(plan: LoadPlan, backend=None) -> list[dict]:
 
 async def _mad_alone(backend, plan: LoadPlan) -> dict:
     """One MAD debate of all its rounds on the model process, the app's debate settings otherwise."""
-    from r2mad.config import load_config
     from r2mad.debate import Debate
     from r2mad.methods import make_method
+    from r2mad.settings.config import load_config
     from r2mad.types import Task
 
     settings = load_config().settings.replace(**{**dict(plan.debate), "early_stop": False})
@@ -183,7 +183,7 @@ def app_figures(plan: LoadPlan) -> list[dict]:
     debates), driven through its public API by distinct gradio_client visitors."""
     from gradio_client import Client
 
-    from r2mad.config import load_config
+    from r2mad.settings.config import load_config
 
     limit = load_config().app.concurrency_limit
     with AppProcess(warm=False, **dict(plan.debate)) as app, Peak(app.pid, every_s=0.1) as peak:

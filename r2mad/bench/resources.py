@@ -11,7 +11,7 @@ import sys
 import time
 
 from r2mad.bench.appproc import AppProcess, Peak, tree_rss_mb
-from r2mad.config import ROOT, DebateSettings
+from r2mad.settings.config import ROOT, DebateSettings
 
 DEMO_BANK = "memory/demo-mcq"
 

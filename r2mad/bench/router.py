@@ -13,7 +13,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from r2mad.config import ConfigError
+from r2mad.settings.config import ConfigError
 
 AFFINITY = "consistent_hash"  # the policy that keeps one X-Session-ID on one worker (vllm-router's README)
 START_S = 30.0  # the most seconds to wait for the router to answer /health

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import time
 
-from r2mad.config import DebateSettings
+from r2mad.engine.runner import run_debate
 from r2mad.methods import SAMPLING
-from r2mad.runner import run_debate
+from r2mad.settings.config import DebateSettings
 from r2mad.types import Task
 
 SAMPLES = 9

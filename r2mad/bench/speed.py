@@ -8,13 +8,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from r2mad.config import ROOT, DebateSettings
 from r2mad.debate import Debate
 from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import FULL, PLAIN, REGISTRY, make_method
 from r2mad.methods.r2mad import SUMMARY_TOKENS
 from r2mad.prompts.common import PERSONAS
 from r2mad.prompts.r2mad import SUMMARY_SYSTEM
+from r2mad.settings.config import ROOT, DebateSettings
 from r2mad.types import Completion, Event, Task
 
 TASK = Task("mcq", "Which planet is the largest in the solar system?",
@@ -53,7 +53,7 @@ REASONING = ("Compare the planets by mass and by radius. The gas giants are far 
 def reply_for(body: dict):
     """A plausible debate: agents disagree in round 0 and converge; judges reject wrong answers; advice
     is tagged by whether its target is right; summaries are one sentence."""
-    from r2mad.fakeserver import ok
+    from testing.scripted_server import ok
 
     messages = body["messages"]
     text = messages[-1]["content"]
@@ -79,7 +79,7 @@ AGENT_WORDS, SUMMARY_WORDS = 400, 96  # a four-sentence summary; model "bench-fu
 
 def long_reply(body: dict):
     """reply_for, with answers of AGENT_WORDS words and summaries of SUMMARY_WORDS (or their budget)."""
-    from r2mad.fakeserver import ok
+    from testing.scripted_server import ok
 
     behaviour = reply_for(body)
     if body["messages"][0]["content"] == SUMMARY_SYSTEM:
@@ -209,7 +209,7 @@ async def debate_figures(base_url: str, per_token_url: str, repeats: int = 3) ->
 
 async def _side_by_side(task: Task, backend, settings: DebateSettings, bank, summaries):
     """(shared counter, separate counter, round-0 tokens of the separate runs) for the compared methods."""
-    from r2mad.runner import run_debate, run_side_by_side
+    from r2mad.engine.runner import run_debate, run_side_by_side
 
     shared, separate = Counting(backend), Counting(backend)
     await run_side_by_side(task, COMPARED, shared, settings, bank=bank, summaries=summaries)

@@ -119,7 +119,7 @@ def speed_figures(args) -> int:
     from r2mad.bench.retrieval import bench_retrieval, format_rows
     from r2mad.bench.sampling import SAMPLES, sampling_figures
     from r2mad.bench.speed import TASK, debate_figures, long_reply, reply_for
-    from r2mad.fakeserver import FakeServer
+    from testing.scripted_server import FakeServer
 
     def responder(body):
         behaviour = reply_for(body)

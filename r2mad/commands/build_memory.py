@@ -7,7 +7,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from r2mad.memory.from_debates import build
+from r2mad.engine.build_memory import build
 from r2mad.memory.summaries import SummaryCache
 
 
@@ -40,11 +40,11 @@ def cmd_build(args: argparse.Namespace, config) -> int:
 
     import r2mad
     from r2mad.commands.common import settings_from
+    from r2mad.engine.resources import backend_for
     from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED, load_split
     from r2mad.memory.bank import MemoryBank
     from r2mad.memory.embedder import load_embedder
     from r2mad.memory.files import built_embedder, check_same_source
-    from r2mad.resources import backend_for
 
     dataset = {"mcq": "demo-mcq", "math": "demo-math"}.get(args.task, args.task)
     seed = DEFAULT_SPLIT_SEED if args.split_seed is None else args.split_seed

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from r2mad.config import ConfigError, DebateSettings, whole_number
-from r2mad.fields import BY_NAME, FIELDS
 from r2mad.grading.kinds import kind_of
 from r2mad.grading.outcome import agreement_line
+from r2mad.settings.config import ConfigError, DebateSettings, whole_number
+from r2mad.settings.fields import BY_NAME, FIELDS
 from r2mad.steer.fork import steer_notes
 from r2mad.text import quoted
 from r2mad.types import Transcript
@@ -28,7 +28,7 @@ def whole_in(lo: int, hi: int):
 
 
 def add_settings_flags(p: argparse.ArgumentParser) -> None:
-    """One flag per settings field that has one (r2mad.fields), then --profile and --advice."""
+    """One flag per settings field that has one (r2mad.settings.fields), then --profile and --advice."""
     p.add_argument("--profile", choices=BY_NAME["profile"].choices, default=None,
                    help="paper: the papers' decoding (temperature 1.0, top_p 1.0, up to 6144 output tokens), "
                         "task personas with the answer format in the system prompt; demo (default): fast "
@@ -49,7 +49,7 @@ def settings_from(args, config):
         changes.setdefault("summary", "pattern")
     settings = config.settings
     if getattr(args, "profile", None):
-        from r2mad.config import with_profile
+        from r2mad.settings.config import with_profile
         settings = with_profile(settings, args.profile)
     return settings.replace(**changes)
 
@@ -57,8 +57,8 @@ def settings_from(args, config):
 def open_store(config):
     """The configured run store for a command: it scrubs the environment's keys and any HF token from
     all it keeps, reads the config folder's label taxonomy, and faults it met are said on stderr."""
-    from r2mad.config import env_secrets
     from r2mad.runs.store import RunStore
+    from r2mad.settings.config import env_secrets
 
     keys = env_secrets(config)
     store = RunStore(config.app.runs_db, secrets=lambda: keys, taxonomy=config.taxonomy_file,

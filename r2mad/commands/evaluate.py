@@ -12,17 +12,18 @@ from r2mad.commands.common import (
     settings_from,
     whole_in,
 )
-from r2mad.config import ConfigError
+from r2mad.engine.evaluate import run_eval
+from r2mad.engine.service import backbone_label, backbone_plan
 from r2mad.evaluation.costs import prices_of
 from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED, load_split
-from r2mad.evaluation.evaluate import ROWS, RUN, EvalRun, parse_methods, run_eval
 from r2mad.evaluation.leakage import bank_record, check_no_leakage
 from r2mad.evaluation.prereg import PREREG
 from r2mad.evaluation.prereg import read as read_prereg
 from r2mad.evaluation.report import write_report, write_table1
+from r2mad.evaluation.rows import ROWS, RUN, EvalRun, parse_methods
 from r2mad.memory.summaries import SummaryCache
 from r2mad.methods import METHODS, is_debate, needs_bank, with_advice
-from r2mad.service import backbone_label, backbone_plan
+from r2mad.settings.config import ConfigError
 
 
 def register(sub) -> None:
@@ -85,7 +86,7 @@ def cmd_eval(args, config) -> int:
     if not args.task:
         raise ConfigError("--task is required; choose truthfulqa, math500, economics, engineering, "
                           "demo-mcq or demo-math.")
-    from r2mad.resources import agent_backends_for, backend_for, open_bank
+    from r2mad.engine.resources import agent_backends_for, backend_for, open_bank
 
     settings = settings_from(args, config)
     if args.answer_guard is None:  # the papers count unparsed answers as they are
@@ -100,7 +101,7 @@ def cmd_eval(args, config) -> int:
     whole = load_split(args.task, args.split, data_file=args.data, seed=args.split_seed)
     split = whole.head(args.limit)
     if args.grow_batch:  # the curve grows a copy of the bank and evaluates only the methods that use one
-        from r2mad.evaluation.learning_curve import copy_bank
+        from r2mad.engine.learning_curve import copy_bank
         methods = tuple(m for m in methods if needs_bank(m))
         if not methods or not args.bank:
             raise ConfigError("--grow-batch measures a bank as it grows; give --bank and a method that uses it "
@@ -155,7 +156,7 @@ def cmd_eval(args, config) -> int:
 
 
 def _curve(args, run, backend, bank, settings, aux, eval_kw) -> int:
-    from r2mad.evaluation.learning_curve import learning_curve
+    from r2mad.engine.learning_curve import learning_curve
 
     train = load_split(args.task, "train", data_file=args.data, seed=args.split_seed).tasks
     points = asyncio.run(learning_curve(run, backend, args.out, bank=bank, train=train, batch=args.grow_batch,

@@ -1,4 +1,4 @@
-"""`export-html RUN_ID`: one self-contained HTML file of a saved run (r2mad/ui/export_html.py) to open
+"""`export-html RUN_ID`: one self-contained HTML file of a saved run (r2mad/exports/html.py) to open
 anywhere, JavaScript off included."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 def cmd_export_html(args, config) -> int:
     from r2mad.annotation.book import LabelBook
     from r2mad.commands.common import open_store
+    from r2mad.exports.html import run_page
     from r2mad.safewrite import write_atomic
-    from r2mad.ui.export_html import run_page
 
     store = open_store(config)
     try:

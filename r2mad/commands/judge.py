@@ -21,7 +21,7 @@ async def judge_runs(config, book, records, chosen: str | None, say=print) -> in
     from r2mad.annotation.judge import judge_transcript
     from r2mad.annotation.judge_book import save_verdict
     from r2mad.backends.base import BackendError
-    from r2mad.resources import backend_for
+    from r2mad.engine.resources import backend_for
 
     failed, backends = 0, {}
     for record in records:

@@ -45,7 +45,7 @@ def _export_dataset(store, args) -> int:
     import tempfile
 
     from r2mad.annotation.book import LabelBook
-    from r2mad.annotation.dataset import push_dataset, write_dataset
+    from r2mad.exports.dataset import push_dataset, write_dataset
     folder = args.out or tempfile.mkdtemp(prefix="r2mad-dataset-")
     counts = write_dataset(LabelBook(store), folder, args.run or None)
     print(f"Wrote {counts['runs']} runs and {counts['labels']} label rows (Parquet + dataset card, with "
@@ -67,7 +67,7 @@ def cmd_import(args, config) -> int:
         import tempfile
 
         from r2mad.annotation.book import LabelBook
-        from r2mad.annotation.dataset import pull_dataset, read_dataset
+        from r2mad.exports.dataset import pull_dataset, read_dataset
         try:
             folder = args.file or pull_dataset(args.hub, tempfile.mkdtemp(prefix="r2mad-dataset-"),
                                                os.environ.get("HF_TOKEN"), endpoint=os.environ.get("HF_ENDPOINT"))
@@ -87,8 +87,8 @@ def cmd_import(args, config) -> int:
 def cmd_rerun(args, config) -> int:
     """Start the same question, method, backbone, bank and settings again as a new run."""
     from r2mad.commands.common import print_transcript, report_notices
-    from r2mad.resources import Local
-    from r2mad.service import RunRequest, start
+    from r2mad.engine.resources import Local
+    from r2mad.engine.service import RunRequest, start
 
     store = _store(config)
     try:

@@ -12,7 +12,7 @@ from r2mad.commands.common import (
     settings_from,
     whole_in,
 )
-from r2mad.service import backbone_plan
+from r2mad.engine.service import backbone_plan
 from r2mad.steer.fork import ForkSpec, align, live_usage, parse_changes
 
 
@@ -41,9 +41,9 @@ class Steering:
     async def fork(self, spec: ForkSpec, source: str = "fork", wrap=None):
         """Run the fork, saved as a new run linked to the parent; returns (run id, transcript). `wrap`
         wraps each backend (blame's call meter)."""
+        from r2mad.engine.resources import Local
+        from r2mad.engine.service import Fork, RunRequest, start
         from r2mad.memory.summaries import SummaryCache
-        from r2mad.resources import Local
-        from r2mad.service import Fork, RunRequest, start
 
         parent = self.parent
         aux, names = self.plan(spec)

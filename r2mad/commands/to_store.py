@@ -2,10 +2,10 @@
 the app's Inspect tab opens and annotates them. Run again, it adds only what is not there yet."""
 from __future__ import annotations
 
+from r2mad.engine.service import open_run
 from r2mad.evaluation import paired
 from r2mad.evaluation.results import Results
 from r2mad.methods import is_debate
-from r2mad.service import open_run
 
 SOURCE = "eval"
 

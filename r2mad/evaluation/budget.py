@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Sequence
 
-from r2mad.answers import is_correct, same_answer
 from r2mad.evaluation.metrics import final_correct, scored
+from r2mad.grading.answers import is_correct, same_answer
 from r2mad.types import Transcript
 
 

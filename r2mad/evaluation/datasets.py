@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from r2mad.config import ROOT
 from r2mad.jsonl import read_jsonl
+from r2mad.settings.config import ROOT
 from r2mad.types import Task, TaskKind
 
 DEMO_DIR = ROOT / "data" / "demo"

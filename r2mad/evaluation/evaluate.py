@@ -14,7 +14,7 @@ from pathlib import Path
 
 from r2mad import __version__
 from r2mad.backends.affinity import debate_key
-from r2mad.config import ConfigError, DebateSettings
+from r2mad.engine.runner import compute_round0, run_debate
 from r2mad.evaluation.costs import Prices, model_costs, total_cost
 from r2mad.evaluation.datasets import Split
 from r2mad.evaluation.leakage import check_no_leakage
@@ -22,7 +22,7 @@ from r2mad.evaluation.metrics import AUXILIARY_KINDS, call_seconds
 from r2mad.evaluation.prereg import data_digest, register
 from r2mad.jsonl import read_jsonl
 from r2mad.methods import METHODS, is_debate, make_method
-from r2mad.runner import compute_round0, run_debate
+from r2mad.settings.config import ConfigError, DebateSettings
 from r2mad.types import Task, Transcript, to_dict
 
 ROWS, RUN = "rows.jsonl", "run.json"

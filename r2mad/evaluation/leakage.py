@@ -7,8 +7,8 @@ import re
 import unicodedata
 from typing import Sequence
 
-from r2mad.config import ConfigError
 from r2mad.evaluation.datasets import Split
+from r2mad.settings.config import ConfigError
 from r2mad.types import Task
 
 _OPTION_LINES = re.compile(r"(?:\n\([A-Z]\) [^\n]*)+\Z")  # the "(A) text" lines format_task puts under a question

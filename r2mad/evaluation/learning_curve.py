@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from r2mad.engine.build_memory import build
+from r2mad.engine.evaluate import run_eval
 from r2mad.evaluation import metrics as m
-from r2mad.evaluation.evaluate import run_eval
 from r2mad.evaluation.leakage import bank_record
 from r2mad.evaluation.results import fmt, label, load_results, save_plot, table
-from r2mad.memory.from_debates import build
 from r2mad.types import Task
 
 CURVE = "learning_curve.md"

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
 
-from r2mad.answers import consensus_ratio, is_correct, plurality_vote
+from r2mad.grading.answers import consensus_ratio, is_correct, plurality_vote
 from r2mad.methods import names
 from r2mad.types import UNPARSED, AgentTurn, Transcript
 

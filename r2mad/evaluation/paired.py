@@ -10,8 +10,8 @@ from typing import Sequence
 
 import numpy as np
 
-from r2mad.answers import is_correct, plurality_vote
 from r2mad.evaluation.metrics import final_correct, scored
+from r2mad.grading.answers import is_correct, plurality_vote
 from r2mad.types import UNPARSED, Transcript
 
 BOOTSTRAP_RESAMPLES = 9999

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from r2mad.config import ConfigError
 from r2mad.evaluation.paired import BOOTSTRAP_RESAMPLES
+from r2mad.settings.config import ConfigError
 from r2mad.types import Task
 
 PREREG = "prereg.json"

@@ -11,7 +11,7 @@ from typing import Sequence
 
 from r2mad.evaluation import metrics as m
 from r2mad.evaluation import prereg
-from r2mad.evaluation.evaluate import ROWS, RUN, read_rows, row_key
+from r2mad.evaluation.rows import ROWS, RUN, read_rows, row_key
 from r2mad.methods import FULL, REGISTRY
 from r2mad.types import Transcript, from_dict
 

@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from r2mad.config import ROOT, cache_dir
+from r2mad.settings.config import ROOT, cache_dir
 
 log = logging.getLogger(__name__)
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from r2mad.answers import is_correct, strip_think
 from r2mad.debate import Debate
+from r2mad.grading.answers import is_correct, strip_think
 from r2mad.memory.summaries import SummaryCache
 from r2mad.methods.r2mad import R2MAD
 from r2mad.prompts.common import format_task

@@ -7,7 +7,7 @@ import dataclasses
 import itertools
 from typing import Any, Awaitable
 
-from r2mad.answers import is_unanimous, strip_think
+from r2mad.grading.answers import is_unanimous, strip_think
 from r2mad.memory.summaries import SummaryCache, summary_key
 from r2mad.prompts import r2mad as prompts
 

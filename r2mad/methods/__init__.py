@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from r2mad.config import ConfigError, DebateSettings
 from r2mad.methods.base import Method
+from r2mad.settings.config import ConfigError, DebateSettings
 from r2mad.text import quoted
 
 DU, TIAN, BAO, JIN = ("Du et al. 2024", "Tian et al. 2026", "Bao et al. 2026; our re-implementation",

@@ -7,10 +7,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-from r2mad.answers import strip_think
 from r2mad.backends.base import BackendError, ChatBackend
-from r2mad.config import DebateSettings
+from r2mad.grading.answers import strip_think
 from r2mad.prompts import common, mad
+from r2mad.settings.config import DebateSettings
 from r2mad.types import AgentTurn, Answer, AuxCall, Event, Message, Round, Task, to_dict
 
 EventSink = Callable[[Event], None]

@@ -11,11 +11,11 @@ import math
 import re
 import statistics
 
-from r2mad.answers import strip_think
-from r2mad.config import ConfigError
+from r2mad.grading.answers import strip_think
 from r2mad.methods.base import Agent, Method, RoundContext
 from r2mad.prompts import common, mad
 from r2mad.prompts import madm2 as prompts
+from r2mad.settings.config import ConfigError
 from r2mad.types import Message
 
 _TAG = re.compile(r"<label>\s*(NOT\s+SURE|YES|NO)\s*</label>", re.IGNORECASE)

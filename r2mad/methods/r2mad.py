@@ -2,12 +2,13 @@
 agent's debate state <x, z_i, h, Cons>, retrieve cases from its memory with consensus-aware MMR, and
 annotate peers' answers with memory-derived confidence. Ablations switch parts off via settings.
 w/o Memory shows no cases but keeps the confidence tags (computed from the candidate pool). Prefetching
-and embedding as responses arrive: r2mad.memory.prefetch; a fork's case changes: r2mad.steer.cases."""
+and embedding as responses arrive: r2mad.memory.prefetch; a fork's case changes: r2mad.memory.case_edits."""
 from __future__ import annotations
 
 import asyncio
 
-from r2mad.answers import strip_think
+from r2mad.grading.answers import strip_think
+from r2mad.memory.case_edits import CASE_KINDS, check_case_change, steer_cases
 from r2mad.memory.confidence import annotate, confidence_label
 from r2mad.memory.prefetch import PREFETCH_TOKENS, ResponseEmbeddings, SummaryPrefetch, pattern_summary_messages
 from r2mad.memory.retrieval import render_state
@@ -15,7 +16,6 @@ from r2mad.memory.summaries import SummaryCache, summary_key
 from r2mad.methods.base import Method, RoundContext
 from r2mad.prompts import r2mad as prompts
 from r2mad.prompts.common import format_task
-from r2mad.steer.cases import CASE_KINDS, check_case_change, steer_cases
 
 SUMMARY_TOKENS = 128  # the faithful summary's budget: four sentences fit (the issue allows <= 150)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from r2mad.answers import strip_think
+from r2mad.grading.answers import strip_think
 from r2mad.methods.base import Plugin, RoundContext, keeps_clips
 from r2mad.prompts import truemad as prompts
 

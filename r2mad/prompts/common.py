@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from r2mad.grading.kinds import kind_of
+from r2mad.grading.tasks import format_task
 from r2mad.prompts.personas import GENERIC, personas_for
-from r2mad.tasks import format_task
 from r2mad.types import Task
 
 PERSONAS = GENERIC  # the generic personas per task kind (a typed question's, in either profile)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from r2mad.config import CONFIG_DIR, ConfigError, load_mapping
+from r2mad.settings.config import CONFIG_DIR, ConfigError, load_mapping
 from r2mad.types import Task, Transcript
 
 STATUSES = ("running", "done", "failed", "cancelled")

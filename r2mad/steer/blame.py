@@ -9,8 +9,8 @@ import time
 from dataclasses import dataclass
 from typing import Awaitable, Callable
 
-from r2mad.answers import is_correct
 from r2mad.backends.base import BackendError, ChatBackend
+from r2mad.grading.answers import is_correct
 from r2mad.steer.fork import Change, ForkSpec, live_usage
 from r2mad.steer.links import Blame
 from r2mad.types import Transcript

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from r2mad.answers import consensus_ratio, extract_answer
+from r2mad.grading.answers import consensus_ratio, extract_answer
 from r2mad.grading.kinds import kind_of
 from r2mad.text import quoted
 from r2mad.types import Answer, Round, Task, Transcript, Usage

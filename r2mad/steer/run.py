@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 from typing import Callable, Sequence
 
-from r2mad.answers import is_unanimous
 from r2mad.backends.base import ChatBackend
-from r2mad.config import DebateSettings
+from r2mad.engine.runner import run_debate
+from r2mad.grading.answers import is_unanimous
 from r2mad.methods import is_debate, make_method, spec_of, takers
-from r2mad.runner import run_debate
+from r2mad.settings.config import DebateSettings
 from r2mad.steer.fork import LIVE_KINDS, ForkSpec, replay_rounds
 from r2mad.types import Round, Transcript
 

@@ -7,11 +7,11 @@ import gradio as gr
 
 from r2mad.annotation.book import LabelBook
 from r2mad.annotation.queues import Queue, get_queue, queues
+from r2mad.serving.identity import current_annotator
+from r2mad.serving.services import Services
 from r2mad.ui.errors import refusal
 from r2mad.ui.handlers import warn
-from r2mad.ui.identity import current_annotator
-from r2mad.ui.render import chat_messages, esc
-from r2mad.ui.services import Services
+from r2mad.ui.render.chat import chat_messages, esc
 
 ANY = "any"
 Req, Profile, Token = gr.Request, gr.OAuthProfile | None, gr.OAuthToken | None  # injected by Gradio

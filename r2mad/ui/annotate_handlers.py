@@ -9,10 +9,12 @@ import gradio as gr
 from r2mad.annotation import review
 from r2mad.annotation.book import blame_turns, blame_value
 from r2mad.annotation.queues import next_pending, others_visible, queue_items, step
+from r2mad.serving.identity import current_annotator
 from r2mad.text import quoted
 from r2mad.ui.annotate_base import ANY, FLAGS, Profile, Req, Token, final_text, flat_chat  # noqa: F401
 from r2mad.ui.annotate_tools import AnnotateTools
-from r2mad.ui.annotate_view import (
+from r2mad.ui.handlers import warn
+from r2mad.ui.render.annotate_view import (
     NO_TURN,
     full_id,
     others_markdown,
@@ -24,10 +26,8 @@ from r2mad.ui.annotate_view import (
     turn_choices,
     turn_names,
 )
-from r2mad.ui.handlers import warn
-from r2mad.ui.identity import current_annotator
-from r2mad.ui.render import esc, final_markdown
-from r2mad.ui.tables import run_header_markdown
+from r2mad.ui.render.chat import esc, final_markdown
+from r2mad.ui.render.tables import run_header_markdown
 
 # what the workbench's events return (_show), by the Annotate tab's output names, in order
 SHOWN = ("run_id", "header", "chat", "suggestions", "labels", "turn", "note", "others", "progress", "items", "final",

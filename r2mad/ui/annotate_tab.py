@@ -9,8 +9,10 @@ from __future__ import annotations
 import gradio as gr
 
 from r2mad.methods import METHODS
+from r2mad.serving.services import Services
 from r2mad.ui.annotate_handlers import ANY, FLAGS, AnnotateHandlers
-from r2mad.ui.annotate_view import (
+from r2mad.ui.bank_growth import bank_growth_block
+from r2mad.ui.render.annotate_view import (
     COMPARE_HEADERS,
     DISAGREEMENT_HEADERS,
     KEYS_HELP,
@@ -19,8 +21,6 @@ from r2mad.ui.annotate_view import (
     label_choices,
     label_guide,
 )
-from r2mad.ui.bank_growth import bank_growth_block
-from r2mad.ui.services import Services
 
 KEYS_JS = """() => {
   if (window.__r2madKeys) return; window.__r2madKeys = true;

@@ -13,15 +13,15 @@ import gradio as gr
 from r2mad.annotation import agreement
 from r2mad.annotation.book import blame_value
 from r2mad.annotation.card import agreement_markdown
-from r2mad.annotation.dataset import push_dataset, write_dataset
 from r2mad.annotation.influence import compare_rows, edge_counts
 from r2mad.annotation.queues import Queue, save_queue
+from r2mad.exports.dataset import push_dataset, write_dataset
+from r2mad.serving.own_repo import own_repo
 from r2mad.text import quoted
 from r2mad.ui.annotate_base import ANY, FLAGS, AnnotateBase, Profile, Req, Token, final_text
-from r2mad.ui.annotate_view import SHORT, disagreement_rows, influence_svg, parse_turns
 from r2mad.ui.handlers import warn
-from r2mad.ui.own_repo import own_repo
-from r2mad.ui.render import esc
+from r2mad.ui.render.annotate_view import SHORT, disagreement_rows, influence_svg, parse_turns
+from r2mad.ui.render.chat import esc
 
 
 class AnnotateTools(AnnotateBase):

@@ -9,7 +9,7 @@ import re
 from typing import Any, Mapping, Sequence
 
 from r2mad.annotation.book import blame_turns
-from r2mad.ui.render import esc
+from r2mad.ui.render.chat import esc
 
 QUEUE_HEADERS = ["#", "Run", "Question", "Flags", "You"]
 DISAGREEMENT_HEADERS = ["Run", "Question", "Labels per annotator"]

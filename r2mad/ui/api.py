@@ -9,19 +9,19 @@ from typing import Any
 
 import gradio as gr
 
-from r2mad.admission import Refused
 from r2mad.backends.base import BackendError
-from r2mad.config import ConfigError, whole_number
+from r2mad.engine.admission import Refused
+from r2mad.engine.service import RunRequest
 from r2mad.methods import METHODS, PLAIN, needs_bank
 from r2mad.runs.faults import StoreError
-from r2mad.service import RunRequest
+from r2mad.serving.line import lane_of, visitor_key
+from r2mad.serving.services import Services
+from r2mad.serving.visitor_runs import fork_saved, readable, start_in_line
+from r2mad.serving.visitors import Visitor, identify
+from r2mad.settings.config import ConfigError, whole_number
 from r2mad.text import quoted
 from r2mad.types import Transcript
 from r2mad.ui.errors import refusal, sentence
-from r2mad.ui.line import lane_of, visitor_key
-from r2mad.ui.services import Services
-from r2mad.ui.visitor_runs import fork_saved, readable, start_in_line
-from r2mad.ui.visitors import Visitor, identify
 
 ENDPOINTS = ("run_debate", "list_runs", "get_run", "fork_run", "search_bank")
 TEXT_LIMIT = 1200  # characters of each agent's response in a compact transcript
@@ -86,7 +86,7 @@ class Api:
             aux_backbone: with agent_backbones, the backbone of summaries, judges and advice; empty for agent 1's.
             kind: the answer kind (math, mcq, integer, yesno, short, open); empty to guess it from the question.
         """
-        from r2mad.tasks import task_from_input
+        from r2mad.grading.tasks import task_from_input
 
         s = self.services
         try:

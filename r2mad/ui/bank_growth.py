@@ -11,9 +11,9 @@ import gradio as gr
 from r2mad.annotation.book import LabelBook
 from r2mad.evaluation.leakage import eval_tasks
 from r2mad.memory.growth import add_runs
+from r2mad.serving.services import Services
 from r2mad.ui.errors import refusal
-from r2mad.ui.render import esc
-from r2mad.ui.services import Services
+from r2mad.ui.render.chat import esc
 
 Req, Profile, Token = gr.Request, gr.OAuthProfile | None, gr.OAuthToken | None  # injected by Gradio
 

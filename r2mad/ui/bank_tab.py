@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import gradio as gr
 
+from r2mad.serving.services import Services
 from r2mad.ui.errors import refusal
-from r2mad.ui.render import esc
-from r2mad.ui.services import Services
-from r2mad.ui.tables import CASE_HEADERS, case_markdown, case_rows
+from r2mad.ui.render.chat import esc
+from r2mad.ui.render.tables import CASE_HEADERS, case_markdown, case_rows
 
 ANY = "any"
 

@@ -11,7 +11,7 @@ import gradio as gr
 from r2mad.evaluation.board import BoardRow, method_board
 from r2mad.runs.faults import StoreError
 from r2mad.runs.votes import VoteStore
-from r2mad.ui.states import title_of
+from r2mad.ui.render.states import title_of
 
 HEADERS = ["Method", "Strength (Bradley-Terry)", "95% interval", "Votes", "Won", "Accuracy (same comparisons)"]
 INTRO = ("### Which methods' debates convince people?\nAfter a side-by-side run in the Debate tab, visitors vote "

@@ -1,5 +1,5 @@
 """The Debate tab's form, its components by name: the question and its options, the methods, and the
-"Advanced" panel (backbone, mixed models, token, endpoint, bank and the settings of r2mad.fields). The names
+"Advanced" panel (backbone, mixed models, token, endpoint, bank and the settings of r2mad.settings.fields). The names
 are the /debate event's parameter names and the keys of fill values (cards, Inspect's rerun). Layout only."""
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import Any
 
 import gradio as gr
 
-from r2mad.config import bounds
-from r2mad.fields import ON_FORM, Field
 from r2mad.grading.kinds import KINDS
-from r2mad.tasks import guess_kind
+from r2mad.grading.tasks import guess_kind
 from r2mad.methods import REGISTRY, names
+from r2mad.settings.config import bounds
+from r2mad.settings.fields import ON_FORM, Field
 from r2mad.ui.views import MAX_COLUMNS
 
 LETTERS = "ABCDEFGHIJ"

@@ -2,7 +2,7 @@
 Run / Stop, then the outcome line, the scoreboard and the full texts (or, for 2–4 methods, the methods ×
 rounds matrix, the summary table and one tab of full texts per method). Backbone, token, endpoint, bank
 and settings sit in one collapsed "Advanced" panel. Layout and wiring only, every component by name: the
-form is r2mad.ui.debate_form, its fills r2mad.ui.fill, the run r2mad.ui.live, the updates r2mad.ui.views."""
+form is r2mad.ui.debate_form, its fills r2mad.ui.fill, the run r2mad.serving.live, the updates r2mad.ui.views."""
 from __future__ import annotations
 
 import json
@@ -12,8 +12,8 @@ from typing import Any
 import gradio as gr
 
 from r2mad.methods import names
+from r2mad.serving.services import Services
 from r2mad.ui import handlers, vote_panel
-from r2mad.ui.allowance_line import AllowanceLine
 from r2mad.ui.debate_form import (
     AGENTS,
     FILL,
@@ -29,10 +29,10 @@ from r2mad.ui.debate_form import (
 )
 from r2mad.ui.examples import BACKBONE, CARDS, SEED, cached, card_task, recording_model
 from r2mad.ui.fill import card_values
-from r2mad.ui.render import final_markdown
-from r2mad.ui.scoreboard import scoreboard_html
-from r2mad.ui.services import Services
-from r2mad.ui.tables import SUMMARY_HEADERS
+from r2mad.ui.render.allowance_line import AllowanceLine
+from r2mad.ui.render.chat import final_markdown
+from r2mad.ui.render.scoreboard import scoreboard_html
+from r2mad.ui.render.tables import SUMMARY_HEADERS
 from r2mad.ui.views import MAX_COLUMNS, VIEW_NAMES, layout_for, view
 
 Parts = dict[str, Any]  # component by name

@@ -127,8 +127,8 @@ def stale(card: ExampleCard, recorded: Transcript, config) -> list[str]:
 async def record(card: ExampleCard, config, backbone: str = BACKBONE) -> Transcript:
     """Run a card's debate as the app would with its defaults, seed 0, on `backbone` (the embedded model unless
     told; a remote backbone takes its key from the environment)."""
-    from r2mad.resources import backend_for, open_bank
-    from r2mad.runner import run_debate
+    from r2mad.engine.resources import backend_for, open_bank
+    from r2mad.engine.runner import run_debate
 
     task = card_task(card)
     settings = recording_settings(config)
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> None:
     import argparse
     import asyncio
 
-    from r2mad.config import ConfigError, load_config
+    from r2mad.settings.config import ConfigError, load_config
 
     parser = argparse.ArgumentParser(prog="python -m r2mad.ui.examples",
                                      description="Record the first screen's example debates.")

@@ -7,9 +7,9 @@ from typing import Any, Mapping, Sequence
 
 from r2mad.annotation.influence import edge_counts
 from r2mad.evaluation.report_html import markdown_html, page
-from r2mad.ui.annotate_view import influence_svg
-from r2mad.ui.render import chat_messages, esc
-from r2mad.ui.scoreboard import scoreboard_html
+from r2mad.ui.render.annotate_view import influence_svg
+from r2mad.ui.render.chat import chat_messages, esc
+from r2mad.ui.render.scoreboard import scoreboard_html
 
 
 def chat_html(t: Any) -> str:

@@ -6,8 +6,8 @@ from typing import Any
 
 import gradio as gr
 
-from r2mad.config import SECTION_OF, DebateSettings
-from r2mad.tasks import guess_kind
+from r2mad.grading.tasks import guess_kind
+from r2mad.settings.config import SECTION_OF, DebateSettings
 from r2mad.ui.debate_form import AGENTS, FILL, LETTERS, OPTIONS
 
 FILLED_SETTINGS = tuple(n for n in FILL if n in SECTION_OF or n in DebateSettings.__dataclass_fields__)

@@ -12,20 +12,20 @@ import time
 
 import gradio as gr
 
-from r2mad.admission import Ticket, waiting_words
-from r2mad.config import bounds
+from r2mad.engine.admission import Ticket, waiting_words
 from r2mad.methods import names
+from r2mad.serving.line import REFRESH_S, visitor_key
+from r2mad.serving.services import Services
+from r2mad.serving.visitor_runs import fork_saved, readable
+from r2mad.serving.visitors import VisitorHandlers
+from r2mad.settings.config import bounds
 from r2mad.steer.fork import Change, ForkSpec, live_usage, parse_changes
 from r2mad.types import Transcript
 from r2mad.ui.api import USER_ERRORS
 from r2mad.ui.errors import sentence
-from r2mad.ui.line import REFRESH_S, visitor_key
-from r2mad.ui.render import chat_messages
-from r2mad.ui.scoreboard import matrix_html
-from r2mad.ui.services import Services
-from r2mad.ui.tables import SHORT_ID
-from r2mad.ui.visitor_runs import fork_saved, readable
-from r2mad.ui.visitors import VisitorHandlers
+from r2mad.ui.render.chat import chat_messages
+from r2mad.ui.render.scoreboard import matrix_html
+from r2mad.ui.render.tables import SHORT_ID
 
 SAME = "(same as the run)"
 CHANGES = {"force its answer to": "answer", "replace its message with": "edit", "mask it from the peers": "mask",

@@ -12,24 +12,24 @@ from typing import Any
 
 import gradio as gr
 
-from r2mad.admission import Refused
 from r2mad.backends.base import BackendError
-from r2mad.config import PAPER_PROFILE, ConfigError, DebateSettings, with_profile
+from r2mad.engine.admission import Refused
+from r2mad.engine.service import RunRequest
 from r2mad.evaluation.costs import price_table
-from r2mad.fields import ON_FORM
+from r2mad.grading.tasks import task_from_input
 from r2mad.methods import METHODS, needs_bank
 from r2mad.runs.faults import StoreError
-from r2mad.service import RunRequest
-from r2mad.tasks import task_from_input
+from r2mad.serving.line import lane_of, skip_hint, visitor_key, wait_turn, with_hint
+from r2mad.serving.live import LiveRun, stream
+from r2mad.serving.services import Services
+from r2mad.serving.visitors import Visitor, identify
+from r2mad.settings.config import PAPER_PROFILE, ConfigError, DebateSettings, with_profile
+from r2mad.settings.fields import ON_FORM
 from r2mad.text import quoted
 from r2mad.ui import vote_panel
-from r2mad.ui.blind import Curtain
 from r2mad.ui.debate_form import AGENTS, OPTIONS
-from r2mad.ui.line import lane_of, skip_hint, visitor_key, wait_turn, with_hint
-from r2mad.ui.live import LiveRun, stream
-from r2mad.ui.services import Services
+from r2mad.ui.render.blind import Curtain
 from r2mad.ui.views import idle, status_line, view  # the Debate tab's component updates (issue 16)
-from r2mad.ui.visitors import Visitor, identify
 
 log = logging.getLogger("r2mad.ui")
 MAX_COLUMNS = 4
@@ -50,7 +50,7 @@ class DebateRequest:
     backbone: str
     question: str
     methods: tuple[str, ...]
-    typed: dict[str, Any]  # the form's settings by field name (r2mad.fields.ON_FORM), as typed
+    typed: dict[str, Any]  # the form's settings by field name (r2mad.settings.fields.ON_FORM), as typed
     token: str | None = None
     base_url: str = ""
     model: str = ""

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from r2mad.config import Config
-from r2mad.ui.visitors import identify
+from r2mad.serving.visitors import identify
+from r2mad.settings.config import Config
 
 LOCAL = "local"
 

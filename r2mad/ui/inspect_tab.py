@@ -11,15 +11,16 @@ import gradio as gr
 from r2mad.methods import METHODS
 from r2mad.runs.io import export_jsonl, export_runs_csv
 from r2mad.runs.store import STATUSES
+from r2mad.serving.services import Services
+from r2mad.serving.visitors import Visitor, VisitorHandlers
 from r2mad.steer.fork import fork_starts
 from r2mad.steer.links import fork_of, forks_of
 from r2mad.ui.errors import refusal
 from r2mad.ui.fill import in_fill_order, run_values
 from r2mad.ui.handlers import warn
-from r2mad.ui.render import chat_messages, esc, final_markdown, task_markdown
-from r2mad.ui.scoreboard import scoreboard_html
-from r2mad.ui.services import Services
-from r2mad.ui.tables import (
+from r2mad.ui.render.chat import chat_messages, esc, final_markdown, task_markdown
+from r2mad.ui.render.scoreboard import scoreboard_html
+from r2mad.ui.render.tables import (
     RUN_DATATYPES,
     RUN_HEADERS,
     SHORT_ID,
@@ -27,7 +28,6 @@ from r2mad.ui.tables import (
     run_header_markdown,
     run_rows,
 )
-from r2mad.ui.visitors import Visitor, VisitorHandlers
 
 ANY = "any"
 

@@ -9,11 +9,11 @@ from typing import Iterable
 
 import gradio as gr
 
-from r2mad.config import Config, load_config
+from r2mad.serving.services import Services
+from r2mad.serving.visitors import kept_notice, new_browser_id
+from r2mad.settings.config import Config, load_config
 from r2mad.ui import annotate_tab, api, api_page, bank_tab, board_tab, debate_tab, fork_tab, inspect_tab, vote_panel
-from r2mad.ui.about import about_text
-from r2mad.ui.services import Services
-from r2mad.ui.visitors import kept_notice, new_browser_id
+from r2mad.ui.render.about import about_text
 
 INTRO = ("# R²-MAD Studio\nWatch several language-model agents debate a question round by round, and "
          "compare debate methods (MAD, MAD-M², TrueMAD, R²-MAD) side by side.")

@@ -1,4 +1,4 @@
-"""The app's line for debates (r2mad.admission) as the app sets it up: which lane a debate waits in (the
+"""The app's line for debates (r2mad.engine.admission) as the app sets it up: which lane a debate waits in (the
 embedded model's, or the remote backbones'), the backbone that skips the line for a visitor who has a token,
 and the wait itself, yielding the place-in-line sentence while it lasts. No Gradio here."""
 from __future__ import annotations
@@ -8,8 +8,8 @@ import contextlib
 import time
 from typing import AsyncIterator, Callable, Iterable
 
-from r2mad.admission import Admission, Ticket, waiting_words
-from r2mad.config import Config
+from r2mad.engine.admission import Admission, Ticket, waiting_words
+from r2mad.settings.config import Config
 
 EMBEDDED, REMOTE = "embedded", "remote"
 HF_KEY_ENV = "HF_TOKEN"

@@ -10,10 +10,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator
 
-from r2mad.config import DebateSettings
+from r2mad.engine.service import Resolved, RunRequest, start
 from r2mad.methods import is_debate
 from r2mad.runs.store import RunStore
-from r2mad.service import Resolved, RunRequest, start
+from r2mad.settings.config import DebateSettings
 from r2mad.types import Answer, Event, Task, Transcript
 
 TYPING_REFRESH_S = 0.25  # live text alone refreshes the page at most this often

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from r2mad.answers import strip_think
+from r2mad.grading.answers import strip_think
 from r2mad.steer.fork import steer_notes
 from r2mad.types import Round
-from r2mad.ui.text import esc as _esc
+from r2mad.ui.render.text import esc as _esc
 
 MEMORY_LEGEND = ("*Similarity: how close a past case's debate state is to this one (cosine). Reward: 1 if that "
                  "case's agent was right in its round, else 0. MMR: the score that picked the case, "

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from r2mad.answers import split_think
+from r2mad.evaluation.costs import PriceTable, format_cost, model_costs, total_words
+from r2mad.grading.answers import split_think
 from r2mad.grading.kinds import kind_of
 from r2mad.grading.outcome import kind_line
-from r2mad.evaluation.costs import PriceTable, format_cost, model_costs, total_words
 from r2mad.types import (
     AgentTurn,
     Answer,
@@ -17,10 +17,10 @@ from r2mad.types import (
     Task,
     Transcript,
 )
-from r2mad.ui import panels
-from r2mad.ui.scoreboard import HOW_WORDS, agent_models, chip_for
-from r2mad.ui.states import outcome_line
-from r2mad.ui.text import esc
+from r2mad.ui.render import panels
+from r2mad.ui.render.scoreboard import HOW_WORDS, agent_models, chip_for
+from r2mad.ui.render.states import outcome_line
+from r2mad.ui.render.text import esc
 
 HOW_LABELS = HOW_WORDS  # how each answer was read, in words
 STATUS_LABELS = {"running": "running…", "done": "finished", "failed": "failed",

@@ -10,10 +10,10 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Mapping
 
-from r2mad.answers import is_correct, plurality_vote, same_answer
+from r2mad.grading.answers import is_correct, plurality_vote, same_answer
 from r2mad.methods import is_debate
 from r2mad.types import AgentTurn, Round, Task, Transcript
-from r2mad.ui.states import outcome_line
+from r2mad.ui.render.states import outcome_line
 
 # (background, text, border): every text colour has at least 7:1 contrast on its background
 COLOURS = {

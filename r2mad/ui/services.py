@@ -1,4 +1,4 @@
-"""The app's process-wide services: the shared resources of r2mad/resources.py (run store, banks, backends)
+"""The app's process-wide services: the shared resources of r2mad/engine/resources.py (run store, banks, backends)
 plus what belongs to visitors' browser sessions: the stop signal of each session's running debate, the line
 for debates (admission) and the key their browser's visitor id is kept with."""
 from __future__ import annotations
@@ -9,9 +9,9 @@ import secrets as random_secrets
 from pathlib import Path
 from typing import Any, Iterable
 
-from r2mad.config import Config
-from r2mad.resources import Shared
-from r2mad.ui.line import make_admission
+from r2mad.engine.resources import Shared
+from r2mad.serving.line import make_admission
+from r2mad.settings.config import Config
 
 
 class Services(Shared):

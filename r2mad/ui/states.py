@@ -3,10 +3,10 @@ the current majority), finished (correct, wrong, or no answer and why), stopped 
 final answer), failed (why, and how many calls were made). Pure; no Gradio, no markup."""
 from __future__ import annotations
 
-from r2mad.answers import plurality_vote, same_answer
+from r2mad.grading.answers import plurality_vote, same_answer
 from r2mad.methods import REGISTRY, needs_bank
 from r2mad.types import Round, Transcript
-from r2mad.ui.blind import is_blind
+from r2mad.ui.render.blind import is_blind
 
 
 def finished_rounds(t: Transcript) -> list[Round]:

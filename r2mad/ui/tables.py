@@ -7,9 +7,9 @@ from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 
 from r2mad.types import Case, Transcript
-from r2mad.ui.render import answer_text, esc
-from r2mad.ui.scoreboard import Chip, chip_html
-from r2mad.ui.states import memory_off
+from r2mad.ui.render.chat import answer_text, esc
+from r2mad.ui.render.scoreboard import Chip, chip_html
+from r2mad.ui.render.states import memory_off
 
 SUMMARY_HEADERS = ["Method", "Final answer", "Correct", "Rounds", "Calls", "Tokens", "Seconds",
                    "Parse failures", "Status"]

@@ -1,6 +1,6 @@
 """Component updates of the Debate tab from transcripts: the outcome line, the scoreboard, the chat of
 full texts, and for a side-by-side run the methods × rounds matrix, the summary table with its CSV and
-the per-method chats in tabs. The renderers are pure (r2mad.ui.render, scoreboard, tables); this module
+the per-method chats in tabs. The renderers are pure (r2mad.ui.render.chat, scoreboard, tables); this module
 only wraps their output in Gradio updates and writes the download files."""
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import gradio as gr
 from r2mad.evaluation.costs import PriceTable
 from r2mad.steer.fork import fork_starts
 from r2mad.types import Transcript, to_dict
-from r2mad.ui.render import chat_messages, esc, final_markdown
-from r2mad.ui.scoreboard import matrix_html, scoreboard_html
-from r2mad.ui.states import progress_line, title_of
-from r2mad.ui.tables import SUMMARY_HEADERS, summary_rows
+from r2mad.ui.render.chat import chat_messages, esc, final_markdown
+from r2mad.ui.render.scoreboard import matrix_html, scoreboard_html
+from r2mad.ui.render.states import progress_line, title_of
+from r2mad.ui.render.tables import SUMMARY_HEADERS, summary_rows
 
 MAX_COLUMNS = 4
 

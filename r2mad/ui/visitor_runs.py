@@ -1,16 +1,16 @@
 """Starting a saved run for the app's API and Fork tab: a visitor's run request waits its turn in the line for
-debates, then the run service (r2mad/service.py) starts it. A fork reads its parent only if the visitor may."""
+debates, then the run service (r2mad/engine/service.py) starts it. A fork reads its parent only if the visitor may."""
 from __future__ import annotations
 
 from typing import Callable
 
-from r2mad.admission import Ticket
-from r2mad.service import Fork, RunRequest, Runs, start
+from r2mad.engine.admission import Ticket
+from r2mad.engine.service import Fork, RunRequest, Runs, start
+from r2mad.serving.line import lane_of
+from r2mad.serving.services import Services
+from r2mad.serving.visitors import Visitor
 from r2mad.steer.fork import ForkSpec
 from r2mad.types import Transcript
-from r2mad.ui.line import lane_of
-from r2mad.ui.services import Services
-from r2mad.ui.visitors import Visitor
 
 NOT_YOURS = "No saved run of yours has that id; list your runs with list_runs and use one of their ids."
 

@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from r2mad.config import Config
+from r2mad.settings.config import Config
 
 KEPT = ("**What is kept.** Each debate you run here is saved with its question, settings and transcript "
         "so that you can open, rerun and download it later. {who} {how_long} A token you paste or your "
@@ -62,7 +62,7 @@ def identify(config: Config, *, browser_id: str | None, session: str | None, pro
 
 
 class VisitorHandlers:
-    """Event handlers whose answers depend on who asks; `services` is the app's r2mad.ui.services.Services."""
+    """Event handlers whose answers depend on who asks; `services` is the app's r2mad.serving.services.Services."""
 
     def __init__(self, services: Any):
         self.services = services

@@ -1,4 +1,4 @@
-"""The vote under a blind side-by-side comparison (r2mad.ui.blind): "Which debate convinced you most?", one
+"""The vote under a blind side-by-side comparison (r2mad.ui.render.blind): "Which debate convinced you most?", one
 button per debate and "Skip", shown once every debate finished. A vote is counted once per visitor per
 comparison (r2mad.runs.votes; a second is refused in one sentence), then the names, the gold answer and the
 method panels are shown; skipping shows them without a vote."""
@@ -11,11 +11,11 @@ import gradio as gr
 
 from r2mad.runs.faults import StoreError
 from r2mad.runs.votes import VoteRefused, VoteStore
-from r2mad.ui.blind import LETTERS, Curtain, label, revealed
-from r2mad.ui.line import visitor_key
-from r2mad.ui.states import title_of
+from r2mad.serving.line import visitor_key
+from r2mad.serving.visitors import identify
+from r2mad.ui.render.blind import LETTERS, Curtain, label, revealed
+from r2mad.ui.render.states import title_of
 from r2mad.ui.views import VIEW_OUTPUTS, view
-from r2mad.ui.visitors import identify
 
 PROMPT = ("### Which debate's reasoning convinced you most?\nThe methods' names, the gold answer and each "
           "method's panels are hidden until you vote (or skip). One vote per comparison; the votes make the "

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from r2mad.grading.kinds.reading import extract_math, math_value
 from r2mad.grading.kinds.base import AnswerKind
-from r2mad.mathcheck import check_math, math_equivalent, normalize_math
+from r2mad.grading.kinds.reading import extract_math, math_value
+from r2mad.grading.mathcheck import check_math, math_equivalent, normalize_math
 from r2mad.types import UNPARSED, Answer, AnswerShape, Task
 
 # GBNF: \boxed{ then a non-empty, brace-balanced expression on one line, then }

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import re
 
-from r2mad.grading.kinds.reading import extract_choice, extract_option_line
 from r2mad.grading.kinds.base import AnswerKind
+from r2mad.grading.kinds.reading import extract_choice, extract_option_line
 from r2mad.text import quoted
 from r2mad.types import Answer, AnswerShape, Task
 
