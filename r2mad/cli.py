@@ -29,6 +29,7 @@ from r2mad.commands.common import (
 from r2mad.engine.resources import Local
 from r2mad.engine.service import RunRequest, StoreSink, backbone_plan, start
 from r2mad.exports.live import install as install_traces
+from r2mad.grading.kinds import KIND_NAMES
 from r2mad.methods import METHODS, PLAIN, with_advice
 from r2mad.runs.faults import StoreError
 from r2mad.safewrite import WriteFailed, is_disk_full, write_atomic, write_failed
@@ -52,7 +53,7 @@ def debate_request(args, config) -> RunRequest:
 
     settings = settings_from(args, config)
     task = task_from_input(args.question, parse_options(args.option), args.gold,
-                           max_chars=settings.max_question_chars)
+                           max_chars=settings.max_question_chars, kind=args.kind)
     aux, names = backbone_plan(args.agent_backbones, args.aux_backbone, args.backbone)
     method = with_advice(args.method) if args.advice else args.method
     moderator = None
@@ -89,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--question", required=True)
     d.add_argument("--option", action="append", metavar='A="text"', help="a multiple-choice option (repeat)")
     d.add_argument("--gold", default=None, help="the correct answer, to score the debate")
+    d.add_argument("--kind", choices=KIND_NAMES, default=None,
+                   help="the answer kind (default: guessed from the question; options make it mcq)")
     d.add_argument("--backbone", default=None)
     d.add_argument("--method", default=PLAIN, help=f"one of {', '.join(METHODS)}")
     d.add_argument("--bank", default=None, help="memory bank folder for r2mad / icl-cot")

@@ -12,7 +12,9 @@ from typing import Any, Callable, Sequence
 from r2mad.backends.affinity import debate_key
 from r2mad.backends.base import BackendError, ChatBackend
 from r2mad.grading.answers import consensus_ratio, is_correct, is_unanimous, plurality_vote, strip_think
+from r2mad.grading.kinds import kind_of
 from r2mad.grading.offloop import extract, settle
+from r2mad.grading.outcome import DISSENT, dissent_line, outcome
 from r2mad.guard import guard_answer
 from r2mad.human import HUMAN, Interjection, Moderator, note_calls, with_notes
 from r2mad.methods.base import ABSTAINED, Agent, EventSink, Method, RoundContext, seed_for
@@ -103,6 +105,7 @@ class Debate:
         except asyncio.CancelledError:
             self.emit(Event("final", None, None, {"status": "cancelled"}))
             raise
+        self._name_dissent()
         transcript = self.transcript(status)
         self.emit(Event("final", None, None, {"status": status, "answer": str(transcript.final),
                                               "correct": transcript.correct}))
@@ -125,6 +128,13 @@ class Debate:
                           tuple(rounds), final, is_correct(final, self.task) if self.rounds else None,
                           status, tuple(self.notices), self.started, round(seconds, 4),
                           shared_round0=bool(self.rounds and self.rounds[0].details.get("shared")))
+
+    def _name_dissent(self) -> None:
+        """A kind with no single right answer (open) closes with the positions the vote did not pick."""
+        if self.rounds and kind_of(self.task).names_dissent:
+            line = dissent_line(outcome(self.rounds[-1].turns, self.task))
+            if line:
+                self.notice(f"{DISSENT}{line}.", self.rounds[-1].index)
 
     def notice(self, text: str, t: int) -> None:
         self.notices.append(text)

@@ -5,32 +5,18 @@ Extraction itself stays in answers.py."""
 from __future__ import annotations
 
 import json
-import re
 from typing import Sequence
 
 from r2mad.backends.base import BackendError, ChatBackend
 from r2mad.grading.answers import extract_answer, strip_think
+from r2mad.grading.kinds import kind_of
 from r2mad.prompts.common import final_answer_request
-from r2mad.types import OPTION_LETTERS, UNPARSED, Answer, AnswerShape, AuxCall, Message, Task
-
-MCQ_TOKENS, MATH_TOKENS = 8, 48  # enough for "((B))" and for a short boxed expression
-# GBNF: \boxed{ then a non-empty, brace-balanced expression on one line, then }
-MATH_GRAMMAR = r"""root ::= "\\boxed{" first item* "}"
-first ::= [^{}\n ] | "{" item* "}"
-item ::= [^{}\n] | "{" item* "}"
-"""
+from r2mad.types import UNPARSED, Answer, AnswerShape, AuxCall, Message, Task
 
 
-def answer_shape(task: Task) -> AnswerShape:
-    """The valid final answers of `task`: its own option letters, or one brace-balanced \\boxed{}."""
-    if task.kind == "mcq":
-        letters = [letter for letter, _ in task.options] or list(OPTION_LETTERS)
-        return AnswerShape(choices=tuple(f"(({x}))" for x in letters),
-                           regex=r"\(\((" + "|".join(map(re.escape, letters)) + r")\)\)",
-                           grammar='root ::= "((" [' + "".join(letters) + '] "))"')
-    inner = r"[^{}\n]{0,40}"
-    return AnswerShape(choices=(), regex=rf"\\boxed\{{{inner}(\{{{inner}\}}{inner}){{0,3}}\}}",
-                       grammar=MATH_GRAMMAR)
+def answer_shape(task: Task) -> AnswerShape | None:
+    """The valid final answers of `task`, as its kind states them (None: the prompt alone holds them)."""
+    return kind_of(task).shape(task)
 
 
 def _answer_text(text: str) -> str:
@@ -47,12 +33,12 @@ async def guard_answer(backend: ChatBackend, prompt: Sequence[Message], text: st
     """(answer, the recorded call): the guarded answer ("guarded") or UNPARSED when even that fails.
     A server that rejects the constraint gets the same question once more without it."""
     messages = [*prompt, Message("assistant", text), Message("user", final_answer_request(task))]
-    wants_shape = backend.capabilities.structured_output is not None
-    base = dict(n=1, temperature=0.0, top_p=1.0, max_tokens=MCQ_TOKENS if task.kind == "mcq" else MATH_TOKENS,
-                seed=seed)
+    shape = answer_shape(task)
+    wants_shape = backend.capabilities.structured_output is not None and shape is not None
+    base = dict(n=1, temperature=0.0, top_p=1.0, max_tokens=kind_of(task).guard_tokens, seed=seed)
     try:
         try:
-            [c] = await backend.chat(messages, **base, **({"shape": answer_shape(task)} if wants_shape else {}))
+            [c] = await backend.chat(messages, **base, **({"shape": shape} if wants_shape else {}))
         except BackendError as exc:
             if not wants_shape or exc.transient:
                 raise

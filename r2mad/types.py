@@ -9,7 +9,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-TaskKind = Literal["math", "mcq"]
+TaskKind = Literal["math", "mcq", "integer", "yesno", "short", "open"]  # grading.kinds.KINDS
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,8 @@ def debate_cli(config_dir, *args):
 
 def make_bank(folder):
     """A three-case multiple-choice bank at folder/tiny (hash embedder: no model)."""
+    from r2mad.backends.embedder import load_embedder
     from r2mad.memory.bank import MemoryBank
-    from r2mad.memory.embedder import load_embedder
 
     cases = [Case(f"case-{i}", f"q{i}", "mcq", agent, 1, question, "prev", "agents split", 0.67,
                   ("((B))", "((A))", "((B))"), ("B", "A", "B"), "B", (True, False, True), 1.0)
@@ -165,9 +165,9 @@ def r2mad_reply(messages):
 @pytest.fixture
 def bank(tmp_path):
     """A Qdrant bank on disk built from PLANET_TASKS with r2mad_reply (hash embedder)."""
+    from r2mad.backends.embedder import HashEmbedder
     from r2mad.engine.build_memory import build
     from r2mad.memory.bank import MemoryBank
-    from r2mad.memory.embedder import HashEmbedder
 
     bank = MemoryBank.create(tmp_path / "bank", task_kind="mcq", split="train", backbone="scripted",
                              embedder=HashEmbedder(64), code_version="test", index_root=tmp_path / "index")

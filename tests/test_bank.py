@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import yaml
 
+from r2mad.backends.embedder import HashEmbedder, load_embedder
 from r2mad.memory.bank import BankError, MemoryBank
-from r2mad.memory.embedder import HashEmbedder, load_embedder
 from r2mad.memory.retrieval import render_state
 from r2mad.types import to_dict
 from tests.helpers import bank_case as case
@@ -53,7 +53,7 @@ import sys
 sys.path.insert(0, {str(REPO)!r})
 from pathlib import Path
 from r2mad.memory.bank import MemoryBank
-from r2mad.memory.embedder import HashEmbedder
+from r2mad.backends.embedder import HashEmbedder
 from tests.helpers import bank_case as case
 bank = MemoryBank.create(Path({str(tmp_path)!r}) / "memory" / "demo", task_kind="math", split="train",
                          backbone="smollm2", embedder=HashEmbedder(64), code_version="test",

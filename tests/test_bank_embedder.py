@@ -5,10 +5,10 @@ import json
 import pytest
 import yaml
 
+from r2mad.backends.embedder import DEFAULT_EMBEDDER, HashEmbedder
 from r2mad.cli import main
 from r2mad.engine.resources import open_bank
 from r2mad.memory.bank import MemoryBank, own_embedder
-from r2mad.memory.embedder import DEFAULT_EMBEDDER, HashEmbedder
 from r2mad.settings.config import load_config
 from r2mad.types import Case
 

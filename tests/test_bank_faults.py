@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from r2mad.backends.embedder import HashEmbedder
 from r2mad.engine.resources import open_bank
 from r2mad.memory.bank import MemoryBank
-from r2mad.memory.embedder import HashEmbedder
 from r2mad.settings.config import load_config
 from r2mad.types import Case
 from tests.helpers import child
@@ -60,7 +60,7 @@ def test_a_bank_held_by_another_process_turns_memory_off_with_a_notice(tmp_path)
     config = config_for(tmp_path)
     folder = small_bank(tmp_path / "bank", Path(config.app.data_dir) / "index")
     holder = child([sys.executable, "-c", (
-        "import sys, time; from r2mad.memory.bank import MemoryBank; from r2mad.memory.embedder import HashEmbedder\n"
+        "import sys, time; from r2mad.memory.bank import MemoryBank; from r2mad.backends.embedder import HashEmbedder\n"
         f"b = MemoryBank.open({str(folder)!r}, HashEmbedder(64), "
         f"index_root={str(Path(config.app.data_dir) / 'index')!r})\n"
         "print('open', flush=True); time.sleep(900)")], cwd=ROOT, stdout=subprocess.PIPE, text=True)

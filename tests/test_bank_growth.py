@@ -5,11 +5,11 @@ import json
 import pytest
 
 from r2mad.annotation.book import LabelBook
+from r2mad.backends.embedder import load_embedder
 from r2mad.cli import main
 from r2mad.evaluation.datasets import load_split
 from r2mad.evaluation.leakage import eval_tasks
 from r2mad.memory.bank import MemoryBank
-from r2mad.memory.embedder import load_embedder
 from r2mad.memory.files import BankError
 from r2mad.memory.growth import add_runs, history, undo
 from r2mad.runs.store import RunStore

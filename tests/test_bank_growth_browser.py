@@ -9,8 +9,8 @@ import os
 
 import pytest
 
+from r2mad.backends.embedder import load_embedder
 from r2mad.memory.bank import MemoryBank
-from r2mad.memory.embedder import load_embedder
 from r2mad.settings.config import load_config
 from r2mad.types import Task
 from r2mad.ui import build_app

@@ -142,3 +142,12 @@ def test_bench_serve_prints_the_overhead_and_the_throughput(capsys):
     total = numbers(value(rows, "2 requests at once: all answered after"), 1)[0]
     per_min, ratio = numbers(value(rows, "2 requests at once: throughput"), 2)
     assert total > 0 and per_min == pytest.approx(2 / total * 60, rel=0.05)
+
+
+@slow
+def test_bench_kinds_prints_what_grouping_by_meaning_costs_and_one_embedder_load(capsys):
+    rows = run_bench(capsys, "--kinds")
+    for kind in ("short", "open"):
+        spent, wall, share = numbers(value(rows, f"{kind} ("), 3)  # "0.012 / 40.3 (0.0%)"
+        assert 0 < spent and 0 < wall and share >= 0
+    assert value(rows, "embedder loads in this process") == "1"

@@ -92,8 +92,8 @@ def world(tmp_path_factory):
 
 
 def make_bank(folder):
+    from r2mad.backends.embedder import load_embedder
     from r2mad.memory.bank import MemoryBank
-    from r2mad.memory.embedder import load_embedder
 
     cases = [Case(f"q{i}:a{agent}:r1", f"q{i}", "mcq", agent, 1, f"Which planet is number {i}?", "prev",
                   "agents split", 0.67, ("((B))", "((A))", "((B))"), ("B", "A", "B"), "B", (True, False, True),

@@ -7,10 +7,10 @@ import pytest
 import yaml
 
 from r2mad.backends.embedded import EmbeddedBackend
+from r2mad.backends.embedder import load_embedder
 from r2mad.debate import Debate
 from r2mad.evaluation.datasets import load_split
 from r2mad.memory.bank import MemoryBank
-from r2mad.memory.embedder import load_embedder
 from r2mad.methods import make_method
 from r2mad.settings.config import DebateSettings
 

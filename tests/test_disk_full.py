@@ -181,8 +181,8 @@ def test_an_export_to_a_full_disk_is_one_sentence_and_leaves_the_old_file_whole(
 
 def test_a_bank_append_on_a_full_disk_is_one_sentence_and_keeps_the_bank_whole(tmp_path, monkeypatch):
     import r2mad.memory.bank
+    from r2mad.backends.embedder import HashEmbedder
     from r2mad.memory.bank import MemoryBank
-    from r2mad.memory.embedder import HashEmbedder
     from r2mad.memory.files import BankError
 
     def cases(q):
@@ -205,8 +205,8 @@ def test_a_bank_append_on_a_full_disk_is_one_sentence_and_keeps_the_bank_whole(t
 
 
 def test_an_index_build_on_a_full_disk_is_one_sentence_and_removes_the_partial_index(tmp_path, monkeypatch):
+    from r2mad.backends.embedder import HashEmbedder
     from r2mad.memory.bank import MemoryBank
-    from r2mad.memory.embedder import HashEmbedder
     from r2mad.memory.files import BankError
     from r2mad.memory.index import BankIndex
 
@@ -231,8 +231,8 @@ def test_an_index_write_the_disk_has_no_room_for_is_refused_before_qdrant_maps_i
     from collections import namedtuple
 
     import r2mad.memory.index
+    from r2mad.backends.embedder import HashEmbedder
     from r2mad.memory.bank import MemoryBank
-    from r2mad.memory.embedder import HashEmbedder
     from r2mad.memory.files import BankError
 
     bank = MemoryBank.create(tmp_path / "bank", task_kind="mcq", split="train", backbone="x",

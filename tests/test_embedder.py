@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from r2mad.memory.embedder import (
+from r2mad.backends.embedder import (
     OnnxEmbedder,
     load_embedder,
     offline_model_path,
@@ -37,7 +37,7 @@ def test_minilm_runs_on_onnxruntime_with_torchs_vectors():
 
 
 def test_the_app_process_never_loads_torch():
-    code = ("import sys; from r2mad.memory.embedder import load_embedder; e = load_embedder(); e.encode(['hi']); "
+    code = ("import sys; from r2mad.backends.embedder import load_embedder; e = load_embedder(); e.encode(['hi']); "
             "print(e.runtime, 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["onnxruntime", "False"]
@@ -51,7 +51,7 @@ def test_exported_graph_is_reused_and_a_damaged_one_exported_again(tmp_path, mon
     exported_at = graph.stat().st_mtime_ns
     assert onnx_graph(folder) == graph and graph.stat().st_mtime_ns == exported_at  # reused
     graph.write_bytes(b"not a graph")
-    from r2mad.memory.embedder import _onnx_or_torch
+    from r2mad.backends.embedder import _onnx_or_torch
 
     embedder = _onnx_or_torch("all-MiniLM-L6-v2", folder)
     assert embedder.runtime == "onnxruntime" and graph.stat().st_size > 1_000_000
@@ -67,7 +67,7 @@ def test_a_graph_that_disagrees_with_torch_is_not_used(tmp_path, monkeypatch):
     data["vectors"][0] = [-v for v in data["vectors"][0]]
     probe.write_text(json.dumps(data))
     assert not OnnxEmbedder("all-MiniLM-L6-v2", folder, graph).check()
-    from r2mad.memory.embedder import _onnx_or_torch
+    from r2mad.backends.embedder import _onnx_or_torch
 
     assert _onnx_or_torch("all-MiniLM-L6-v2", folder).runtime == "torch"
 

@@ -4,8 +4,8 @@ round, and each retrieval policy; the paper text's readings behind their switche
 import numpy as np
 import pytest
 
+from r2mad.backends.embedder import Embedder
 from r2mad.memory.bank import MemoryBank
-from r2mad.memory.embedder import Embedder
 from r2mad.types import Case
 
 # Every text is embedded as the vector of its first word found here (unknown texts: the 4th axis).

@@ -120,9 +120,9 @@ def test_each_method_family_has_its_own_settings_section_and_plain_names_still_w
 
 
 def test_injection_in_a_retrieved_case_stays_in_the_data_block(tmp_path):
+    from r2mad.backends.embedder import HashEmbedder
     from r2mad.debate import Debate
     from r2mad.memory.bank import MemoryBank
-    from r2mad.memory.embedder import HashEmbedder
     from r2mad.methods import make_method
     from r2mad.settings.config import DebateSettings
     from r2mad.types import Case, Task

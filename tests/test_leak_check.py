@@ -3,11 +3,11 @@ question, by id or by its normalised text (a typed question), is refused in one 
 eval's split check uses the same rule."""
 import pytest
 
+from r2mad.backends.embedder import HashEmbedder
 from r2mad.evaluation.datasets import Split
 from r2mad.evaluation.leakage import check_no_leakage, check_question_not_in_bank, held_tasks
 from r2mad.grading.tasks import task_from_input
 from r2mad.memory.bank import MemoryBank
-from r2mad.memory.embedder import HashEmbedder
 from r2mad.settings.config import ConfigError
 from r2mad.types import Task
 from tests import helpers
@@ -70,8 +70,8 @@ def test_a_reworded_training_question_sees_none_of_its_own_cases():
     from pathlib import Path
     from types import SimpleNamespace
 
+    from r2mad.backends.embedder import load_embedder
     from r2mad.evaluation.leakage import SAME_MEANING, same_meaning
-    from r2mad.memory.embedder import load_embedder
     from r2mad.memory.files import read_cases
 
     path = Path(__file__).resolve().parents[1] / "memory" / "demo-mcq"

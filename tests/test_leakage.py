@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from r2mad.backends.embedder import HashEmbedder
 from r2mad.cli import main
 from r2mad.evaluation.datasets import load_split, seeded_split
 from r2mad.evaluation.leakage import check_no_leakage
 from r2mad.memory.bank import MemoryBank
-from r2mad.memory.embedder import HashEmbedder
 from r2mad.memory.files import read_cases, read_manifest
 from r2mad.settings.config import ConfigError
 from r2mad.types import Case

@@ -6,10 +6,10 @@ import asyncio
 import pytest
 
 from r2mad.backends.base import Capabilities
+from r2mad.backends.embedder import HashEmbedder
 from r2mad.debate import Debate
 from r2mad.engine.build_memory import build
 from r2mad.memory.bank import MemoryBank
-from r2mad.memory.embedder import HashEmbedder
 from r2mad.methods import make_method
 from r2mad.prompts.common import format_instruction
 from r2mad.prompts.r2mad import case_records, cases_block

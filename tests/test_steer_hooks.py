@@ -5,9 +5,9 @@ import asyncio
 
 import pytest
 
+from r2mad.backends.embedder import HashEmbedder
 from r2mad.engine.forks import fork_debate, plan_fork
 from r2mad.memory.bank import MemoryBank
-from r2mad.memory.embedder import HashEmbedder
 from r2mad.prompts import mad, madm2
 from r2mad.prompts.r2mad import cases_block
 from r2mad.prompts.truemad import advice_block

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from r2mad.grading.answers import is_correct
-from r2mad.grading.mathcheck import normalize_math
+from r2mad.grading.kinds import kind_named
 from r2mad.types import AgentTurn, Answer, Round, Transcript
 
 
@@ -26,7 +26,7 @@ def answer_key(answer: Answer, kind: str) -> str | None:
     """A comparable form of a parsed answer; None for UNPARSED and abstentions."""
     if not answer.parsed or answer.how == "abstained":
         return None
-    return normalize_math(answer.value) if kind == "math" else answer.value.strip().upper()
+    return kind_named(kind).key(answer.value)
 
 
 def turns_by_agent(rnd: Round) -> dict[int, AgentTurn]:

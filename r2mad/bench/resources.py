@@ -47,7 +47,7 @@ def app_memory(**defaults) -> list[tuple[str, str]]:
 INDEX_ONLY = """
 import sys, tempfile, time
 from r2mad.memory.bank import MemoryBank
-from r2mad.memory.embedder import load_embedder
+from r2mad.backends.embedder import load_embedder
 started = time.monotonic()
 embedder = load_embedder()
 loaded = time.monotonic()

@@ -10,8 +10,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from r2mad.backends.embedder import Embedder, load_embedder
 from r2mad.memory.bank import STORES, MemoryBank
-from r2mad.memory.embedder import Embedder, load_embedder
 from r2mad.types import Case
 
 N_AGENTS, ROUNDS = 3, (1, 2)  # the papers' setting: one case per agent for each of rounds 1 and 2

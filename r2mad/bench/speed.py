@@ -106,9 +106,9 @@ async def _timed_debate(backend, method: str, settings: DebateSettings, bank=Non
 
 def _bank(tmp: Path):
     """The shipped demo bank when present; otherwise a small synthetic one."""
+    from r2mad.backends.embedder import load_embedder
     from r2mad.bench.retrieval import synthetic_cases
     from r2mad.memory.bank import MemoryBank
-    from r2mad.memory.embedder import load_embedder
 
     embedder = load_embedder()
     demo = ROOT / "memory" / "demo-mcq"

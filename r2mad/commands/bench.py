@@ -27,6 +27,9 @@ def register(sub) -> None:
     p.add_argument("--visitors", type=int, default=None, help="--load: concurrent debates, one client each (8)")
     p.add_argument("--no-early-stop", action="store_true",
                    help="--load: the app's debates run all their rounds (a heavier, steadier load than visitors')")
+    p.add_argument("--kinds", action="store_true",
+                   help="instead: what grouping answers by meaning (short and open kinds) costs beside MAD debates "
+                        "on the embedded model, and how often the embedder loads")
     p.add_argument("--prefix", action="store_true",
                    help="instead: per method, the prompt tokens a prefix cache could serve and those served by 3 "
                         "scripted replicas behind vllm-router, with debate affinity and with round robin")
@@ -55,6 +58,15 @@ def cmd_bench(args, config) -> int:
         print(f"Serve (scripted backbone, {latency:g} s per call; MAD, 3 agents x 3 rounds, early stop off):")
         print(format_rows(serve_figures(latency, 1 if args.quick else args.repeats,
                                         2 if args.quick else args.requests)))
+        return 0
+    if args.kinds:
+        from r2mad.bench.appproc import QUICK_DEBATE
+        from r2mad.bench.kinds import kind_figures
+
+        shape = "2 agents x 2 rounds, 16 tokens" if args.quick else "3 agents x 3 rounds, early stop off"
+        print(f"Answers grouped by meaning (MAD on the embedded model, {shape}, seed 0; all-MiniLM-L6-v2; "
+              "target <= 5 % of a debate's wall, and one embedder load):")
+        print(format_rows([{"figure": f, "value": v} for f, v in kind_figures(**(QUICK_DEBATE if args.quick else {}))]))
         return 0
     if args.memory or args.parse or args.load:
         from r2mad.bench import resources

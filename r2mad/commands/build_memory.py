@@ -39,12 +39,12 @@ def cmd_build(args: argparse.Namespace, config) -> int:
     from tqdm import tqdm
 
     import r2mad
+    from r2mad.backends.embedder import load_embedder
     from r2mad.commands.common import settings_from
     from r2mad.engine.resources import backend_for
     from r2mad.evaluation.catalog import load_split
     from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED
     from r2mad.memory.bank import MemoryBank
-    from r2mad.memory.embedder import load_embedder
     from r2mad.memory.files import built_embedder, check_same_source
 
     dataset = {"mcq": "demo-mcq", "math": "demo-math"}.get(args.task, args.task)

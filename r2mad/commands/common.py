@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from r2mad.grading.kinds import kind_of
+from r2mad.grading.outcome import agreement_line
 from r2mad.settings.config import ConfigError, DebateSettings, whole_number
 from r2mad.settings.fields import BY_NAME, FIELDS
 from r2mad.steer.fork import steer_notes
@@ -79,7 +81,8 @@ def print_transcript(t: Transcript, out=None, show_text: bool = False, prices=No
     """The debate round by round; with `prices` (evaluation.costs.price_table: backbone name -> prices) the
     usage lines give its cost in money, per model for a mixed-model debate."""
     w = (out or sys.stdout).write
-    w(f"Method {t.method} on {t.backbone} — {t.task.kind} question\n")
+    kind = kind_of(t.task)
+    w(f"Method {t.method} on {t.backbone} — answer kind: {kind.label}\n  {kind.agree}\n")
     for note in t.notices:
         w(f"  note: {note}\n")
     mixed = len({turn.backbone or t.backbone for rnd in t.rounds for turn in rnd.turns}) > 1
@@ -107,6 +110,8 @@ def print_transcript(t: Transcript, out=None, show_text: bool = False, prices=No
     u = t.usage()
     verdict = "" if t.correct is None else (" — correct" if t.correct else f" — wrong (gold {t.task.gold})")
     w(f"\nFinal answer: {t.final}{verdict}  [{t.status}]\n")
+    if t.rounds:
+        w(f"Consensus: {agreement_line(t)}\n")
     per_model = t.usage_by_model()
     from r2mad.evaluation.costs import format_cost, model_costs, total_words
 

@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from r2mad.memory.embedder import Embedder, load_embedder
+from r2mad.backends.embedder import Embedder, load_embedder
 from r2mad.memory.files import (
     CASES,
     MANIFEST,

@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from r2mad.memory.embedder import Embedder
+from r2mad.backends.embedder import Embedder
 from r2mad.memory.files import BankError, now, write_atomic
 from r2mad.memory.retrieval import render_state
 from r2mad.memory.stores import IndexStoreError, open_local, open_server

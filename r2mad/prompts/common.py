@@ -1,6 +1,7 @@
 """Personas, the task prompt and the answer-format instructions shared by every method."""
 from __future__ import annotations
 
+from r2mad.grading.kinds import kind_of
 from r2mad.grading.tasks import format_task
 from r2mad.prompts.personas import GENERIC, personas_for
 from r2mad.types import Task
@@ -28,12 +29,8 @@ def paper_system(system: str, task: Task) -> str:
 
 
 def format_instruction(task: Task) -> str:
-    # Describe the form instead of showing a sample letter: small models copy sample letters.
-    if task.kind == "math":
-        return ("Think step by step, then write the final answer alone inside \\boxed{} "
-                "on the last line.")
-    return ("Think step by step, then end with a line that gives the letter of the option you "
-            "choose, wrapped in two pairs of round brackets.")
+    """How the agent should end its reply: the task's answer kind says (grading.kinds)."""
+    return kind_of(task).instruction(task)
 
 
 def task_prompt(task: Task) -> str:
@@ -73,8 +70,4 @@ def fit_to_window(peers: list[tuple[str, str]], room_tokens: int, used_chars: in
 
 def final_answer_request(task: Task) -> str:
     """The answer guard's follow-up: the answer alone, in the task's own form."""
-    if task.kind == "math":
-        return "Give only your final answer now, written inside \\boxed{} and nothing else."
-    letters = ", ".join(letter for letter, _ in task.options)
-    return (f"Give only the letter of the option you choose now ({letters}), wrapped in two pairs of "
-            "round brackets, and nothing else.")
+    return kind_of(task).final_request(task)

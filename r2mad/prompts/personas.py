@@ -15,6 +15,13 @@ GENERIC = {
     ],
 }
 
+WORDED = "mcq"  # a kind with no set of its own (yes/no, short, open) gets the question-answerers
+GENERIC["open"] = [
+    ("Pragmatist", "You give practical advice and weigh what works for the person asking."),
+    ("Devil's advocate", "You look for the strongest case against the obvious choice."),
+    ("Analyst", "You compare the alternatives point by point before you take a position."),
+]
+
 BY_SOURCE = {
     "math500": [
         ("Algebraist", "You are a mathematician who sets up the right equations and solves them exactly."),
@@ -71,4 +78,4 @@ BY_SOURCE = {
 
 def personas_for(kind: str, source: str = "") -> list[tuple[str, str]]:
     """The benchmark's own personas when it has some, else the generic ones of the task kind."""
-    return BY_SOURCE.get(source) or GENERIC[kind]
+    return BY_SOURCE.get(source) or GENERIC.get(kind) or GENERIC[WORDED]

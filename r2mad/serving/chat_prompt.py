@@ -6,13 +6,14 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import Any
 
 from r2mad.grading.answers import strip_think
+from r2mad.grading.kinds import KIND_NAMES
 from r2mad.grading.tasks import task_from_input
 from r2mad.settings.config import ConfigError
 from r2mad.text import quoted
-from r2mad.types import Round, Task, TaskKind, Transcript
+from r2mad.types import Round, Task, Transcript
 
 OPTION_LINE = re.compile(r"^\s*(?:\(([A-Z])\)|([A-Z])[).:])\s+(\S.*?)\s*$")
 # the answer forms a caller's prompt may ask for, in the order they are looked for
@@ -112,8 +113,8 @@ def _option_run(lines: list[str]) -> tuple[tuple[tuple[str, str], ...], set[int]
 
 
 def known_kinds() -> tuple[str, ...]:
-    """The answer kinds a request may name (the kinds registry's names, once there is one)."""
-    return get_args(TaskKind)
+    """The answer kinds a request may name: the kinds registry's names."""
+    return KIND_NAMES
 
 
 def task_for(asked: Asked, kind: str | None, max_chars: int) -> Task:

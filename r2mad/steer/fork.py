@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from r2mad.grading.answers import consensus_ratio, extract_answer
+from r2mad.grading.kinds import kind_of
 from r2mad.text import EDIT_CHARS, FIELD_CHARS, GOLD_CHARS, quoted, too_long
 from r2mad.types import Answer, Round, Task, Transcript, Usage
 
@@ -110,15 +111,11 @@ def _agent(text: str, flag: str) -> int:
 
 def answer_statement(task: Task, value: str) -> str:
     """The message of an agent whose answer a fork forces: the answer alone, in the task's format."""
-    return f"My final answer is \\boxed{{{value}}}." if task.kind == "math" else f"My final answer is (({value}))."
+    return kind_of(task).written(value)
 
 
 def forced_answer(task: Task, value: str) -> tuple[str, Answer]:
-    value = value.strip().upper() if task.kind == "mcq" else value.strip()
-    letters = [letter for letter, _ in task.options]
-    if task.kind == "mcq" and value not in letters:
-        raise ValueError(f"Answer {quoted(value)} is not an option of this question; choose one of "
-                         f"{', '.join(letters)}.")
+    value = kind_of(task).checked(value, task)
     text = answer_statement(task, value)
     return text, Answer(extract_answer(text, task).value, "forced")
 

@@ -72,7 +72,7 @@ class Api:
 
     async def run_debate(self, question: str, options: dict[str, str] | None = None, gold: str = "",
                          method: str = PLAIN, backbone: str = "", bank: str = "",
-                         agent_backbones: list[str] | None = None, aux_backbone: str = "",
+                         agent_backbones: list[str] | None = None, aux_backbone: str = "", kind: str = "",
                          notes: list[dict] | None = None,
                          rounds: int | None = None, agents: int | None = None, max_tokens: int | None = None,
                          temperature: float | None = None, seed: int | None = None,
@@ -81,7 +81,7 @@ class Api:
 
         Args:
             question: the question to debate.
-            options: multiple-choice options as {"A": "text", "B": "text"}; leave empty for a math question.
+            options: multiple-choice options as {"A": "text", "B": "text"}; leave empty for any other question.
             gold: the correct answer (an option letter or a number), to score the debate; may be empty.
             method: one of the debate methods or baselines (mad, madm2-subjective, truemad, r2mad, cot, ...).
             backbone: a configured backbone name; empty for the app's default.
@@ -95,6 +95,7 @@ class Api:
             max_tokens: most tokens each response may have; empty for the app's.
             temperature: sampling temperature (0 to 2); empty for the app's.
             seed: the seed every call's seed derives from; empty for the app's.
+            kind: the answer kind (math, mcq, integer, yesno, short, open); empty to guess it from the question.
         """
         from r2mad.grading.tasks import task_from_input
         from r2mad.human import from_rows, scripted
@@ -108,7 +109,8 @@ class Api:
                               "temperature": temperature, "seed": seed}  # the Debate tab's Advanced panel
             settings = s.config.settings.replace(**{k: v for k, v in asked_settings.items() if v not in (None, "")})
             task = task_from_input(question, {k.strip().upper(): v for k, v in (options or {}).items()} or None,
-                                   gold or None, max_chars=settings.max_question_chars)
+                                   gold or None, max_chars=settings.max_question_chars,
+                                   kind=(kind or "").strip() or None)
             names = tuple((n or "").strip() for n in agent_backbones or ())
             said = from_rows(notes, settings.agents, settings.rounds)
             asked = RunRequest(task, (method,), settings, ((aux_backbone or "").strip() or names[0]) if names else name,

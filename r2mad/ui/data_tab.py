@@ -11,10 +11,10 @@ from typing import Any
 
 import gradio as gr
 
-from r2mad.evaluation.benchmarks.base import KIND_NAMES
 from r2mad.evaluation.benchmarks.hub import columns_of, read_table
 from r2mad.evaluation.datasets import DataError
 from r2mad.evaluation.own_data import guess_columns, load_own
+from r2mad.grading.kinds import KIND_NAMES
 from r2mad.methods import PLAIN, REGISTRY, SINGLE, is_debate
 from r2mad.serving import own_eval
 from r2mad.serving.visitors import identify

@@ -8,6 +8,8 @@ from typing import Any
 
 import gradio as gr
 
+from r2mad.grading.kinds import KINDS
+from r2mad.grading.tasks import guess_kind
 from r2mad.methods import REGISTRY, names
 from r2mad.settings.config import bounds
 from r2mad.settings.fields import ON_FORM, Field
@@ -25,7 +27,7 @@ SETTING_ROWS = (("agents", "rounds", "max_tokens"), ("temperature", "seed", "ans
                 ("k", "gamma"))  # the settings panel's rows, by field name
 # what a fill (a card, Inspect's rerun) sets, in the order the rerun endpoint returns it; the profile stays as chosen
 FILL = ("backbone", "methods", "bank", *(f.name for f in ON_FORM if f.name != "profile"), "question", *OPTIONS,
-        "gold", "mixed_models", "aux_backbone", *AGENTS)
+        "gold", "kind", "mixed_models", "aux_backbone", *AGENTS)
 
 Form = dict[str, Any]  # component by name
 
@@ -48,15 +50,36 @@ def needs_token(config, backbone: str) -> bool:
 QUESTION_CHARS = 4000  # the page's bound; the server checks the configured max_question_chars with its options
 
 
-def question_part(form: Form) -> None:
+def question_part(form: Form) -> tuple[gr.Markdown, gr.Button]:
+    """The question, its answer kind (a chip, "change" shows the kinds), its options and its gold; returns
+    the chip and its button (not form values)."""
     form["question"] = gr.Textbox("", lines=2, label="Question", elem_id="question", max_length=QUESTION_CHARS,
-                                  placeholder="A math problem, or a multiple-choice question with options below")
+                                  placeholder="Any question: a math problem, a fact, yes or no, an open question, "
+                                              "or a multiple-choice question with options below")
+    with gr.Row(elem_id="kind-row", equal_height=True):
+        chip = gr.Markdown(kind_chip("", "", False), elem_id="kind-chip")
+        change = gr.Button("change", size="sm", variant="secondary", elem_id="kind-change", scale=0, min_width=80)
+    form["kind"] = gr.Dropdown(KIND_CHOICES, value="", label="Answer kind", elem_id="kind", visible=False)
     with gr.Accordion("Multiple-choice options (optional; empty ones are ignored)", open=False):
         for name, letter in zip(OPTIONS, LETTERS):
             form[name] = gr.Textbox("", label=f"Option {letter}", elem_id=f"option-{letter}",
                                     max_length=QUESTION_CHARS)
-    form["gold"] = gr.Textbox("", label="Correct answer, if you know it (a letter or a number; used to score)",
-                              elem_id="gold", max_length=GOLD_CHARS, info=f"Up to {GOLD_CHARS} characters.")
+    form["gold"] = gr.Textbox("", label="Correct answer, if you know it (a letter, a number, yes or no, a few "
+                                        "words; used to score)", elem_id="gold", max_length=GOLD_CHARS,
+                              info=f"Up to {GOLD_CHARS} characters.")
+    return chip, change
+
+
+KIND_CHOICES = [("Guess from the question", ""), *((k.label, k.name) for k in KINDS.values())]
+
+
+def kind_chip(question: str, picked: str, has_options: bool) -> str:
+    """'Answer kind: short answer (guessed)' and, under it, what "agree" means for that kind."""
+    if not (question or "").strip() and not picked:
+        return "**Answer kind:** guessed from your question as you type"
+    kind = KINDS[picked or guess_kind(question or "", has_options)]
+    how = "" if picked else " (guessed from the question)"
+    return f"**Answer kind: {kind.label}**{how}  \n<small>{kind.agree}</small>"
 
 
 def methods_part(form: Form, default_method: str) -> None:

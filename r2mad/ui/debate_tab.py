@@ -19,8 +19,10 @@ from r2mad.ui.debate_form import (
     FILL,
     GROUPS,
     MAX_AGENTS,
+    OPTIONS,
     ORDER,
     advanced_part,
+    kind_chip,
     methods_part,
     needs_token,
     question_part,
@@ -52,6 +54,14 @@ def _group_headings_css() -> str:
 
 
 METHOD_GROUPS_CSS = _group_headings_css()
+# the answer kind as a chip under the question, its "change" button right beside it
+KIND_CSS = """
+#kind-row { flex-wrap: nowrap; align-items: center; gap: 10px; }
+#kind-row > #kind-chip { flex: 0 1 auto !important; min-width: 0 !important; background: #eef2ff;
+  border: 1px solid #c7d2fe; border-radius: 14px; padding: 4px 12px; }
+#kind-row > #kind-change { flex: 0 0 auto !important; }
+#kind-chip p { margin: 0.1em 0; }
+"""
 
 
 @dataclass
@@ -130,7 +140,7 @@ def build(services: Services, visitor_id) -> DebateTab:
     card_buttons = cards_part()
     with gr.Row(equal_height=False):
         with gr.Column(scale=3):
-            question_part(form)
+            ui["kind_chip"], ui["kind_change"] = question_part(form)
         with gr.Column(scale=2, min_width=300):
             methods_part(form, config.app.default_method)
             form["blind"] = vote_panel.toggle()
@@ -148,6 +158,7 @@ def build(services: Services, visitor_id) -> DebateTab:
     vote_panel.events(services, ui, outputs, visitor_id)
     moderator_box.events(services, ui)
     form_events(services, debate, form, ui)
+    kind_events(form, ui)
     card_events(services, form, ui, card_buttons, banks, outputs)
     if services.ledger is not None:
         allowance_events(services, form, ui, visitor_id, run_event)
@@ -201,6 +212,18 @@ def form_events(services: Services, debate, form: Parts, ui: Parts) -> None:
                                 [form["mixed_models"]], [ui["mixed_box"], form["backbone"]], **quiet)
     form["agents"].change(lambda n: [gr.Dropdown(visible=i < int(n)) for i in range(MAX_AGENTS)], [form["agents"]],
                           [form[name] for name in AGENTS], **quiet)
+
+
+def kind_events(form: Parts, ui: Parts) -> None:
+    """The kind chip follows the question, its options and the picked kind; "change" shows the kinds."""
+    quiet = dict(api_visibility="private", queue=False, show_progress="hidden")
+    inputs = [form["question"], form["kind"], *(form[name] for name in OPTIONS)]
+
+    def chip(question: str, picked: str, *options: str) -> str:
+        return kind_chip(question, picked, any((o or "").strip() for o in options))
+
+    gr.on([form[name].change for name in ("question", "kind", *OPTIONS)], chip, inputs, ui["kind_chip"], **quiet)
+    ui["kind_change"].click(lambda: gr.Dropdown(visible=True), None, form["kind"], **quiet)
 
 
 def allowance_events(services: Services, form: Parts, ui: Parts, visitor_id, run_event) -> None:

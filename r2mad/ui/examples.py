@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from r2mad.methods import PLAIN
 from r2mad.types import Task, Transcript
 
 CACHE = Path(__file__).resolve().parents[2] / "data" / "examples"
@@ -23,10 +24,12 @@ SEED = 0
 class ExampleCard:
     id: str
     method: str
-    dataset: str  # demo-mcq | demo-math
+    dataset: str  # demo-mcq | demo-math; "" for a question of the card's own
     question_id: str
     blurb: str  # "Method: what the card teaches"
     bank: str = ""
+    question: str = ""  # a question of the card's own (no data set has it), of answer kind `kind`
+    kind: str = ""
 
     def label(self, task: Task, model: str | None = None) -> str:
         """The method's name alone on the first line (drawn bold, so it never wraps half-bold), then what the
@@ -43,10 +46,14 @@ CARDS = (
     ExampleCard("madm2-algebra", "madm2-objective", "demo-math", "math-009",
                 "MAD-M²: weak answers are masked"),
     ExampleCard("truemad-piano", "truemad", "demo-mcq", "mcq-006", "TrueMAD: agents advise each other"),
+    ExampleCard("mad-rust-or-go", PLAIN, "", "", "MAD: an open question, answers grouped by meaning",
+                question="Should I learn Rust or Go first?", kind="open"),
 )
 
 
 def card_task(card: ExampleCard) -> Task:
+    if card.question:
+        return Task(card.kind, card.question, id=card.id, source="card")
     from r2mad.evaluation.datasets import load_split
 
     for task in load_split(card.dataset, "test").tasks:
@@ -190,7 +197,8 @@ def main(argv: list[str] | None = None) -> None:
             continue
         write_recording(args.out / f"{card.id}.json", t, config, args.backbone)
         kept = recorded_with(config, args.backbone)
-        print(f"{card.id}: final {t.final.value}, {'right' if t.correct else 'wrong'}, {t.usage().calls} calls, "
+        verdict = "unscored" if t.correct is None else "right" if t.correct else "wrong"
+        print(f"{card.id}: final {t.final.value}, {verdict}, {t.usage().calls} calls, "
               f"{t.seconds:.0f} s on {kept['model']}" + (f" ({kept['build']})" if "build" in kept else ""))
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import gradio as gr
 
+from r2mad.grading.tasks import guess_kind
 from r2mad.settings.config import SECTION_OF, DebateSettings
 from r2mad.ui.debate_form import AGENTS, FILL, LETTERS, OPTIONS
 
@@ -20,8 +21,9 @@ def saved_setting(settings: dict, name: str, default):
 
 def task_values(task) -> dict[str, Any]:
     options = dict(task.options)
+    guessed = guess_kind(task.question, bool(task.options))  # the kind shows as a guess where it is one
     return {"question": task.question, **{name: options.get(letter, "") for name, letter in zip(OPTIONS, LETTERS)},
-            "gold": task.gold or ""}
+            "gold": task.gold or "", "kind": "" if task.kind == guessed else task.kind}
 
 
 def mix_values(t, known) -> dict[str, Any]:

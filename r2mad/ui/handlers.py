@@ -30,7 +30,12 @@ from r2mad.text import quoted
 from r2mad.ui import moderator_box, vote_panel
 from r2mad.ui.debate_form import AGENTS, LETTERS, OPTIONS
 from r2mad.ui.render.blind import Curtain
-from r2mad.ui.views import MAX_COLUMNS, idle, status_line, view  # the Debate tab's component updates (issue 16)
+from r2mad.ui.views import (  # the Debate tab's component updates (issue 16)
+    MAX_COLUMNS,
+    idle,
+    status_line,
+    view,
+)
 
 log = logging.getLogger("r2mad.ui")
 NOT_SAVED = "**Not saved yet** — kept and saved when space returns."
@@ -65,13 +70,14 @@ class DebateRequest:
     gold: str = ""
     agent_backbones: tuple[str, ...] = ()  # mixed models: one backbone per agent (empty: every agent on `backbone`)
     aux_backbone: str = ""  # mixed models: summaries, judges and advice (empty: agent 1's)
+    kind: str = ""  # the answer kind picked on the chip (empty: guessed from the question)
 
     @classmethod
     def from_form(cls, form: dict[str, Any]) -> DebateRequest:
         """From the Debate form's values by name (r2mad.ui.debate_form); with `mixed_models`, agent i answers
         on `agent_i` and the auxiliary calls use `aux_backbone`."""
         text = {name: form.get(name) or "" for name in ("backbone", "question", "base_url", "model", "bank", "gold",
-                                                         "aux_backbone")}
+                                                         "aux_backbone", "kind")}
         agents = AGENTS[:int(form.get("agents") or 0)] if form.get("mixed_models") else ()
         return cls(**text, methods=tuple(m for m in (form.get("methods") or []) if m),
                    typed={f.name: form[f.name] for f in ON_FORM if f.name in form},
@@ -118,7 +124,8 @@ class DebateHandlers:
             raise ConfigError(f"Unknown method {quoted(unknown[0])}; choose methods from the list.")
         settings = req.settings(self.services.config.settings)
         chosen = {letter: text for letter, text in zip(LETTERS, req.options) if (text or "").strip()}
-        task = task_from_input(req.question, chosen or None, req.gold, max_chars=settings.max_question_chars)
+        task = task_from_input(req.question, chosen or None, req.gold, max_chars=settings.max_question_chars,
+                               kind=req.kind or None)
         agents = tuple((n or "").strip() for n in req.agent_backbones)
         if agents and (req.base_url or "").strip():
             raise ConfigError("Mixed models use the listed backbones; clear the custom endpoint or untick "

@@ -70,7 +70,7 @@ CSS = """
 #summary th *, #summary td * { word-break: normal !important; overflow-wrap: normal !important; }
 #data-report table { display: block; width: max-content; max-width: 100%; overflow-x: auto; border: none; padding: 0; }
 #data-report th, #data-report td { word-break: normal !important; overflow-wrap: normal !important; }
-""" + debate_tab.METHOD_GROUPS_CSS + annotate_tab.CSS
+""" + debate_tab.METHOD_GROUPS_CSS + debate_tab.KIND_CSS + annotate_tab.CSS
 
 
 def build_app(config: Config | None = None, *, secrets: Iterable[str] = (),

@@ -9,18 +9,17 @@ from typing import Callable, Mapping
 
 from r2mad.evaluation.benchmarks.hub import read_table
 from r2mad.evaluation.datasets import DataError
+from r2mad.grading.kinds import KIND_NAMES
 from r2mad.types import Task
 
 # rows, seed, where they came from -> tasks
 Converter = Callable[[list[dict], int, str], list[Task]]
 
 
-KIND_NAMES = ("math", "mcq", "integer", "yesno", "short", "open")  # the kinds registry's names (issue 40 part 1)
 
 
 def answer_kind(name: str) -> str:
-    """The answer kind a benchmark's (or a researcher's own data's) tasks carry, by its name in the kinds
-    registry. The one place to switch to that registry: until it lands, Task.kind holds the name itself."""
+    """The answer kind a benchmark's (or a researcher's own data's) tasks carry: a name of the kinds registry."""
     if name not in KIND_NAMES:
         raise ValueError(f"Unknown answer kind {name!r}; choose one of: {', '.join(KIND_NAMES)}.")
     return name

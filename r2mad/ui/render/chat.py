@@ -7,6 +7,8 @@ from typing import Any, Iterable
 
 from r2mad.evaluation.costs import PriceTable, format_cost, model_costs, total_words
 from r2mad.grading.answers import split_think
+from r2mad.grading.kinds import kind_of
+from r2mad.grading.outcome import kind_line
 from r2mad.types import (
     AgentTurn,
     Answer,
@@ -46,7 +48,7 @@ def answer_label(answer: Answer) -> str:
 
 
 def task_markdown(task: Task) -> str:
-    lines = [f"**Question** ({'multiple choice' if task.kind == 'mcq' else 'math'})", "", esc(task.question)]
+    lines = [f"**Question** ({kind_of(task).label})", "", esc(task.question)]
     if task.options:
         lines.append("")
         lines.extend(f"({letter}) {esc(text)}" for letter, text in task.options)
@@ -154,7 +156,7 @@ def final_markdown(t: Transcript, prices: PriceTable | None = None, elapsed: flo
     models = agent_models(t)
     on = mix_words(models) if models else esc(t.backbone)
     text = (f"**{esc(outcome_line(t))}**  \n{esc(t.method)} on {on} · {len(finished)} round(s) · "
-            f"{usage.calls} calls · {usage.tokens} tokens{money} · {_seconds(t, elapsed)}")
+            f"{usage.calls} calls · {usage.tokens} tokens{money} · {_seconds(t, elapsed)}  \n{esc(kind_line(t))}")
     if len(per_model) > 1:
         text += "  \nBy model: " + "; ".join(
             f"{esc(name)} {u.calls} call{'s' if u.calls != 1 else ''} · {u.tokens} tokens"

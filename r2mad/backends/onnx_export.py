@@ -1,6 +1,6 @@
 """Export a sentence-transformers folder's transformer to an ONNX graph, with the vectors torch gives for a
 few probe sentences beside it (so the process that runs the graph can check it without torch). Run as
-`python -m r2mad.memory.onnx_export FOLDER GRAPH` by r2mad.memory.embedder, in its own process: torch is loaded here
+`python -m r2mad.backends.onnx_export FOLDER GRAPH` by r2mad.backends.embedder, in its own process: torch is loaded here
 once per set of weights, never in the app."""
 from __future__ import annotations
 

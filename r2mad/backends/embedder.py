@@ -107,7 +107,7 @@ class OnnxEmbedder(Embedder):
 
     def check(self) -> bool:
         """Does this graph reproduce torch's vectors for the probe sentences exported with it?"""
-        from r2mad.memory.onnx_export import probe_path
+        from r2mad.backends.onnx_export import probe_path
 
         probe = json.loads(probe_path(self.graph).read_text(encoding="utf-8"))
         return bool(np.allclose(self.encode(probe["texts"]), np.asarray(probe["vectors"]), atol=1e-4))
@@ -129,7 +129,7 @@ def onnx_graph(folder: Path) -> Path | None:
     torch never loads here) when missing; None when the pipeline is not mean-pooled or export fails."""
     if not mean_pooled(folder):
         return None
-    from r2mad.memory.onnx_export import probe_path
+    from r2mad.backends.onnx_export import probe_path
 
     digest = hashlib.blake2b(digest_size=12)
     with open(folder / "model.safetensors", "rb") as weights:
@@ -137,7 +137,7 @@ def onnx_graph(folder: Path) -> Path | None:
             digest.update(block)
     graph = cache_dir() / "onnx" / f"{folder.name}-{digest.hexdigest()}.onnx"
     if not (graph.is_file() and probe_path(graph).is_file()):
-        done = subprocess.run([sys.executable, "-m", "r2mad.memory.onnx_export", str(folder), str(graph)],
+        done = subprocess.run([sys.executable, "-m", "r2mad.backends.onnx_export", str(folder), str(graph)],
                               cwd=ROOT, capture_output=True, text=True)
         if done.returncode != 0 or not graph.is_file():
             log.info("ONNX export of the embedder failed; encoding with torch.")

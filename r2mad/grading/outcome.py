@@ -1,0 +1,71 @@
+"""How a finished round reads: which agents hold the voted answer, the consensus, and the dissent (the
+leaders of the other groups), in words for the CLI, the app and the loop's closing notice. Pure: it asks
+the task's kind; the embeddings it reads were made off the event loop as the answers arrived."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from r2mad.grading.kinds import kind_of
+from r2mad.text import quoted
+from r2mad.types import AgentTurn, Answer, Task, Transcript
+
+
+@dataclass(frozen=True)
+class Outcome:
+    final: Answer
+    holders: tuple[int, ...]  # agents (0-based) in the voted answer's group
+    n: int  # all agents of the round, unparsed ones included
+    dissent: tuple[tuple[tuple[int, ...], Answer], ...]  # (agents, leader's answer) of every other group
+
+    @property
+    def consensus(self) -> float:
+        return len(self.holders) / self.n if self.n else 0.0
+
+
+def outcome(turns: Sequence[AgentTurn], task: Task) -> Outcome:
+    kind, answers = kind_of(task), [t.answer for t in turns]
+    groups, won = kind.groups(answers), kind.winner(answers)
+    members: dict[int, list[int]] = {}
+    for turn, leader in zip(turns, groups):
+        if leader is not None:
+            members.setdefault(leader, []).append(turn.agent)
+    holders = tuple(members.get(won, ()))
+    dissent = tuple((tuple(agents), answers[leader]) for leader, agents in members.items() if leader != won)
+    return Outcome(kind.vote(answers), holders, len(turns), dissent)
+
+
+def _agents(agents: Sequence[int]) -> str:
+    names = [f"{a + 1}" for a in agents]
+    return f"agent {names[0]}" if len(names) == 1 else "agents " + ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def dissent_line(result: Outcome) -> str:
+    """'agent 3 holds 'Learn Rust first'; agent 2 holds …' (empty when nobody dissents)."""
+    return "; ".join(f"{_agents(agents)} {'holds' if len(agents) == 1 else 'hold'} {quoted(answer.value, 120)}"
+                     for agents, answer in result.dissent)
+
+
+def agreement_line(t: Transcript) -> str:
+    """'2 of 3 agents hold the final answer (0.67); dissent: agent 3 holds '…'' (the last finished round)."""
+    done = [r for r in t.rounds if not r.details.get("running")]
+    if not done:
+        return "no round finished"
+    result = outcome(done[-1].turns, t.task)
+    if not result.holders:
+        return f"no agent gave an answer the {kind_of(t.task).label} kind could read"
+    line = f"{len(result.holders)} of {result.n} agents hold the final answer ({result.consensus:.2f})"
+    dissent = dissent_line(result)
+    return f"{line}; dissent: {dissent}" if dissent else line
+
+
+DISSENT = "Dissent: "  # how the loop's closing notice on an open question starts
+
+
+def kind_line(t: Transcript) -> str:
+    """'Answer kind: open question · consensus 0.67 · Dissent: agent 3 holds '…'.' from what the transcript
+    stored (each round's consensus, the closing notice): nothing is compared again."""
+    done = [r for r in t.rounds if not r.details.get("running")]
+    consensus = f" · consensus {done[-1].consensus:.2f}" if done else ""
+    dissent = next((n for n in t.notices if n.startswith(DISSENT)), "")
+    return f"Answer kind: {kind_of(t.task).label}{consensus}" + (f" · {dissent}" if dissent else "")

@@ -1,0 +1,271 @@
+"""Answer kinds: extraction, equivalence, grouping, consensus, vote and scoring, with hand-computed values.
+Meaning is read from a fixed embedder here (vectors chosen by hand); the real one is in test_kinds_meaning.py."""
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from r2mad.backends.embedder import Embedder
+from r2mad.debate import Debate
+from r2mad.grading.answers import consensus_ratio, extract_answer, is_correct, is_unanimous, math_value, plurality_vote
+from r2mad.grading.kinds import KINDS, kind_named, kind_of
+from r2mad.grading.kinds.free import OPEN_THRESHOLD, SHORT_THRESHOLD
+from r2mad.grading.kinds.meaning import MEANING
+from r2mad.grading.kinds.words import normalise
+from r2mad.grading.outcome import agreement_line, outcome
+from r2mad.grading.tasks import guess_kind, task_from_input
+from r2mad.methods import make_method
+from r2mad.prompts.common import format_instruction
+from r2mad.settings.config import DebateSettings
+from r2mad.types import UNPARSED, AgentTurn, Answer, Task
+from tests.scripted import ScriptedBackend
+
+
+class FixedEmbedder(Embedder):
+    """Unit vectors chosen by hand: text -> angle in degrees (cosine of two = cos of the angle between)."""
+    id, dim = "fixed", 2
+
+    def __init__(self, angles: dict[str, float]):
+        self.angles = angles
+
+    def encode(self, texts):
+        return np.array([[np.cos(np.radians(self.angles[t])), np.sin(np.radians(self.angles[t]))] for t in texts],
+                        dtype=np.float32)
+
+
+@pytest.fixture
+def meaning():
+    """MEANING reads a FixedEmbedder for the test; the default embedder comes back after it."""
+    before = MEANING.embedder
+    yield lambda angles: MEANING.use(FixedEmbedder(angles))
+    MEANING.use(before)
+
+
+def degrees(cosine: float) -> float:
+    return float(np.degrees(np.arccos(cosine)))
+
+
+def a(value):
+    return Answer(value, "answer_colon") if value is not None else UNPARSED
+
+
+# --- the registry ------------------------------------------------------------------------------------
+
+def test_every_kind_is_registered_once_by_name_and_asked_by_the_prompts():
+    assert list(KINDS) == ["math", "mcq", "integer", "yesno", "short", "open"]
+    assert all(KINDS[name].name == name for name in KINDS) and kind_of(Task("short", "q")) is KINDS["short"]
+    with pytest.raises(ValueError, match="Unknown answer kind 'essay'; choose one of: math, mcq"):
+        kind_named("essay")
+    for name, kind in KINDS.items():
+        assert format_instruction(Task(name, "q", (("A", "x"), ("B", "y")))) == kind.instruction(Task(name, "q"))
+        assert kind.label and kind.agree.startswith("Agree = ")
+
+
+# --- math --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value, question, read", [
+    ("12 + 30 = 33", "What is 12 + 30?", "33"),  # the right-hand side of a worked equation is the value
+    ("2 \\cdot 21 = 42", "", "42"),
+    ("x = 5", "", "x = 5"),  # a letter on the left names the value: normalize_math reads it
+    ("x^2 + y^2 = 1", "", "x^2 + y^2 = 1"),  # an equation as the answer stays whole
+    ("12 + 30", "What is 12 + 30?", None),  # the question restated is no answer
+    ("12+30", "What is 12 + 30?", None),
+    ("12 + 31", "What is 12 + 30?", "12 + 31"),  # not the question's own expression
+    ("None", "", None), ("\\text{None}", "", None), ("n/a", "", None),
+    ("42", "What is 12 + 30?", "42"),
+])
+def test_math_reads_the_value_an_answer_states(value, question, read):
+    assert math_value(value, question) == read
+
+
+def test_math_extraction_applies_the_value_rules_and_a_restatement_splits_no_vote():
+    task = Task("math", "What is 12 + 30?", gold="42")
+    replies = ["So \\boxed{12 + 30 = 42}", "The answer is 12 + 30.", "\\boxed{None}", "\\boxed{42}"]
+    answers = [extract_answer(r, task) for r in replies]
+    assert [x.value for x in answers] == ["42", None, None, "42"]
+    assert consensus_ratio(answers, "math") == pytest.approx(2 / 4)
+    assert plurality_vote(answers, "math").value == "42" and is_correct(answers[0], task) is True
+
+
+# --- integer -----------------------------------------------------------------------------------------
+
+def test_integer_is_exact_whole_numbers_leading_zeros_aside():
+    task = Task("integer", "AIME 2024 I, problem 1", gold="204")
+    got = [extract_answer(r, task) for r in ("\\boxed{204}", "\\boxed{0204}", "\\boxed{204.5}", "\\boxed{\\frac{1}{2}}",
+                                             "The answer is 33.")]
+    assert [x.value for x in got] == ["204", "204", None, None, "33"]
+    assert [is_correct(x, task) for x in got] == [True, True, False, False, False]
+    assert KINDS["integer"].same("033", "33") and not KINDS["integer"].same("33", "33.5")
+    with pytest.raises(ValueError, match="not a whole number"):
+        KINDS["integer"].checked("twelve", task)
+
+
+# --- yes / no ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("reply, read", [
+    ("Final answer: Yes.", "yes"), ("**Final answer:** no", "no"), ("Yes, a hot dog fits the definition.", "yes"),
+    ("No. A sandwich needs two slices.", "no"), ("The answer is no because the bread is one piece.", "no"),
+    ("No matter how you slice it, it is a taco.", None),  # "No matter" is not a verdict
+    ("Final answer: yes or no", None),  # the placeholder copied: no verdict
+    ("I think it depends.", None),
+])
+def test_yesno_reads_the_verdict(reply, read):
+    assert extract_answer(reply, Task("yesno", "Is a hot dog a sandwich?")).value == read
+
+
+def test_yesno_vote_consensus_and_score():
+    answers = [a("yes"), a("no"), a("yes"), UNPARSED]
+    assert consensus_ratio(answers, "yesno") == 0.5 and plurality_vote(answers, "yesno").value == "yes"
+    assert is_correct(a("yes"), Task("yesno", "q", gold="Yes")) is True
+    assert is_correct(a("no"), Task("yesno", "q", gold="yes")) is False
+    with pytest.raises(ValueError, match="not yes or no"):
+        task_from_input("Is a hot dog a sandwich?", None, "maybe")
+
+
+# --- short: spelling ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, normal", [
+    ("The Canberra.", "canberra"), ("an apple", "apple"), ("Zürich!", "zurich"), ("twenty-one", "21"),
+    ("Nineteen sixty-nine", "1969"), ("two hundred and five", "205"), ("1,000 km", "1000 km"), ("3.5", "3.5"),
+])
+def test_short_normalisation(text, normal):
+    assert normalise(text) == normal
+
+
+def test_short_extraction_keeps_the_answer_not_the_restated_question():
+    task = Task("short", "What is the capital of Australia?")
+    read = [extract_answer(r, task).value for r in (
+        "Canberra was chosen as a compromise.\nFinal answer: The capital of Australia is Canberra.",
+        "**Answer:** Canberra", "Canberra", "It is Sydney, I believe, or Melbourne, or maybe Perth in the west",
+        "Final answer: answer", "Final answer: Canberra is a capital of Australia.",
+        "Final answer: just one example of how you can provide a final answer, but it is also another example")]
+    # a placeholder, a reply with no answer line, and a sentence of more than ten words are no short answer
+    assert read == ["Canberra", "Canberra", "Canberra", None, None, "Canberra", None]
+
+
+# --- short and open: meaning -------------------------------------------------------------------------
+
+def test_short_equivalence_by_spelling_then_meaning_at_the_stated_threshold(meaning):
+    just = degrees(SHORT_THRESHOLD) - 0.5  # cosine just above the threshold
+    meaning({"Canberra": 0, "the city of Canberra": just, "Sydney": degrees(SHORT_THRESHOLD) + 0.5,
+             "1969": 0, "1970": 1})
+    short = KINDS["short"]
+    assert short.same("The Canberra", "canberra")  # spelling alone, no embedding
+    assert short.same("Canberra", "the city of Canberra")
+    assert not short.same("Canberra", "Sydney")
+    assert not short.same("1969", "1970")  # close in meaning, but the numbers differ
+
+
+def test_short_answers_are_scored_against_the_reference_by_the_same_rule(meaning):
+    meaning({"Canberra": 0, "Sydney": 60, "the city of Canberra": 10, "1969": 0, "1970": 1})
+    task = Task("short", "What is the capital of Australia?", gold="Canberra")
+    assert [is_correct(a(v), task) for v in ("canberra", "the city of Canberra", "Sydney")] == [True, True, False]
+    assert is_correct(UNPARSED, task) is False and is_correct(a("Canberra"), Task("short", "q")) is None
+    assert is_correct(a("1970"), Task("short", "When?", gold="1969")) is False
+
+
+def test_open_groups_by_meaning_names_the_dissent_and_breaks_ties_to_the_earliest_agent(meaning):
+    go, rust = "Learn Go first", "Learn Rust first"
+    go2 = "Start with Go; it is simpler"
+    meaning({go: 0, go2: degrees(OPEN_THRESHOLD) - 1, rust: 180})
+    kind = KINDS["open"]
+    answers = [a(rust), a(go), a(go2), UNPARSED]
+    assert kind.groups(answers) == [0, 1, 1, None]  # agent 3 joins agent 2's group; unparsed joins none
+    assert consensus_ratio(answers, "open") == pytest.approx(2 / 4)
+    assert plurality_vote(answers, "open").value == go  # the larger group's leader
+    tie = [a(rust), a(go), UNPARSED]
+    assert plurality_vote(tie, "open").value == rust  # 1-1: the earliest agent's group
+    assert plurality_vote([UNPARSED, UNPARSED], "open") is UNPARSED
+    turns = [AgentTurn(i, 2, "p", (), "", x) for i, x in enumerate(answers)]
+    task = Task("open", "Should I learn Rust or Go first?")
+    result = outcome(turns, task)
+    assert result.holders == (1, 2) and result.dissent == (((0,), a(rust)),) and result.consensus == 0.5
+    assert is_correct(a(go), Task("open", "q", gold="Go")) is None  # a judge scores open answers
+
+
+def test_open_takes_the_last_line_without_an_answer_line_and_no_placeholder():
+    task = Task("open", "Should I learn Rust or Go first?")
+    read = [extract_answer(r, task) for r in (
+        "Go is simpler.\nRust is safer.\nFinal answer: Learn Go first, then Rust.",
+        "Both are good languages.\nI would start with Go.", "Thinking...\nFinal answer: None", "",
+        'Final answer: The answer is "Final answer:', "In short, the answer is helpful to you",
+        "Go is simpler. This is a great example of how to use the example of a difficult decision to")]
+    assert [(x.value, x.how) for x in read] == [
+        ("Learn Go first, then Rust", "answer_colon"), ("I would start with Go", "last_sentence"),
+        (None, "unparsed"), (None, "unparsed"),
+        (None, "unparsed"),  # the instruction copied
+        (None, "unparsed"),  # prose, no position and no sentence end
+        ("Go is simpler", "last_sentence")]  # a reply cut mid-sentence: its last whole sentence
+
+
+def test_unanimity_and_the_loop_stop_early_only_when_meaning_agrees(meaning):
+    meaning({"Canberra": 0, "Canberra, ACT": 10, "Sydney": 60})
+    assert is_unanimous([a("Canberra"), a("Canberra, ACT")], "short")
+    assert not is_unanimous([a("Canberra"), a("Sydney")], "short")
+
+
+# --- guessing the kind -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("question, kind", [
+    ("Is a hot dog a sandwich?", "yesno"), ("Can penguins fly?", "yesno"),
+    ("What is the capital of Australia?", "short"), ("Who wrote Hamlet?", "short"),
+    ("In what year did Apollo 11 land?", "short"),
+    ("Should I learn Rust or Go first?", "open"), ("Is it better to rent or buy?", "open"),
+    ("Why is the sky blue?", "open"), ("What is the best programming language?", "open"),
+    ("What is 12 + 30?", "math"), ("How many primes are below 20?", "math"), ("Solve x^2 = 4.", "math"),
+])
+def test_guess_kind(question, kind):
+    assert guess_kind(question) == kind
+
+
+def test_a_typed_question_takes_the_guess_or_the_picked_kind_and_says_what_does_not_fit():
+    assert task_from_input("Which is larger?", {"A": "1", "B": "2"}, None).kind == "mcq"
+    assert task_from_input("Is a hot dog a sandwich?", None, None).kind == "yesno"
+    assert task_from_input("Is a hot dog a sandwich?", None, None, kind="open").kind == "open"
+    picked, guessed = (task_from_input("Is a hot dog a sandwich?", None, None, kind=k) for k in ("open", None))
+    assert picked.id != guessed.id  # another kind is another task
+    with pytest.raises(ValueError, match="needs its options"):
+        task_from_input("Which is larger?", None, None, kind="mcq")
+    with pytest.raises(ValueError, match="Options were given, but the answer kind is short answer"):
+        task_from_input("Which is larger?", {"A": "1", "B": "2"}, None, kind="short")
+
+
+# --- the loop asks the kind --------------------------------------------------------------------------
+
+def test_a_debate_on_an_open_question_ends_with_the_largest_group_and_names_the_dissent(meaning):
+    meaning({"Learn Go first": 0, "Go first, it is simpler": 10, "Learn Rust first": 180})
+    said = ["Final answer: Learn Go first.", "Final answer: Learn Rust first.",
+            "Final answer: Go first, it is simpler."]
+
+    def reply(messages):
+        return said[_personas().index(messages[0].content)]
+
+    backend = ScriptedBackend(reply)
+    settings = DebateSettings(agents=3, rounds=2, early_stop=False)
+    t = asyncio.run(Debate(backend, make_method("mad", settings), backbone="scripted").run(
+        Task("open", "Should I learn Rust or Go first?")))
+    assert t.final.value == "Learn Go first" and t.rounds[-1].consensus == pytest.approx(2 / 3)
+    assert t.notices[-1] == "Dissent: agent 2 holds 'Learn Rust first'."
+    assert agreement_line(t) == ("2 of 3 agents hold the final answer (0.67); dissent: agent 2 holds "
+                                 "'Learn Rust first'")
+
+
+def _personas():
+    from r2mad.prompts.common import persona
+    return [persona("open", i, 3)[1] for i in range(3)]
+
+
+def test_the_judge_scores_an_open_answer_against_its_reference_from_its_label():
+    from r2mad.grading.judge import judged_correct, read_verdict
+
+    assert [read_verdict(t) for t in ("Same claim. <label>YES</label>", "<label>no</label>",
+                                      "<think><label>YES</label></think> Unsure. <label>NOT SURE</label>",
+                                      "no tag at all")] == [True, False, None, None]
+    backend = ScriptedBackend(lambda m: "Both start with Go. <label>YES</label>" if "Start with Go" in m[-1].content
+                              else "A different choice. <label>NO</label>")
+    task = Task("open", "Should I learn Rust or Go first?", gold="Go first: it is simpler.")
+    verdicts = [asyncio.run(judged_correct(backend, task, a)) for a in ("Start with Go", "Rust first", None)]
+    assert verdicts == [True, False, None] and len(backend.calls) == 2  # no answer: no call
+    assert "Reference answer:\nGo first: it is simpler." in backend.calls[0].messages[-1].content
