@@ -1,6 +1,6 @@
 """The Your data tab in real headless Chromium at 1440 and 390 wide, against a scripted OpenAI-compatible server
 on loopback: upload a CSV, see its columns mapped by their names, run an eval, watch the bar and the time left,
-and read the report when it ends. Screenshots in /work/wt/shots (or screenshots/, git-ignored)."""
+and read the report when it ends. Screenshots in screenshots/ (git-ignored)."""
 from __future__ import annotations
 
 import dataclasses
@@ -24,7 +24,7 @@ CSV = ("prompt,label,options\n"
        "Which planet is the largest?,Jupiter,Mars|Jupiter|Venus\n"
        "Which gas do plants take in?,carbon dioxide,oxygen|carbon dioxide|helium\n"
        "Which metal is liquid at room temperature?,mercury,iron|copper|mercury\n")
-OUT = Path(os.environ.get("R2MAD_SHOTS", "/work/wt/shots" if Path("/work/wt/shots").is_dir() else SHOTS))
+OUT = SHOTS
 
 
 def staggered(body):
