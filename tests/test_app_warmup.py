@@ -23,8 +23,9 @@ from tests.ui_client import debate_outputs  # noqa: E402
 
 pytestmark = pytest.mark.slow
 HANG_GUARD_S = 900  # only a broken app waits this long; a busy machine is slow, not broken
-ASK = dict(question="Which planet is known as the Red Planet?", option_a="Venus", option_b="Mars",
-           option_c="Jupiter", option_d="Saturn", gold="B", backbone="fake", agents=3, rounds=2,
+# not a question of the demo bank, nor one meaning the same: the leak guard would refuse it (docs/memory.md)
+ASK = dict(question="Which planet has a day longer than its year?", option_a="Venus", option_b="Mars",
+           option_c="Jupiter", option_d="Saturn", gold="A", backbone="fake", agents=3, rounds=2,
            max_tokens=32, seed=0, api_name="/debate")
 
 
