@@ -42,7 +42,7 @@ class RunRequest:
     source: str  # who started it: cli, rerun, fork, blame, app, app-fork, api, api-fork
     agent_backbones: tuple[str, ...] = ()  # a mixed-model debate: one backbone per agent
     bank: str | None = None  # memory bank folder for the methods that use one
-    owner: str | None = None  # who may read the runs on a public Space (ui/visitors.py)
+    owner: str | None = None  # who may read the runs on a public Space (serving/visitors.py)
     fork: Fork | None = None
     share_round0: bool | None = None  # None: when 2+ debate methods run; True: whenever one does; False: never
     route: str | None = None  # the calls' routing key behind a router (eval: per question and seed)

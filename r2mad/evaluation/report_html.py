@@ -1,5 +1,5 @@
 """Self-contained HTML pages: an eval's report.md with its plots inlined as data: URLs (report.html), and
-the page frame the run export (ui/export_html.py) shares: inline styles, no script, no external URL, so a
+the page frame the run export (exports/html.py) shares: inline styles, no script, no external URL, so a
 file reads the same offline, with JavaScript off, sent by mail."""
 from __future__ import annotations
 

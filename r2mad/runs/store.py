@@ -125,7 +125,7 @@ class RunStore(StoreFile, Recovering, Annotating, Suggesting, Linking, Queueing)
                   settings: dict[str, Any], seed: int | None, code_version: str,
                   source: str = "cli", owner: str | None = None) -> str:
         """Record a new run as "running" and return its id. `owner`: who may read it on a public
-        Space (see ui/visitors.py); None for runs everyone with access to the store may read."""
+        Space (see serving/visitors.py); None for runs everyone with access to the store may read."""
         run_id, now = uuid.uuid4().hex, time.time()
         task_data = self.scrub(to_dict(task), keys=False)
         row = {"id": run_id, "created_at": now, "updated_at": now, "status": "running", "source": source,

@@ -1,6 +1,6 @@
 """Who is annotating: the one place the workbench asks for the annotator's name. On a local install
 it is the name typed in the tab, or "local"; on a public Space (private runs) it is the Hugging Face
-login of an allow-listed annotator, and nobody else may annotate (see ui/visitors.py)."""
+login of an allow-listed annotator, and nobody else may annotate (see serving/visitors.py)."""
 from __future__ import annotations
 
 from typing import Any

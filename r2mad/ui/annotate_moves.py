@@ -1,7 +1,7 @@
 """The Annotate tab's counterfactuals: blame with intervals (`blame --samples K`) and the right move, verified
 (an annotator's ideal text for a blamed turn, put in place by a fork that records whether the outcome
 flips). Renderers are pure and escape every stored text; the handlers save through the run store and fork
-through the run service (ui/visitor_runs.py)."""
+through the engine (serving/visitor_runs.py)."""
 from __future__ import annotations
 
 from typing import Sequence

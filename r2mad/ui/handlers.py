@@ -42,7 +42,7 @@ NOT_SAVED = "**Not saved yet** — kept and saved when space returns."
 
 
 def with_reason(status: str, busy: str) -> str:
-    """A running debate's status line, with why it is slow when the shared model is busy (ui/line.py)."""
+    """A running debate's status line, with why it is slow when the shared model is busy (serving/line.py)."""
     return f"{status}  \n{busy}" if busy else status
 USER_ERRORS = (BackendError, ConfigError, ValueError, StoreError)  # StoreError: a full or locked run store
 TICK_S = 1.0  # the running status line's seconds move on at least this often
@@ -152,7 +152,7 @@ class DebateHandlers:
         Debate form's values by name (r2mad.ui.debate_form; they name the event's parameters too);
         `visitor_id`: the id the visitor's browser keeps (their runs are kept under it). Gradio fills
         `request`, `login` and `oauth_token` itself (only parameters that may be positional)."""
-        blind = bool(form.pop("blind", False))  # side by side: names hidden until the vote (ui/blind.py)
+        blind = bool(form.pop("blind", False))  # side by side: names hidden until the vote (ui/render/blind.py)
         req = DebateRequest.from_form(form)
         asked = time.time()  # the visitor's clock starts here: the status line counts from the press of Run
         session = getattr(request, "session_hash", None) or "anonymous"

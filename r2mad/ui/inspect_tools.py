@@ -1,7 +1,7 @@
 """The Inspect tab's tools on saved runs: download a run (or every listed run) as self-contained HTML, the
 same page `python -m r2mad export-html` writes, and ask the LLM judge about the open run (its suggestions
 join the label book, as `python -m r2mad judge` does). Handlers only; the pages and the judge are
-ui/export_html.py's and annotation/judge.py's."""
+exports/html.py's and annotation/judge.py's."""
 from __future__ import annotations
 
 import dataclasses

@@ -86,7 +86,7 @@ def outcome_line(t: Transcript) -> str:
 
 def memory_off(t: Transcript) -> bool:
     """A method that reads a memory bank ran without one (the run's notices say why); a blind debate
-    (ui/blind.py) keeps that notice only where its method reads a bank."""
+    (ui/render/blind.py) keeps that notice only where its method reads a bank."""
     return (needs_bank(t.method) or is_blind(t.method)) and any(n.startswith("Memory off") for n in t.notices)
 
 
