@@ -30,9 +30,9 @@ run: $(STAMP)
 test: $(STAMP) browser
 	$(PY) -m pytest -q
 
-# The pure and scripted tier (no model, server, embedder or browser): under a minute.
+# The pure and scripted tier (no model, server, embedder or browser), one pytest worker per core.
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -n auto -m "not slow"
 
 lint: $(STAMP)
 	$(PY) -m pip install -q ruff && $(PY) -m ruff check r2mad tests app.py

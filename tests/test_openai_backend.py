@@ -8,6 +8,7 @@ import traceback
 
 import pytest
 
+from r2mad.backends import openai_compat
 from r2mad.backends.base import BackendError
 from r2mad.backends.openai_compat import OpenAICompatBackend
 from r2mad.types import Completion, Message
@@ -29,6 +30,18 @@ from testing.scripted_server import (
 
 KEY = "sk-test-SECRET-4242"
 ASK = [Message("system", "You are careful."), Message("user", "What is 2+2?")]
+BACKOFF_START_S = openai_compat.BACKOFF_START_S
+
+
+@pytest.fixture(autouse=True)
+def quick_backoff(monkeypatch):
+    """Retries here wait 10 ms; the tests of the backoff schedule itself put the real start back."""
+    monkeypatch.setattr(openai_compat, "BACKOFF_START_S", 0.01)
+
+
+@pytest.fixture
+def real_backoff(monkeypatch):
+    monkeypatch.setattr(openai_compat, "BACKOFF_START_S", BACKOFF_START_S)
 
 
 def backend(srv: FakeServer, **kw) -> OpenAICompatBackend:
@@ -144,12 +157,12 @@ def test_retry_after_beyond_the_deadline_gives_up_at_once():
 def test_5xx_burst_within_retries_succeeds():
     with FakeServer() as srv:
         srv.script([*burst(502, 2), ok("after the storm")])
-        [c] = chat(backend(srv, max_retries=2))  # backoff 0.5 s + 1 s
+        [c] = chat(backend(srv, max_retries=2))
         assert srv.hits == 3
     assert c.text == "after the storm"
 
 
-def test_5xx_forever_fails_transiently_after_max_retries_plus_one():
+def test_5xx_forever_fails_transiently_after_max_retries_plus_one(real_backoff):
     with FakeServer(responder=lambda body: status(503)) as srv:
         err, elapsed = failure(backend(srv, max_retries=2))
         assert srv.hits == 3
@@ -158,7 +171,7 @@ def test_5xx_forever_fails_transiently_after_max_retries_plus_one():
 
 
 @pytest.mark.slow  # seconds by design (worker processes, deadlines, threads)
-def test_deadline_bounds_many_retries():
+def test_deadline_bounds_many_retries(real_backoff):
     with FakeServer(responder=lambda body: status(500)) as srv:
         err, elapsed = failure(backend(srv, max_retries=10, deadline_s=3))
         assert 2 <= srv.hits <= 4  # backoff 0.5, 1, 2 s... cut at the deadline, far from 11 attempts
