@@ -35,7 +35,7 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -q -n auto -m "not slow"
 
 lint: $(STAMP)
-	$(PY) -m pip install -q ruff && $(PY) -m ruff check r2mad tests app.py
+	$(PY) -m pip install -q ruff && $(PY) -m ruff check r2mad tests testing app.py
 
 # Rebuild the shipped demo memory banks with the embedded model (slow: about an hour on 2 cores).
 bank: $(STAMP)

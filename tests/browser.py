@@ -13,9 +13,44 @@ if not CHROMIUM.exists():
                 "`apt-get install -y chromium` to run the browser tests.", allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api")
 
-SHOTS = Path(__file__).resolve().parent.parent / "screenshots"
+ROOT = Path(__file__).resolve().parent.parent
+SHOTS = ROOT / "screenshots"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
+
+
+def app_config(tmp: Path, base_url: str, *, timeout_s: float = 60, more_backbones=(), settings=None, **app):
+    """The shipped config with a default backbone "fake" at base_url (the scripted server), data under
+    tmp/var, no default bank and the hash embedder; `settings` and `app` override those sections."""
+    import dataclasses
+    import os
+
+    from r2mad.settings.config import load_config
+    from r2mad.settings.serving import Backbone
+
+    config = load_config(env={**os.environ, "R2MAD_DATA_DIR": str(tmp / "var")})
+    fake = Backbone(name="fake", label="Scripted test server", base_url=base_url, model="fake-model",
+                    timeout_s=timeout_s, max_retries=0)
+    backbones = {**config.backbones, "fake": fake, **{b.name: b for b in more_backbones}}
+    return dataclasses.replace(
+        config, backbones=backbones, default_backbone="fake", settings=config.settings.replace(**(settings or {})),
+        app=dataclasses.replace(config.app, **{"default_bank": None, "embedder": "hash-64", **app}))
+
+
+def ask_planets_side_by_side(page) -> None:
+    """On the Debate tab: add MAD-M² (objective) beside the default method, ask which planet is largest
+    (A Mars, B Jupiter) and press Run."""
+    from r2mad.ui.debate_form import METHOD_LABELS
+
+    page.locator("#methods input").click()
+    page.get_by_role("option", name=METHOD_LABELS["madm2-objective"]).click()
+    page.keyboard.press("Escape")
+    page.locator("#methods-hint").get_by_text("2 methods will run side by side").wait_for(timeout=60_000)
+    page.fill("#question textarea", "Which planet is largest?")
+    page.get_by_text("Multiple-choice options", exact=False).click()
+    page.fill("#option-A textarea, #option-A input", "Mars")
+    page.fill("#option-B textarea, #option-B input", "Jupiter")
+    page.click("#run")
 
 
 def launch(demo) -> str:

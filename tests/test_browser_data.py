@@ -3,20 +3,14 @@ on loopback: upload a CSV, see its columns mapped by their names, run an eval, w
 and read the report when it ends. Screenshots in screenshots/ (git-ignored)."""
 from __future__ import annotations
 
-import dataclasses
 import json
-import os
-import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 
-from r2mad.settings.config import load_config
 from r2mad.ui import build_app
 from testing.scripted_server import FakeServer, ok
-from tests.browser import SHOTS, launch, table_reads  # noqa: E402  (skips without Chromium)
-from tests.helpers import ROOT
+from tests.browser import SHOTS, app_config, launch, table_reads  # noqa: E402  (skips without Chromium)
 
 pytestmark = pytest.mark.slow
 DESKTOP, PHONE = {"width": 1440, "height": 900}, {"width": 390, "height": 844}
@@ -37,16 +31,7 @@ def staggered(body):
 def served(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("data")
     with FakeServer(models=["fake-model"], responder=staggered) as server:
-        configs = tmp / "configs"
-        shutil.copytree(ROOT / "configs", configs)
-        backbones = yaml.safe_load((configs / "backbones.yaml").read_text())
-        backbones["backbones"]["fake"] = {"label": "Scripted test server", "base_url": server.base_url,
-                                          "model": "fake-model", "timeout_s": 60, "max_retries": 0}
-        backbones["default"] = "fake"
-        (configs / "backbones.yaml").write_text(yaml.safe_dump(backbones))
-        config = load_config(configs, env={**os.environ, "R2MAD_DATA_DIR": str(tmp / "var")})
-        config = dataclasses.replace(config, app=dataclasses.replace(config.app, default_bank=None,
-                                                                     embedder="hash-64"))
+        config = app_config(tmp, server.base_url)
         demo = build_app(config)
         yield launch(demo), tmp, config
         demo.close()

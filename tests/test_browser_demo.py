@@ -5,18 +5,15 @@ stopped / unreachable / cut / rejected answers read as such, four methods side b
 Inspect on a phone shows the question and the outcome. Screenshots go to screenshots/ (git-ignored)."""
 from __future__ import annotations
 
-import dataclasses
-import os
 import shutil
 
 import pytest
-import yaml
 
-from r2mad.settings.config import load_config  # noqa: E402
+from r2mad.settings.serving import Backbone  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.examples import CARDS, cached  # noqa: E402
 from testing.scripted_server import FakeServer, ok  # noqa: E402
-from tests.browser import SHOTS, launch  # noqa: E402  (skips without Chromium)
+from tests.browser import SHOTS, app_config, launch  # noqa: E402  (skips without Chromium)
 from tests.helpers import ROOT  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -40,20 +37,10 @@ def served(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("demo")
     script = Script()
     with FakeServer(models=["fake-model"], responder=script) as server:
-        configs = tmp / "configs"
-        shutil.copytree(ROOT / "configs", configs)
-        backbones = yaml.safe_load((configs / "backbones.yaml").read_text())
-        backbones["backbones"].update({
-            "fake": {"label": "Scripted test server", "base_url": server.base_url, "model": "fake-model",
-                     "timeout_s": 60, "max_retries": 0},
-            "nowhere": {"label": "Nothing listens here", "base_url": "http://127.0.0.1:9/v1", "model": "m",
-                        "timeout_s": 0.5, "max_retries": 0}})
-        backbones["default"] = "fake"
-        (configs / "backbones.yaml").write_text(yaml.safe_dump(backbones))
         shutil.copytree(ROOT / "memory" / "demo-mcq", tmp / "memory" / "demo-mcq")
-        config = load_config(configs, env={**os.environ, "R2MAD_DATA_DIR": str(tmp / "var")})
-        config = dataclasses.replace(config, app=dataclasses.replace(
-            config.app, memory_dirs=(str(tmp / "memory"),), default_bank=None, embedder="hash-64"))
+        config = app_config(tmp, server.base_url, memory_dirs=(str(tmp / "memory"),), more_backbones=[
+            Backbone(name="nowhere", label="Nothing listens here", base_url="http://127.0.0.1:9/v1", model="m",
+                     timeout_s=0.5, max_retries=0)])
         demo = build_app(config)
         yield launch(demo), script, demo.r2mad_services
         demo.close()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 import re
 
 import pytest
@@ -12,11 +11,10 @@ import pytest
 from r2mad.engine.resources import backend_for  # noqa: E402
 from r2mad.engine.runner import run_debate  # noqa: E402
 from r2mad.grading.tasks import task_from_input  # noqa: E402
-from r2mad.settings.config import Backbone, load_config  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.serving import launch  # noqa: E402
 from testing.scripted_server import FakeServer  # noqa: E402
-from tests.browser import ARGS, CHROMIUM, SHOTS, sync_api
+from tests.browser import ARGS, CHROMIUM, SHOTS, app_config, sync_api
 from tests.helpers import free_port, herd  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a real browser
@@ -43,11 +41,7 @@ def fork_tab(p, url: str):
 def served(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fork-browser")
     with FakeServer(responder=herd) as server:
-        config = load_config(env={**os.environ, "R2MAD_DATA_DIR": str(tmp / "var")})
-        fake = Backbone(name="fake", base_url=server.base_url, model="fake-model", timeout_s=60, max_retries=0)
-        config = dataclasses.replace(config, backbones={**config.backbones, "fake": fake}, default_backbone="fake",
-                                     settings=config.settings.replace(early_stop=False),
-                                     app=dataclasses.replace(config.app, default_bank=None))
+        config = app_config(tmp, server.base_url, settings=dict(early_stop=False))
         demo = build_app(config)
         store = demo.r2mad_services.store
         task = task_from_input("Largest planet?", {"A": "Mars", "B": "Jupiter"}, "B")

@@ -4,18 +4,14 @@ a scripted OpenAI-compatible server on loopback, whose round-0 answers wait unti
 sent (so the note is sent during round 0, with no sleep). Screenshots at 1440x900 (the phone's: test_browser_phone)."""
 from __future__ import annotations
 
-import dataclasses
-import os
 import re
 import threading
 
 import pytest
 
-from r2mad.settings.config import Backbone, load_config
 from r2mad.ui import build_app
-from r2mad.ui.debate_form import METHOD_LABELS
 from testing.scripted_server import FakeServer, ok
-from tests.browser import SHOTS, launch
+from tests.browser import SHOTS, app_config, ask_planets_side_by_side, launch
 
 pytestmark = pytest.mark.slow  # a real browser
 NOTE = "Moderator here: compare the planets' diameters."
@@ -41,11 +37,7 @@ def served(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("human")
     table = Table()
     with FakeServer(responder=table) as server:
-        config = load_config(env={**os.environ, "R2MAD_DATA_DIR": str(tmp / "var")})
-        fake = Backbone(name="fake", base_url=server.base_url, model="fake-model", timeout_s=120, max_retries=0)
-        config = dataclasses.replace(config, backbones={**config.backbones, "fake": fake}, default_backbone="fake",
-                                     settings=config.settings.replace(early_stop=False, rounds=2),
-                                     app=dataclasses.replace(config.app, default_bank=None))
+        config = app_config(tmp, server.base_url, timeout_s=120, settings=dict(early_stop=False, rounds=2))
         demo = build_app(config)
         yield launch(demo), table, demo.r2mad_services.store
         demo.close()
@@ -115,15 +107,7 @@ def test_a_note_sent_during_a_side_by_side_reaches_every_methods_round_1(browser
         before = {r.id for r in store.list_runs()}
         page = browser.new_page(viewport=viewport)
         page.goto(url)
-        page.locator("#methods input").click()
-        page.get_by_role("option", name=METHOD_LABELS["madm2-objective"]).click()
-        page.keyboard.press("Escape")
-        page.locator("#methods-hint").get_by_text("2 methods will run side by side").wait_for(timeout=60_000)
-        page.fill("#question textarea", "Which planet is largest?")
-        page.get_by_text("Multiple-choice options", exact=False).click()
-        page.fill("#option-A textarea, #option-A input", "Mars")
-        page.fill("#option-B textarea, #option-B input", "Jupiter")
-        page.click("#run")
+        ask_planets_side_by_side(page)
         page.locator("#note textarea, #note input").wait_for(timeout=60_000)  # shown with the comparison
         page.fill("#note textarea, #note input", NOTE)
         page.click("#note-send")

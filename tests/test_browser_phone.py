@@ -3,16 +3,11 @@ the scoreboard is on screen (none clipped), the full texts read as part of the p
 label covers the text under it. A scripted OpenAI-compatible server on loopback answers."""
 from __future__ import annotations
 
-import dataclasses
-import os
-
 import pytest
 
-from r2mad.settings.config import Backbone, load_config
 from r2mad.ui import build_app
-from r2mad.ui.debate_form import METHOD_LABELS
 from testing.scripted_server import FakeServer, ok
-from tests.browser import SHOTS, launch, table_reads
+from tests.browser import SHOTS, app_config, ask_planets_side_by_side, launch, table_reads
 
 pytestmark = pytest.mark.slow  # a real browser
 PHONE, DESKTOP = {"width": 390, "height": 844}, {"width": 1440, "height": 900}
@@ -28,11 +23,7 @@ def reply(body):
 def served(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("phone")
     with FakeServer(responder=reply) as server:
-        config = load_config(env={**os.environ, "R2MAD_DATA_DIR": str(tmp / "var")})
-        fake = Backbone(name="fake", base_url=server.base_url, model="fake-model", timeout_s=60, max_retries=0)
-        config = dataclasses.replace(config, backbones={**config.backbones, "fake": fake}, default_backbone="fake",
-                                     settings=config.settings.replace(agents=4, rounds=3, early_stop=False),
-                                     app=dataclasses.replace(config.app, default_bank=None))
+        config = app_config(tmp, server.base_url, settings=dict(agents=4, rounds=3, early_stop=False))
         demo = build_app(config)
         yield launch(demo)
         demo.close()
@@ -84,15 +75,7 @@ def test_the_side_by_side_summary_reads_on_a_phone(browser, served, viewport):
     box; never a header squeezed letter by letter, never the page pushed sideways."""
     page = browser.new_page(viewport=viewport)
     page.goto(served)
-    page.locator("#methods input").click()
-    page.get_by_role("option", name=METHOD_LABELS["madm2-objective"]).click()
-    page.keyboard.press("Escape")
-    page.locator("#methods-hint").get_by_text("2 methods will run side by side").wait_for(timeout=60_000)
-    page.fill("#question textarea", "Which planet is largest?")
-    page.get_by_text("Multiple-choice options", exact=False).click()
-    page.fill("#option-A textarea, #option-A input", "Mars")
-    page.fill("#option-B textarea, #option-B input", "Jupiter")
-    page.click("#run")
+    ask_planets_side_by_side(page)
     page.locator("#final").get_by_text("Side by side: 2 methods — finished").wait_for(timeout=90_000)
     page.click("#vote-skip")
     page.locator("#vote-note").get_by_text("as you skipped the vote").wait_for(timeout=60_000)

@@ -3,20 +3,13 @@ at a desktop (1440×900) and a phone (390×844) size, against a scripted OpenAI-
 Screenshots go to screenshots/ (git-ignored)."""
 from __future__ import annotations
 
-import dataclasses
-import os
-import shutil
-
 import pytest
-import yaml
 
 from r2mad.runs.votes import VoteStore  # noqa: E402
-from r2mad.settings.config import load_config  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.debate_form import METHOD_LABELS  # noqa: E402
 from testing.scripted_server import FakeServer, ok  # noqa: E402
-from tests.browser import SHOTS, launch  # noqa: E402  (skips without Chromium)
-from tests.helpers import ROOT  # noqa: E402
+from tests.browser import SHOTS, app_config, launch  # noqa: E402  (skips without Chromium)
 
 pytestmark = pytest.mark.slow
 DESKTOP, PHONE = {"width": 1440, "height": 900}, {"width": 390, "height": 844}
@@ -37,16 +30,7 @@ def served(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("votes")
     script = Script()
     with FakeServer(models=["fake-model"], responder=script) as server:
-        configs = tmp / "configs"
-        shutil.copytree(ROOT / "configs", configs)
-        backbones = yaml.safe_load((configs / "backbones.yaml").read_text())
-        backbones["backbones"]["fake"] = {"label": "Scripted test server", "base_url": server.base_url,
-                                          "model": "fake-model", "timeout_s": 60, "max_retries": 0}
-        backbones["default"] = "fake"
-        (configs / "backbones.yaml").write_text(yaml.safe_dump(backbones))
-        config = load_config(configs, env={**os.environ, "R2MAD_DATA_DIR": str(tmp / "var")})
-        config = dataclasses.replace(config, app=dataclasses.replace(config.app, default_bank=None,
-                                                                     embedder="hash-64"))
+        config = app_config(tmp, server.base_url)
         demo = build_app(config)
         yield launch(demo), script, demo.r2mad_services
         demo.close()
