@@ -6,7 +6,7 @@ import pytest
 
 from r2mad.backends.base import Capabilities
 from r2mad.debate import Debate
-from r2mad.engine.runner import run_side_by_side
+from r2mad.engine.runner import Setup, run_methods
 from r2mad.methods import make_method
 from r2mad.settings.config import DebateSettings
 from r2mad.types import Transcript
@@ -106,7 +106,7 @@ def test_single_agent_baselines():
 def test_side_by_side_computes_round0_once():
     backend = ScriptedBackend(by_agent("BAC"))
     s = DebateSettings(seed=1, rounds=2)
-    results = asyncio.run(run_side_by_side(MCQ, ["mad", "truemad"], backend, s))
+    results = asyncio.run(run_methods(MCQ, ["mad", "truemad"], Setup(backend, s)))
     round0_calls = [c for c in backend.calls if len(c.messages) == 2 and "advice" not in last_user(c.messages)]
     assert len(round0_calls) == 3
     assert len([c for c in backend.calls if "Write advice" in last_user(c.messages)]) == 6  # 3 x 2 ordered pairs

@@ -44,11 +44,11 @@ def test_truedmad_is_dmad_with_advice():
 
 
 def test_dmad_opens_with_its_own_round0_beside_a_shared_one():
-    from r2mad.engine.runner import run_side_by_side
+    from r2mad.engine.runner import Setup, run_methods
 
     backend = ScriptedBackend(lambda m: "Checked. ((B))")
     s = DebateSettings().replace(seed=1, rounds=2, early_stop=False)
-    out = asyncio.run(run_side_by_side(TASK, ["mad", "truemad", "dmad"], backend, s))
+    out = asyncio.run(run_methods(TASK, ["mad", "truemad", "dmad"], Setup(backend, s)))
     assert out["mad"].rounds[0].details.get("shared") and out["truemad"].rounds[0].details.get("shared")
     assert not out["dmad"].rounds[0].details.get("shared")
     openings = [t.prompt[-1].content for t in out["dmad"].rounds[0].turns]

@@ -210,10 +210,10 @@ async def debate_figures(base_url: str, per_token_url: str, repeats: int = 3) ->
 
 async def _side_by_side(task: Task, backend, settings: DebateSettings, bank, summaries):
     """(shared counter, separate counter, round-0 tokens of the separate runs) for the compared methods."""
-    from r2mad.engine.runner import run_debate, run_side_by_side
+    from r2mad.engine.runner import Setup, run_debate, run_methods
 
     shared, separate = Counting(backend), Counting(backend)
-    await run_side_by_side(task, COMPARED, shared, settings, bank=bank, summaries=summaries)
+    await run_methods(task, COMPARED, Setup(shared, settings, bank=bank, summaries=summaries))
     round0 = 0
     for method in COMPARED:
         t = await run_debate(task, method, separate, settings, bank=bank, summaries=summaries)

@@ -122,19 +122,3 @@ async def run_methods(task: Task, methods: Sequence[str], setup: Setup, *, share
                 for m in methods]
         results = await asyncio.gather(*jobs)
     return dict(zip(methods, results))
-
-
-async def run_side_by_side(task: Task, methods: list[str], backend: ChatBackend,
-                           settings: DebateSettings, *, backbone: str = "", bank=None,
-                           bank_notices: tuple[str, ...] = (),
-                           emit_for: Callable[[str], EventSink] | None = None,
-                           record_for: Callable[[str], Callable[[Transcript], None] | None] | None = None,
-                           share_round0: bool = True, summaries=None,
-                           agent_backends: Sequence[tuple[str, ChatBackend]] = ()) -> dict[str, Transcript]:
-    """Run 1 to 8 methods on one question side by side (run_methods, round 0 shared when `share_round0` and two
-    or more debate methods run)."""
-    if not 1 <= len(methods) <= 8 or len(set(methods)) != len(methods):
-        raise ConfigError("Choose between 1 and 8 different methods to compare.")
-    setup = Setup(backend, settings, backbone, tuple(agent_backends), bank, tuple(bank_notices), summaries)
-    return await run_methods(task, methods, setup, share_round0=None if share_round0 else False,
-                             emit_for=emit_for, record_for=record_for)
