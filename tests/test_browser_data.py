@@ -4,6 +4,7 @@ and read the report when it ends. Screenshots in screenshots/ (git-ignored)."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -21,9 +22,14 @@ CSV = ("prompt,label,options\n"
 OUT = SHOTS
 
 
+HOLD = threading.Event()  # a visitor's debate asking to "hold the slot" waits for this before it answers
+
+
 def staggered(body):
     """Every answer is B; the three questions take 0.3 s, 1.5 s and 3 s a call, so rows arrive one by one."""
     text = json.dumps(body["messages"])
+    if "hold the slot" in text:
+        HOLD.wait(120)
     return ok("Checked. ((B))", latency_s=0.3 if "planet" in text else 1.5 if "plants" in text else 3.0)
 
 
@@ -31,9 +37,10 @@ def staggered(body):
 def served(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("data")
     with FakeServer(models=["fake-model"], responder=staggered) as server:
-        config = app_config(tmp, server.base_url)
+        config = app_config(tmp, server.base_url, remote_concurrency_limit=1)  # one debate on it at a time
         demo = build_app(config)
-        yield launch(demo), tmp, config
+        yield launch(demo), tmp, demo.r2mad_services
+        HOLD.set()
         demo.close()
 
 
@@ -75,7 +82,7 @@ def run_and_wait(page, name: str) -> list[str]:
 
 
 def test_upload_map_run_and_read_the_report_on_a_desktop(browser, served, tmp_path):
-    url, tmp, config = served
+    url, tmp, _ = served
     path = tmp_path / "mine.csv"
     path.write_text(CSV, encoding="utf-8")
     page = browser.new_page(viewport=DESKTOP)
@@ -117,3 +124,33 @@ def test_a_phone_maps_a_file_and_a_wrong_column_is_named(browser, served, tmp_pa
     reads = table_reads(page, "#data-report")  # the report's tables: whole words, wide ones scroll in their box
     assert reads["cells"] >= 10 and reads["broken"] == [] and reads["hidden"] == [] and reads["page"] <= 1, reads
     page.close()
+
+
+def test_an_eval_waits_its_turn_behind_a_visitors_debate_and_says_so(browser, served, tmp_path):
+    """One visitor's debate holds the only slot on the backbone; another's eval shows its place in the line,
+    calls nothing meanwhile, and runs to its report once the debate ends."""
+    url, tmp, services = served
+    path = tmp_path / "mine.csv"
+    path.write_text(CSV, encoding="utf-8")
+    rows = lambda: set((tmp / "var" / "evals").glob("*/rows.jsonl"))  # noqa: E731
+    before = rows()
+    debater, researcher = browser.new_page(viewport=DESKTOP), browser.new_page(viewport=DESKTOP)
+    debater.goto(url)
+    debater.fill("#question textarea", "Please hold the slot: is 3 more than 2?")
+    debater.click("#run")
+    researcher.goto(url)
+    researcher.wait_for_selector("#question textarea", timeout=60_000)
+    upload(researcher, path)
+    researcher.click("#data-run")
+    waiting = researcher.locator("#data-progress .data-progress-waiting")
+    waiting.get_by_text("Waiting in line: place 1").wait_for(timeout=60_000)
+    assert "The eval's next question starts when its turn comes." in waiting.inner_text()
+    assert services.admission.running_count("remote") == 1 and rows() == before  # not a row while it waits
+    shot(researcher, "waiting-in-line")
+    HOLD.set()  # the debate answers and ends; the eval's questions take their turns
+    researcher.locator("#data-report h1").get_by_text("own:mine.csv").wait_for(timeout=120_000)
+    assert researcher.locator("#data-progress .data-progress-line").inner_text().startswith("6 of 6 rows in ")
+    assert not waiting.count()
+    debater.locator("#final").get_by_text("Final answer", exact=False).wait_for(timeout=60_000)
+    debater.close()
+    researcher.close()

@@ -123,3 +123,40 @@ def test_on_a_space_only_signed_in_annotators_may_evaluate_their_own_data(tmp_pa
     assert researcher_refusal(space, alice) is None
     refusal = researcher_refusal(space, anonymous)
     assert refusal.startswith("Evaluating your own data is for researchers") and refusal.count(". ") == 0
+
+
+def test_an_eval_from_the_your_data_tab_waits_its_turn_in_the_apps_line(tmp_path):
+    """The tab's eval enters the line the visitors' debates wait in: while another visitor's debate holds the
+    only slot it calls nothing; once that debate ends it runs to its rows, one question at a time."""
+    import asyncio
+    import dataclasses
+
+    from r2mad.evaluation.datasets import load_split
+    from r2mad.evaluation.rows import EvalRun
+    from r2mad.serving import own_eval
+    from r2mad.serving.line import REMOTE
+    from r2mad.serving.services import Services
+    from testing.scripted_server import FakeServer, ok
+    from tests.helpers import scripted_config
+
+    with FakeServer(responder=lambda body: ok("Checked. ((B))")) as server:
+        config = scripted_config(server.base_url, tmp_path / "var")
+        services = Services(dataclasses.replace(config, app=dataclasses.replace(config.app,
+                                                                                remote_concurrency_limit=1)))
+        run = EvalRun(load_split("demo-mcq", "test", limit=2), ("cot",), "fake", config.settings, False)
+
+        async def scenario():
+            other = services.admission.enter("someone-else", REMOTE)  # their debate holds the only slot
+            job = own_eval.start(run, services.in_line("me"), tmp_path / "out")
+            for _ in range(200):  # until the eval's first question stands in the line (10 s at most)
+                if services.admission.waiting_count(REMOTE):
+                    break
+                await asyncio.sleep(0.05)
+            assert services.admission.waiting_count(REMOTE) == 1 and server.hits == 0
+            services.admission.leave(other)
+            await asyncio.wait_for(job.task, 60)
+
+        asyncio.run(scenario())
+        rows = [json.loads(x) for x in (tmp_path / "out" / "rows.jsonl").read_text().splitlines()]
+    assert [(r["method"], r["final"]) for r in rows] == [("cot", "B"), ("cot", "B")] and server.hits >= 2
+    assert not own_eval.busy()

@@ -1,6 +1,7 @@
 """One eval of a researcher's own data started from the app: the mapped split, methods and backbone in, a
 results folder with its report out, and how far it has got (rows done of all, an estimate of the time left)
-while it runs. One at a time per process; no Gradio here (ui/data_tab.py is the tab)."""
+while it runs. One at a time per process, one question at a time, each waiting its turn in the app's line
+with the visitors' debates; no Gradio here (ui/data_tab.py is the tab)."""
 from __future__ import annotations
 
 import asyncio
@@ -10,11 +11,11 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable
 
 from r2mad.engine.evaluate import run_eval
-from r2mad.engine.resources import Given
+from r2mad.engine.service import Resources
 from r2mad.evaluation.rows import ROWS, EvalRun
-from r2mad.memory.summaries import SummaryCache
 
 MAX_UPLOAD_BYTES = 50 * 2**20  # a bigger file is refused before it is read
 POLL_S = 0.5  # how often the tab redraws the bar while rows arrive
@@ -41,8 +42,9 @@ def clock(seconds: float) -> str:
         f"{seconds // 60}:{seconds % 60:02d}"
 
 
-def progress_html(done: int, total: int, elapsed: float, finished: bool = False) -> str:
-    """A progress bar with "k of N rows · about m:ss left" (or the time it took, once finished)."""
+def progress_html(done: int, total: int, elapsed: float, finished: bool = False, waiting: str = "") -> str:
+    """A progress bar with "k of N rows · about m:ss left" (or the time it took, once finished), and `waiting`:
+    where its next question stands in the app's line, while it waits there."""
     share = 0 if total <= 0 else min(1.0, done / total)
     if finished:
         line = f"{done} of {total} rows in {clock(elapsed)}"
@@ -53,7 +55,9 @@ def progress_html(done: int, total: int, elapsed: float, finished: bool = False)
     return (f'<div class="data-progress" role="progressbar" aria-valuemin="0" aria-valuemax="{total}" '
             f'aria-valuenow="{done}" style="{TRACK}"><div class="data-progress-bar" '
             f'style="{BAR}width:{100 * share:.1f}%"></div></div>'
-            f'<p class="data-progress-line" style="margin:6px 0 0 0">{html.escape(line)}</p>')
+            f'<p class="data-progress-line" style="margin:6px 0 0 0">{html.escape(line)}</p>'
+            + (f'<p class="data-progress-waiting" style="margin:4px 0 0 0">{html.escape(waiting)}</p>'
+               if waiting and not finished else ""))
 
 
 def rows_done(out: Path) -> int:
@@ -66,15 +70,17 @@ def rows_done(out: Path) -> int:
 
 @dataclass
 class EvalJob:
-    """An eval running in the background: its folder, its size and when it started."""
+    """An eval running in the background: its folder, its size, when it started and what its next question
+    waits for (`waiting()`: a sentence, "" when it waits for nothing)."""
     out: Path
     total: int
     started: float = field(default_factory=time.monotonic)
     task: asyncio.Task | None = None
+    waiting: Callable[[], str] = lambda: ""
 
     def progress(self) -> str:
         return progress_html(rows_done(self.out), self.total, time.monotonic() - self.started,
-                             finished=self.task is not None and self.task.done())
+                             finished=self.task is not None and self.task.done(), waiting=self.waiting())
 
 
 _RUNNING: set[asyncio.Task] = set()  # the eval this process runs now (at most one)
@@ -84,13 +90,14 @@ def busy() -> bool:
     return any(not t.done() for t in _RUNNING)
 
 
-def start(run: EvalRun, backend, out: Path, *, concurrency: int) -> EvalJob:
-    """Start `run` in the background on the running loop (busy() must be False)."""
+def start(run: EvalRun, resources: Resources, out: Path, *, waiting: Callable[[], str] = lambda: "") -> EvalJob:
+    """Start `run` in the background on the running loop (busy() must be False). Its questions go one by one
+    through `resources` (the app's line for the visitor who asked), so an eval never holds more than one of
+    the line's places and visitors' debates take their turns beside it."""
     if busy():
         raise RuntimeError("One eval runs at a time in this app; wait for the running one to end.")
-    job = EvalJob(out, len(run.split.tasks) * len(run.methods) * len(run.seed_values))
-    resources = Given(backend, summaries=SummaryCache())
-    job.task = asyncio.get_running_loop().create_task(run_eval(run, resources, out, concurrency=concurrency))
+    job = EvalJob(out, len(run.split.tasks) * len(run.methods) * len(run.seed_values), waiting=waiting)
+    job.task = asyncio.get_running_loop().create_task(run_eval(run, resources, out, concurrency=1))
     _RUNNING.clear()
     _RUNNING.add(job.task)
     return job

@@ -11,14 +11,17 @@ from typing import Any
 
 import gradio as gr
 
+from r2mad.engine.admission import waiting_words
+from r2mad.engine.evaluate import eval_requests
 from r2mad.evaluation.benchmarks.hub import columns_of, read_table
 from r2mad.evaluation.datasets import DataError
 from r2mad.evaluation.own_data import guess_columns, load_own
 from r2mad.grading.kinds import KIND_NAMES
 from r2mad.methods import PLAIN, REGISTRY, SINGLE, is_debate
 from r2mad.serving import own_eval
+from r2mad.serving.line import visitor_key
 from r2mad.serving.visitors import identify
-from r2mad.settings.config import ConfigError
+from r2mad.ui.handlers import USER_ERRORS
 
 INTRO = ("### Evaluate methods on your own questions\nUpload a file (CSV, TSV, JSON lines, JSON or Parquet), say "
          "which column holds the question, the answer and (for multiple choice) the choices, then run. The same "
@@ -89,7 +92,8 @@ def build(services: Any, visitor_id: gr.BrowserState) -> None:
                        request: gr.Request = None, profile: gr.OAuthProfile | None = None,
                        oauth_token: gr.OAuthToken | None = None):
         hidden = gr.File(visible=False)
-        refusal = researcher_refusal(config, who(visitor_id, request, profile, oauth_token))
+        visitor = who(visitor_id, request, profile, oauth_token)
+        refusal = researcher_refusal(config, visitor)
         problem = refusal or next((why for bad, why in (
             (not path, "Upload a file first."), (not q, "Choose the question's column."),
             (not names, "Choose at least one method."),
@@ -99,20 +103,30 @@ def build(services: Any, visitor_id: gr.BrowserState) -> None:
             return
         mapping = ",".join(f"{role}={col}" for role, col in (("question", q), ("answer", a), ("choices", c))
                            if col and col != NONE)
+        # the eval's questions wait in the app's line as this visitor's debates, under their token rules and allowance
+        key = visitor_key(visitor.owner, visitor_id, getattr(request, "session_hash", None))
+        tickets = []  # each question's place in the line, the latest last
+        resources = services.in_line(key, login_token=getattr(oauth_token, "token", None), waiting=tickets.append)
+
+        def waiting() -> str:
+            ticket = tickets[-1] if tickets else None
+            if ticket is None or not ticket.waiting:
+                return ""
+            line = services.admission
+            return waiting_words(line.place(ticket), line.estimate_s(ticket), line.clock() - ticket.entered,
+                                 leave="The eval's next question starts when its turn comes")
         try:
             split = await asyncio.to_thread(load_own, path, mapping, kind=kind_name, limit=int(at_most or 1))
-            from r2mad.engine.resources import backend_for
             from r2mad.evaluation.rows import EvalRun
             settings = config.settings.replace(answer_guard="off") if config.settings.answer_guard == "auto" \
                 else config.settings
-            backend = backend_for(config, backbone_name)
             run = EvalRun(split, tuple(names), backbone_name, settings, sum(map(is_debate, names)) > 1, path)
-        except (DataError, ConfigError, ValueError) as exc:
+            # a backbone this visitor may not use is said now (the embedded model may load here: off the loop)
+            await asyncio.to_thread(resources.backends, eval_requests(run, set())[0])
+        except (DataError, *USER_ERRORS) as exc:
             yield f"<p class='data-progress-line'>{exc}</p>", "", hidden
             return
-        slots = backend.capabilities.max_parallel
-        job = own_eval.start(run, backend, own_eval.results_folder(config.app.data_dir, path),
-                             concurrency=max(1, slots // settings.agents) if slots else 8)
+        job = own_eval.start(run, resources, own_eval.results_folder(config.app.data_dir, path), waiting=waiting)
         yield job.progress(), "", hidden
         try:
             async for bar in own_eval.follow(job):
