@@ -37,19 +37,22 @@ def app_config(tmp: Path, base_url: str, *, timeout_s: float = 60, more_backbone
         app=dataclasses.replace(config.app, **{"default_bank": None, "embedder": "hash-64", **app}))
 
 
-def ask_planets_side_by_side(page) -> None:
-    """On the Debate tab: add MAD-M² (objective) beside the default method, ask which planet is largest
-    (A Mars, B Jupiter) and press Run."""
+def ask_planets(page, *, compare: bool = False, gold: str | None = None) -> None:
+    """On the Debate tab: ask which planet is largest (A Mars, B Jupiter; `gold` the right letter) and press Run;
+    `compare` adds MAD-M² (objective) beside the default method first."""
     from r2mad.ui.debate_form import METHOD_LABELS
 
-    page.locator("#methods input").click()
-    page.get_by_role("option", name=METHOD_LABELS["madm2-objective"]).click()
-    page.keyboard.press("Escape")
-    page.locator("#methods-hint").get_by_text("2 methods will run side by side").wait_for(timeout=60_000)
+    if compare:
+        page.locator("#methods input").click()
+        page.get_by_role("option", name=METHOD_LABELS["madm2-objective"]).click()
+        page.keyboard.press("Escape")
+        page.locator("#methods-hint").get_by_text("2 methods will run side by side").wait_for(timeout=60_000)
     page.fill("#question textarea", "Which planet is largest?")
     page.get_by_text("Multiple-choice options", exact=False).click()
     page.fill("#option-A textarea, #option-A input", "Mars")
     page.fill("#option-B textarea, #option-B input", "Jupiter")
+    if gold:
+        page.fill("#gold textarea, #gold input", gold)
     page.click("#run")
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from r2mad.ui import build_app
 from testing.scripted_server import FakeServer, ok
-from tests.browser import SHOTS, app_config, ask_planets_side_by_side, launch
+from tests.browser import SHOTS, app_config, ask_planets, launch
 
 pytestmark = pytest.mark.slow  # a real browser
 NOTE = "Moderator here: compare the planets' diameters."
@@ -56,12 +56,7 @@ def test_a_note_after_round_0_reaches_round_1_opens_in_inspect_and_a_fork_says_i
     url, table, store = served
     page = browser.new_page(viewport=DESKTOP)
     page.goto(url)
-    page.fill("#question textarea", "Which planet is largest?")
-    page.get_by_text("Multiple-choice options", exact=False).click()
-    page.fill("#option-A textarea, #option-A input", "Mars")
-    page.fill("#option-B textarea, #option-B input", "Jupiter")
-    page.fill("#gold textarea, #gold input", "B")
-    page.click("#run")
+    ask_planets(page, gold="B")
     page.locator("#final").get_by_text("Round 0 running", exact=False).wait_for(timeout=60_000)
     page.fill("#note textarea, #note input", NOTE)
     page.click("#note-send")
@@ -107,7 +102,7 @@ def test_a_note_sent_during_a_side_by_side_reaches_every_methods_round_1(browser
         before = {r.id for r in store.list_runs()}
         page = browser.new_page(viewport=viewport)
         page.goto(url)
-        ask_planets_side_by_side(page)
+        ask_planets(page, compare=True)
         page.locator("#note textarea, #note input").wait_for(timeout=60_000)  # shown with the comparison
         page.fill("#note textarea, #note input", NOTE)
         page.click("#note-send")

@@ -7,7 +7,7 @@ import pytest
 
 from r2mad.ui import build_app
 from testing.scripted_server import FakeServer, ok
-from tests.browser import SHOTS, app_config, ask_planets_side_by_side, launch, table_reads
+from tests.browser import SHOTS, app_config, ask_planets, launch, table_reads
 
 pytestmark = pytest.mark.slow  # a real browser
 PHONE, DESKTOP = {"width": 390, "height": 844}, {"width": 1440, "height": 900}
@@ -51,11 +51,7 @@ COVERED = """() => {
 def test_three_rounds_of_four_agents_read_on_a_phone(browser, served, viewport):
     page = browser.new_page(viewport=viewport)
     page.goto(served)
-    page.fill("#question textarea", "Which planet is largest?")
-    page.get_by_text("Multiple-choice options", exact=False).click()
-    page.fill("#option-A textarea, #option-A input", "Mars")
-    page.fill("#option-B textarea, #option-B input", "Jupiter")
-    page.click("#run")
+    ask_planets(page)
     page.locator("#final").get_by_text("Final answer", exact=False).wait_for(timeout=90_000)
     page.locator("#chat-single .message").first.wait_for(timeout=30_000)
     name = "phone" if viewport is PHONE else "desktop"
@@ -75,7 +71,7 @@ def test_the_side_by_side_summary_reads_on_a_phone(browser, served, viewport):
     box; never a header squeezed letter by letter, never the page pushed sideways."""
     page = browser.new_page(viewport=viewport)
     page.goto(served)
-    ask_planets_side_by_side(page)
+    ask_planets(page, compare=True)
     page.locator("#final").get_by_text("Side by side: 2 methods — finished").wait_for(timeout=90_000)
     page.click("#vote-skip")
     page.locator("#vote-note").get_by_text("as you skipped the vote").wait_for(timeout=60_000)
