@@ -13,6 +13,7 @@ from r2mad.backends.affinity import debate_key
 from r2mad.backends.base import BackendError, ChatBackend
 from r2mad.grading.answers import consensus_ratio, is_correct, is_unanimous, plurality_vote, strip_think
 from r2mad.grading.kinds import kind_of
+from r2mad.grading.judge import Judge
 from r2mad.grading.offloop import extract, settle
 from r2mad.grading.outcome import DISSENT, dissent_line, outcome
 from r2mad.guard import guard_answer
@@ -22,6 +23,7 @@ from r2mad.types import (
     AgentTurn,
     Answer,
     Event,
+    Judged,
     Message,
     Round,
     Task,
@@ -32,11 +34,12 @@ from r2mad.types import (
 
 class Debate:
     """`backend` (named `backbone`) answers for every agent and makes the auxiliary calls; `agent_backends`,
-    one (name, backend) per agent, gives each agent its own model (a mixed-model debate)."""
+    one (name, backend) per agent, gives each agent its own model (a mixed-model debate); `judge` grades the
+    pairs of answers the rules leave undecided (none: they stay undecided)."""
 
     def __init__(self, backend: ChatBackend, method: Method, *, backbone: str = "",
                  emit: EventSink | None = None, agent_backends: Sequence[tuple[str, ChatBackend]] = (),
-                 moderator: Moderator | None = None):
+                 moderator: Moderator | None = None, judge: Judge | None = None):
         self.backend, self.method, self.backbone = backend, method, backbone
         self.moderator = moderator  # asked before each live round t > 0 (r2mad/human.py)
         if agent_backends and len(agent_backends) != method.n_agents():
@@ -52,6 +55,8 @@ class Debate:
         self.running: RoundContext | None = None  # the round in progress
         self.notices: list[str] = []
         self.answered: list[Answer] = []  # the round's answers so far, settled with each other as they arrive
+        self.judge = judge
+        self.judged: list[Judged] = []  # the judge's verdicts on this debate's undecided pairs
 
     async def run(self, task: Task, *, replay: Sequence[Round] = (), notices: tuple[str, ...] = (),
                   steer: Sequence[Any] = ()) -> Transcript:
@@ -82,7 +87,8 @@ class Debate:
                 for t in range(self.method.n_rounds()):
                     if t < len(replay):
                         rnd = self._adopt(replay[t])
-                        await self._settle([x.answer for x in rnd.turns], t)
+                        calls = await self._settle([x.answer for x in rnd.turns], t)
+                        rnd = dataclasses.replace(rnd, aux=(*rnd.aux, *calls)) if calls else rnd
                     else:
                         said = await self.moderator(self.transcript(), t) if self.moderator and t else ()
                         rnd = await self._round(t, tuple(steer) if t == len(replay) else (), tuple(said))
@@ -95,7 +101,7 @@ class Debate:
                         self.notice(f"Round {t}: every agent's call failed ({rnd.turns[0].error})", t)
                         break
                     if (self.settings.early_stop and t < self.method.n_rounds() - 1
-                            and is_unanimous(answers, task.kind)):
+                            and is_unanimous(answers, task.kind, self.judged)):
                         self.notice(f"All agents agree after round {t}; stopping early.", t)
                         break
         except TimeoutError:
@@ -117,22 +123,23 @@ class Debate:
         The final answer is the vote of the last finished round."""
         seconds = time.monotonic() - self._t0
         last = self.rounds[-1].turns if self.rounds else ()
-        final = plurality_vote([t.answer for t in last], self.task.kind) if last else ABSTAINED
+        final = plurality_vote([t.answer for t in last], self.task.kind, self.judged) if last else ABSTAINED
         rounds = list(self.rounds)
         if self.running is not None:
             ctx = self.running
             turns = tuple(ctx.arrived[a] for a in sorted(ctx.arrived))
-            rounds.append(Round(ctx.index, turns, consensus_ratio([x.answer for x in turns], self.task.kind),
+            rounds.append(Round(ctx.index, turns, consensus_ratio([x.answer for x in turns], self.task.kind, self.judged),
                                 tuple(ctx.aux), to_dict({**ctx.details, "running": True})))
         return Transcript(self.task, self.method.name, self.backbone, dataclasses.asdict(self.settings),
-                          tuple(rounds), final, is_correct(final, self.task) if self.rounds else None,
+                          tuple(rounds), final, is_correct(final, self.task, self.judged) if self.rounds else None,
                           status, tuple(self.notices), self.started, round(seconds, 4),
-                          shared_round0=bool(self.rounds and self.rounds[0].details.get("shared")))
+                          shared_round0=bool(self.rounds and self.rounds[0].details.get("shared")),
+                          judged=tuple(self.judged))
 
     def _name_dissent(self) -> None:
         """A kind with no single right answer (open) closes with the positions the vote did not pick."""
         if self.rounds and kind_of(self.task).names_dissent:
-            line = dissent_line(outcome(self.rounds[-1].turns, self.task))
+            line = dissent_line(outcome(self.rounds[-1].turns, self.task, self.judged))
             if line:
                 self.notice(f"{DISSENT}{line}.", self.rounds[-1].index)
 
@@ -171,15 +178,22 @@ class Debate:
                     a.history.pop()  # the unanswered debate message is not kept
                 a.answer = ABSTAINED
         self.running = None
-        return Round(t, tuple(turns), consensus_ratio([x.answer for x in turns], self.task.kind),
+        return Round(t, tuple(turns), consensus_ratio([x.answer for x in turns], self.task.kind, self.judged),
                      tuple(ctx.aux), to_dict(ctx.details))
 
-    async def _settle(self, answers: list[Answer], t: int) -> None:
-        """Check the answers against each other and the gold off the loop, before anything compares them
-        (see offloop.settle); a pair that could not be checked gets its notice once."""
-        for text in await settle(answers, self.task):
+    async def _settle(self, answers: list[Answer], t: int) -> list:
+        """Check the answers against each other and the gold off the loop, before anything compares them, and
+        have the judge grade what the rules leave undecided (see offloop.settle); a pair that could not be
+        checked gets its notice once. Returns the judge's calls (a live round records them itself)."""
+        settled = await settle(answers, self.task, judge=self.judge, judged=self.judged, round_index=t)
+        for text in settled.notices:
             if text not in self.notices:
                 self.notice(text, t)
+        self.judged.extend(j for j in settled.judged if (j.a, j.b) not in {(k.a, k.b) for k in self.judged})
+        if self.running is not None:
+            self.running.aux.extend(settled.calls)
+            return []
+        return settled.calls
 
     async def _call(self, agent: Agent, t: int, ctx: RoundContext, human: str | None = None) -> AgentTurn:
         s, details = self.settings, ctx.agent_details.get(agent.index, {})

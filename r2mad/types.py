@@ -123,7 +123,7 @@ class AgentTurn:
 @dataclass(frozen=True)
 class AuxCall:
     """An extra model call that is not an agent's answer: summary, judge, advice."""
-    kind: str  # "summary" | "judge" | "advice" | "guard" (the answer guard's follow-up)
+    kind: str  # "summary" | "judge" | "advice" | "guard" (the answer guard's follow-up) | "grade" (a verdict)
     round: int
     text: str
     tokens_in: int = 0
@@ -148,6 +148,18 @@ class Round:
 
 
 @dataclass(frozen=True)
+class Judged:
+    """Two answers the rules could not tell apart, graded by a judge model (a peer's answer against another's, or
+    an answer against a reference): kept with the transcript, so every later view of the run reads the same
+    verdict without asking again. `a` and `b` are in sorted order (the verdict is symmetric)."""
+    a: str
+    b: str
+    same: bool | None  # None: the judge gave no grade
+    how: str  # "judge: CORRECT", "judge: INCORRECT", "judge: NOT_ATTEMPTED", "judge: no grade"
+    judge: str = ""  # the backbone that judged
+
+
+@dataclass(frozen=True)
 class Transcript:
     task: Task
     method: str
@@ -161,8 +173,9 @@ class Transcript:
     started_at: float = 0.0  # wall clock (time.time())
     seconds: float = 0.0
     shared_round0: bool = False
+    judged: tuple[Judged, ...] = ()  # pairs a judge decided (grading/verdicts.py reads them)
 
-    def usage(self, kinds: tuple[str, ...] = ("debate", "summary", "judge", "advice", "guard")) -> Usage:
+    def usage(self, kinds: tuple[str, ...] = ("debate", "summary", "judge", "advice", "guard", "grade")) -> Usage:
         total = Usage()
         for rnd in self.rounds:
             if "debate" in kinds:

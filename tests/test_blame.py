@@ -33,7 +33,7 @@ def hedging(m):
         return "((B))"
     if len(m) == 2:
         return "Mars. ((A))" if agent_of(m) == 0 else "Jupiter. ((B))"
-    return "Going along. ((A))" if "((A))" in last_user(m) else "Jupiter, surely."
+    return "Going along. ((A))" if "((A))" in last_user(m) else "Hard to say, surely."
 
 
 def failed_run():

@@ -93,26 +93,26 @@ def test_a_huge_binomial_is_never_parsed(fresh_checks, monkeypatch):
         raise AssertionError("the parser was called")
     monkeypatch.setattr(mathcheck, "_math_verify", must_not_run)
     monkeypatch.setattr(mathworker, "bounded", must_not_run)
-    equal, notice = check_math(HUGE, "5")
-    assert equal is False
-    assert "too large to check" in notice and HUGE[:20] in notice and "treated as different" in notice
+    equal, how, notice = check_math(HUGE, "5")
+    assert equal is None and how == "too large to check"
+    assert "too large to check" in notice and HUGE[:20] in notice and "left undecided" in notice
 
 
 def test_a_small_binomial_is_still_judged(fresh_checks):
-    assert check_math(r"\binom{30}{15}", "155117520") == (True, None)
+    assert check_math(r"\binom{30}{15}", "155117520") == (True, "equal as math (math-verify)", None)
 
 
 @pytest.mark.slow  # seconds by design (worker processes, deadlines, threads)
-def test_a_check_past_its_bound_is_different_and_the_checker_recovers(fresh_checks, monkeypatch):
+def test_a_check_past_its_bound_is_undecided_and_the_checker_recovers(fresh_checks, monkeypatch):
     monkeypatch.setattr(mathcheck, "_SLOW_CHECK", sleep_then_agree)
     monkeypatch.setattr(mathworker, "CHECK_BOUND_S", 1.0)
     monkeypatch.setattr(mathworker, "WALL_SLACK_S", 0.0)  # a sleeping check is ended by the wall clock
-    equal, notice = check_math("x+1", "1+x")
-    assert equal is False
-    assert "'1+x'" in notice and "ran past 1 s" in notice and "treated as different" in notice
+    equal, how, notice = check_math("x+1", "1+x")
+    assert equal is None and how == "the check ran past its bound"
+    assert "'1+x'" in notice and "ran past 1 s" in notice and "left undecided" in notice
     monkeypatch.undo()
     check_math.cache_clear()
-    assert check_math("x+1", "1+x") == (True, None)  # a fresh child took over
+    assert check_math("x+1", "1+x") == (True, "equal as math (math-verify)", None)  # a fresh child took over
 
 
 @pytest.mark.slow  # seconds by design (worker processes, deadlines, threads)
@@ -156,7 +156,7 @@ def test_a_slow_check_leaves_the_loop_ticking_and_ends_with_a_notice(fresh_check
     monkeypatch.setattr(mathworker, "WALL_SLACK_S", 0.0)
     t, ticks = debate_with_ticker(SHIFT, [r"\boxed{x+1}", r"\boxed{1+x}", r"\boxed{1+x}"])
     assert t.status == "done" and str(t.final) == "1+x"
-    assert any("ran past 1 s" in n and "treated as different" in n for n in t.notices)
+    assert any("ran past 1 s" in n and "left undecided" in n for n in t.notices)
     # the loop went on while the check waited a second; had it waited itself, the ticker would have
     # ticked about twice (before and after) instead of every 0.05 s
     assert ticks >= 10

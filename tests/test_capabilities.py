@@ -25,7 +25,8 @@ def test_every_configured_backbone_builds_a_backend_that_declares_its_capabiliti
         return
     shape = None if backbone.structured_output == "none" else backbone.structured_output
     assert caps == Capabilities(supports_logprobs=backbone.supports_logprobs, streams_text=backbone.stream,
-                                structured_output=shape, guard_by_default=backbone.answer_guard)
+                                structured_output=shape, guard_by_default=backbone.answer_guard,
+                                judges_answers=backbone.judges)
 
 
 def test_the_scripted_backend_and_every_wrapper_declare_capabilities():

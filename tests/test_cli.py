@@ -13,7 +13,7 @@ def test_debate_prints_rounds_and_writes_json(config_dir, server, tmp_path, caps
     assert cli(config_dir, "--question", "Largest planet?", "--option", "A=Mars", "--option", "B=Jupiter",
                "--gold", "B", "--no-early-stop", "--json", str(out)) == 0
     printed = capsys.readouterr().out
-    assert printed.count("Round ") == 3 and printed.count("Agent 3 (Skeptic): answer B [double_paren]") == 3
+    assert printed.count("Round ") == 3 and printed.count("Agent 3 (Skeptic): answer B [strict: ((letter))") == 3
     assert "Final answer: B — correct" in printed and "tokens" in printed
     [run_id] = re.findall(r"^Saved as run ([0-9a-f]{32})$", printed, re.M)  # the id fork, blame and rerun take
     assert cli(config_dir, "--question", "Smallest planet?", "--option", "A=Mercury", "--option", "B=Mars") == 0

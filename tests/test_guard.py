@@ -35,7 +35,7 @@ def test_shapes_allow_only_the_tasks_own_answers():
 
 def reasoning_without_answer(messages):
     """Agents reason but commit to nothing; asked for the answer alone, they give ((B))."""
-    return "((B))" if last_user(messages) == final_answer_request(MCQ) else "Mars is red because of iron oxide."
+    return "((B))" if last_user(messages) == final_answer_request(MCQ) else "It is red because of iron oxide."
 
 
 def test_guarded_answers_are_recorded_and_their_tokens_count_as_auxiliary():
@@ -48,7 +48,7 @@ def test_guarded_answers_are_recorded_and_their_tokens_count_as_auxiliary():
     assert [(c.round, c.target, c.label) for c in guards] == [(r, a, "guarded") for r in (0, 1) for a in range(3)]
     assert t.usage().calls == 12 and t.usage(("guard",)).tokens == 6 * 15  # scripted: 10 in + 5 out a call
     follow_up = next(c for c in backend.calls if last_user(c.messages) == final_answer_request(MCQ))
-    assert follow_up.messages[-2] == Message("assistant", "Mars is red because of iron oxide.")
+    assert follow_up.messages[-2] == Message("assistant", "It is red because of iron oxide.")
     assert follow_up.shape is None  # no structured output here: the prompt alone asks for the form
     assert t.final == Answer("B", "guarded") and t.correct is True
 

@@ -146,7 +146,7 @@ def test_a_seat_reads_as_a_persons_turn_in_the_chat_and_no_other_model():
 
     t, _ = debate(parse("seat 2: Jupiter, surely. ((B))", 1, 3), Interjection(1, NOTE))
     titles = [m["metadata"].get("title", "") for m in chat_messages(t)]
-    assert "Agent 2 · written by a person — answer B (read from ((letter)))" in titles
+    assert "Agent 2 · written by a person — answer B (strict: ((letter)))" in titles
     assert agent_models(t) == {}  # not a mixed-model debate
     header = next(m for m in chat_messages(t) if m["metadata"].get("id") == "round-1")
     assert f"**Moderator's note** (to every agent): {NOTE}" in header["content"]

@@ -9,9 +9,10 @@ import pytest
 
 from r2mad.backends.embedder import Embedder
 from r2mad.debate import Debate
+from r2mad.grading.judge import Judge
 from r2mad.grading.answers import consensus_ratio, extract_answer, is_correct, is_unanimous, math_value, plurality_vote
 from r2mad.grading.kinds import KINDS, kind_named, kind_of
-from r2mad.grading.kinds.free import OPEN_THRESHOLD, SHORT_THRESHOLD
+from r2mad.grading.kinds.base import Ruling
 from r2mad.grading.kinds.meaning import MEANING
 from r2mad.grading.kinds.words import normalise
 from r2mad.grading.outcome import agreement_line, outcome
@@ -19,7 +20,7 @@ from r2mad.grading.tasks import guess_kind, task_from_input
 from r2mad.methods import make_method
 from r2mad.prompts.common import format_instruction
 from r2mad.settings.config import DebateSettings
-from r2mad.types import UNPARSED, AgentTurn, Answer, Task
+from r2mad.types import UNPARSED, AgentTurn, Answer, Judged, Task
 from tests.scripted import ScriptedBackend
 
 
@@ -145,43 +146,70 @@ def test_short_extraction_keeps_the_answer_not_the_restated_question():
     assert read == ["Canberra", "Canberra", "Canberra", None, None, "Canberra", None]
 
 
-# --- short and open: meaning -------------------------------------------------------------------------
+# --- short: the rules (meaning only keeps a pair undecided) ----------------------------------------------
 
-def test_short_equivalence_by_spelling_then_meaning_at_the_stated_threshold(meaning):
-    just = degrees(SHORT_THRESHOLD) - 0.5  # cosine just above the threshold
-    meaning({"Canberra": 0, "the city of Canberra": just, "Sydney": degrees(SHORT_THRESHOLD) + 0.5,
-             "1969": 0, "1970": 1})
+@pytest.mark.parametrize("x, y, same, how", [
+    ("The Canberra", "canberra", True, "same after normalising"),
+    ("It fell in November 1989.", "1989", True, "the same number"),
+    ("8 legs", "eight", True, "the same number"),
+    ("AU (from the Latin aurum)", "Au", True, "the same once asides, contrasts and plurals are set apart"),
+    ("Saturn is large, but Jupiter is larger.", "Jupiter", True, "one answer holds the other, with no name around it"),
+    ("the capital city Canberra", "Canberra", True, "one answer holds the other, with no name around it"),
+    ("H (hydrogen)", "hydrogen", True, "the same as the other answer's aside in brackets"),
+    ("J. K. Rowling", "JK Rowling", True, "same after normalising"),
+    ("July 20, 1969", "1969", True, "the same number"),  # a day beside its month is no other number
+    ("USA", "United States of America", True, "initials of the other answer"),
+    ("Sydney, not Canberra", "Canberra", False, "one answer rules the other out (“not …”)"),
+    ("Sydney, not Canberra", "Sydney", True, "the same once asides, contrasts and plurals are set apart"),
+    ("Rome, Italy", "Rome", True, "the same once asides, contrasts and plurals are set apart"),  # a place after a comma
+    ("1969", "1970", False, "different numbers"),
+    ("Atletico Madrid", "Real Madrid", False, "different names that share a word"),
+    ("George H. W. Bush", "George W. Bush", False, "different initials"),
+    ("John Adams", "John Quincy Adams", None, "one name inside another"),
+    ("Real Madrid", "Madrid", None, "one answer inside a longer name"),
+    ("Jupiter", "Jupiter's moon Io", None, "one answer inside a longer name"),  # a possessive after it
+    ("O", "O negative", None, "one answer inside a longer name"),  # one letter is too short to find inside
+    ("Tchaikovsky", "Tchaikowsky", None, "spelled alike"),
+    ("Canberra", "Sydney", False, "different words"),  # cosine 0.70, under DIFFERENT_BELOW
+    ("CO2", "carbon dioxide", None, "different words, similar meaning"),  # cosine 0.85
+])
+def test_short_rules_decide_the_clear_cases_and_leave_the_rest_undecided(meaning, x, y, same, how):
+    cos = {"Canberra|Sydney": 0.70, "CO2|carbon dioxide": 0.85}
+    meaning({x: 0, y: degrees(cos.get(f"{x}|{y}", 0.2))} if x != y else {x: 0})
     short = KINDS["short"]
-    assert short.same("The Canberra", "canberra")  # spelling alone, no embedding
-    assert short.same("Canberra", "the city of Canberra")
-    assert not short.same("Canberra", "Sydney")
-    assert not short.same("1969", "1970")  # close in meaning, but the numbers differ
+    assert short.rule(x, y) == short.rule(y, x) == Ruling(same, how)  # symmetric
+    assert short.agrees(a(x), a(y)) is (same is True)  # undecided is not agreement
 
 
-def test_short_answers_are_scored_against_the_reference_by_the_same_rule(meaning):
-    meaning({"Canberra": 0, "Sydney": 60, "the city of Canberra": 10, "1969": 0, "1970": 1})
-    task = Task("short", "What is the capital of Australia?", gold="Canberra")
-    assert [is_correct(a(v), task) for v in ("canberra", "the city of Canberra", "Sydney")] == [True, True, False]
+def test_short_answers_are_scored_against_every_alias_and_undecided_is_neither(meaning):
+    meaning({"Canberra": 0, "Canberra, ACT": 0, "Sydney": degrees(0.70), "John Adams": 0, "J. Q. Adams": 0,
+             "John Quincy Adams": 0})
+    task = Task("short", "What is the capital of Australia?", gold="Canberra | Canberra, ACT")
+    assert [is_correct(a(v), task) for v in ("canberra", "It is Canberra.", "Sydney", "Sydney, not Canberra")] == [
+        True, True, False, False]
     assert is_correct(UNPARSED, task) is False and is_correct(a("Canberra"), Task("short", "q")) is None
-    assert is_correct(a("1970"), Task("short", "When?", gold="1969")) is False
+    adams = Task("short", "Who was the sixth president?", gold="John Quincy Adams|J. Q. Adams")
+    assert is_correct(a("J. Q. Adams"), adams) is True  # an alias
+    assert is_correct(a("John Adams"), adams) is None  # undecided without a judge: neither right nor wrong
+    assert KINDS["short"].grade(a("John Adams"), adams).how == "undecided: no judge (one name inside another)"
+    judged = (Judged("John Adams", "John Quincy Adams", False, "judge: INCORRECT", "scripted"),)
+    assert is_correct(a("John Adams"), adams, judged) is False
 
 
-def test_open_groups_by_meaning_names_the_dissent_and_breaks_ties_to_the_earliest_agent(meaning):
-    go, rust = "Learn Go first", "Learn Rust first"
-    go2 = "Start with Go; it is simpler"
-    meaning({go: 0, go2: degrees(OPEN_THRESHOLD) - 1, rust: 180})
+def test_open_groups_only_the_same_wording_without_a_judge_and_by_its_verdicts_with_one():
+    go, rust, go2 = "Learn Go first", "Learn Rust first", "Start with Go; it is simpler"
     kind = KINDS["open"]
-    answers = [a(rust), a(go), a(go2), UNPARSED]
-    assert kind.groups(answers) == [0, 1, 1, None]  # agent 3 joins agent 2's group; unparsed joins none
-    assert consensus_ratio(answers, "open") == pytest.approx(2 / 4)
-    assert plurality_vote(answers, "open").value == go  # the larger group's leader
-    tie = [a(rust), a(go), UNPARSED]
-    assert plurality_vote(tie, "open").value == rust  # 1-1: the earliest agent's group
+    answers = [a(rust), a(go), a(go2), a("I think, learn Go first!"), UNPARSED]
+    assert kind.groups(answers) == [0, 1, 2, 1, None]  # only the same wording ("I think" aside) groups
+    judged = (Judged(*sorted((go, go2)), True, "judge: CORRECT both ways", "scripted"),)
+    assert kind.groups(answers, judged) == [0, 1, 1, 1, None]
+    assert consensus_ratio(answers, "open", judged) == pytest.approx(3 / 5)
+    assert plurality_vote(answers, "open", judged).value == go  # the larger group's leader
+    assert plurality_vote([a(rust), a(go), UNPARSED], "open").value == rust  # 1-1: the earliest agent's group
     assert plurality_vote([UNPARSED, UNPARSED], "open") is UNPARSED
     turns = [AgentTurn(i, 2, "p", (), "", x) for i, x in enumerate(answers)]
-    task = Task("open", "Should I learn Rust or Go first?")
-    result = outcome(turns, task)
-    assert result.holders == (1, 2) and result.dissent == (((0,), a(rust)),) and result.consensus == 0.5
+    result = outcome(turns, Task("open", "Should I learn Rust or Go first?"), judged)
+    assert result.holders == (1, 2, 3) and result.dissent == (((0,), a(rust)),) and result.consensus == 0.6
     assert is_correct(a(go), Task("open", "q", gold="Go")) is None  # a judge scores open answers
 
 
@@ -191,19 +219,23 @@ def test_open_takes_the_last_line_without_an_answer_line_and_no_placeholder():
         "Go is simpler.\nRust is safer.\nFinal answer: Learn Go first, then Rust.",
         "Both are good languages.\nI would start with Go.", "Thinking...\nFinal answer: None", "",
         'Final answer: The answer is "Final answer:', "In short, the answer is helpful to you",
-        "Go is simpler. This is a great example of how to use the example of a difficult decision to")]
+        "Go is simpler. This is a great example of how to use the example of a difficult decision to",  # cut
+        "Final answer: I don't know.")]
     assert [(x.value, x.how) for x in read] == [
         ("Learn Go first, then Rust", "answer_colon"), ("I would start with Go", "last_sentence"),
         (None, "unparsed"), (None, "unparsed"),
         (None, "unparsed"),  # the instruction copied
         (None, "unparsed"),  # prose, no position and no sentence end
-        ("Go is simpler", "last_sentence")]  # a reply cut mid-sentence: its last whole sentence
+        (None, "unparsed"),  # a reply cut mid-sentence never came to its position
+        (None, "unparsed")]  # a refusal is no position
 
 
-def test_unanimity_and_the_loop_stop_early_only_when_meaning_agrees(meaning):
-    meaning({"Canberra": 0, "Canberra, ACT": 10, "Sydney": 60})
-    assert is_unanimous([a("Canberra"), a("Canberra, ACT")], "short")
-    assert not is_unanimous([a("Canberra"), a("Sydney")], "short")
+def test_undecided_answers_are_never_unanimous_so_the_loop_never_stops_early_on_them(meaning):
+    meaning({"Canberra": 0, "The capital is Canberra": 0, "Real Madrid": 0, "Madrid": 0, "John Adams": 0,
+             "John Quincy Adams": 0})
+    assert is_unanimous([a("Canberra"), a("The capital is Canberra")], "short")
+    assert not is_unanimous([a("Real Madrid"), a("Madrid")], "short")  # undecided: a name beside it
+    assert not is_unanimous([a("John Adams"), a("John Quincy Adams")], "short")
 
 
 # --- guessing the kind -------------------------------------------------------------------------------
@@ -234,38 +266,31 @@ def test_a_typed_question_takes_the_guess_or_the_picked_kind_and_says_what_does_
 
 # --- the loop asks the kind --------------------------------------------------------------------------
 
-def test_a_debate_on_an_open_question_ends_with_the_largest_group_and_names_the_dissent(meaning):
-    meaning({"Learn Go first": 0, "Go first, it is simpler": 10, "Learn Rust first": 180})
+def test_a_debate_on_an_open_question_ends_with_the_largest_group_a_judge_found_and_names_the_dissent():
     said = ["Final answer: Learn Go first.", "Final answer: Learn Rust first.",
             "Final answer: Go first, it is simpler."]
 
     def reply(messages):
         return said[_personas().index(messages[0].content)]
 
-    backend = ScriptedBackend(reply)
+    def grade(messages):  # the judge: the two Go positions entail each other, nothing else does
+        pair = messages[-1].content.split("Reference answer:")[1].split("Grade the candidate")[0]
+        return "CORRECT" if "Rust" not in pair else "INCORRECT"
+
     settings = DebateSettings(agents=3, rounds=2, early_stop=False)
-    t = asyncio.run(Debate(backend, make_method("mad", settings), backbone="scripted").run(
-        Task("open", "Should I learn Rust or Go first?")))
+    judge = Judge(ScriptedBackend(grade, name="judge"))
+    t = asyncio.run(Debate(ScriptedBackend(reply), make_method("mad", settings), backbone="scripted",
+                           judge=judge).run(Task("open", "Should I learn Rust or Go first?")))
     assert t.final.value == "Learn Go first" and t.rounds[-1].consensus == pytest.approx(2 / 3)
     assert t.notices[-1] == "Dissent: agent 2 holds 'Learn Rust first'."
     assert agreement_line(t) == ("2 of 3 agents hold the final answer (0.67); dissent: agent 2 holds "
                                  "'Learn Rust first'")
+    assert {(j.a, j.b, j.same) for j in t.judged} == {
+        ("Go first, it is simpler", "Learn Go first", True), ("Go first, it is simpler", "Learn Rust first", False),
+        ("Learn Go first", "Learn Rust first", False)}
+    assert len(judge.backend.calls) == 6  # three pairs, both ways, once for both rounds
 
 
 def _personas():
     from r2mad.prompts.common import persona
     return [persona("open", i, 3)[1] for i in range(3)]
-
-
-def test_the_judge_scores_an_open_answer_against_its_reference_from_its_label():
-    from r2mad.grading.judge import judged_correct, read_verdict
-
-    assert [read_verdict(t) for t in ("Same claim. <label>YES</label>", "<label>no</label>",
-                                      "<think><label>YES</label></think> Unsure. <label>NOT SURE</label>",
-                                      "no tag at all")] == [True, False, None, None]
-    backend = ScriptedBackend(lambda m: "Both start with Go. <label>YES</label>" if "Start with Go" in m[-1].content
-                              else "A different choice. <label>NO</label>")
-    task = Task("open", "Should I learn Rust or Go first?", gold="Go first: it is simpler.")
-    verdicts = [asyncio.run(judged_correct(backend, task, a)) for a in ("Start with Go", "Rust first", None)]
-    assert verdicts == [True, False, None] and len(backend.calls) == 2  # no answer: no call
-    assert "Reference answer:\nGo first: it is simpler." in backend.calls[0].messages[-1].content

@@ -69,7 +69,7 @@ def test_mad_chat_has_one_message_per_agent_per_round_grouped_under_its_round():
     agent_msgs = [m for m in msgs if m["metadata"].get("parent_id") == "round-1"]
     assert len(agent_msgs) == 3
     assert agent_msgs[1]["metadata"]["title"] == (
-        "Agent 2 · Fact-checker — answer B (read from ((letter))) · 101+40 tokens · 2.2 s")
+        "Agent 2 · Fact-checker — answer B (strict: ((letter))) · 101+40 tokens · 2.2 s")
     assert "Answers — Agent 1: A, Agent 2: B, Agent 3: B" in msgs[1]["content"]
     assert msgs[-1]["content"].startswith("**Final answer: B — correct · B = Green**")
     assert all(m["metadata"]["status"] == "done" for m in agent_msgs)  # full texts start collapsed
@@ -220,7 +220,7 @@ def test_model_and_question_text_is_escaped_never_html():
     assert "<script" not in text and "<img" not in text and "<b>" not in text and "<i>" not in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt; What is 1+1?" in msgs[0]["content"]
     assert '&lt;img src=x onerror="window.__pwned=1"&gt; so \\boxed{2} &amp; done' in text
-    assert "Agent 1 · &lt;i&gt;P&lt;/i&gt; — answer &lt;b&gt;2&lt;/b&gt; (read from \\boxed{})" in text
+    assert "Agent 1 · &lt;i&gt;P&lt;/i&gt; — answer &lt;b&gt;2&lt;/b&gt; (strict: \\boxed{})" in text
     # no remote image load, no link: both read as they were typed
     assert esc("![x](http://tracker/p.png)") == "!&#91;x&#93;(http&#58;//tracker/p.png)"
     assert esc("[go](https://a.example) www.b.example \\[x\\]") == \
@@ -278,6 +278,6 @@ def test_a_turn_a_fork_changed_says_what_changed_before_its_memory():
     assert body.startswith("**Changed by the fork:** case 1 (q7:a1:r0) dropped from its memory block; "
                            "shown unmasked: agent 3")
     assert body.index("Changed by the fork") < body.index("Shown after masking") < body.index("**Response**")
-    assert turn_title(turn).endswith(" · changed by the fork")
+    assert turn_title(turn, Task("mcq", "q")).endswith(" · changed by the fork")
     plain = AgentTurn(1, 1, "Skeptic", (), "Now ((B)).", Answer("B", "double_paren"))
-    assert "fork" not in turn_body(plain, "mcq") + turn_title(plain)
+    assert "fork" not in turn_body(plain, "mcq") + turn_title(plain, Task("mcq", "q"))

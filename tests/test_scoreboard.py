@@ -40,7 +40,7 @@ def test_chips_colour_gold_wrong_and_no_answer_and_mark_changes():
     assert (none.kind, none.text, none.why) == ("none", "no answer", "No answer found in the task's format")
     no_gold = Task("math", "2+2?")
     assert chip_for(turn(0, 0, "4", how="boxed"), no_gold).kind == "answer"
-    assert "read from \\boxed{}" in chip_for(turn(0, 0, "4", how="boxed"), no_gold).why  # parse source in words
+    assert "strict: \\boxed{}" in chip_for(turn(0, 0, "4", how="boxed"), no_gold).why  # reading and source in words
     abst = chip_for(turn(0, 0, None, error="Could not reach http://x after 2 attempts"), BERLIN)
     assert abst.text == "abstained" and "Could not reach" in abst.why
 

@@ -35,7 +35,7 @@ def turns_by_agent(rnd: Round) -> dict[int, AgentTurn]:
 
 def right(t: Transcript, turn: AgentTurn | None) -> bool:
     """The turn exists, its call did not fail, and its answer matches the gold answer."""
-    return turn is not None and turn.error is None and bool(is_correct(turn.answer, t.task))
+    return turn is not None and turn.error is None and bool(is_correct(turn.answer, t.task, t.judged))
 
 
 def span(text: str, limit: int = 240) -> str:

@@ -35,4 +35,5 @@ def make_backend(backbone: Backbone, *, api_key: str | None = None) -> ChatBacke
                                supports_logprobs=backbone.supports_logprobs, stream=backbone.stream,
                                key_source=backbone.api_key_env or "the token field",
                                structured_output=backbone.structured_output,
-                               guard_by_default=backbone.answer_guard, native_n=backbone.native_n)
+                               guard_by_default=backbone.answer_guard, native_n=backbone.native_n,
+                               judges_answers=backbone.judges)

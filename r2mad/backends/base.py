@@ -26,6 +26,7 @@ class Capabilities:
     guard_by_default: bool = False  # answer_guard "auto" turns the guard on (a model that often forgets to answer)
     n_ctx: int | None = None  # the context window in tokens, when known (peers' responses are clipped to fit)
     max_parallel: int | None = None  # calls decoded at once (more wait in line), for sizing concurrency
+    judges_answers: bool = False  # able to grade answers the rules leave undecided (a debate's judge "auto")
 
 
 class ChatBackend(Protocol):

@@ -60,7 +60,7 @@ class OpenAICompatBackend:
                  supports_logprobs: bool = True, extra_body: dict | None = None, stream: bool = False,
                  key_source: str = "the token field or HF_TOKEN", structured_output: str | None = None,
                  guard_by_default: bool = False, native_n: bool = False,
-                 total_timeout_s: float | None = None):
+                 total_timeout_s: float | None = None, judges_answers: bool = True):
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.name = name or model or self.base_url
@@ -72,7 +72,8 @@ class OpenAICompatBackend:
         self.stream = stream
         self.capabilities = Capabilities(
             supports_logprobs=supports_logprobs, streams_text=stream, guard_by_default=guard_by_default,
-            structured_output=None if structured_output == "none" else structured_output)  # answer guard
+            structured_output=None if structured_output == "none" else structured_output,  # answer guard
+            judges_answers=judges_answers)
         self.native_n = native_n  # the server returns n choices for one request (vLLM, OpenAI)
         self._batcher = SampleBatcher(self._request_samples)
         self.key_source = key_source  # where the person sets the key, named in the 401 message

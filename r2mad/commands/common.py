@@ -7,6 +7,7 @@ import sys
 
 from r2mad.grading.kinds import kind_of
 from r2mad.grading.outcome import agreement_line
+from r2mad.grading.verdicts import how_graded, how_read
 from r2mad.settings.config import ConfigError, DebateSettings, whole_number
 from r2mad.settings.fields import BY_NAME, FIELDS
 from r2mad.steer.fork import steer_notes
@@ -97,8 +98,9 @@ def print_transcript(t: Transcript, out=None, show_text: bool = False, prices=No
                 w(f"  Agent {turn.agent + 1} ({turn.persona}): abstained — {turn.error}\n")
                 continue
             model = f" on {turn.backbone}" if mixed else ""
-            w(f"  Agent {turn.agent + 1} ({turn.persona}){model}: answer {turn.answer} [{turn.answer.how}] "
-              f"· {turn.tokens_in}+{turn.tokens_out} tokens · {turn.seconds:.1f} s\n")
+            graded = how_graded(turn.answer, t.task, t.judged) if turn.answer.parsed else ""
+            w(f"  Agent {turn.agent + 1} ({turn.persona}){model}: answer {turn.answer} [{how_read(turn.answer, t.task)}"
+              f"{'; ' + graded if graded else ''}] · {turn.tokens_in}+{turn.tokens_out} tokens · {turn.seconds:.1f} s\n")
             for line in detail_lines(turn.details):
                 w(f"      {line}\n")
             if show_text:
@@ -108,7 +110,8 @@ def print_transcript(t: Transcript, out=None, show_text: bool = False, prices=No
             outcome = f"failed: {call.error}" if call.error else f"{call.tokens_in}+{call.tokens_out} tokens"
             w(f"  [{call.kind}{who}] {call.label + ' · ' if call.label else ''}{outcome}\n")
     u = t.usage()
-    verdict = "" if t.correct is None else (" — correct" if t.correct else f" — wrong (gold {t.task.gold})")
+    graded = how_graded(t.final, t.task, t.judged) if t.rounds else ""
+    verdict = f" — {graded}" + (f" (gold {t.task.gold})" if t.correct is not True else "") if graded else ""
     w(f"\nFinal answer: {t.final}{verdict}  [{t.status}]\n")
     if t.rounds:
         w(f"Consensus: {agreement_line(t)}\n")

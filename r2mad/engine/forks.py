@@ -37,12 +37,12 @@ def plan_fork(parent: Transcript, spec: ForkSpec, settings: DebateSettings,
     if settings.rounds < spec.from_round:
         raise ValueError(f"The fork would have {settings.rounds} rounds, fewer than the {spec.from_round} it "
                          f"replays; raise --rounds to at least {spec.from_round}.")
-    _check_live_changes(spec, method, settings, replay[-1], bank, parent.task.kind)
+    _check_live_changes(spec, method, settings, replay[-1], bank, parent)
     return method, replay
 
 
 def _check_live_changes(spec: ForkSpec, method: str, settings: DebateSettings, before: Round, bank,
-                        kind: str) -> None:
+                        parent: Transcript) -> None:
     """Each change to round T's hooks must meet a hook of the fork's method that takes it, in a round the
     fork runs, about a response there was."""
     live = [c for c in spec.changes if c.kind in LIVE_KINDS]
@@ -66,7 +66,7 @@ def _check_live_changes(spec: ForkSpec, method: str, settings: DebateSettings, b
                              "call failed); unmask another agent.")
         if change.kind == "unmask" and any(c.kind == "mask" and c.agent == change.agent for c in spec.changes):
             raise ValueError(f"Agent {change.agent + 1} is both masked and unmasked; keep one of the two changes.")
-    if settings.early_stop and is_unanimous([t.answer for t in before.turns], kind):
+    if settings.early_stop and is_unanimous([t.answer for t in before.turns], parent.task.kind, parent.judged):
         raise ValueError(f"{HOOKS[live[0].kind][0]} acts on round {spec.from_round}, but every agent agrees after "
                          f"round {before.index}, so the debate stops early before it; turn early stop off "
                          "(--no-early-stop) or fork from an earlier round.")
@@ -85,7 +85,7 @@ async def fork_debate(parent: Transcript, spec: ForkSpec, backend: ChatBackend, 
                       backbone: str = "", bank=None, bank_notices: tuple[str, ...] = (),
                       agent_backends: Sequence[tuple[str, ChatBackend]] = (),
                       record: Callable[[Transcript], None] | None = None, emit=None,
-                      summaries=None, moderator=None) -> Transcript:
+                      summaries=None, moderator=None, judge=None) -> Transcript:
     """The fork of `parent` described by `spec`: rounds before `spec.from_round` taken from the record
     (no model call), the changes applied, then the debate goes on live with `spec.method` or the parent's.
     A person's notes and seats in the parent's live rounds are said again there (unless `moderator`)."""
@@ -94,5 +94,5 @@ async def fork_debate(parent: Transcript, spec: ForkSpec, backend: ChatBackend, 
                             notices=bank_notices, record=record, emit=emit, summaries=summaries, replay=replay,
                             steer=tuple(c for c in spec.changes if c.kind in LIVE_KINDS),
                             fork_notices=same_answer_notices(replay[-1]),
-                            agent_backends=agent_backends,
+                            agent_backends=agent_backends, judge=judge, judged=parent.judged,
                             moderator=moderator or scripted(recorded(parent.rounds[len(replay):])))

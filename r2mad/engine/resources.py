@@ -80,6 +80,9 @@ class Local:
                 self._made[name] = self.wrap(backend_for(self.config, name))
             return self._made[name]
 
+    def judge_backend(self, name: str) -> ChatBackend:
+        return self._backend(name)
+
     def backends(self, request: RunRequest) -> tuple[ChatBackend, list[ChatBackend]]:
         names = list(request.agent_backbones)
         if names:
@@ -101,9 +104,15 @@ class Given:
     No line; the bank is the caller's to close."""
 
     def __init__(self, backend: ChatBackend, agents: Sequence[ChatBackend] = (), *, bank=None,
-                 notices: Sequence[str] = (), summaries: SummaryCache | None = None):
+                 notices: Sequence[str] = (), summaries: SummaryCache | None = None, judge: ChatBackend | None = None):
         self.backend, self.agents, self.opened, self.notices = backend, list(agents), bank, list(notices)
-        self.summaries = summaries
+        self.summaries, self.judge = summaries, judge
+
+    def judge_backend(self, name: str) -> ChatBackend:
+        if self.judge is None or self.judge.name != name:
+            raise ConfigError(f"The judge backbone {name!r} was not given; pass its backend, or set judge to auto, "
+                              "self or off.")
+        return self.judge
 
     def backends(self, request: RunRequest) -> tuple[ChatBackend, list[ChatBackend]]:
         if [b.name for b in self.agents] != list(request.agent_backbones):

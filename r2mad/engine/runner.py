@@ -12,7 +12,7 @@ from r2mad.backends.base import ChatBackend
 from r2mad.debate import Debate, EventSink
 from r2mad.methods import PLAIN, is_debate, make_method, needs_bank
 from r2mad.settings.config import ConfigError, DebateSettings
-from r2mad.types import Event, Round, Task, Transcript
+from r2mad.types import Event, Judged, Round, Task, Transcript
 
 
 async def run_debate(task: Task, method: str, backend: ChatBackend, settings: DebateSettings, *,
@@ -20,14 +20,16 @@ async def run_debate(task: Task, method: str, backend: ChatBackend, settings: De
                      round0: Round | None = None, notices: tuple[str, ...] = (),
                      record: Callable[[Transcript], None] | None = None, summaries=None,
                      replay: Sequence[Round] = (), steer: Sequence = (), fork_notices: Sequence[str] = (),
-                     agent_backends: Sequence[tuple[str, ChatBackend]] = (), moderator=None) -> Transcript:
+                     agent_backends: Sequence[tuple[str, ChatBackend]] = (), moderator=None, judge=None,
+                     judged: Sequence[Judged] = ()) -> Transcript:
     """One debate. `bank` and its `notices` reach only methods that use a bank. `record` receives the
     loop's own transcript whenever it changes (status running, the round in progress included), at the
     end, and on cancellation (status cancelled): the run store and the app's live view plug in here;
     `emit` is for streaming live text. `round0` is a shared round 0 (side by side); `replay` recorded
     rounds taken over without model calls (a fork), `steer` the fork's changes to the first live round's
     hooks and `fork_notices` what to say about its changes; `agent_backends` one (name, backend) per agent;
-    `moderator` a person's notes and seats between rounds (r2mad/human.py)."""
+    `moderator` a person's notes and seats between rounds (r2mad/human.py); `judge` grades the answers the rules
+    leave undecided, `judged` the verdicts recorded before (a fork's parent's)."""
     if not needs_bank(method):
         bank, notices = None, ()
     if agent_backends and not is_debate(method):  # a single-agent baseline: agent 1's model answers
@@ -42,7 +44,8 @@ async def run_debate(task: Task, method: str, backend: ChatBackend, settings: De
     if round0 is not None and is_debate(method) and strategy.shares_round0:
         replay = (dataclasses.replace(round0, details={**round0.details, "shared": True}),)
     debate = Debate(backend, strategy, backbone=backbone, agent_backends=agent_backends,
-                    moderator=moderator if is_debate(method) else None)
+                    moderator=moderator if is_debate(method) else None, judge=judge)
+    debate.judged.extend(judged)
     debate.emit = _recording(debate, record, emit)
     try:
         transcript = await debate.run(task, replay=replay if is_debate(method) else (),
@@ -70,11 +73,11 @@ def _recording(debate: Debate, record, emit) -> EventSink:
 async def compute_round0(task: Task, backend: ChatBackend, settings: DebateSettings, *,
                          emit: EventSink | None = None,
                          record: Callable[[Transcript], None] | None = None, backbone: str = "",
-                         agent_backends: Sequence[tuple[str, ChatBackend]] = ()) -> Round:
+                         agent_backends: Sequence[tuple[str, ChatBackend]] = (), judge=None) -> Round:
     """Round 0 is the same for every debate method: each agent answers alone (on its own backbone)."""
     method = make_method(PLAIN, settings.replace(rounds=1, advice=False))
     method.wants_logprobs = True  # objective MAD-M² scores round 0 by its logprobs (when the backend has them)
-    debate = Debate(backend, method, backbone=backbone, agent_backends=agent_backends)
+    debate = Debate(backend, method, backbone=backbone, agent_backends=agent_backends, judge=judge)
     debate.emit = _recording(debate, record, emit)
     transcript = await debate.run(task)
     return transcript.rounds[0]
@@ -84,7 +87,7 @@ async def compute_round0(task: Task, backend: ChatBackend, settings: DebateSetti
 class Setup:
     """What every debate of one request runs with: the backend (named `backbone`) of the auxiliary calls and of
     every agent unless `agent_backends` (one (name, backend) per agent), the settings, the bank and what to say
-    about it, and R²-MAD's summary cache."""
+    about it, R²-MAD's summary cache, and the judge of undecided answers (grading/judge.py; None: no judge)."""
     backend: ChatBackend
     settings: DebateSettings
     backbone: str = ""
@@ -92,6 +95,7 @@ class Setup:
     bank: Any = None
     bank_notices: tuple[str, ...] = ()
     summaries: Any = None
+    judge: Any = None
 
 
 async def run_methods(task: Task, methods: Sequence[str], setup: Setup, *, share_round0: bool | None = None,
@@ -115,10 +119,11 @@ async def run_methods(task: Task, methods: Sequence[str], setup: Setup, *, share
         if share:
             round0 = await compute_round0(task, s.backend, s.settings, emit=emit_for("round0"),
                                           record=record_for("round0"), backbone=s.backbone,
-                                          agent_backends=s.agent_backends)
+                                          agent_backends=s.agent_backends, judge=s.judge)
         jobs = [run_debate(task, m, s.backend, s.settings, backbone=s.backbone, emit=emit_for(m), bank=s.bank,
                            notices=s.bank_notices, round0=round0 if is_debate(m) else None, record=record_for(m),
-                           summaries=s.summaries, agent_backends=s.agent_backends, moderator=moderator)
+                           summaries=s.summaries, agent_backends=s.agent_backends, moderator=moderator,
+                           judge=s.judge)
                 for m in methods]
         results = await asyncio.gather(*jobs)
     return dict(zip(methods, results))

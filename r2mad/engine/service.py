@@ -16,6 +16,7 @@ import r2mad
 from r2mad.backends.base import ChatBackend
 from r2mad.engine.runner import Setup, run_methods
 from r2mad.evaluation.leakage import check_question_not_in_bank
+from r2mad.grading.judge import judge_for
 from r2mad.methods import is_debate, needs_bank
 from r2mad.settings.config import DebateSettings
 from r2mad.steer.fork import ForkSpec
@@ -72,6 +73,7 @@ class Resources(Protocol):
     def bank(self, folder: str | None, task_kind: str) -> tuple[Any, list[str]]: ...  # slow: off the loop
     def release(self, bank) -> None: ...
     def admitted(self, request: RunRequest) -> AsyncContextManager[Any]: ...  # the line; yields its ticket
+    def judge_backend(self, name: str) -> ChatBackend: ...  # a judge named by its backbone (settings.judge)
 
 
 class Sink(Protocol):
@@ -169,8 +171,10 @@ async def start(requests: Sequence[RunRequest], resources: Resources, sink: Sink
             banks[key] = await asyncio.to_thread(resources.bank, *key)
         bank, notices = banks.get(key, (None, []))
         await asyncio.to_thread(sink.check, request, bank, notices)
+        judge = await asyncio.to_thread(judge_for, request.settings.judge, backend,
+                                        lambda name: resources.judge_backend(name))
         return Setup(backend, request.settings, backend.name, tuple((b.name, b) for b in agents), bank,
-                     tuple(notices), resources.summaries)
+                     tuple(notices), resources.summaries, judge)
 
     async def run(request: RunRequest, setup: Setup) -> Runs:
         async with gate, resources.admitted(request) as ticket:
@@ -211,7 +215,8 @@ async def run_setup(request: RunRequest, setup: Setup, record_for: Callable[[str
     [m], f, s = request.methods, request.fork, setup
     return {m: await fork_debate(f.parent, f.spec, s.backend, s.settings, backbone=s.backbone, bank=s.bank,
                                  bank_notices=s.bank_notices, agent_backends=s.agent_backends, record=record_for(m),
-                                 emit=emit_for(m), summaries=s.summaries, moderator=request.moderator)}
+                                 emit=emit_for(m), summaries=s.summaries, moderator=request.moderator,
+                                 judge=s.judge)}
 
 
 def first_error(error: BaseException) -> BaseException:

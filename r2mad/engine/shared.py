@@ -243,5 +243,8 @@ class VisitorResources:
     def bank(self, folder: str | None, task_kind: str) -> tuple[Any, list[str]]:
         return self.services.bank_for_task(folder, task_kind)
 
+    def judge_backend(self, name: str) -> ChatBackend:
+        return self.services.backend(name, token=self.token, login_token=self.login_token, visitor=self.visitor)
+
     def release(self, bank) -> None:
         pass

@@ -13,7 +13,7 @@ from r2mad.types import UNPARSED, AgentTurn, Transcript
 
 Z_95 = 1.959963984540054  # two-sided 95% normal quantile
 SINGLE_AGENT_METHODS = frozenset({*names("baseline"), "self-consistency", "icl_cot"})  # + older spellings
-AUXILIARY_KINDS = ("judge", "advice", "guard")
+AUXILIARY_KINDS = ("judge", "advice", "guard", "grade")
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def _turn_correct(turn: AgentTurn, t: Transcript) -> bool:
     """Abstentions and UNPARSED answers are never correct."""
     if _abstained(turn) or not turn.answer.parsed:
         return False
-    return bool(is_correct(turn.answer, t.task))
+    return bool(is_correct(turn.answer, t.task, t.judged))
 
 
 def _require_gold(t: Transcript) -> None:
@@ -76,7 +76,7 @@ def final_correct(t: Transcript) -> bool | None:
     """Whether the final (voted) answer matches gold; None without gold. UNPARSED is never correct."""
     if t.task.gold is None:
         return None
-    return t.final.parsed and bool(is_correct(t.final, t.task))
+    return t.final.parsed and bool(is_correct(t.final, t.task, t.judged))
 
 
 def is_single_agent(t: Transcript) -> bool:
@@ -130,7 +130,7 @@ def strict_majority_correct(t: Transcript) -> bool | None:
 def consensus_trajectory(t: Transcript) -> list[float]:
     """Cons(Z) per round, recomputed from the answers (abstentions and UNPARSED agree with nothing)."""
     return [consensus_ratio([UNPARSED if _abstained(turn) else turn.answer for turn in rnd.turns],
-                            t.task.kind)
+                            t.task.kind, t.judged)
             for rnd in t.rounds]
 
 
@@ -275,7 +275,8 @@ def vote_accuracy_by_round(ts: Sequence[Transcript]) -> list[float]:
     if not items:
         return []
     votes = [[bool(is_correct(plurality_vote([UNPARSED if _abstained(turn) else turn.answer for turn in rnd.turns],
-                                             t.task.kind), t.task)) for rnd in t.rounds] for t in items]
+                                             t.task.kind, t.judged), t.task, t.judged)) for rnd in t.rounds]
+             for t in items]
     depth = max(len(v) for v in votes)
     return [sum(v[min(i, len(v) - 1)] for v in votes) / len(votes) for i in range(depth)]
 

@@ -95,7 +95,7 @@ def round0_vote(t: Transcript):
     """The plurality vote of the round-0 answers (what the agents would say without debating)."""
     if not t.rounds:
         return UNPARSED
-    return plurality_vote([turn.answer for turn in t.rounds[0].turns], t.task.kind)
+    return plurality_vote([turn.answer for turn in t.rounds[0].turns], t.task.kind, t.judged)
 
 
 def ledger_kind(t: Transcript) -> str | None:
@@ -104,7 +104,7 @@ def ledger_kind(t: Transcript) -> str | None:
     if t.task.gold is None or t.status not in ("done", "failed") or not t.finished().rounds:
         return None
     vote = round0_vote(t.finished())
-    before = vote.parsed and bool(is_correct(vote, t.task))
+    before = vote.parsed and bool(is_correct(vote, t.task, t.judged))
     after = bool(final_correct(t))
     return {(False, True): "helped", (True, False): "hurt", (True, True): "kept right",
             (False, False): "kept wrong"}[(before, after)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from r2mad.grading.kinds import kind_named
+from r2mad.grading.kinds.base import AnswerKind
 from r2mad.grading.kinds.reading import (  # noqa: F401  (re-exported: callers read answers from here)
     closing_braces,
     extract_choice,
@@ -15,7 +16,7 @@ from r2mad.grading.kinds.reading import (  # noqa: F401  (re-exported: callers r
     split_think,
     strip_think,
 )
-from r2mad.types import Answer, Task
+from r2mad.types import Answer, Judged, Task
 
 
 def extract_answer(text: str, task: Task) -> Answer:
@@ -23,26 +24,37 @@ def extract_answer(text: str, task: Task) -> Answer:
     return kind_named(task.kind).extract(strip_think(text), task)
 
 
-# --- agreement: each kind's own (grading/kinds) -----------------------------------------------------
+# --- agreement and scoring: each kind's own (grading/kinds), for a task (or a kind's name, when the question is
+# not at hand); `judged`: the judge's verdicts a transcript holds ------------------------------------------------
 
-def same_answer(a: Answer, b: Answer, kind: str) -> bool:
-    return kind_named(kind).agrees(a, b)
-
-
-def is_correct(answer: Answer, task: Task) -> bool | None:
-    return kind_named(task.kind).correct(answer, task)
+def _of(task: Task | str) -> tuple[AnswerKind, str]:
+    return (kind_named(task), "") if isinstance(task, str) else (kind_named(task.kind), task.question)
 
 
-def consensus_ratio(answers: Sequence[Answer], kind: str) -> float:
+def same_answer(a: Answer, b: Answer, task: Task | str, judged: Sequence[Judged] = ()) -> bool:
+    """Decided the same (an undecided pair is not)."""
+    kind, question = _of(task)
+    return kind.agrees(a, b, judged, question)
+
+
+def is_correct(answer: Answer, task: Task, judged: Sequence[Judged] = ()) -> bool | None:
+    """True or False as graded against the task's references; None without one, or when undecided."""
+    return kind_named(task.kind).correct(answer, task, judged)
+
+
+def consensus_ratio(answers: Sequence[Answer], task: Task | str, judged: Sequence[Judged] = ()) -> float:
     """Cons(Z) = max_y (1/n) Σ_i 1[a(z_i) = y] over the kind's groups; UNPARSED counts in n but agrees
-    with nothing."""
-    return kind_named(kind).consensus(answers) if answers else 0.0
+    with nothing, and an undecided pair is two groups."""
+    kind, question = _of(task)
+    return kind.consensus(answers, judged, question) if answers else 0.0
 
 
-def plurality_vote(answers: Sequence[Answer], kind: str) -> Answer:
+def plurality_vote(answers: Sequence[Answer], task: Task | str, judged: Sequence[Judged] = ()) -> Answer:
     """The leader of the largest group; ties go to the earliest agent. All UNPARSED -> UNPARSED."""
-    return kind_named(kind).vote(answers)
+    kind, question = _of(task)
+    return kind.vote(answers, judged, question)
 
 
-def is_unanimous(answers: Sequence[Answer], kind: str) -> bool:
-    return kind_named(kind).unanimous(answers)
+def is_unanimous(answers: Sequence[Answer], task: Task | str, judged: Sequence[Judged] = ()) -> bool:
+    kind, question = _of(task)
+    return kind.unanimous(answers, judged, question)

@@ -76,21 +76,45 @@ def normalize_math(s: str) -> str:
 _NUM = r"-?(?:\d+\.?\d*|\.\d+)"
 
 
-def to_number(s: str) -> float | None:
-    """Value of an int, decimal, a/b, \\frac{a}{b} or mixed number n\\frac{a}{b} (= n + a/b) with
+def to_number(s: str) -> Fraction | None:
+    """The exact value of an int, decimal, a/b, \\frac{a}{b} or mixed number n\\frac{a}{b} (= n + a/b) with
     numeric parts, in normalised spelling; None otherwise."""
     m = re.fullmatch(r"(-?)(\d+)\\frac\{(\d+)\}\{(\d+)\}", s)
     if m and int(m[4]) > int(m[3]):  # 1\frac{4}{5} is one and four fifths, not 4/5
         value = int(m[2]) + Fraction(int(m[3]), int(m[4]))
-        return float(-value if m[1] else value)
+        return -value if m[1] else value
     m = re.fullmatch(rf"(-?)\\frac\{{({_NUM})\}}\{{({_NUM})\}}", s)
-    if m:
+    if m and Fraction(m[3]):
         value = Fraction(m[2]) / Fraction(m[3])
-        return float(-value if m[1] else value)
+        return -value if m[1] else value
     m = re.fullmatch(rf"({_NUM})/({_NUM})", s)
-    if m:
-        return float(Fraction(m[1]) / Fraction(m[2]))
-    return float(Fraction(s)) if re.fullmatch(_NUM, s) else None
+    if m and Fraction(m[2]):
+        return Fraction(m[1]) / Fraction(m[2])
+    return Fraction(s) if re.fullmatch(_NUM, s) else None
+
+
+def _terminates(x: Fraction) -> bool:
+    """Whether x's decimal expansion ends (its denominator has no prime factor but 2 and 5)."""
+    d = x.denominator
+    for p in (2, 5):
+        while d % p == 0:
+            d //= p
+    return d == 1
+
+
+def same_number(a: str, b: str, x: Fraction, y: Fraction) -> tuple[bool, str]:
+    """Numbers compare exactly (1000000 is not 999999; 0.5 is 1/2). The one tolerance: a decimal written with at
+    least three significant digits matches a rational whose expansion never ends (1/3, 2/3) when it is that
+    rational rounded or cut to the decimals written (0.333 and 0.3333 are 1/3; 0.33 is not)."""
+    if x == y:
+        return True, "the same number"
+    for (text, written), exact in (((a, x), y), ((b, y), x)):
+        digits = re.fullmatch(r"-?(\d*)\.(\d+)", text)
+        if digits and not _terminates(exact) and len((digits[1] + digits[2]).lstrip("0")) >= 3:
+            scale = 10 ** len(digits[2])
+            if written * scale in (round(exact * scale), int(exact * scale)):
+                return True, f"the same number to the {len(digits[2])} decimals written"
+    return False, "different numbers"
 
 
 # --- math-verify --------------------------------------------------------------------------------
@@ -239,45 +263,49 @@ def _shorten(answer: str, limit: int = 40) -> str:
 
 
 @functools.lru_cache(maxsize=16384)
-def _checked(a: str, b: str) -> tuple[bool, str | None]:
+def _checked(a: str, b: str) -> tuple[bool | None, str, str | None]:
     """check_math on a pair in one fixed order (the check is symmetric, so one entry serves both)."""
     try:
         na, nb = normalize_math(a), normalize_math(b)
         if not na or not nb or max(len(na), len(nb)) > 400 or max(len(a), len(b)) > 1000:
-            return na == nb != "", None  # too long for a formula: compared as spelled
+            same = na == nb != ""
+            return same, "same spelling" if same else "different (too long for a formula)", None
         if na == nb:
-            return True, None
+            return True, "same after normalising", None
         x, y = to_number(na), to_number(nb)
         if x is not None and y is not None:
-            return math.isclose(x, y, rel_tol=1e-6, abs_tol=1e-12), None
+            return (*same_number(na, nb, x, y), None)
         words = [_WORDS.fullmatch(s.strip()) for s in (a, b)]
         if all(words):  # "Evelyn", "\text{odd}", "No": words, not products of letters
             same = words[0][1].strip().casefold() == words[1][1].strip().casefold()
             if same or min(len(w[1].strip()) for w in words) > 2:  # "xy" and "yx" may be one product
-                return same, None
+                return same, "the same word" if same else "different words", None
         if case_differs(na, nb):  # variables are case-sensitive: r is not R
-            return False, None
+            return False, "a letter in another case (variables are case-sensitive)", None
         huge = next((s for s in (a, b) if too_big(s)), None)
         if huge is not None:
-            return False, (f"The answer {_shorten(huge)} is too large to check (a binomial or factorial of a "
-                           f"huge number), so it was treated as different from {_shorten(b if huge == a else a)}.")
+            return None, "too large to check", (
+                f"The answer {_shorten(huge)} is too large to check (a binomial or factorial of a huge number), "
+                f"so whether it equals {_shorten(b if huge == a else a)} was left undecided.")
         try:
-            return mathworker.bounded(_SLOW_CHECK, a, b), None
+            same = mathworker.bounded(_SLOW_CHECK, a, b)
+            return same, "equal as math (math-verify)" if same else "different as math (math-verify)", None
         except mathworker.Overrun as exc:
-            return False, (f"Comparing the answer {_shorten(a)} with {_shorten(b)} was stopped ({exc}), so "
-                           "they were treated as different.")
+            return None, "the check ran past its bound", (
+                f"Comparing the answer {_shorten(a)} with {_shorten(b)} was stopped ({exc}), so whether they are "
+                "equal was left undecided.")
     except Exception:  # sympy, math-verify and Fraction raise many kinds; a failed parse is "not equal"
-        return False, None
+        return False, "different (not readable as math)", None
 
 
 _SLOW_CHECK = symbolic_equal  # what the checker child runs (a test may point it at a slower function)
 
 
-def check_math(a: str, b: str) -> tuple[bool, str | None]:
-    """(equivalent, notice): same spelling after normalize_math, same number (relative tolerance 1e-6),
-    the same words (case folded), or, with no letter in one case here and another there,
-    symbolic_equal within mathworker's bound. Never raises and never hangs: an
-    answer too_big to check, or a check past its bound, is "not equivalent" with a notice that says so."""
+def check_math(a: str, b: str) -> tuple[bool | None, str, str | None]:
+    """(same, how, notice): same spelling after normalize_math, the same number exactly (same_number), the same
+    words (case folded), or, with no letter in one case here and another there, symbolic_equal within
+    mathworker's bound. Never raises and never hangs: an answer too_big to check, or a check past its bound,
+    is undecided (same None) with a notice that says so."""
     a, b = sorted((a, b))
     return _checked(a, b) if len(a) + len(b) <= CACHED_LENGTH else _checked.__wrapped__(a, b)
 
@@ -289,5 +317,5 @@ check_math.cache_clear = _checked.cache_clear  # as on an lru_cache (tests judge
 
 
 def math_equivalent(a: str, b: str) -> bool:
-    """check_math's verdict alone (see there)."""
-    return check_math(a, b)[0]
+    """Whether check_math decides the pair the same (see there)."""
+    return check_math(a, b)[0] is True

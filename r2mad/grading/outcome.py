@@ -8,7 +8,7 @@ from typing import Sequence
 
 from r2mad.grading.kinds import kind_of
 from r2mad.text import quoted
-from r2mad.types import AgentTurn, Answer, Task, Transcript
+from r2mad.types import AgentTurn, Answer, Judged, Task, Transcript
 
 
 @dataclass(frozen=True)
@@ -23,16 +23,16 @@ class Outcome:
         return len(self.holders) / self.n if self.n else 0.0
 
 
-def outcome(turns: Sequence[AgentTurn], task: Task) -> Outcome:
+def outcome(turns: Sequence[AgentTurn], task: Task, judged: Sequence[Judged] = ()) -> Outcome:
     kind, answers = kind_of(task), [t.answer for t in turns]
-    groups, won = kind.groups(answers), kind.winner(answers)
+    groups, won = kind.groups(answers, judged), kind.winner(answers, judged)
     members: dict[int, list[int]] = {}
     for turn, leader in zip(turns, groups):
         if leader is not None:
             members.setdefault(leader, []).append(turn.agent)
     holders = tuple(members.get(won, ()))
     dissent = tuple((tuple(agents), answers[leader]) for leader, agents in members.items() if leader != won)
-    return Outcome(kind.vote(answers), holders, len(turns), dissent)
+    return Outcome(kind.vote(answers, judged), holders, len(turns), dissent)
 
 
 def _agents(agents: Sequence[int]) -> str:
@@ -51,7 +51,7 @@ def agreement_line(t: Transcript) -> str:
     done = [r for r in t.rounds if not r.details.get("running")]
     if not done:
         return "no round finished"
-    result = outcome(done[-1].turns, t.task)
+    result = outcome(done[-1].turns, t.task, t.judged)
     if not result.holders:
         return f"no agent gave an answer the {kind_of(t.task).label} kind could read"
     line = f"{len(result.holders)} of {result.n} agents hold the final answer ({result.consensus:.2f})"

@@ -34,6 +34,9 @@ def task_from_input(question: str, options: dict[str, str] | Sequence[tuple[str,
     if not question:
         raise ValueError("The question is empty; type a question before starting a debate.")
     pairs = _option_pairs(options)
+    typed = inline_options(question) if not pairs and kind in (None, MULTIPLE_CHOICE) else None
+    if typed:  # options typed into the question become the options
+        question, pairs = typed[0] or question, _option_pairs(typed[1])
     kind = kind or guess_kind(question, bool(pairs))
     strategy = kind_named(kind)
     if kind == MULTIPLE_CHOICE and not pairs:
@@ -67,30 +70,95 @@ def task_from_input(question: str, options: dict[str, str] | Sequence[tuple[str,
 
 
 MULTIPLE_CHOICE = "mcq"  # the kind a question with options has (the one kind the input's shape decides)
-_MATHY = re.compile(r"\d\s*[-+*/×÷^=<>]\s*[-(\d]|\d\s*%|\\[a-z]+|\$|\b(?:solve|compute|calculate|evaluate|simplify|"
-                    r"how many|how much|sum of|product of|remainder|integer|equation|probability|percent)\b", re.I)
+_NUMBER_WORDS = r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|" \
+                r"forty|fifty|hundred|thousand|once|twice|half|double|triple|quarter)\b"
+_MATHY = re.compile(
+    r"\d\s*[-+*/×÷^=<>]\s*[-(\d]|\d\s*%|\\[a-z]+|\$|\w\s*=\s*-?\d|"
+    r"\b(?:solve|compute|calculate|evaluate|simplify|sum of|product of|remainder|equation|probability|"
+    r"derivative|integral|factorial|divisors?|square root|cube root|to the power)\b|"
+    rf"(?:\d|{_NUMBER_WORDS})\s*(?:times|plus|minus|divided by|multiplied by|squared|cubed|over)\b|"
+    r"\d\s*(?:°|degrees?)\s*(?:[CF]\b|celsius|fahrenheit)|\bconvert\b.*\d|\d.*\bin (?:celsius|fahrenheit|kelvin)\b|"
+    r"\bhow many \w+ (?:are|is) (?:there )?in (?:a|an|one|\d)", re.I)
+_QUANTITY_NUMBER = re.compile(rf"(?<![\w.])\d[\d,]*(?:\.\d+)?|{_NUMBER_WORDS}", re.I)
+_ASKS = re.compile(r"\b(?:what|how|find|calculate)\b", re.I)
+_COUNTS = re.compile(r"\b(?:how (?:many|much)|percent(?:age)?)\b", re.I)
 _YES_NO = re.compile(r"^(?:is|are|was|were|am|do|does|did|can|could|should|would|will|shall|may|might|must|has|"
                      r"have|had|isn't|aren't|wasn't|don't|doesn't|didn't|can't|won't|shouldn't)\b", re.I)
-_SHORT = re.compile(r"^(?:who|what|when|where|which|name|in what|in which|how (?:old|far|long|tall|big))\b", re.I)
-_OPINION = re.compile(r"\b(?:should I|should we|better|best|worth|recommend|advice|opinion|think|prefer|would you)\b",
-                      re.I)
+_POLITE = re.compile(r"^(?:(?:can|could|would|will) you(?: please)? tell me\s+|(?:(?:can|could|would|will) you"
+                     r"(?: please)?|please|do you know)\s+(?=what|who|when|where|which|how|calculate|compute|"
+                     r"convert|solve|find|work out|give))", re.I)
+_SHORT = re.compile(r"^(?:who|whom|whose|what|when|where|which|name|in what|in which|at what|on what|"
+                    r"how (?:old|far|long|tall|big|many|much))\b", re.I)
+_OPINION = re.compile(r"\b(?:better|best|worth|recommend|advice|opinion|think|prefer|would you|way to|a good|"
+                      r"some good|pros and cons|what (?:can|should) (?:i|we))\b", re.I)
+_OPEN = re.compile(r"^(?:why|how (?:do|does|did|can|could|should|would|to|is|are)|how \w+ should|what happens|"
+                   r"what would happen|explain|describe|write|tell me about|what are some|what's the difference)\b",
+                   re.I)
+_LEADING_CLAUSE = re.compile(r"^(?:according to|in|on|at|for|during|after|before)\b[^,?]*,\s*", re.I)
+
+
+def _word_problem(text: str) -> bool:
+    """Numbers (years aside) and a quantity asked for: a word problem ("how many" or "percentage" with one
+    number, what / how / find with two)."""
+    numbers = [n for n in _QUANTITY_NUMBER.findall(text) if not re.fullmatch(r"1[1-9]\d\d|20\d\d", n)]
+    return bool(numbers) and bool(_COUNTS.search(text)) or len(numbers) >= 2 and bool(_ASKS.search(text))
 
 
 def guess_kind(question: str, has_options: bool = False) -> str:
-    """The answer kind a typed question most likely wants: options -> mcq; arithmetic or a counting question
-    -> math; a question opening with is/does/can/should… -> yesno, unless it offers alternatives ("… Rust or
-    Go …") or asks for a judgement; who/what/when/where/which -> short; anything else -> open."""
+    """The answer kind a typed question most likely wants: options (given, or typed inline) -> mcq; a question
+    opening with is/does/can/should… -> yesno, unless it offers alternatives ("… Rust or Go …"), asks for a
+    judgement or asks a second question; arithmetic (also in words: "17 times 23", "the square root of 144"),
+    conversions and word problems -> math; why / how to / explain … -> open; who / what / when / where / which
+    (also at the end: "… into what?") -> short; anything else -> open. "Can you tell me …" is read past."""
     text = question.strip()
-    if has_options:
+    if has_options or inline_options(text):
         return MULTIPLE_CHOICE
-    if _MATHY.search(text):
+    asked = _LEADING_CLAUSE.sub("", _POLITE.sub("", text))
+    polite = asked != text
+    if _YES_NO.match(asked) and not polite and not re.match(r"[^?]*[.!]\s", asked):  # not "Will buys 15 …."
+        alternatives = re.search(r"\bor\b", re.sub(r"\([^()]*\)", "", asked), re.I)
+        second = re.search(r"\?\s*\S|\bif so\b", asked, re.I)
+        return "open" if alternatives or second or _OPINION.search(asked) else "yesno"
+    if _MATHY.search(asked) or _word_problem(asked):
         return "math"
-    if _YES_NO.match(text):
-        offers_alternatives = re.search(r"\bor\b", text, re.I)
-        return "open" if offers_alternatives or _OPINION.search(text) else "yesno"
-    if _SHORT.match(text) and not _OPINION.search(text):
+    if _OPEN.match(asked) or _OPINION.search(asked):
+        return "open"
+    last = re.split(r"(?<=[.!?])\s+", asked.rstrip("?. "))[-1]
+    if (_SHORT.match(asked) or _SHORT.match(last) or re.search(r"\b(?:which|what|who|where|when)\b[^.!]*\?$", asked, re.I)
+            or re.search(r"\b(?:is|are|was|were|called|named)$", asked.rstrip()) or polite):
         return "short"
     return "open"
+
+
+# an option label: "(A)", "A)", "A.", "A:" or "A -", after a space, a line break or ":" / ";" / ",", before a space
+_LABEL = re.compile(r"(?:^|(?<=[\s:;,]))(\(?)([A-Ja-j])(\)|\.|:|\s+-)(?=\s)", re.M)
+_INITIAL = re.compile(r"(?:^|\s)[A-Z]\.\s*$")  # "J. D. Salinger": a "D." between initials and a name, no label
+
+
+def inline_options(question: str) -> tuple[str, tuple[tuple[str, str], ...]] | None:
+    """(the question without them, its options) when options are typed into the question ("Which is a mammal?
+    (A) shark (B) dolphin", one per line or in a run; "A)", "A.", "A:" and lower-case letters too); None when
+    there are none: a label standing alone ("Chester A. Arthur", "part (a)"), letters not in order from A, or
+    labels inside a sentence that goes on ("(a) mitosis and (b) meiosis", a question after the last option)."""
+    labels = [m for m in _LABEL.finditer(question) if not (m.group(3) == "." and _INITIAL.search(question[:m.start()])
+                                                            and re.match(r"\s*[A-Z]", question[m.end():]))]
+    for first in (m for m in labels if m.group(2) in "Aa"):
+        style, case = (first.group(1), first.group(3).strip()), first.group(2).islower()
+        chain = [first]
+        for m in labels:
+            expected = chr(ord(chain[-1].group(2)) + 1)
+            if (m.start() > chain[-1].end() and m.group(2) == expected
+                    and (m.group(1), m.group(3).strip()) == style and m.group(2).islower() == case):
+                chain.append(m)
+        if len(chain) < 2:
+            continue
+        ends = [m.start() for m in chain[1:]] + [len(question)]
+        texts = [question[m.end():end].strip().rstrip(";,").strip() for m, end in zip(chain, ends)]
+        if (all(texts) and "?" not in "".join(texts)
+                and not any(re.search(r"\b(?:and|or)$", t, re.I) for t in texts[:-1])):
+            stem = re.sub(r"\s*(?:options|choices)\s*:\s*$", "", question[:first.start()], flags=re.I).strip()
+            return stem, tuple((m.group(2).upper(), t) for m, t in zip(chain, texts))
+    return None
 
 
 def _option_pairs(options: dict[str, str] | Iterable[tuple[str, str]] | None) -> tuple[tuple[str, str], ...]:

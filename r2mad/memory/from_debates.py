@@ -11,13 +11,13 @@ def cases_from_transcript(t: Transcript) -> list[Case]:
     """Eq. 6: e_i^(t) = <s_i^(t), Z^(t), y, zeta_i^(t), r_i> for every agent i and round t > 0.
     r_i is agent i's outcome: 1 when its answer in the last round is correct, else 0."""
     rounds = t.rounds
-    final_ok = [bool(is_correct(turn.answer, t.task)) for turn in rounds[-1].turns]
+    final_ok = [bool(is_correct(turn.answer, t.task, t.judged)) for turn in rounds[-1].turns]
     cases = []
     for r in range(1, len(rounds)):
         before, now = rounds[r - 1], rounds[r]
         responses = tuple(strip_think(turn.text) for turn in now.turns)
         answers = tuple(turn.answer.value for turn in now.turns)
-        correct = tuple(bool(is_correct(turn.answer, t.task)) for turn in now.turns)
+        correct = tuple(bool(is_correct(turn.answer, t.task, t.judged)) for turn in now.turns)
         for i, turn in enumerate(now.turns):
             cases.append(Case(
                 id=f"{t.task.id}:a{i}:r{r}", question_id=t.task.id, task_kind=t.task.kind, agent=i, round=r,

@@ -103,6 +103,10 @@ class DebateSettings:
     # answer guard: after free reasoning with no answer in the task's format, one short constrained call
     # asks for the answer alone. "auto" = the backbone's own default (on for the embedded model)
     answer_guard: str = field(default="auto", metadata=_limits(choices=("auto", "on", "off")))
+    # who grades the pairs of answers the rules leave undecided (grading/judge.py): "auto" = the debate's backbone
+    # when it can judge (not the embedded model), "off", "self" = the debate's backbone whatever it is, or a
+    # backbone's name; without a judge such pairs stay undecided
+    judge: str = "auto"
     # "demo": short prompts and decoding for small models; "paper": the papers' decoding (PAPER_PROFILE),
     # the task-specific personas with the answer format in the system prompt
     # truemad / du / madm2: one seed paper's protocol (PROTOCOL_SETTINGS) on top of the papers' decoding

@@ -68,6 +68,8 @@ FIELDS = (
     Field("samples"),
     Field("pairing"),
     Field("deadline_s"),
+    Field("judge", help="who grades answers the rules cannot decide: auto (the debate's backbone unless it is the "
+                        "embedded model), off, self, or a backbone's name"),
     # where the paper text and the authors' code differ (the default is the authors' code)
     Field("summary"),
     Field("confidence_terms"),

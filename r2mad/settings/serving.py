@@ -89,6 +89,9 @@ class Backbone:
         "none", "grammar", "vllm", "json_schema")))
     answer_guard: bool = False  # default of the answer guard on this backbone (settings may override)
     native_n: bool = False  # identical prompts go as one request for n samples (vLLM, OpenAI)
+    # grades the answers the rules leave undecided when a debate's judge is "auto" (never an embedded model:
+    # too small to judge); false for a small model behind a server
+    judges: bool = True
     price_input_per_m: float | None = field(default=None, metadata=_limits(0, 1e6))  # USD per 1M prompt tokens
     price_output_per_m: float | None = field(default=None, metadata=_limits(0, 1e6))  # USD per 1M completion tokens
     # an embedded backbone's GGUF from the Hugging Face Hub (repo + file, checked against gguf_sha256), downloaded

@@ -70,7 +70,7 @@ def candidates(parent: Transcript) -> list[Candidate]:
     found = []
     for rnd in rounds:
         for turn in rnd.turns:
-            if turn.error is not None or is_correct(turn.answer, parent.task):
+            if turn.error is not None or is_correct(turn.answer, parent.task, parent.judged):
                 continue
             last = rnd.index == len(rounds) - 1
             if not last:  # a mask only matters to the rounds after; the last round's turns are only voted

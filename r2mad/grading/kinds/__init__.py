@@ -3,9 +3,10 @@ The loop, the methods and the memory ask the kind; no code outside grading/ test
 from __future__ import annotations
 
 from r2mad.grading.kinds.base import AnswerKind
-from r2mad.grading.kinds.free import OpenKind, ShortKind, YesNoKind
+from r2mad.grading.kinds.free import OpenKind, ShortKind
 from r2mad.grading.kinds.math import IntegerKind, MathKind
 from r2mad.grading.kinds.mcq import ChoiceKind
+from r2mad.grading.kinds.yesno import YesNoKind
 from r2mad.text import quoted
 
 KINDS: dict[str, AnswerKind] = {k.name: k for k in (MathKind(), ChoiceKind(), IntegerKind(), YesNoKind(),

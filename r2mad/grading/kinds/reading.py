@@ -7,6 +7,7 @@ import re
 import unicodedata
 from typing import Sequence
 
+from r2mad.grading.kinds.spelling import normalise
 from r2mad.types import UNPARSED, Answer
 
 # --- reasoning blocks ---------------------------------------------------------------------------
@@ -45,21 +46,36 @@ _MATHY_WORD = re.compile(r"[\w\\{}()\[\]^_/.*+\-=,|√π∞]+")
 _MATHY_MARK = re.compile(r"[\d\\√π∞+\-*/^=]")
 
 
+_CURRENCY = re.compile(r"^(?:\\\$|[$€£¥])(?=\d)")
+
+
 def _leading_expression(rest: str) -> str | None:
-    """The short math expression that opens `rest` ("5 cm." -> "5"), or None if it is prose."""
+    """The short math expression that opens `rest` ("5 cm." -> "5", "$18." -> "18", "forty-two." -> "42"),
+    or None if it is prose."""
     inline = _INLINE_MATH.match(rest)
     if inline:
         return next(g for g in inline.groups() if g).strip()
     words = []
     for word in rest.split("\n", 1)[0].split():
-        core = word.rstrip(".,;:!?*").lstrip("*")
+        core = _CURRENCY.sub("", word.rstrip(".,;:!?*").lstrip("*"))
         if not core or not _MATHY_WORD.fullmatch(core) or not (len(core) == 1 or _MATHY_MARK.search(core)):
             break
         words.append(core)
-        if core != word.lstrip("*"):  # sentence punctuation ends the expression
+        if core != _CURRENCY.sub("", word.lstrip("*")):  # sentence punctuation ends the expression
             break
     value = " ".join(words).rsplit("=", 1)[-1].strip()  # "12 + 30 = 42" -> "42"
-    return value if _MATHY_MARK.search(value) else None
+    if _MATHY_MARK.search(value):
+        return value
+    spoken = spoken_number(re.split(r"[.!?;\n]", rest, maxsplit=1)[0])
+    return spoken
+
+
+def spoken_number(text: str) -> str | None:
+    """The number a phrase opens with in words ("forty-two.", "twenty dollars"), as digits; None otherwise."""
+    words = normalise(text).split()
+    if not words or not words[0].isdigit() or len(words) > 3 or words[1:2] == ["of"]:
+        return None  # "one of the options" is no number
+    return words[0]
 
 
 def closing_braces(text: str) -> dict[int, int]:
@@ -109,12 +125,21 @@ def extract_math(text: str) -> Answer:
 # pronoun-like "I" and "A" ("The answer is B because …").
 _CHOICE_RULES = (
     ("double_paren", re.compile(r"\(\(\s*([A-Za-z])\s*\)\)")),
-    ("answer_is", re.compile(r"(?i:\banswer\s+is)\s*:?\s*(?i:(?:option|choice)\s+)?"
+    ("answer_is", re.compile(r"(?i:\b(?:answer|option|choice)\s+(?:is|would\s+be))\s*:?\s*(?i:(?:option|choice)\s+)?"
                              r"(?:\(([A-Za-z])\)|([A-Za-z])(?=[.,;:!)\n]|\s*$)|([B-HJ-Z])(?=\s))")),
     ("answer_colon", re.compile(r"^[ \t>#_-]*(?i:(?:final\s+|correct\s+)?answer)\s*:\s*"
                                 r"(?:\(([A-Za-z])\)|([A-Za-z])(?=[).:]|[ \t]*$))", re.M)),
     ("boxed", re.compile(r"\\boxed\{\s*\(?([A-Za-z])\)?\s*\}")),
 )
+
+
+_OR_NEXT = re.compile(r"\s*(?:or|/|and)\s*\(*[A-Ja-j]\b")
+_OR_BEFORE = re.compile(r"\b[A-Ja-j]\)*\s*(?:or|/|and)\s*$")
+
+
+def _between_two(text: str, m: re.Match) -> bool:
+    """A letter offered as one of two ("((B)) or ((C))", "B/C"): no choice made."""
+    return bool(_OR_NEXT.match(text, m.end()) or _OR_BEFORE.search(text[max(0, m.start() - 12):m.start()]))
 
 
 def extract_choice(text: str, letters: str) -> Answer:
@@ -123,7 +148,7 @@ def extract_choice(text: str, letters: str) -> Answer:
     valid = set(letters.upper())
     text = unicodedata.normalize("NFKC", text).replace("*", "")
     for how, pattern in _CHOICE_RULES:
-        found = [letter.upper() for m in pattern.finditer(text)
+        found = [letter.upper() for m in pattern.finditer(text) if not _between_two(text, m)
                  for letter in m.groups() if letter and letter.upper() in valid]
         if found:
             return Answer(found[-1], how)
@@ -172,6 +197,8 @@ def math_value(value: str, question: str = "") -> str | None:
     spelled = re.sub(r"[\s$]|\\text\{|\}", "", text).casefold().rstrip(".")
     if spelled in _NO_ANSWER:
         return None
+    if re.fullmatch(r"[A-Za-z][A-Za-z -]*[A-Za-z]\.?", text) and (spoken := spoken_number(text)):
+        text = spoken  # "forty-two" -> "42"
     if question and re.search(r"\d\s*[-+*/×÷^]\s*\d", text):
         asked = re.sub(r"\s", "", question).casefold()
         if re.sub(r"\s", "", text).casefold() in asked:

@@ -3,7 +3,7 @@ messages grouped per round, the consensus per round, notices and the final verdi
 model or visitor text is HTML-escaped here. No Gradio import, no I/O."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from r2mad.evaluation.costs import PriceTable, format_cost, model_costs, total_words
 from r2mad.grading.answers import split_think
@@ -13,17 +13,18 @@ from r2mad.types import (
     AgentTurn,
     Answer,
     AuxCall,
+    Judged,
     Round,
     Task,
     Transcript,
 )
 from r2mad.ui.render import panels
 from r2mad.ui.render.agent_input import previous_turns, saw_html
-from r2mad.ui.render.scoreboard import HOW_WORDS, agent_models, chip_for
+from r2mad.grading.verdicts import how_read
+from r2mad.ui.render.scoreboard import agent_models, chip_for
 from r2mad.ui.render.states import outcome_line
 from r2mad.ui.render.text import esc
 
-HOW_LABELS = HOW_WORDS  # how each answer was read, in words
 STATUS_LABELS = {"running": "running…", "done": "finished", "failed": "failed",
                  "cancelled": "stopped (cancelled)"}
 
@@ -39,12 +40,11 @@ def answer_text(answer: Answer) -> str:
     return "UNPARSED" if answer.value is None else answer.value
 
 
-def answer_label(answer: Answer) -> str:
-    """'D (read from ((letter)))', 'no answer (no answer found)'."""
-    how = HOW_LABELS.get(answer.how, answer.how)
+def answer_label(answer: Answer, task: Task) -> str:
+    """'D (strict: ((letter)))', 'no answer (no answer found)'."""
     if answer.how == "abstained":
         return "abstained"
-    return f"{esc(answer.value) if answer.value is not None else 'no answer'} ({how})"
+    return f"{esc(answer.value) if answer.value is not None else 'no answer'} ({esc(how_read(answer, task))})"
 
 
 def task_markdown(task: Task) -> str:
@@ -55,21 +55,21 @@ def task_markdown(task: Task) -> str:
     return "\n".join(lines)
 
 
-def turn_title(turn: AgentTurn, task: Task | None = None, max_tokens: int | None = None, model: str = "") -> str:
-    """'Agent 2 · Skeptic — answer B (read from ((letter))) · 101+40 tokens · 2.2 s'; a rejected citation
+def turn_title(turn: AgentTurn, task: Task, max_tokens: int | None = None, model: str = "",
+               judged: Sequence[Judged] = ()) -> str:
+    """'Agent 2 · Skeptic — answer B (strict: ((letter))) · 101+40 tokens · 2.2 s'; a rejected citation
     or an answer cut at the token limit says so in words; `model` (a mixed-model debate) after the persona."""
     who = f"Agent {turn.agent + 1} · {esc(turn.persona)}" + (f" · on {esc(model)}" if model else "")
     if turn.error:
         return f"{who} — abstained (call failed)"
     if turn.details.get("human"):  # a person took this agent's seat (r2mad/human.py)
-        return f"Agent {turn.agent + 1} · written by a person — answer {answer_label(turn.answer)}"
-    said = f"answer {answer_label(turn.answer)}"
-    if task is not None:
-        chip = chip_for(turn, task, max_tokens=max_tokens)
-        if "rejected" in chip.note or (turn.answer.value is None and "cut" in chip.note):
-            said = esc(chip.why)
-        elif "cut" in chip.note:
-            said += " · cut at the token limit"
+        return f"Agent {turn.agent + 1} · written by a person — answer {answer_label(turn.answer, task)}"
+    said = f"answer {answer_label(turn.answer, task)}"
+    chip = chip_for(turn, task, max_tokens=max_tokens, judged=judged)
+    if "rejected" in chip.note or (turn.answer.value is None and "cut" in chip.note):
+        said = esc(chip.why)
+    elif "cut" in chip.note:
+        said += " · cut at the token limit"
     fork = " · changed by the fork" if turn.details.get("steer") else ""
     return f"{who} — {said} · {turn.tokens_in}+{turn.tokens_out} tokens · {turn.seconds:.1f} s{fork}"
 
@@ -207,7 +207,7 @@ def chat_messages(t: Transcript, saw: bool = False) -> list[dict]:
             if saw:
                 body += "\n\n" + saw_html(turn, t.task, before.get((rnd.index, turn.agent)), rnd.details)
             messages.append({"role": "assistant", "content": body,
-                             "metadata": {"title": turn_title(turn, t.task, max_tokens, models.get(turn.agent, "")),
+                             "metadata": {"title": turn_title(turn, t.task, max_tokens, models.get(turn.agent, ""), t.judged),
                                           "parent_id": rid,
                                           "id": f"{rid}-agent-{turn.agent}", "status": "done"}})
         answered = {turn.agent for turn in rnd.turns}

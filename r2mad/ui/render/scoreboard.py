@@ -7,11 +7,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from r2mad.grading.answers import is_correct, same_answer
+from r2mad.grading.verdicts import how_graded, how_read
 from r2mad.methods import is_debate
-from r2mad.types import AgentTurn, Round, Task, Transcript
+from r2mad.types import AgentTurn, Judged, Round, Task, Transcript
 from r2mad.ui.render.states import outcome_line, vote_words
 from r2mad.ui.render.text import esc
 
@@ -20,22 +21,12 @@ COLOURS = {
     "gold": ("#dcfce7", "#14532d", "#15803d"),
     "wrong": ("#fee2e2", "#7f1d1d", "#b91c1c"),
     "answer": ("#e0e7ff", "#1e3a8a", "#4f46e5"),  # an answer, no gold given
+    "undecided": ("#fef3c7", "#78350f", "#b45309"),  # an answer the rules could not grade, and no judge did
     "none": ("#f3f4f6", "#374151", "#6b7280"),  # unparsed, rejected, abstained
     "pending": ("#ffffff", "#374151", "#9ca3af"),
 }
 KIND_WORDS = {"gold": "matches the gold answer", "wrong": "wrong", "answer": "answer (no gold given)",
-              "none": "no answer", "pending": "still writing"}
-HOW_WORDS = {
-    "boxed": "read from \\boxed{}",
-    "double_paren": "read from ((letter))",
-    "answer_is": "read from “the answer is”",
-    "answer_colon": "read from “Answer:”",
-    "option_line": "read from a line citing one option",
-    "guarded": "asked again for the answer alone (answer guard)",
-    "unparsed": "no answer found",
-    "abstained": "abstained: the model call failed",
-    "forced": "forced by a fork",
-}
+              "undecided": "undecided against the gold answer", "none": "no answer", "pending": "still writing"}
 _CITATION = re.compile(r"^\(?([A-Ja-j])[).:]\s*(.+?)\s*[.!]?$")
 
 
@@ -83,8 +74,8 @@ def clip(text: str, limit: int) -> str:
 
 
 def chip_for(turn: AgentTurn, task: Task, *, max_tokens: int | None = None,
-             previous: AgentTurn | None = None) -> Chip:
-    """The chip of one agent's answer in one round."""
+             previous: AgentTurn | None = None, judged: Sequence[Judged] = ()) -> Chip:
+    """The chip of one agent's answer in one round; its `why` says how the answer was read and graded."""
     a = turn.answer
     if turn.error or a.how == "abstained":
         return Chip("abstained", "none", "", f"Abstained: the model call failed ({clip(turn.error or '', 160)})")
@@ -96,14 +87,15 @@ def chip_for(turn: AgentTurn, task: Task, *, max_tokens: int | None = None,
         if cut:
             return Chip("no answer", "none", "cut", "Cut at the token limit before an answer was given")
         return Chip("no answer", "none", "", "No answer found in the task's format")
-    correct = is_correct(a, task)
-    kind = "answer" if correct is None else ("gold" if correct else "wrong")
+    graded = how_graded(a, task, judged)
+    correct = is_correct(a, task, judged)
+    kind = ("answer" if not graded else "undecided") if correct is None else ("gold" if correct else "wrong")
     changed = (previous is not None and previous.answer.value is not None
-               and not same_answer(previous.answer, a, task.kind))
+               and not same_answer(previous.answer, a, task.kind, judged))
     forked = bool((turn.details or {}).get("steer"))
     notes = [n for n, on in (("cut", cut), ("guard", a.how == "guarded"), ("changed", changed), ("fork", forked))
              if on]
-    why = f"{a.value}: {KIND_WORDS[kind]}; {HOW_WORDS.get(a.how, a.how)}"
+    why = f"{a.value}: {KIND_WORDS[kind]}" + (f" ({graded})" if graded else "") + f"; {how_read(a, task)}"
     if cut:
         why += "; cut at the token limit"
     if changed:
@@ -154,7 +146,8 @@ def round_chips(t: Transcript, rnd: Round, agents: list[int], previous: Round | 
     chips = []
     for agent in agents:
         if agent in by_agent:
-            chips.append(chip_for(by_agent[agent], t.task, max_tokens=max_tokens, previous=before.get(agent)))
+            chips.append(chip_for(by_agent[agent], t.task, max_tokens=max_tokens, previous=before.get(agent),
+                                  judged=t.judged))
         elif rnd.details.get("running") and t.status == "running":
             chips.append(Chip("…", "pending", "writing" if str(agent) in typing else "",
                               "This agent is still writing its answer"))
