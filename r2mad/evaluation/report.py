@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Sequence
 
 from r2mad.evaluation import metrics as m
-from r2mad.evaluation import oracle, paper_tables, prereg, trust
+from r2mad.evaluation import oracle, paper_tables, prereg, readings, trust
 from r2mad.evaluation.models import mix_line
 from r2mad.evaluation.report_html import write_report_html
 from r2mad.evaluation.results import (  # noqa: F401 - load_results and Results are this module's API too
@@ -108,6 +108,7 @@ def render_report(res: Results) -> str:
             table(_accuracy_header(res), accuracy_rows(res, main)), "",
             "Plurality: the voted final answer is correct. Strict majority (the R²-MAD code's metric): "
             "more than half of the last round's agents hold the gold answer. Wilson 95% intervals."]
+    out += readings.section(res)
     if any(res.by_method.get(n) for n in set(TABLE2) - {FULL}):
         out += ["", "## Ablations (Table 2 layout)", "",
                 table(_accuracy_header(res), accuracy_rows(res, _ordered(res, TABLE2), TABLE2))]
