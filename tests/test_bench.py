@@ -157,3 +157,14 @@ def test_bench_kinds_prints_what_grouping_by_meaning_costs_and_one_embedder_load
         spent, wall, share = numbers(value(rows, f"{kind} ("), 3)  # "0.012 / 40.3 (0.0%)"
         assert 0 < spent and 0 < wall and share >= 0
     assert value(rows, "embedder loads in this process") == "1"
+
+
+def test_bench_grading_prints_the_graders_figures_and_what_a_judge_adds(capsys):
+    rows = run_bench(capsys, "--grading")
+    agree, items, _ = numbers(value(rows, "math: agree with the hand verdict"), 3)  # "175/177 = 98.9%"
+    assert items >= 150 and agree / items >= 0.98
+    assert value(rows, "short: undecided · scored correct but not").endswith("· 0")
+    assert value(rows, "pairs: undecided · different answers grouped").endswith("· 0")
+    assert value(rows, "without a judge: rounds · agent calls · judge calls") == "3 · 9 · 0"  # never stops early
+    assert value(rows, "with a judge: rounds · agent calls · judge calls") == "1 · 3 · 3"  # it did, once graded
+    assert value(rows, "with a judge: debate wall (s) · final verdict").endswith("· correct")

@@ -1,6 +1,7 @@
-"""`python -m r2mad bench --kinds`: what grouping answers by meaning costs beside a debate on the embedded
-model (the embedding and comparing of the short and open kinds, target <= 5 % of the debate's wall), and that
-the embedder is loaded once per process however many debates compare answers."""
+"""`python -m r2mad bench --kinds`: what comparing answers costs beside a debate on the embedded model (the rules
+of the short and open kinds, and the embedding that keeps short answers in different words undecided; target
+<= 5 % of the debate's wall), and that the embedder is loaded once per process however many debates compare
+answers."""
 from __future__ import annotations
 
 import asyncio
@@ -18,9 +19,9 @@ QUESTIONS = (Task("short", "What is the capital of Australia?", id="bench-short"
 
 @contextmanager
 def timed_meaning(kind):
-    """Seconds spent in the kind's off-loop embedding (settle) and its comparisons (same), summed."""
+    """Seconds spent in the kind's off-loop embedding (settle) and its comparisons (rule), summed."""
     spent = [0.0]
-    originals = {name: getattr(kind, name) for name in ("settle", "same")}
+    originals = {name: getattr(kind, name) for name in ("settle", "rule")}
 
     def timing(fn):
         def run(*args):
@@ -63,7 +64,7 @@ def kind_figures(**overrides) -> list[tuple[str, str]]:
             with timed_meaning(KINDS[task.kind]) as spent:
                 t = asyncio.run(Debate(backend, make_method(PLAIN, settings)).run(task))
             answers = sum(turn.answer.parsed for r in t.rounds for turn in r.turns)
-            rows.append((f"{task.kind} ({answers} answers read): grouping by meaning / debate wall (s)",
+            rows.append((f"{task.kind} ({answers} answers read): comparing answers / debate wall (s)",
                          f"{spent[0]:.3f} / {t.seconds:.1f} ({spent[0] / max(t.seconds, 1e-9):.1%})"))
         rows.append(("embedder loads in this process (target 1)", str(loads[0])))
     finally:

@@ -5,6 +5,7 @@ any mode in its quickest form (what the tests run: the figures exist, mean littl
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 
 def register(sub) -> None:
@@ -28,8 +29,8 @@ def register(sub) -> None:
     p.add_argument("--no-early-stop", action="store_true",
                    help="--load: the app's debates run all their rounds (a heavier, steadier load than visitors')")
     p.add_argument("--kinds", action="store_true",
-                   help="instead: what grouping answers by meaning (short and open kinds) costs beside MAD debates "
-                        "on the embedded model, and how often the embedder loads")
+                   help="instead: what comparing answers (short and open kinds) costs beside MAD debates on the "
+                        "embedded model, and how often the embedder loads")
     p.add_argument("--prefix", action="store_true",
                    help="instead: per method, the prompt tokens a prefix cache could serve and those served by 3 "
                         "scripted replicas behind vllm-router, with debate affinity and with round robin")
@@ -40,6 +41,14 @@ def register(sub) -> None:
                    help="instead: the OpenAI-compatible server's overhead over a direct debate, and --requests "
                         "requests at once (scripted backbone, --latency s per call)")
     p.add_argument("--requests", type=int, default=8, help="--serve: concurrent requests (8)")
+    p.add_argument("--grading", action="store_true",
+                   help="instead: the grader against the hand-graded sets (tests/graded) and GSM8K's published "
+                        "solutions (--gsm8k), by rule and, with --judge-backbone, with a judge; and what a judge adds "
+                        "to a debate's wall on a scripted backbone")
+    p.add_argument("--graded", default=str(GRADED), help="--grading: the folder of the hand-graded sets")
+    p.add_argument("--gsm8k", default=None,
+                   help="--grading: gsm8k-example-model-solutions.jsonl (default: ../shared/data beside the checkout)")
+    p.add_argument("--judge-backbone", default=None, help="--grading: grade what the rules leave undecided with it")
     p.add_argument("--quick", action="store_true",
                    help="the quickest form of a mode (tiny answers, one question, 2 visitors): checks it runs; "
                         "its figures are not the ones to quote")
@@ -59,12 +68,14 @@ def cmd_bench(args, config) -> int:
         print(format_rows(serve_figures(latency, 1 if args.quick else args.repeats,
                                         2 if args.quick else args.requests)))
         return 0
+    if args.grading:
+        return grading(args, config)
     if args.kinds:
         from r2mad.bench.appproc import QUICK_DEBATE
         from r2mad.bench.kinds import kind_figures
 
         shape = "2 agents x 2 rounds, 16 tokens" if args.quick else "3 agents x 3 rounds, early stop off"
-        print(f"Answers grouped by meaning (MAD on the embedded model, {shape}, seed 0; all-MiniLM-L6-v2; "
+        print(f"Answers compared (MAD on the embedded model, {shape}, seed 0; all-MiniLM-L6-v2; "
               "target <= 5 % of a debate's wall, and one embedder load):")
         print(format_rows([{"figure": f, "value": v} for f, v in kind_figures(**(QUICK_DEBATE if args.quick else {}))]))
         return 0
@@ -103,6 +114,35 @@ def cmd_bench(args, config) -> int:
     if args.quick:
         args.latency, args.token_latency, args.repeats, args.sizes = 0.01, 0.0005, 1, "200"
     return speed_figures(args)
+
+
+GRADED = Path(__file__).resolve().parents[2] / "tests" / "graded"
+
+
+def grading(args, config) -> int:
+    from r2mad.bench.grading import grading_figures, judge_cost_figures
+    from r2mad.bench.retrieval import format_rows
+
+    folder = Path(args.graded)
+    gsm8k = Path(args.gsm8k) if args.gsm8k else GRADED.parents[2] / "shared" / "data" / \
+        "gsm8k-example-model-solutions.jsonl"
+    judge = None
+    if args.judge_backbone:
+        from r2mad.engine.resources import backend_for
+        from r2mad.grading.judge import Judge
+
+        judge = Judge(backend_for(config, args.judge_backbone))
+    how = f"rules, then the judge {args.judge_backbone}" if judge else "rules alone"
+    print(f"Grader ({how}) on {folder} and {gsm8k if gsm8k.is_file() else 'no GSM8K file (--gsm8k PATH)'}:")
+    replies = [p for p in (folder / "replies.jsonl", folder / "heldout.jsonl") if p.is_file()]
+    pairs = folder / "pairs.jsonl"
+    print(format_rows([{"figure": f, "value": v} for f, v in grading_figures(
+        replies, pairs if pairs.is_file() else None, gsm8k if gsm8k.is_file() else None, judge)]))
+    latency = 0.01 if args.quick else args.latency
+    print(f"\nWhat a judge adds (MAD, 3 agents x 3 rounds, early stop on; scripted backbones, {latency:g} s a call; "
+          "agents answer 'Mozart' and 'W. A. Mozart' asked which composer: undecided by rule):")
+    print(format_rows([{"figure": f, "value": v} for f, v in judge_cost_figures(latency)]))
+    return 0
 
 
 def fleet_figures(args) -> int:
