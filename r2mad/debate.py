@@ -12,10 +12,10 @@ from typing import Any, Callable, Sequence
 from r2mad.backends.affinity import debate_key
 from r2mad.backends.base import BackendError, ChatBackend
 from r2mad.grading.answers import consensus_ratio, is_correct, is_unanimous, plurality_vote, strip_think
-from r2mad.grading.kinds import kind_of
 from r2mad.grading.judge import Judge
+from r2mad.grading.kinds import kind_of
 from r2mad.grading.offloop import extract, settle
-from r2mad.grading.outcome import DISSENT, dissent_line, outcome
+from r2mad.grading.outcome import DISSENT, UNDECIDED, dissent_line, outcome
 from r2mad.guard import guard_answer
 from r2mad.human import HUMAN, Interjection, Moderator, note_calls, with_notes
 from r2mad.methods.base import ABSTAINED, Agent, EventSink, Method, RoundContext, seed_for
@@ -101,7 +101,7 @@ class Debate:
                         self.notice(f"Round {t}: every agent's call failed ({rnd.turns[0].error})", t)
                         break
                     if (self.settings.early_stop and t < self.method.n_rounds() - 1
-                            and is_unanimous(answers, task.kind, self.judged)):
+                            and is_unanimous(answers, task, self.judged)):
                         self.notice(f"All agents agree after round {t}; stopping early.", t)
                         break
         except TimeoutError:
@@ -112,6 +112,7 @@ class Debate:
             self.emit(Event("final", None, None, {"status": "cancelled"}))
             raise
         self._name_dissent()
+        self._say_undecided()
         transcript = self.transcript(status)
         self.emit(Event("final", None, None, {"status": status, "answer": str(transcript.final),
                                               "correct": transcript.correct}))
@@ -123,12 +124,12 @@ class Debate:
         The final answer is the vote of the last finished round."""
         seconds = time.monotonic() - self._t0
         last = self.rounds[-1].turns if self.rounds else ()
-        final = plurality_vote([t.answer for t in last], self.task.kind, self.judged) if last else ABSTAINED
+        final = plurality_vote([t.answer for t in last], self.task, self.judged) if last else ABSTAINED
         rounds = list(self.rounds)
         if self.running is not None:
             ctx = self.running
             turns = tuple(ctx.arrived[a] for a in sorted(ctx.arrived))
-            rounds.append(Round(ctx.index, turns, consensus_ratio([x.answer for x in turns], self.task.kind, self.judged),
+            rounds.append(Round(ctx.index, turns, consensus_ratio([x.answer for x in turns], self.task, self.judged),
                                 tuple(ctx.aux), to_dict({**ctx.details, "running": True})))
         return Transcript(self.task, self.method.name, self.backbone, dataclasses.asdict(self.settings),
                           tuple(rounds), final, is_correct(final, self.task, self.judged) if self.rounds else None,
@@ -142,6 +143,24 @@ class Debate:
             line = dissent_line(outcome(self.rounds[-1].turns, self.task, self.judged))
             if line:
                 self.notice(f"{DISSENT}{line}.", self.rounds[-1].index)
+
+    def _say_undecided(self) -> None:
+        """Without a judge, say what the rules left undecided in the last round: pairs kept apart, and a verdict
+        against the gold that could not be given."""
+        if self.judge is not None or not self.rounds:
+            return
+        kind, question = kind_of(self.task), self.task.question
+        values = sorted({t.answer.value for t in self.rounds[-1].turns if t.answer.parsed})
+        apart = sum(kind.ruling(a, b, self.judged, question).same is None
+                    for i, a in enumerate(values) for b in values[i + 1:])
+        graded = kind.grade(self.transcript().final, self.task, self.judged)
+        if apart or (graded is not None and graded.same is None):
+            pairs = f"{apart} pair of answers" if apart == 1 else f"{apart} pairs of answers"
+            said = [f"{pairs} the rules could not tell apart stayed apart (not checked for meaning)"] if apart else []
+            if graded is not None and graded.same is None:
+                said.append("the final answer against the gold answer is undecided")
+            self.notice(f"{UNDECIDED}{'; '.join(said)}. Set the judge setting to a backbone to grade them.",
+                        self.rounds[-1].index)
 
     def notice(self, text: str, t: int) -> None:
         self.notices.append(text)
@@ -178,7 +197,7 @@ class Debate:
                     a.history.pop()  # the unanswered debate message is not kept
                 a.answer = ABSTAINED
         self.running = None
-        return Round(t, tuple(turns), consensus_ratio([x.answer for x in turns], self.task.kind, self.judged),
+        return Round(t, tuple(turns), consensus_ratio([x.answer for x in turns], self.task, self.judged),
                      tuple(ctx.aux), to_dict(ctx.details))
 
     async def _settle(self, answers: list[Answer], t: int) -> list:

@@ -9,8 +9,8 @@ import pytest
 
 from r2mad.backends.embedder import Embedder
 from r2mad.debate import Debate
-from r2mad.grading.judge import Judge
 from r2mad.grading.answers import consensus_ratio, extract_answer, is_correct, is_unanimous, math_value, plurality_vote
+from r2mad.grading.judge import Judge
 from r2mad.grading.kinds import KINDS, kind_named, kind_of
 from r2mad.grading.kinds.base import Ruling
 from r2mad.grading.kinds.meaning import MEANING
@@ -247,6 +247,12 @@ def test_undecided_answers_are_never_unanimous_so_the_loop_never_stops_early_on_
     ("Should I learn Rust or Go first?", "open"), ("Is it better to rent or buy?", "open"),
     ("Why is the sky blue?", "open"), ("What is the best programming language?", "open"),
     ("What is 12 + 30?", "math"), ("How many primes are below 20?", "math"), ("Solve x^2 = 4.", "math"),
+    ("What is 17 times 23?", "math"), ("What is the square root of 144?", "math"),
+    ("Convert 100 °F to Celsius", "math"), ("How many moons does Mars have?", "short"),  # recalled, not computed
+    ("A train leaves at 60 mph and travels for 2.5 hours. How far does it go?", "math"),
+    ("Will buys 15 oranges and eats 3. How many are left?", "math"),  # a name, not "will"
+    ("Can you tell me the capital of Peru?", "short"), ("Should I tip at a buffet?", "yesno"),
+    ("Which is a mammal? (A) shark (B) dolphin", "mcq"),
 ])
 def test_guess_kind(question, kind):
     assert guess_kind(question) == kind
@@ -294,3 +300,26 @@ def test_a_debate_on_an_open_question_ends_with_the_largest_group_a_judge_found_
 def _personas():
     from r2mad.prompts.common import persona
     return [persona("open", i, 3)[1] for i in range(3)]
+
+
+@pytest.mark.parametrize("question, stem, options", [
+    ("Which is a mammal? (A) shark (B) dolphin (C) trout", "Which is a mammal?",
+     (("A", "shark"), ("B", "dolphin"), ("C", "trout"))),
+    ("Which planet is largest?\nA) Mars\nB) Jupiter\nC) Venus", "Which planet is largest?",
+     (("A", "Mars"), ("B", "Jupiter"), ("C", "Venus"))),
+    ("Who wrote it? A. F. Scott Fitzgerald B. Ernest Hemingway C. J. D. Salinger", "Who wrote it?",
+     (("A", "F. Scott Fitzgerald"), ("B", "Ernest Hemingway"), ("C", "J. D. Salinger"))),  # initials are no labels
+    ("Pick one. Options: a) 1/6 b) 1/8", "Pick one.", (("A", "1/6"), ("B", "1/8"))),
+])
+def test_options_typed_into_the_question_become_its_options(question, stem, options):
+    task = task_from_input(question, None, "B")
+    assert (task.kind, task.question, task.options, task.gold) == ("mcq", stem, options, "B")
+
+
+@pytest.mark.parametrize("question", [
+    "What does the A. in Chester A. Arthur stand for?", "In part (a) of the proof, why can we assume n is even?",
+    "Explain the difference between (a) mitosis and (b) meiosis.",
+    "My son's homework says: 'A. Circle the nouns. B. Underline the verbs.' How do I help him?",
+])
+def test_a_letter_that_is_no_option_list_stays_in_the_question(question):
+    assert task_from_input(question, None, None).kind != "mcq"

@@ -63,7 +63,7 @@ def judge_cost_figures(latency: float) -> list[tuple[str, str]]:
     """One MAD debate (3 agents x 3 rounds, early stop on) without a judge and with one, on scripted backbones
     that answer after `latency` s: rounds, calls and wall."""
     from r2mad.debate import Debate
-    from r2mad.methods import make_method
+    from r2mad.methods import PLAIN, make_method
     from r2mad.settings.config import DebateSettings
 
     task = Task("short", "Which composer wrote The Magic Flute?", gold="Wolfgang Amadeus Mozart", id="bench-judge")
@@ -72,7 +72,7 @@ def judge_cost_figures(latency: float) -> list[tuple[str, str]]:
         agents, grader = _Scripted("agents", latency), _Scripted("judge", latency)
         settings = DebateSettings(early_stop=True, answer_guard="off")
         started = time.perf_counter()
-        t = asyncio.run(Debate(agents, make_method("mad", settings), backbone="agents",
+        t = asyncio.run(Debate(agents, make_method(PLAIN, settings), backbone="agents",
                                judge=Judge(grader) if judged else None).run(task))
         wall = time.perf_counter() - started
         out.append((f"{label}: rounds · agent calls · judge calls", f"{len(t.rounds)} · {agents.calls} · "

@@ -99,8 +99,9 @@ def print_transcript(t: Transcript, out=None, show_text: bool = False, prices=No
                 continue
             model = f" on {turn.backbone}" if mixed else ""
             graded = how_graded(turn.answer, t.task, t.judged) if turn.answer.parsed else ""
-            w(f"  Agent {turn.agent + 1} ({turn.persona}){model}: answer {turn.answer} [{how_read(turn.answer, t.task)}"
-              f"{'; ' + graded if graded else ''}] · {turn.tokens_in}+{turn.tokens_out} tokens · {turn.seconds:.1f} s\n")
+            read = how_read(turn.answer, t.task) + (f"; {graded}" if graded else "")
+            w(f"  Agent {turn.agent + 1} ({turn.persona}){model}: answer {turn.answer} [{read}] "
+              f"· {turn.tokens_in}+{turn.tokens_out} tokens · {turn.seconds:.1f} s\n")
             for line in detail_lines(turn.details):
                 w(f"      {line}\n")
             if show_text:

@@ -66,7 +66,7 @@ def _check_live_changes(spec: ForkSpec, method: str, settings: DebateSettings, b
                              "call failed); unmask another agent.")
         if change.kind == "unmask" and any(c.kind == "mask" and c.agent == change.agent for c in spec.changes):
             raise ValueError(f"Agent {change.agent + 1} is both masked and unmasked; keep one of the two changes.")
-    if settings.early_stop and is_unanimous([t.answer for t in before.turns], parent.task.kind, parent.judged):
+    if settings.early_stop and is_unanimous([t.answer for t in before.turns], parent.task, parent.judged):
         raise ValueError(f"{HOOKS[live[0].kind][0]} acts on round {spec.from_round}, but every agent agrees after "
                          f"round {before.index}, so the debate stops early before it; turn early stop off "
                          "(--no-early-stop) or fork from an earlier round.")

@@ -31,7 +31,8 @@ def subset_accuracy(t: Transcript, k: int) -> float:
         if a is None or not a.parsed:
             group.append(-1)
         else:
-            group.append(next((j for j in range(i) if group[j] == j and same_answer(a, answers[j], t.task.kind, t.judged)), i))
+            group.append(next((j for j in range(i) if group[j] == j and same_answer(a, answers[j], t.task, t.judged)),
+                              i))
     right = {g: bool(is_correct(answers[g], t.task, t.judged)) for g in set(group) if g >= 0}
     wins = total = 0
     for subset in combinations(range(len(answers)), k):

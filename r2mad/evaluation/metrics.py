@@ -130,7 +130,7 @@ def strict_majority_correct(t: Transcript) -> bool | None:
 def consensus_trajectory(t: Transcript) -> list[float]:
     """Cons(Z) per round, recomputed from the answers (abstentions and UNPARSED agree with nothing)."""
     return [consensus_ratio([UNPARSED if _abstained(turn) else turn.answer for turn in rnd.turns],
-                            t.task.kind, t.judged)
+                            t.task, t.judged)
             for rnd in t.rounds]
 
 
@@ -275,7 +275,7 @@ def vote_accuracy_by_round(ts: Sequence[Transcript]) -> list[float]:
     if not items:
         return []
     votes = [[bool(is_correct(plurality_vote([UNPARSED if _abstained(turn) else turn.answer for turn in rnd.turns],
-                                             t.task.kind, t.judged), t.task, t.judged)) for rnd in t.rounds]
+                                             t.task, t.judged), t.task, t.judged)) for rnd in t.rounds]
              for t in items]
     depth = max(len(v) for v in votes)
     return [sum(v[min(i, len(v) - 1)] for v in votes) / len(votes) for i in range(depth)]

@@ -95,7 +95,7 @@ def round0_vote(t: Transcript):
     """The plurality vote of the round-0 answers (what the agents would say without debating)."""
     if not t.rounds:
         return UNPARSED
-    return plurality_vote([turn.answer for turn in t.rounds[0].turns], t.task.kind, t.judged)
+    return plurality_vote([turn.answer for turn in t.rounds[0].turns], t.task, t.judged)
 
 
 def ledger_kind(t: Transcript) -> str | None:

@@ -60,6 +60,7 @@ def agreement_line(t: Transcript) -> str:
 
 
 DISSENT = "Dissent: "  # how the loop's closing notice on an open question starts
+UNDECIDED = "No judge: "  # how the loop's closing notice on what the rules left undecided starts
 
 
 def kind_line(t: Transcript) -> str:

@@ -124,7 +124,8 @@ def guess_kind(question: str, has_options: bool = False) -> str:
     if _OPEN.match(asked) or _OPINION.search(asked):
         return "open"
     last = re.split(r"(?<=[.!?])\s+", asked.rstrip("?. "))[-1]
-    if (_SHORT.match(asked) or _SHORT.match(last) or re.search(r"\b(?:which|what|who|where|when)\b[^.!]*\?$", asked, re.I)
+    asks_at_the_end = re.search(r"\b(?:which|what|who|where|when)\b[^.!]*\?$", asked, re.I)  # "… into what?"
+    if (_SHORT.match(asked) or _SHORT.match(last) or asks_at_the_end
             or re.search(r"\b(?:is|are|was|were|called|named)$", asked.rstrip()) or polite):
         return "short"
     return "open"

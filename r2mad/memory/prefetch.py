@@ -73,7 +73,7 @@ class SummaryPrefetch:
         ctx = self.round
         if self.calls and ctx is not None and ctx.index == turn.round:
             answers = list(arrived.values())
-            stops = ctx.settings.early_stop and is_unanimous(answers, ctx.task.kind)
+            stops = ctx.settings.early_stop and is_unanimous(answers, ctx.task)
             if stops or all(a.how == "abstained" for a in answers):
                 for call in self.calls.values():
                     call.cancel()

@@ -139,7 +139,7 @@ def replay_rounds(parent: Transcript, spec: ForkSpec) -> tuple[Round, ...]:
             raise ValueError(f"Agent {change.agent + 1} is not in this run, which has agents 1 to {len(turns)}.")
         if change.kind in KINDS:
             turns[change.agent] = _changed(turns[change.agent], change, parent.task)
-    consensus = consensus_ratio([t.answer for t in turns], parent.task.kind, parent.judged)
+    consensus = consensus_ratio([t.answer for t in turns], parent.task, parent.judged)
     return (*kept[:-1], dataclasses.replace(last, turns=tuple(turns), consensus=consensus))
 
 

@@ -50,9 +50,9 @@ def needs_token(config, backbone: str) -> bool:
 QUESTION_CHARS = 4000  # the page's bound; the server checks the configured max_question_chars with its options
 
 
-def question_part(form: Form) -> tuple[gr.Markdown, gr.Button]:
+def question_part(form: Form) -> tuple[gr.Markdown, gr.Button, gr.Accordion]:
     """The question, its answer kind (a chip, "change" shows the kinds), its options and its gold; returns
-    the chip and its button (not form values)."""
+    the chip, its button and the options' accordion (not form values)."""
     form["question"] = gr.Textbox("", lines=2, label="Question", elem_id="question", max_length=QUESTION_CHARS,
                                   placeholder="Any question: a math problem, a fact, yes or no, an open question, "
                                               "or a multiple-choice question with options below")
@@ -60,14 +60,15 @@ def question_part(form: Form) -> tuple[gr.Markdown, gr.Button]:
         chip = gr.Markdown(kind_chip("", "", False), elem_id="kind-chip")
         change = gr.Button("change", size="sm", variant="secondary", elem_id="kind-change", scale=0, min_width=80)
     form["kind"] = gr.Dropdown(KIND_CHOICES, value="", label="Answer kind", elem_id="kind", visible=False)
-    with gr.Accordion("Multiple-choice options (optional; empty ones are ignored)", open=False):
+    with gr.Accordion("Multiple-choice options (optional; empty ones are ignored)", open=False,
+                      elem_id="options-box") as options_box:
         for name, letter in zip(OPTIONS, LETTERS):
             form[name] = gr.Textbox("", label=f"Option {letter}", elem_id=f"option-{letter}",
                                     max_length=QUESTION_CHARS)
     form["gold"] = gr.Textbox("", label="Correct answer, if you know it (a letter, a number, yes or no, a few "
                                         "words; used to score)", elem_id="gold", max_length=GOLD_CHARS,
                               info=f"Up to {GOLD_CHARS} characters.")
-    return chip, change
+    return chip, change, options_box
 
 
 KIND_CHOICES = [("Guess from the question", ""), *((k.label, k.name) for k in KINDS.values())]

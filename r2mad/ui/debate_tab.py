@@ -11,6 +11,7 @@ from typing import Any
 
 import gradio as gr
 
+from r2mad.grading.tasks import inline_options
 from r2mad.methods import names
 from r2mad.serving.services import Services
 from r2mad.ui import handlers, moderator_box, vote_panel
@@ -140,7 +141,7 @@ def build(services: Services, visitor_id) -> DebateTab:
     card_buttons = cards_part()
     with gr.Row(equal_height=False):
         with gr.Column(scale=3):
-            ui["kind_chip"], ui["kind_change"] = question_part(form)
+            ui["kind_chip"], ui["kind_change"], ui["options_box"] = question_part(form)
         with gr.Column(scale=2, min_width=300):
             methods_part(form, config.app.default_method)
             form["blind"] = vote_panel.toggle()
@@ -224,6 +225,19 @@ def kind_events(form: Parts, ui: Parts) -> None:
 
     gr.on([form[name].change for name in ("question", "kind", *OPTIONS)], chip, inputs, ui["kind_chip"], **quiet)
     ui["kind_change"].click(lambda: gr.Dropdown(visible=True), None, form["kind"], **quiet)
+
+    def typed_options(question: str, *options: str):
+        """Options typed into the question ("… (A) shark (B) dolphin") move into the option fields, when those
+        are empty; the question keeps the rest."""
+        found = None if any((o or "").strip() for o in options) else inline_options(question or "")
+        if not found or len(found[1]) > len(OPTIONS):
+            return [gr.skip()] * (len(OPTIONS) + 2)
+        stem, pairs = found
+        texts = [text for _, text in pairs] + [""] * (len(OPTIONS) - len(pairs))
+        return [stem or question, *texts, gr.Accordion(open=True)]
+
+    fields = [form["question"], *(form[name] for name in OPTIONS)]
+    form["question"].blur(typed_options, fields, [*fields, ui["options_box"]], **quiet)
 
 
 def allowance_events(services: Services, form: Parts, ui: Parts, visitor_id, run_event) -> None:

@@ -121,7 +121,8 @@ class AnswerKind:
             out.append(leader)
         return out
 
-    def group_sizes(self, answers: Sequence[Answer], judged: Sequence[Judged] = (), question: str = "") -> dict[int, int]:
+    def group_sizes(self, answers: Sequence[Answer], judged: Sequence[Judged] = (), question: str = ""
+                    ) -> dict[int, int]:
         """{leader index: members}, leaders in agent order."""
         sizes: dict[int, int] = {}
         for leader in self.groups(answers, judged, question):

@@ -25,9 +25,11 @@ _LEAD_IN = re.compile(r"^(?:(?:i (?:think|believe|guess|would say)|i'd say|proba
 # a closing sentence that takes no position ("It depends on the reader.", "Let me compare the two …")
 _NO_POSITION = re.compile(r"\b(?:depends?|depending|each has|both have|reasonable people|is a (?:question|debate)|"
                           r"fun debate|for (?:itself|yourself|themselves)|let me|let's|let us|take a side|my place|"
-                          r"personal question|there are (?:many|several) factors)\b", re.I)
+                          r"personal question|there are (?:many|several) (?:factors|options)|(?:i'm|i am) (?:going|"
+                          r"ready) to|i hope|(?:you're|you are) (?:very )?welcome|great example|made an edit)\b", re.I)
 _HEDGED_LINE = re.compile(r"^(?:it|that|this) (?:all |really )?depends\b|^no (?:single|right|one) answer", re.I)
-_PLEASANTRY = re.compile(r"\b(?:hope (?:this|that|it) helps|let me know|feel free|happy to help|good luck)\b", re.I)
+_PLEASANTRY = re.compile(r"\b(?:hope (?:this|that|it) helps|let me know|feel free|happy to help|good luck|"
+                         r"(?:you're|you are) (?:very )?welcome)\b", re.I)
 
 
 class ShortKind(AnswerKind):

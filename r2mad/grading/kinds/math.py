@@ -19,8 +19,8 @@ item ::= [^{}\n] | "{" item* "}"
 """
 
 
-ASKS_FOR_A_FORM = re.compile(r"\b(?:factor(?:i[sz]e)?|expand|simplest form|in the form|written as|express\w* .{0,40}\bas)\b",
-                             re.I)
+ASKS_FOR_A_FORM = re.compile(r"\b(?:factor(?:i[sz]e)?|expand|simplest form|in the form|written as|"
+                             r"express\w* .{0,40}\bas)\b", re.I)
 
 
 class MathKind(AnswerKind):
@@ -130,7 +130,7 @@ def _parts(s: str) -> list[str]:
         return sorted(factors)
     terms, depth, start = [], 0, 0
     for i, ch in enumerate(s):
-        depth += ch in "({[" 
+        depth += ch in "({["
         depth -= ch in ")}]"
         if ch in "+-" and depth == 0 and i > start:
             terms.append(s[start:i])

@@ -96,7 +96,8 @@ def closing_choice(text: str, task: Task) -> Answer:
                  if not _NOT_CHOSEN.search(last[:m.start()]) and not _SET_ASIDE.match(last[m.end():])}
     if len(bracketed & set(letters)) == 1:
         return Answer(bracketed.pop(), "bracketed_letter")
-    named = re.findall(r"(?:\b(?:choose|pick|select|go with)\s+(?:option\s+)?|(?:\bis|\bbe|,)\s*(?:option|choice|letter)\s+|"
+    named = re.findall(r"(?:\b(?:choose|pick|select|go with)\s+(?:option\s+)?|"
+                       r"(?:\bis|\bbe|,)\s*(?:option|choice|letter)\s+|"
                        r"^\s*option\s+(?=\(?[A-J]\)?[.!]?$)|"
                        r"\b(?:my (?:choice|pick|answer)|answer)\s*(?:is|:)\s*(?:option\s+)?)\(?([A-J])\)?(?![\w'])"
                        r"|\boption\s+\(?([A-J])\)?\s+is\s+(?:correct|right|the answer)", last, re.I)

@@ -10,7 +10,8 @@ from r2mad.grading.kinds.spelling import normalise
 from r2mad.types import UNPARSED, Answer
 
 _FINAL = re.compile(r"^[ \t>#*_-]*(?:my\s+)?(?:final\s+)?answer\s*\**\s*:\s*\**\s*(.+)$", re.I | re.M)
-_FINAL_INLINE = re.compile(r"[.!?]\s+\**(?:my\s+)?(?:final\s+)?answer\s*\**\s*:\s*\**\s*(.+)$", re.I | re.M)  # "… Answer: no"
+# "… so it is even. **Answer: Yes**": an answer line after a sentence
+_FINAL_INLINE = re.compile(r"[.!?]\s+\**(?:my\s+)?(?:final\s+)?answer\s*\**\s*:\s*\**\s*(.+)$", re.I | re.M)
 _ANSWER_IS = re.compile(r"\b(?:final\s+)?answer\s+is\s*:?\s*(.+?)(?:(?<=[^\d\s])\.(?:\s|$)|[\n!?;]|$)", re.I)
 _BOXED = re.compile(r"\\boxed\s*\{")
 _TEXT = re.compile(r"\\(?:text|textbf|mathrm)\{([^{}]*)\}")

@@ -9,6 +9,7 @@ from r2mad.evaluation.costs import PriceTable, format_cost, model_costs, total_w
 from r2mad.grading.answers import split_think
 from r2mad.grading.kinds import kind_of
 from r2mad.grading.outcome import kind_line
+from r2mad.grading.verdicts import how_read
 from r2mad.types import (
     AgentTurn,
     Answer,
@@ -20,7 +21,6 @@ from r2mad.types import (
 )
 from r2mad.ui.render import panels
 from r2mad.ui.render.agent_input import previous_turns, saw_html
-from r2mad.grading.verdicts import how_read
 from r2mad.ui.render.scoreboard import agent_models, chip_for
 from r2mad.ui.render.states import outcome_line
 from r2mad.ui.render.text import esc
@@ -207,7 +207,8 @@ def chat_messages(t: Transcript, saw: bool = False) -> list[dict]:
             if saw:
                 body += "\n\n" + saw_html(turn, t.task, before.get((rnd.index, turn.agent)), rnd.details)
             messages.append({"role": "assistant", "content": body,
-                             "metadata": {"title": turn_title(turn, t.task, max_tokens, models.get(turn.agent, ""), t.judged),
+                             "metadata": {"title": turn_title(turn, t.task, max_tokens, models.get(turn.agent, ""),
+                                                              t.judged),
                                           "parent_id": rid,
                                           "id": f"{rid}-agent-{turn.agent}", "status": "done"}})
         answered = {turn.agent for turn in rnd.turns}

@@ -91,7 +91,7 @@ def chip_for(turn: AgentTurn, task: Task, *, max_tokens: int | None = None,
     correct = is_correct(a, task, judged)
     kind = ("answer" if not graded else "undecided") if correct is None else ("gold" if correct else "wrong")
     changed = (previous is not None and previous.answer.value is not None
-               and not same_answer(previous.answer, a, task.kind, judged))
+               and not same_answer(previous.answer, a, task, judged))
     forked = bool((turn.details or {}).get("steer"))
     notes = [n for n, on in (("cut", cut), ("guard", a.how == "guarded"), ("changed", changed), ("fork", forked))
              if on]
@@ -198,7 +198,7 @@ def scoreboard_html(t: Transcript) -> str:
             major.append("—")
             continue
         cons.append(f"{rnd.consensus:.2f}")
-        major.append(esc(vote_words(rnd, t.task.kind, short=True)))
+        major.append(esc(vote_words(rnd, t.task, short=True, judged=t.judged)))
     rows.append(f"<tr><th scope='row' style='{LEFT}'>Consensus</th>"
                 + "".join(f"<td style='{CELL}'>{c}</td>" for c in cons) + "</tr>")
     rows.append(f"<tr><th scope='row' style='{LEFT}' title='The most held answer and how many agents hold it; "

@@ -3,10 +3,13 @@ the current majority), finished (correct, wrong, or no answer and why), stopped 
 final answer), failed (why, and how many calls were made). Pure; no Gradio, no markup."""
 from __future__ import annotations
 
+from typing import Sequence
+
 from r2mad.grading.answers import plurality_vote, same_answer
+from r2mad.grading.verdicts import how_graded
 from r2mad.methods import REGISTRY, needs_bank
 from r2mad.text import clip
-from r2mad.types import Round, Transcript
+from r2mad.types import Judged, Round, Task, Transcript
 from r2mad.ui.render.blind import is_blind
 
 
@@ -14,38 +17,39 @@ def finished_rounds(t: Transcript) -> list[Round]:
     return [r for r in t.rounds if not r.details.get("running")]
 
 
-def majority(rnd: Round, kind: str) -> tuple[str | None, int, int]:
-    """(plurality answer or None, agents holding it, agents in the round)."""
+def majority(rnd: Round, task: Task | str, judged: Sequence[Judged] = ()) -> tuple[str | None, int, int]:
+    """(plurality answer or None, agents holding it, agents in the round); `judged`: the run's judge verdicts."""
     answers = [turn.answer for turn in rnd.turns]
     if not answers:
         return None, 0, 0
-    vote = plurality_vote(answers, kind)
+    vote = plurality_vote(answers, task, judged)
     if vote.value is None:
         return None, 0, len(answers)
-    return vote.value, sum(1 for a in answers if a.value is not None and same_answer(a, vote, kind)), len(answers)
+    held = sum(1 for a in answers if a.value is not None and same_answer(a, vote, task, judged))
+    return vote.value, held, len(answers)
 
 
-def tied(rnd: Round, kind: str) -> bool:
+def tied(rnd: Round, task: Task | str, judged: Sequence[Judged] = ()) -> bool:
     """Another answer has as many agents as the round's plurality answer (the vote then goes to the earliest
     agent holding a top answer)."""
-    value, held, _ = majority(rnd, kind)
+    value, held, _ = majority(rnd, task, judged)
     winner = next((t.answer for t in rnd.turns if t.answer.value == value), None)
     others = [t.answer for t in rnd.turns if t.answer.value is not None and winner is not None
-              and not same_answer(t.answer, winner, kind)]
-    return any(sum(1 for b in others if same_answer(a, b, kind)) >= held for a in others)
+              and not same_answer(t.answer, winner, task, judged)]
+    return any(sum(1 for b in others if same_answer(a, b, task, judged)) >= held for a in others)
 
 
-def vote_words(rnd: Round, kind: str, short: bool = False) -> str:
+def vote_words(rnd: Round, task: Task | str, short: bool = False, judged: Sequence[Judged] = ()) -> str:
     """How a round's vote went, in words that say what it is: "B, majority (2 of 3 agents)"; without a
     majority, "A, plurality (2 of 4 agents)" or, on a tie, "A, tie (1 of 3 agents each); the earliest agent's
     answer wins". `short` for a table cell: "B (2/3)", "A (2/4, plurality)", "A (1/3, tie: earliest agent)"."""
-    value, held, n = majority(rnd, kind)
+    value, held, n = majority(rnd, task, judged)
     if value is None:
         return "none" if short else "no answer in the task's format"
     value = clip(value)
     if 2 * held > n:
         return f"{value} ({held}/{n})" if short else f"{value}, majority ({held} of {n} agents)"
-    if tied(rnd, kind):
+    if tied(rnd, task, judged):
         return (f"{value} ({held}/{n}, tie: earliest agent)" if short else
                 f"{value}, tie ({held} of {n} agents each); the earliest agent's answer wins")
     return f"{value} ({held}/{n}, plurality)" if short else f"{value}, plurality ({held} of {n} agents)"
@@ -97,8 +101,8 @@ def _outcome(t: Transcript) -> str:
         now = len(done)
         if not done:
             return "Round 0 running — each agent answers alone first"
-        value, _, _ = majority(done[-1], t.task.kind)
-        lead = f"leading {vote_words(done[-1], t.task.kind)}" if value else "no answer leads yet"
+        value, _, _ = majority(done[-1], t.task, t.judged)
+        lead = f"leading {vote_words(done[-1], t.task, judged=t.judged)}" if value else "no answer leads yet"
         return f"Round {now} running — {lead} after round {done[-1].index}"
     if t.status == "failed":
         answered = [r for r in done if any(not turn.error for turn in r.turns)]
@@ -107,8 +111,8 @@ def _outcome(t: Transcript) -> str:
     if t.status == "cancelled":
         if not done:
             return "Stopped before round 0 finished — no final answer"
-        value, _, _ = majority(done[-1], t.task.kind)
-        seen = f" (round {done[-1].index} led {vote_words(done[-1], t.task.kind)})" if value else ""
+        value, _, _ = majority(done[-1], t.task, t.judged)
+        seen = f" (round {done[-1].index} led {vote_words(done[-1], t.task, judged=t.judged)})" if value else ""
         return f"Stopped after round {done[-1].index} — no final answer{seen}"
     if t.final.value is None:
         last = done[-1] if done else None
@@ -117,15 +121,16 @@ def _outcome(t: Transcript) -> str:
         return "No final answer — no agent gave an answer in the task's format"
     if t.correct is None:
         verdict = ("right or wrong shown after your vote" if is_blind(t.method) else
-                   "no gold answer given" if t.task.gold is None else "not scored")
+                   "no gold answer given" if t.task.gold is None else
+                   how_graded(t.final, t.task, t.judged) or "not scored")  # "undecided: no judge (…)"
     else:
         verdict = "correct" if t.correct else f"wrong (gold {clip(t.task.gold)})"
     last = done[-1] if done else None
     how = ""
     if last is not None and last.turns and not is_blind(t.method):
-        _, held, n = majority(last, t.task.kind)
+        _, held, n = majority(last, t.task, t.judged)
         if 2 * held <= n:  # no majority: say the vote was a plurality, and how a tie went
-            how = f" · by {vote_words(last, t.task.kind).split(', ', 1)[1]}"
+            how = f" · by {vote_words(last, t.task, judged=t.judged).split(', ', 1)[1]}"
     letters = [t.final.value] + ([t.task.gold] if t.correct is False else [])
     return f"Final answer: {clip(t.final.value)} — {verdict}{options_words(t.task, letters)}{how}"
 
