@@ -9,6 +9,8 @@ import pytest
 from r2mad.cli import main
 from r2mad.evaluation.datasets import DataError
 from r2mad.evaluation.own_data import load_own, parse_columns
+from r2mad.grading.answers import is_correct
+from r2mad.types import Answer
 
 CSV = ("q,a,opts,key\n"
        "Which planet is largest?,Jupiter,Mars|Jupiter|Venus,p1\n"
@@ -37,6 +39,15 @@ def test_jsonl_and_parquet_short_answers_with_a_kind(tmp_path):
             ("Capital of Australia?", "Canberra", "short"), ("Chemical symbol of gold?", "Au", "short")]
         assert len(set(split.ids)) == 2
     assert load_own(str(jl), "question=prompt").tasks[0].gold is None  # no answer column: unscored
+    aliases = [{"prompt": "Sixth US president?", "label": ["John Quincy Adams", "J. Q. Adams", " "]}]
+    for path in (tmp_path / "aliases.jsonl", tmp_path / "aliases.parquet"):
+        if path.suffix == ".jsonl":
+            path.write_text(json.dumps(aliases[0]) + "\n", encoding="utf-8")
+        else:
+            pq.write_table(pa.Table.from_pylist(aliases), path)
+        [task] = load_own(str(path), "question=prompt,answer=label", kind="short").tasks
+        assert task.gold == "John Quincy Adams | J. Q. Adams"  # a list column: every alias accepted
+        assert is_correct(Answer("J. Q. Adams", "answer_colon"), task) is True
     with pytest.raises(ValueError, match="Unknown answer kind 'essay'; choose one of: math, mcq, integer"):
         load_own(str(jl), "question=prompt", kind="essay")
 

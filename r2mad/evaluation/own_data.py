@@ -61,6 +61,17 @@ def _choices(value) -> list[str]:
     return [str(x) for x in (value or [])]
 
 
+def gold_text(answer) -> str | None:
+    """A reference answer as the kinds read it: a list of accepted answers (a list column, as TriviaQA's aliases)
+    joined with " | "; None when empty."""
+    if answer is None or isinstance(answer, str) and not answer.strip():
+        return None
+    if isinstance(answer, (list, tuple)):
+        kept = [str(a).strip() for a in answer if str(a).strip()]
+        return " | ".join(kept) or None
+    return str(answer).strip()
+
+
 def _gold_letter(answer, choices: list[str]) -> str | None:
     """An option letter, a 0-based index or the text of a choice -> its letter."""
     text = str(answer).strip()
@@ -83,7 +94,7 @@ def to_tasks(rows: list[dict], columns: dict[str, str], kind: str, where: str) -
         if not question:
             raise DataError(f"{where} row {index} has an empty question; fill it or remove the row.")
         answer = row.get(columns["answer"]) if "answer" in columns else None
-        options, gold = (), None if answer in (None, "") else str(answer).strip()
+        options, gold = (), gold_text(answer)
         if "choices" in columns:
             choices = _choices(row[columns["choices"]])
             options = tuple((chr(ord("A") + i), c) for i, c in enumerate(choices))
