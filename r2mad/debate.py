@@ -159,7 +159,7 @@ class Debate:
             said = [f"{pairs} the rules could not tell apart stayed apart (not checked for meaning)"] if apart else []
             if graded is not None and graded.same is None:
                 said.append("the final answer against the gold answer is undecided")
-            self.notice(f"{UNDECIDED}{'; '.join(said)}. Set the judge setting to a backbone to grade them.",
+            self.notice(f"{UNDECIDED}{'; '.join(said)}. A judge backbone (the judge setting) would grade them.",
                         self.rounds[-1].index)
 
     def notice(self, text: str, t: int) -> None:

@@ -48,7 +48,7 @@ def test_the_chip_guesses_as_the_visitor_types_and_change_picks_another_kind(app
                             ("Should I learn Rust or Go first?", "open question")):
         page.fill("#question textarea", question)
         chip_says(page, f"Answer kind: {label} (guessed from the question)")
-    assert "Agree = the same position, by meaning" in page.inner_text("#kind-chip")
+    assert "Agree = the same position: the same wording" in page.inner_text("#kind-chip")
     page.fill("#question textarea", "Is a hot dog a sandwich?")
     chip_says(page, "yes or no")
     assert not page.locator("#kind").is_visible()

@@ -129,7 +129,7 @@ def test_without_a_judge_the_debate_says_what_it_left_undecided():
     t = debate(["Mozart", "W. A. Mozart"], None)
     said = [n for n in t.notices if n.startswith("No judge: ")]
     assert said == ["No judge: 1 pair of answers the rules could not tell apart stayed apart (not checked for "
-                    "meaning); the final answer against the gold answer is undecided. Set the judge setting to a "
-                    "backbone to grade them."]
+                    "meaning); the final answer against the gold answer is undecided. A judge backbone (the judge "
+                    "setting) would grade them."]
     assert not any(n.startswith("No judge") for n in debate(["Mozart", "W. A. Mozart"], Judge(
         grade_by(lambda ref, cand: "CORRECT"))).notices)

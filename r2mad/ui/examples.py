@@ -46,7 +46,7 @@ CARDS = (
     ExampleCard("madm2-algebra", "madm2-objective", "demo-math", "math-009",
                 "MAD-M²: weak answers are masked"),
     ExampleCard("truemad-piano", "truemad", "demo-mcq", "mcq-006", "TrueMAD: agents advise each other"),
-    ExampleCard("mad-rust-or-go", PLAIN, "", "", "MAD: an open question, answers grouped by meaning",
+    ExampleCard("mad-rust-or-go", PLAIN, "", "", "MAD: an open question, its positions and the dissent",
                 question="Should I learn Rust or Go first?", kind="open"),
 )
 

@@ -25,7 +25,8 @@ ASKS_FOR_A_FORM = re.compile(r"\b(?:factor(?:i[sz]e)?|expand|simplest form|in th
 
 class MathKind(AnswerKind):
     name, label = "math", "math"
-    agree = "Agree = the same value, however it is written (6/4, 1.5 and \\frac{3}{2} agree)."
+    agree = ("Agree = the same value: numbers exactly (6/4, 1.5 and 3/2 agree; 1000000 is not 999999), "
+             "expressions however written.")
 
     def instruction(self, task: Task) -> str:
         return "Think step by step, then write the final answer alone inside \\boxed{} on the last line."

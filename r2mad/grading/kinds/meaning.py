@@ -58,4 +58,4 @@ class Meaning:
         return 1.0 if a == b else float(np.dot(self._vector(a), self._vector(b)))
 
 
-MEANING = Meaning()  # the process's one: every kind that compares by meaning reads it
+MEANING = Meaning()  # the process's one: every kind that asks how close two answers are in meaning reads it

@@ -212,11 +212,14 @@ def scoreboard_html(t: Transcript) -> str:
 def legend_html() -> str:
     parts = [chip_html(Chip("B", "gold", "", "matches the gold answer")) + " matches the gold answer",
              chip_html(Chip("C", "wrong", "", "wrong")) + " wrong",
+             chip_html(Chip("D", "undecided", "", "undecided against the gold")) + " undecided (the rules could not "
+             "tell it from the gold, and no judge did)",
              chip_html(Chip("B", "answer", "", "an answer; no gold given")) + " answer (no gold given)",
              chip_html(Chip("no answer", "none", "", "no answer")) + " no answer in the task's format"]
     marks = ("Marks: <b>cut</b> = stopped at the token limit · <b>rejected</b> = cited a letter with another "
              "option's text · <b>changed</b> = changed answer since the previous round · <b>guard</b> = asked "
-             "again for the answer alone · <b>fork</b> = changed by a fork. Hover a chip for how its answer was read.")
+             "again for the answer alone · <b>fork</b> = changed by a fork. Hover a chip for how its answer was read "
+             "and graded.")
     return ("<div style='font-size:13px;color:#374151;margin-top:6px;line-height:2'>"
             + " &nbsp; ".join(parts) + f"<br>{marks}</div>")
 
