@@ -112,7 +112,12 @@ def test_normalize_math(raw, normal):
     ("-\\frac{1}{3}", "-1/3", True),
     ("3", "4", False),
     ("x+1", "x+2", False),
-    (r"\frac{1}{3}", "0.33", False),
+    (r"\frac{1}{3}", "0.33", False),  # two significant digits: not 1/3
+    (r"\frac{1}{3}", "0.333", True),  # the one tolerance: 1/3 rounded to the decimals written
+    (r"\frac{2}{3}", "0.667", True), (r"\frac{2}{3}", "0.666", True),  # rounded, or cut
+    (r"\frac{2}{3}", "0.668", False), ("0.333", "0.3333", False),  # terminating decimals: exactly
+    ("1000000", "999999", False), (r"\boxed{1000000}", "999999", False),  # no relative tolerance
+    ("1.50", r"\frac{3}{2}", True),
     ("Evelyn", "Evelny", False),
     ("9^{9^{9}}", "1", False),  # refused quickly rather than evaluated
     ("__import__('os')", "0", False),

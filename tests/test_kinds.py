@@ -101,6 +101,14 @@ def test_integer_is_exact_whole_numbers_leading_zeros_aside():
     assert KINDS["integer"].same("033", "33") and not KINDS["integer"].same("33", "33.5")
     with pytest.raises(ValueError, match="not a whole number"):
         KINDS["integer"].checked("twelve", task)
+    with pytest.raises(ValueError, match="not a whole number from 0 to 999"):
+        KINDS["integer"].checked("1000", task)  # AIME's answers are 0 to 999
+    out = [extract_answer(r, Task("integer", "q", gold="0")) for r in ("\\boxed{1000}", "\\boxed{12345}")]
+    assert [x.value for x in out] == ["1000", "12345"]  # read: agents who give it agree with each other
+    assert KINDS["integer"].agrees(out[0], out[0])
+    assert KINDS["integer"].grade(out[0], Task("integer", "q", gold="0")).how == "different numbers"
+    big = Task("integer", "q", gold="100")
+    assert is_correct(Answer("100", "boxed"), big) is True and is_correct(Answer("1100", "boxed"), big) is False
 
 
 # --- yes / no ----------------------------------------------------------------------------------------

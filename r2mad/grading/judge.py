@@ -15,7 +15,6 @@ from r2mad.backends.base import BackendError, ChatBackend
 from r2mad.grading.kinds.reading import strip_think
 from r2mad.types import AuxCall, Judged, Message
 
-GRADES = ("CORRECT", "INCORRECT", "NOT_ATTEMPTED")
 JUDGE_SYSTEM = ("You grade whether a candidate answer gives the same answer as a reference answer to a question. "
                 "Wording, length, spelling variants and extra detail that does not contradict the reference do "
                 "not matter; a different person, place, number, date, choice or position does, even when it "

@@ -98,13 +98,11 @@ class AnswerKind:
         """Whether a judge decides a pair by asking in both directions (each must entail the other)."""
         return False
 
-    # --- a round's answers -----------------------------------------------------------------------
+    # --- a round's answers to one question (`judged`: a judge's verdicts on its undecided pairs) -----
 
     def agrees(self, a: Answer, b: Answer, judged: Sequence[Judged] = (), question: str = "") -> bool:
         """Decided the same (an undecided pair never agrees)."""
         return a.parsed and b.parsed and self.ruling(a.value, b.value, judged, question).same is True
-
-    # a round's answers to one question: `judged` holds a judge's verdicts on its undecided pairs
 
     def groups(self, answers: Sequence[Answer], judged: Sequence[Judged] = (), question: str = "") -> list[int | None]:
         """For each answer, the index of the answer that leads its group (None for UNPARSED): each

@@ -73,8 +73,9 @@ class MathKind(AnswerKind):
 
 
 class IntegerKind(MathKind):
-    """AIME's answers: a whole number from 0 to 999, compared exactly (leading zeros aside). An answer outside
-    that range is read (agents who give it agree with each other) but is never correct."""
+    """AIME's answers: a whole number from 0 to 999, compared exactly (leading zeros aside). A gold outside that
+    range is refused; an answer outside it is read (agents who give it agree with each other) and so never
+    equals a gold."""
     name, label = "integer", "whole number"
     agree = "Agree = the same whole number (AIME: 0 to 999; 033 and 33 agree)."
 
@@ -98,12 +99,6 @@ class IntegerKind(MathKind):
         if x is None or y is None:
             return Ruling(False, "not a whole number")
         return Ruling(x == y, "the same whole number" if x == y else "different numbers")
-
-    def grade(self, answer: Answer, task: Task, judged=()) -> Ruling | None:
-        found = super().grade(answer, task, judged)
-        if found is not None and found.same and not in_range(answer.value):
-            return Ruling(False, "outside AIME's range 0 to 999")
-        return found
 
     def key(self, value: str) -> str:
         return whole_number(value) or value.strip()

@@ -64,10 +64,7 @@ def _leading_expression(rest: str) -> str | None:
         if core != _CURRENCY.sub("", word.lstrip("*")):  # sentence punctuation ends the expression
             break
     value = " ".join(words).rsplit("=", 1)[-1].strip()  # "12 + 30 = 42" -> "42"
-    if _MATHY_MARK.search(value):
-        return value
-    spoken = spoken_number(re.split(r"[.!?;\n]", rest, maxsplit=1)[0])
-    return spoken
+    return value if _MATHY_MARK.search(value) else spoken_number(re.split(r"[.!?;\n]", rest, maxsplit=1)[0])
 
 
 def spoken_number(text: str) -> str | None:
