@@ -238,7 +238,7 @@ class Debate:
                              ended_at=time.monotonic(), error=str(exc), details=to_dict(details), backbone=name)
         else:
             mean_lp = sum(c.logprobs) / len(c.logprobs) if c.logprobs else None
-            answer = await extract(c.text, self.task)
+            answer = await extract(c.text, self.task, cut=c.finish_reason == "length")
             if not answer.parsed and s.answer_guard == "on":
                 answer, call = await guard_answer(backend, prompt, c.text, self.task, round_index=t,
                                                   agent=agent.index, seed=seed_for(s, t, 50 + agent.index))

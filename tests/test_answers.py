@@ -232,3 +232,17 @@ def test_option_line_citation(text, expected):
 def test_math_letters_are_case_sensitive_unless_plain_words(a, b, equal):
     assert math_equivalent(a, b) is equal
     assert math_equivalent(b, a) is equal
+
+
+@pytest.mark.parametrize("text, task, whole, cut", [
+    ("So I multiplied 321 by 23 and got", Task("math", "What is 17 times 23?"), "23", None),  # only the server knows
+    ("17 times 23 is 391. Then I multiplied by 23", Task("math", "What is 17 times 23?"), "23", None),
+    ("The answer is 391. Then I multiplied by 23", Task("math", "What is 17 times 23?"), "391", "391"),
+    ("\\boxed{391} and then", Task("math", "What is 17 times 23?"), "391", "391"),
+    ("It is not prime, because 7 divides it", Task("yesno", "Is 91 prime?"), "no", None),
+    ("Final answer: yes. Then I", Task("yesno", "Is 91 prime?"), "yes", "yes"),
+])
+def test_a_reply_cut_at_its_token_limit_concludes_nothing_in_its_closing_words(text, task, whole, cut):
+    """A reply the server stopped at max_tokens (finish_reason "length"): explicit commitments count, the last
+    number or sentence it happened to reach does not."""
+    assert extract_answer(text, task).value == whole and extract_answer(text, task, cut=True).value == cut

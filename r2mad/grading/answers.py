@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from r2mad.grading.kinds import kind_named
-from r2mad.grading.kinds.base import AnswerKind
+from r2mad.grading.kinds.base import CLOSING_WORDS, AnswerKind
 from r2mad.grading.kinds.reading import (  # noqa: F401  (re-exported: callers read answers from here)
     closing_braces,
     extract_choice,
@@ -16,12 +16,15 @@ from r2mad.grading.kinds.reading import (  # noqa: F401  (re-exported: callers r
     split_think,
     strip_think,
 )
-from r2mad.types import Answer, Judged, Task
+from r2mad.types import UNPARSED, Answer, Judged, Task
 
 
-def extract_answer(text: str, task: Task) -> Answer:
-    """The answer the reply commits to, read by the task's kind (its reasoning blocks set aside)."""
-    return kind_named(task.kind).extract(strip_think(text), task)
+def extract_answer(text: str, task: Task, *, cut: bool = False) -> Answer:
+    """The answer the reply commits to, read by the task's kind (its reasoning blocks set aside). `cut`: the reply
+    stopped at its token limit, so its closing words are no conclusion (a last number there is not read)."""
+    kind = kind_named(task.kind)
+    found = kind.extract(strip_think(text), task)
+    return UNPARSED if cut and found.how in CLOSING_WORDS else found
 
 
 # --- agreement and scoring: each kind's own (grading/kinds), for a task (or a kind's name, when the question is

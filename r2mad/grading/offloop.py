@@ -14,9 +14,9 @@ from r2mad.grading.kinds import kind_of
 from r2mad.types import Answer, AuxCall, Judged, Task
 
 
-async def extract(text: str, task: Task) -> Answer:
+async def extract(text: str, task: Task, cut: bool = False) -> Answer:
     """extract_answer in a thread (a long reply takes a while to read)."""
-    return await asyncio.to_thread(extract_answer, text, task)
+    return await asyncio.to_thread(lambda: extract_answer(text, task, cut=cut))
 
 
 @dataclass

@@ -173,6 +173,12 @@ class AnswerKind:
         return None if found is None else found.same
 
 
+# the flexible readings that take a reply's closing words as its conclusion: void when the reply was cut at its
+# token limit (it never came to one)
+CLOSING_WORDS = frozenset({"last_number", "last_expression", "last_sentence", "conclusion", "bracketed_letter",
+                           "option_named", "option_text"})
+
+
 @dataclass(frozen=True)
 class Ruling:
     """Whether two answers are the same (None: undecided) and how that was decided, in words a person reads:

@@ -57,11 +57,12 @@ def _leading_expression(rest: str) -> str | None:
         return next(g for g in inline.groups() if g).strip()
     words = []
     for word in rest.split("\n", 1)[0].split():
-        core = _CURRENCY.sub("", word.rstrip(".,;:!?*").lstrip("*"))
+        bare = word if word == "*" else _CURRENCY.sub("", word.lstrip("*"))  # a lone "*" multiplies; "**" is bold
+        core = bare if word == "*" else bare.rstrip(".,;:!?*")
         if not core or not _MATHY_WORD.fullmatch(core) or not (len(core) == 1 or _MATHY_MARK.search(core)):
             break
         words.append(core)
-        if core != _CURRENCY.sub("", word.lstrip("*")):  # sentence punctuation ends the expression
+        if core != bare:  # sentence punctuation ends the expression
             break
     value = " ".join(words).rsplit("=", 1)[-1].strip()  # "12 + 30 = 42" -> "42"
     return value if _MATHY_MARK.search(value) else spoken_number(re.split(r"[.!?;\n]", rest, maxsplit=1)[0])
@@ -191,6 +192,7 @@ def math_value(value: str, question: str = "") -> str | None:
         head, right = text.split("=", 1)[0], text.rpartition("=")[2]
         if right.strip() and re.search(r"\d", head) and not re.search(r"[A-Za-z]", re.sub(r"\\[A-Za-z]+", "", head)):
             text = right.strip()
+    text = re.sub(r"(?<=\d)\.$", "", text)  # "321." in a box: the sentence's full stop
     spelled = re.sub(r"[\s$]|\\text\{|\}", "", text).casefold().rstrip(".")
     if spelled in _NO_ANSWER:
         return None
