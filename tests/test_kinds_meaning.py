@@ -1,5 +1,6 @@
-"""Short and open answers compared by meaning with the real embedder (all-MiniLM-L6-v2): paraphrases that must
-match and answers that must not, at the thresholds docs/kinds.md states, and one embedder load per process."""
+"""Short answers with the real embedder (all-MiniLM-L6-v2): meaning never makes two answers the same; it only
+keeps a pair in different words undecided (synonyms, and look-alikes it cannot tell from them) where the rules
+would otherwise call it different; and the embedder loads once per process."""
 from __future__ import annotations
 
 import pytest
@@ -11,16 +12,12 @@ from r2mad.types import Answer
 
 pytestmark = pytest.mark.slow  # the real embedder
 
-SHORT_SAME = [("Canberra", "The city of Canberra"), ("Mount Everest", "Everest"), ("Neil Armstrong", "Armstrong"),
-              ("William Shakespeare", "Shakespeare"), ("Barack Obama", "Obama"),
-              ("1969", "nineteen sixty-nine"), ("The Beatles", "beatles")]  # the last two by spelling alone
-SHORT_DIFFERENT = [("Canberra", "Sydney"), ("Canberra", "Melbourne"), ("Neil Armstrong", "Buzz Aldrin"),
-                   ("Paris", "Lyon"), ("Jupiter", "Saturn"), ("Mount Everest", "K2"), ("1969", "1970")]
-OPEN_SAME = [("Start with Go: it is simpler and you will be productive sooner.",
-              "Begin with Go since it is easier to learn.")]
-OPEN_DIFFERENT = [("Learn Rust first for its memory safety.", "Go first, because it is easier."),
-                  ("Rust first.", "It depends on your goals."),
-                  ("It depends on what you want to build.", "It depends on your goals.")]
+SAME_BY_RULE = [("Canberra", "The city of Canberra"), ("Mount Everest", "Everest"), ("1969", "nineteen sixty-nine"),
+                ("The Beatles", "beatles"), ("USA", "United States of America")]
+DIFFERENT = [("Canberra", "Sydney"), ("Canberra", "Melbourne"), ("Paris", "Lyon"), ("Jupiter", "Saturn"),
+             ("Au", "gold"), ("Mount Everest", "K2"), ("1969", "1970")]  # cosines 0.17 to 0.72
+UNDECIDED = [("CO2", "carbon dioxide"), ("Holland", "the Netherlands"), ("car", "automobile"),  # synonyms
+             ("Shanghai", "Beijing"), ("Istanbul", "Ankara")]  # different cities, as close as synonyms (0.82-0.85)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -28,24 +25,19 @@ def real_embedder():
     MEANING.use(embedder.DEFAULT_EMBEDDER)
 
 
-@pytest.mark.parametrize("a, b", SHORT_SAME)
-def test_short_paraphrases_match(a, b):
-    assert KINDS["short"].same(a, b) and KINDS["short"].same(b, a)
+@pytest.mark.parametrize("a, b", SAME_BY_RULE)
+def test_the_rules_find_the_same_answer_without_meaning(a, b):
+    assert KINDS["short"].rule(a, b).same is True and KINDS["short"].rule(b, a).same is True
 
 
-@pytest.mark.parametrize("a, b", SHORT_DIFFERENT)
-def test_short_different_answers_do_not_match(a, b):
-    assert not KINDS["short"].same(a, b)
+@pytest.mark.parametrize("a, b", DIFFERENT)
+def test_different_words_far_apart_in_meaning_are_different(a, b):
+    assert KINDS["short"].rule(a, b).same is False
 
 
-@pytest.mark.parametrize("a, b", OPEN_SAME)
-def test_open_paraphrases_are_one_position(a, b):
-    assert KINDS["open"].same(a, b)
-
-
-@pytest.mark.parametrize("a, b", OPEN_DIFFERENT)
-def test_open_different_positions_are_two_groups(a, b):
-    assert not KINDS["open"].same(a, b)
+@pytest.mark.parametrize("a, b", UNDECIDED)
+def test_different_words_close_in_meaning_stay_undecided(a, b):
+    assert KINDS["short"].rule(a, b).same is None
 
 
 def test_a_round_of_real_answers_groups_as_a_reader_would():
