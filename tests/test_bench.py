@@ -145,7 +145,7 @@ def test_bench_serve_prints_the_overhead_and_the_throughput(capsys):
 
 
 @slow
-def test_bench_kinds_prints_what_grouping_by_meaning_costs_and_one_embedder_load():
+def test_bench_kinds_prints_what_comparing_answers_costs_and_one_embedder_load():
     # in a process of its own, as `python -m r2mad bench` runs: an earlier test of this process may have loaded
     # the embedder already, and the figure counts the loads of one process
     done = subprocess.run([sys.executable, "-m", "r2mad", "bench", "--kinds", "--quick"], capture_output=True,
@@ -154,8 +154,11 @@ def test_bench_kinds_prints_what_grouping_by_meaning_costs_and_one_embedder_load
     rows = {cells[0].strip(): cells[1] for line in done.stdout.splitlines()
             if len(cells := re.split(r"\s{2,}", line.strip())) >= 2}
     for kind in ("short", "open"):
-        spent, wall, share = numbers(value(rows, f"{kind} ("), 3)  # "0.012 / 40.3 (0.0%)"
-        assert 0 < spent and 0 < wall and share >= 0
+        [label] = [k for k in rows if k.startswith(f"{kind} (")]  # "short (3 answers read): …"
+        read = numbers(label.split(":")[0], 1)[0]
+        spent, wall, share = numbers(rows[label], 3)  # "12.042 / 40.3 (0.03%)"
+        assert (spent > 0 if read else spent == 0) and 0 < wall and share >= 0
+    assert numbers(value(rows, "short ("), 3)[0] > 0  # short answers were read and compared
     assert value(rows, "embedder loads in this process") == "1"
 
 

@@ -64,8 +64,8 @@ def kind_figures(**overrides) -> list[tuple[str, str]]:
             with timed_meaning(KINDS[task.kind]) as spent:
                 t = asyncio.run(Debate(backend, make_method(PLAIN, settings)).run(task))
             answers = sum(turn.answer.parsed for r in t.rounds for turn in r.turns)
-            rows.append((f"{task.kind} ({answers} answers read): comparing answers / debate wall (s)",
-                         f"{spent[0]:.3f} / {t.seconds:.1f} ({spent[0] / max(t.seconds, 1e-9):.1%})"))
+            rows.append((f"{task.kind} ({answers} answers read): comparing answers (ms) / debate wall (s)",
+                         f"{1000 * spent[0]:.3f} / {t.seconds:.1f} ({spent[0] / max(t.seconds, 1e-9):.2%})"))
         rows.append(("embedder loads in this process (target 1)", str(loads[0])))
     finally:
         embedder._load = load
