@@ -1,6 +1,7 @@
 """What every browser test shares: Debian's Chromium driven by Playwright (its own browser download does
 not work offline), the flags it runs headless with, and where screenshots go (git-ignored). Importing
 this skips the importing test module, with the reason, where Chromium or Playwright is missing."""
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,20 @@ def launch(demo) -> str:
         port = s.getsockname()[1]
     serving.launch(demo, prevent_thread_lock=True, server_port=port, quiet=True)
     return f"http://127.0.0.1:{port}/"
+
+
+@contextmanager
+def served_page(browser, demo, width: int = 1440):
+    """A page on the Debate tab of `demo` (a built app), served for it; the app and the page closed after."""
+    url = launch(demo)
+    page = browser.new_page(viewport={"width": width, "height": 1000})
+    try:
+        page.goto(url)
+        page.wait_for_selector("#question textarea", timeout=60_000)
+        yield page
+    finally:
+        page.close()
+        demo.close()
 
 
 TABLE_READS = """(selector) => {

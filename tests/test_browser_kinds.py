@@ -10,7 +10,7 @@ import yaml
 
 from r2mad.settings.config import load_config
 from r2mad.ui import build_app
-from tests.browser import SHOTS, launch  # skips without Chromium
+from tests.browser import SHOTS, served_page  # skips without Chromium
 from tests.helpers import ROOT
 
 pytestmark = pytest.mark.slow  # a browser
@@ -28,13 +28,8 @@ def app(tmp_path_factory, browser):
             {"default": "fake", "backbones": {"fake": {"base_url": srv.base_url, "model": "fake"}}}))
         config = load_config(tmp / "configs", env={"R2MAD_DATA_DIR": str(tmp / "var")})
         demo = build_app(config)
-        url = launch(demo)
-        page = browser.new_page(viewport={"width": 1440, "height": 1000})
-        page.goto(url)
-        page.wait_for_selector("#question textarea", timeout=60_000)
-        yield page, demo.r2mad_services
-        page.close()
-        demo.close()
+        with served_page(browser, demo) as page:
+            yield page, demo.r2mad_services
 
 
 def chip_says(page, text: str) -> None:
