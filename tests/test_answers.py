@@ -246,3 +246,13 @@ def test_a_reply_cut_at_its_token_limit_concludes_nothing_in_its_closing_words(t
     """A reply the server stopped at max_tokens (finish_reason "length"): explicit commitments count, the last
     number or sentence it happened to reach does not."""
     assert extract_answer(text, task).value == whole and extract_answer(text, task, cut=True).value == cut
+
+
+@pytest.mark.parametrize("kind", ["math", "integer", "mcq", "yesno", "short", "open"])
+@pytest.mark.parametrize("text", ["9" * 100_000, "1 or " * 20_000, "The answer is " * 10_000, "\\boxed{" * 20_000,
+                                  "x" * 50_000 + " = " + "1" * 50_000, "Final answer: " + "J. " * 20_000])
+def test_hostile_replies_are_read_and_graded_without_an_error(kind, text):
+    task = Task(kind, "Which?", (("A", "x"), ("B", "y")) if kind == "mcq" else (),
+                {"mcq": "A", "yesno": "no", "integer": "33", "open": None}.get(kind, "42"))
+    answer = extract_answer(text, task)
+    assert is_correct(answer, task) in (True, False, None)

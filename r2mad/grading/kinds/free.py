@@ -82,7 +82,7 @@ def _closing(text: str, limit: int) -> Answer:
     """A reply that is the answer alone (one short line), else its last sentence that is no pleasantry or
     question."""
     lines = [line for line in text.strip().splitlines() if line.strip()]
-    if len(lines) == 1 and len(lines[0].split()) <= 8:
+    if len(lines) == 1 and len(lines[0].split()) <= 8 and len(lines[0]) <= limit:
         return Answer(tidy(lines[0]), "whole_reply")
     for sentence in reversed(sentences(text)[-2:]):
         if sentence.endswith("?") or _PLEASANTRY.search(sentence) or sentence.startswith(("(", "Please")):

@@ -64,8 +64,8 @@ def _appositive(head: str, rest: str) -> bool:
     """A phrase after a comma that describes rather than names: lower-case ("whose surface …", "in 1876"), a
     possessive ("Canada's biggest city"), or, after a name, a place of one or two words ("Rome, Italy"; but
     "his collaborator, Friedrich Engels" names him)."""
-    first = rest.split()[0] if rest.split() else ""
-    place = len(rest.split()) <= 2 and all(w[:1].isupper() for w in rest.split()) and head.split()[-1][:1].isupper()
+    first, last = (rest.split() or [""])[0], (head.split() or [""])[-1]
+    place = len(rest.split()) <= 2 and all(w[:1].isupper() for w in rest.split()) and last[:1].isupper()
     return first[:1].islower() or re.match(r"\w+['’]s\b", first) is not None or place
 
 
@@ -95,7 +95,7 @@ def _numbers(tokens: list[str] | tuple[str, ...]) -> list[Fraction]:
     """The numbers among the words, a day of the month beside its month aside ("July 20, 1969" holds 1969)."""
     out = []
     for i, t in enumerate(tokens):
-        if re.fullmatch(r"\d+(?:\.\d+)?", t):
+        if re.fullmatch(r"\d{1,60}(?:\.\d{1,60})?", t):  # a longer run of digits is no number to weigh
             by_month = any(tokens[j] in _MONTHS for j in (i - 1, i + 1) if 0 <= j < len(tokens))
             if not (by_month and len(t) <= 2):
                 out.append(Fraction(t))
@@ -175,7 +175,8 @@ def short_rule(a: str, b: str, similarity: Callable[[str, str], float] | None = 
         if _own(ka, cb) and _own(kb, ca):
             return Ruling(False, "different names that share a word")
         return Ruling(None, "one name inside another")
-    if difflib.SequenceMatcher(None, " ".join(ka.words), " ".join(kb.words)).ratio() >= 0.8:
+    if max(len(ka.text), len(kb.text)) <= 80 and \
+            difflib.SequenceMatcher(None, " ".join(ka.words), " ".join(kb.words)).ratio() >= 0.8:
         return Ruling(None, "spelled alike")
     if similarity is not None and similarity(ka.text, kb.text) >= DIFFERENT_BELOW:
         return Ruling(None, "different words, similar meaning")
@@ -212,4 +213,4 @@ def _own(k: Kept, other: set[str]) -> set[str]:
     mine = _names(k.text) if k.text != k.text.lower() else {w for w in k.words if w not in _FUNCTION}
     firsts = {w[0] for w in other}
     return {w for w in mine - other - _SUFFIXES if not (len(w) <= 2 and set(w) <= firsts) and not w.isdigit()
-            and not any(difflib.SequenceMatcher(None, w, o).ratio() >= 0.8 for o in other)}  # "Earheart": a typo
+            and not any(difflib.SequenceMatcher(None, w[:40], o[:40]).ratio() >= 0.8 for o in other)}  # a typo

@@ -70,7 +70,7 @@ def _leading_expression(rest: str) -> str | None:
 
 def spoken_number(text: str) -> str | None:
     """The number a phrase opens with in words ("forty-two.", "twenty dollars"), as digits; None otherwise."""
-    words = normalise(text).split()
+    words = normalise(" ".join(text.split()[:6])).split()
     if not words or not words[0].isdigit() or len(words) > 3 or words[1:2] == ["of"]:
         return None  # "one of the options" is no number
     return words[0]
@@ -111,9 +111,11 @@ def extract_math(text: str) -> Answer:
             boxes.append(content.strip() if m.group(1) is None else content.rstrip(".,"))
     if boxes:
         return Answer(boxes[-1], "boxed")
-    found = [v for m in _ANSWER_PHRASE.finditer(text)
-             if (v := _leading_expression(text[m.end():m.end() + _PHRASE_WINDOW]))]
-    return Answer(found[-1], "answer_is") if found else UNPARSED
+    for m in reversed(list(_ANSWER_PHRASE.finditer(text))[-20:]):  # the last phrase (of 20) that states a value
+        value = _leading_expression(text[m.end():m.end() + _PHRASE_WINDOW])
+        if value:
+            return Answer(value, "answer_is")
+    return UNPARSED
 
 
 # --- multiple choice ----------------------------------------------------------------------------
