@@ -13,6 +13,7 @@ from r2mad.evaluation.benchmarks.biographies import (
     parse_verdict,
     pooled,
     score_transcript,
+    to_tasks,
 )
 from r2mad.settings.config import DebateSettings, with_profile
 from r2mad.types import AgentTurn, Answer, Message, Round, Task, Transcript, to_dict
@@ -43,7 +44,7 @@ def transcript():
 
 def test_each_agent_is_scored_on_its_own_and_pooled_without_a_vote():
     backend = ScriptedBackend(judge)
-    scores = asyncio.run(score_transcript(transcript(), backend))
+    scores = asyncio.run(score_transcript(transcript(), backend, reading="words"))
     assert [s.agent for s in scores] == [0, 1, 2]
     assert scores[0].verdicts == ("yes", "yes", "no") and scores[0].score == 2 / 3
     assert scores[1].skipped and scores[1].score is None  # one short line: "does not know" (the authors skip it)
@@ -54,14 +55,68 @@ def test_each_agent_is_scored_on_its_own_and_pooled_without_a_vote():
     assert "Ann Example" in asked and "yes, no or uncertain" in asked
 
 
-def test_verdicts_are_whole_words_and_the_share_of_yes_among_yes_and_no():
-    assert parse_verdict("Yes, consistent.") == "yes"
-    assert parse_verdict("I cannot know; nothing is said.") is None  # "not", "know" are not "no"
-    assert parse_verdict("No - the date differs") == "no"
+# Judge replies as gpt-3.5 writes them, with each reading's verdict worked out by hand
+READ_BY_HAND = [  # (reply, the authors' reading, ours)
+    ("Yes.", "yes", "yes"), ("No.", "no", "no"), ("Uncertain.", "uncertain", "uncertain"),
+    ("Yes, the biography is consistent with the fact.", "yes", "yes"),
+    ("The biography does not mention this fact, so I cannot say.", "no", None),  # "not" holds "no"
+    ("I don't know.", "no", None),  # "know" holds "no"
+    ("No, the biography says 1962, not 1960.", "no", "no"),
+    ("Not enough information; uncertain.", "uncertain", "uncertain"),  # "uncertain" is looked for first
+    ("The answer is yes, but the year is not given.", "yes", "yes"),  # "yes" before "no"
+    ("Consistent.", None, None),
+    ("Inconsistent: the fact says Stanford, the biography MIT. No.", "no", "no"),
+    ("Yes and no: the date matches, the place does not.", "yes", "yes"),
+]
+
+
+@pytest.mark.parametrize("reply, authors, ours", READ_BY_HAND)
+def test_the_authors_reading_looks_for_words_anywhere_and_ours_for_the_first_whole_word(reply, authors, ours):
+    assert parse_verdict(reply, "authors") == authors and parse_verdict(reply, "words") == ours
+
+
+def test_the_two_readings_give_the_authors_score_and_ours_on_the_same_replies():
+    facts = [f"Fact number {i}." for i in range(len(READ_BY_HAND))]
+    task = dataclasses.replace(TASK, gold="\n".join(facts))
+    replies = {fact: reply for fact, (reply, _, _) in zip(facts, READ_BY_HAND)}
+    bio = "- Born somewhere.\n- Did something."
+    turn = AgentTurn(0, 1, "p", (), bio, Answer(None))
+    t = Transcript(task, "mad", "scripted", {}, (Round(1, (turn,), 0.0),), Answer(None))
+    backend = ScriptedBackend(lambda m: next(r for f, r in replies.items() if f in last_user(m)))
+    authors = asyncio.run(score_transcript(t, backend))  # the authors' reading is the default
+    ours = asyncio.run(score_transcript(t, backend, reading="words"))
+    assert pooled(authors) == 4 / 9  # yes 4, no 5 ("not", "know" read as no), uncertain 2, unread 1
+    assert pooled(ours) == 4 / 7  # yes 4, no 3, uncertain 2, unread 3
+    asked = last_user(backend.calls[0].messages)
+    assert asked.startswith("Consider the following biography of Ann Example: \n Born somewhere. Did something.")
+    assert asked.endswith("Carefully check the precise dates and locations between the fact and the above biography.")
+    assert backend.calls[0].messages[0].role == "user" and len(backend.calls[0].messages) == 1  # no system prompt
+
+
+def test_an_empty_reply_is_judged_by_the_authors_and_skipped_by_us():
+    empty = AgentTurn(0, 1, "p", (), "", Answer(None))
+    t = Transcript(TASK, "mad", "scripted", {}, (Round(1, (empty,), 0.0),), Answer(None))
+    backend = ScriptedBackend(lambda m: "No.")
+    [authors] = asyncio.run(score_transcript(t, backend))
+    [ours] = asyncio.run(score_transcript(t, backend, reading="words"))
+    assert authors.verdicts == ("no", "no", "no") and not authors.skipped and ours.skipped
+    assert "biography of Ann Example: \n  \n\n" in last_user(backend.calls[0].messages)  # an empty biography
+
+
+def test_verdicts_are_read_outside_reasoning_and_the_share_of_yes_among_yes_and_no():
     assert parse_verdict("<think>yes maybe</think>Uncertain.") == "uncertain"
+    assert parse_verdict("<think>yes maybe</think>Uncertain.", "words") == "uncertain"
     assert factuality(["yes", "no", "uncertain", None, "yes"]) == 2 / 3
     assert factuality(["uncertain"]) is None
     assert bullets_of("1. Born 1950\n\n  - Won prizes\n***\n") == ["Born 1950", "Won prizes"]
+
+
+def test_questions_and_names_are_the_authors_own():
+    [task] = to_tasks([{"person": "Alan Kay (computer scientist)", "bullets": "Invented Smalltalk."}], 0, "x")
+    assert task.solution == "Alan Kay "  # the qualifier cut off as their code does, its trailing space kept
+    assert task.question == ("Give a bullet point biography of Alan Kay  highlighting their contributions and "
+                             "achievements as a computer scientist, with each fact separated with a new line "
+                             "character. ")
 
 
 @pytest.fixture

@@ -14,9 +14,10 @@ from r2mad.commands.common import (
 )
 from r2mad.engine.evaluate import run_eval
 from r2mad.engine.service import backbone_label, backbone_plan
+from r2mad.evaluation.benchmarks.du import DRAWS
 from r2mad.evaluation.catalog import load_split
 from r2mad.evaluation.costs import prices_of
-from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED
+from r2mad.evaluation.datasets import DEFAULT_SPLIT_SEED, Split
 from r2mad.evaluation.paper_tables import write_paper_tables
 from r2mad.evaluation.prereg import PREREG
 from r2mad.evaluation.prereg import read as read_prereg
@@ -40,6 +41,13 @@ def register(sub) -> None:
     e.add_argument("--kind", default=None, help="your own data's answer kind: math, mcq, integer, yesno, short, open "
                    "(default mcq with choices, else short)")
     e.add_argument("--limit", type=whole_in(1, 10**7), default=None, help="only the first N questions of the split")
+    e.add_argument("--sample", choices=("authors", "first"), default=None,
+                   help="which questions: the paper's own draw where its profile has one (Du et al.'s 100 of GSM8K "
+                        "and MMLU under --profile du; the default there), or the split's first --limit")
+    e.add_argument("--unparsed", choices=("authors", "wrong"), default=None,
+                   help="a question with no parsed final answer in the paper's table: as the paper's evaluator "
+                        "scores it (Du et al.: dropped from arithmetic, correct in GSM8K and MMLU; the default "
+                        "under --profile du) or wrong")
     e.add_argument("--split-seed", type=whole_in(0, 2**31 - 1), default=DEFAULT_SPLIT_SEED,
                    help=f"seed of the 3:1 train/test split (default {DEFAULT_SPLIT_SEED}; build-memory's default too)")
     e.add_argument("--methods", default="cot,mad", help=f"comma-separated, from: {', '.join(METHODS)}")
@@ -112,7 +120,16 @@ def cmd_eval(args, config) -> int:
         whole = load_own(args.data or "", args.columns, split=args.split, kind=args.kind)
     else:
         whole = load_split(args.task, args.split, data_file=args.data, seed=args.split_seed)
-    split = whole.head(args.limit)
+    sample = args.sample or ("authors" if settings.profile == "du" and args.task in DRAWS else "first")
+    if sample == "authors":
+        if args.task not in DRAWS:
+            raise ConfigError(f"--sample authors: no paper's own draw of {args.task} is known; the draws are of "
+                              f"{', '.join(DRAWS)} (Du et al.). Use --sample first.")
+        drawn = DRAWS[args.task](whole.tasks)[:args.limit]
+        split = Split(whole.name, whole.dataset, tuple(drawn), whole.seed, tuple(t.id for t in drawn))
+    else:
+        split = whole.head(args.limit)
+    unparsed = args.unparsed or ("authors" if settings.profile == "du" else "wrong")
     if args.grow_batch:  # the curve grows a copy of the bank and evaluates only the methods that use one
         from r2mad.engine.learning_curve import copy_bank
         methods = tuple(m for m in methods if needs_bank(m))
@@ -125,7 +142,7 @@ def cmd_eval(args, config) -> int:
                   prices=prices_of(config.backbone(aux)), agent_backbones=tuple(names),
                   aux_backbone=aux if names else None,
                   model_prices={n: prices_of(config.backbone(n)) for n in dict.fromkeys([aux, *names])}
-                  if names else {})
+                  if names else {}, sample=sample, unparsed=unparsed)
     resources = Local(config)
     eval_kw = dict(concurrency=args.concurrency, progress=not args.no_progress, retry_failed=args.retry_failed,
                    prereg=args.prereg, leak_split=whole, warn=lambda text: print(f"warning: {text}", file=sys.stderr))

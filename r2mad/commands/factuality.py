@@ -10,8 +10,12 @@ from pathlib import Path
 
 from r2mad.settings.config import ConfigError
 
+READING_WORDS = {"authors": "the authors' reading (their prompt; 'uncertain', else 'yes', else 'no' anywhere in the "
+                            "judge's reply)",
+                 "words": "our reading (our prompt; the judge's first whole word yes / no / uncertain)"}
 
-async def score_folder(res, judge) -> list[dict]:
+
+async def score_folder(res, judge, reading: str) -> list[dict]:
     """One row per (question, method, seed, last-round agent), in the results' order."""
     from r2mad.evaluation.benchmarks.biographies import score_transcript
 
@@ -21,8 +25,9 @@ async def score_folder(res, judge) -> list[dict]:
             for t in transcripts:
                 if t.status != "done" or not t.rounds:
                     continue
-                for s in await score_transcript(t, judge):
-                    rows.append({**dataclasses.asdict(s), "verdicts": list(s.verdicts), "method": method, "seed": seed})
+                for s in await score_transcript(t, judge, reading=reading):
+                    rows.append({**dataclasses.asdict(s), "verdicts": list(s.verdicts), "method": method, "seed": seed,
+                                 "reading": reading})
     return rows
 
 
@@ -40,9 +45,10 @@ def cmd_factuality(args, config) -> int:
     if res.run["dataset"] != "biographies":
         raise ConfigError(f"{out} holds an eval of {res.run['dataset']}; factuality scores biographies only.")
     name = args.backbone or res.run.get("aux_backbone") or res.run["backbone"]
-    rows = asyncio.run(score_folder(res, backend_for(config, name)))
+    rows = asyncio.run(score_folder(res, backend_for(config, name), args.reading))
     (out / FACTUALITY).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    print(f"Judge {name}: {len(rows)} agent biographies scored into {out / FACTUALITY}.")
+    print(f"Judge {name}, {READING_WORDS[args.reading]}: {len(rows)} agent biographies scored into "
+          f"{out / FACTUALITY}.")
     for method in res.run["methods"]:
         mine = [r for r in rows if r["method"] == method]
         score = factuality(v for r in mine if not r["skipped"] for v in r["verdicts"])
@@ -60,4 +66,8 @@ def register(sub) -> None:
                        "uncertain for each ground-truth bullet; the score is yes / (yes + no), no majority vote.")
     p.add_argument("--out", required=True, help="the results folder of `eval --task biographies`")
     p.add_argument("--backbone", default=None, help="the judge's backbone (default: the run's own)")
+    p.add_argument("--reading", choices=("authors", "words"), default="authors",
+                   help="authors (default): Du et al.'s judge prompt and their reading of its reply (uncertain, else "
+                        "yes, else no anywhere in it; an empty biography judged); words: ours (the reply's first "
+                        "whole word; an empty biography skipped)")
     p.set_defaults(func=cmd_factuality)

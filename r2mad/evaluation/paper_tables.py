@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from r2mad.evaluation import metrics as m
+from r2mad.evaluation.benchmarks.du import authors_correct
 from r2mad.evaluation.results import Results, load_results, table
 from r2mad.methods import is_debate
 from r2mad.methods.protocols import Protocol, protocol_of
@@ -38,8 +39,12 @@ def vote_accuracy(ts: Sequence[Transcript]) -> float:
     return m.strict_majority_accuracy(ts).value if m.scored(ts) else math.nan
 
 
-def plurality_accuracy(ts: Sequence[Transcript]) -> list[bool]:
-    return [bool(m.final_correct(t)) for t in m.scored(ts)]
+def plurality_accuracy(ts: Sequence[Transcript], unparsed: str = "wrong", dataset: str = "") -> list[bool]:
+    """Each scored debate's voted answer right or wrong; with `unparsed` "authors", a debate with no parsed answer
+    as the paper's evaluator scores it (Du et al.'s: benchmarks/du.py), dropped where it drops it."""
+    if unparsed != "authors":
+        return [bool(m.final_correct(t)) for t in m.scored(ts)]
+    return [ok for t in m.scored(ts) if (ok := authors_correct(t, dataset)) is not None]
 
 
 def strata(n_agents: int) -> list[tuple[str, str, callable]]:
@@ -133,11 +138,27 @@ def accuracy_se_table(p: Protocol, runs: Sequence[Results],
                             for v in row["verdicts"] if v in ("yes", "no")]
                 cells.append(pct(*mean_spread(verdicts, "se"), digits=1) if verdicts else "run `factuality`")
             else:
-                cells.append(pct(*mean_spread([float(ok) for ok in plurality_accuracy(r.by_method.get(name, []))],
-                                              "se"), digits=1))
+                oks = plurality_accuracy(r.by_method.get(name, []), r.run.get("unparsed", "wrong"), r.run["dataset"])
+                cells.append(pct(*mean_spread([float(ok) for ok in oks], "se"), digits=1))
         rows.append(cells)
     return ["", f"## {p.paper}: results (Tables 1-2 layout)", "",
-            table(["Method", *(f"{r.benchmark} (%)" for r in runs)], rows), "", p.note]
+            table(["Method", *(f"{r.benchmark} (%)" for r in runs)], rows), "", p.note,
+            *(f"- {r.benchmark}: {line}" for r in runs for line in [choices_line(r.run, factuality)] if line)]
+
+
+def choices_line(run: dict, factuality: dict[str, list[dict]]) -> str:
+    """How a run's questions were picked and its unparsed answers scored (or its factuality read), in words."""
+    if run["dataset"] == "biographies":
+        readings = {row.get("reading", "words") for row in factuality.get("biographies", [])}
+        return {frozenset({"authors"}): "factuality by the authors' reading of the judge (their prompt; "
+                                        "'uncertain', else 'yes', else 'no' anywhere in its reply)",
+                frozenset({"words"}): "factuality by our reading of the judge (its first whole word)"}.get(
+                    frozenset(readings), "")
+    picked = ("the authors' own draw of 100" if run.get("sample") == "authors" else
+              f"the first {run['limit']} of the split" if run.get("limit") else "the whole split")
+    unparsed = ("as the authors' evaluator scores it (dropped from arithmetic, correct in GSM8K and MMLU)"
+                if run.get("unparsed") == "authors" else "wrong")
+    return f"questions: {picked}; a question with no parsed answer: {unparsed}."
 
 
 def accuracy_table(p: Protocol, runs: Sequence[Results]) -> list[str]:

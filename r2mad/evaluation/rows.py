@@ -42,6 +42,8 @@ class EvalRun:
     agent_backbones: tuple[str, ...] = ()  # a mixed-model run: one backbone per agent
     aux_backbone: str | None = None  # a mixed-model run: summaries, judges and advice
     model_prices: dict[str, Prices | None] = field(default_factory=dict)  # each model's, for cost per model
+    sample: str = "first"  # which questions: the split's first `limit`, or the paper's own draw ("authors")
+    unparsed: str = "wrong"  # a question with no parsed final answer in the paper's table: "wrong" or "authors"
 
     def __post_init__(self) -> None:
         if self.seeds < 1:
@@ -72,7 +74,7 @@ class EvalRun:
                 "share_round0": self.share_round0, "bank": self.bank, "code_version": __version__,
                 "prices": self.prices.to_dict() if self.prices else None, "serial_calls": self.serial_calls,
                 "prices_by_model": {name: p.to_dict() if p else None for name, p in self.model_prices.items()}
-                or None}
+                or None, "sample": self.sample, "unparsed": self.unparsed}
 
 
 def parse_methods(text: str, settings: DebateSettings) -> tuple[str, ...]:

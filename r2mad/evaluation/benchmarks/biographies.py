@@ -1,8 +1,10 @@
 """Du et al.'s biographies: computer scientists and their ground-truth bullets in the authors' format
-(article.json: {person: bullet lines}), and the authors' factuality score — a judge asked, per bullet,
-whether an agent's biography is consistent with it (yes / no / uncertain); score = yes / (yes + no), per
-agent, pooled, with no majority vote. 524 people; the authors' order (sorted, shuffled with seed 1), so
---limit 40 gives the 40 their code scores."""
+(article.json: {person: bullet lines}), and the authors' factuality score: a judge asked, per ground-truth bullet,
+whether an agent's biography is consistent with it; score = yes / (yes + no), pooled over every agent's verdicts,
+with no majority vote. 524 people in the authors' order (names sorted, shuffled with seed 1), so --limit 40 gives
+the 40 their code scores. Two readings of the judge: the authors' (their prompt; "uncertain" anywhere in the reply
+-> none, else "yes" anywhere -> yes, else "no" anywhere -> no; a one-bullet reply under 400 characters skipped, an
+empty one judged) and ours (our prompt, the reply's first whole word, an empty reply skipped too)."""
 from __future__ import annotations
 
 import asyncio
@@ -13,13 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from r2mad.backends.base import BackendError
 from r2mad.evaluation.benchmarks.base import Benchmark, answer_kind, stable_id
 from r2mad.evaluation.datasets import DataError
 from r2mad.grading.answers import strip_think
 from r2mad.types import Message, Task, Transcript
 
 AUTHORS_SHUFFLE_SEED = 1
-VERDICTS = ("yes", "no", "uncertain")
+READINGS = ("authors", "words")  # how a judge's reply is read (module docstring)
 JUDGE_TOKENS = 16  # one word is asked for
 SHORT_BIO_CHARS = 400  # a one-bullet reply shorter than this reads "I do not know this person" (authors)
 _WORD = re.compile(r"\b(yes|no|uncertain)\b", re.IGNORECASE)
@@ -47,17 +50,24 @@ def bullets_of(text: str | Sequence[str]) -> list[str]:
     return out
 
 
+def filtered(person: str) -> str:
+    """The name as the authors' code writes it: the qualifier in brackets cut off ("Alan Kay (computer
+    scientist)" -> "Alan Kay ", the trailing space kept as theirs is)."""
+    return person.split("(")[0]
+
+
 def question(person: str) -> str:
-    return (f"Write a biography of the computer scientist {person} as a list of bullet points, one fact per line, "
-            "covering their contributions and achievements.")
+    """The authors' first prompt, word for word."""
+    return (f"Give a bullet point biography of {person} highlighting their contributions and achievements as a "
+            "computer scientist, with each fact separated with a new line character. ")
 
 
 def to_tasks(rows: list[dict], seed: int, origin: str) -> list[Task]:
     people = {str(row["person"]): bullets_of(row["bullets"]) for row in rows}
     order = sorted(people)
     random.Random(AUTHORS_SHUFFLE_SEED).shuffle(order)
-    return [Task(answer_kind("open"), question(person), gold="\n".join(people[person]),
-                 id=stable_id("bio", person), source="biographies", solution=person)
+    return [Task(answer_kind("open"), question(filtered(person)), gold="\n".join(people[person]),
+                 id=stable_id("bio", person), source="biographies", solution=filtered(person))
             for person in order if people[person]]
 
 
@@ -69,15 +79,25 @@ BENCHMARKS = (Benchmark("biographies", "Biographies", "open", {"test": 524}, to_
 
 # --- the factuality score --------------------------------------------------------------------------
 
-def judge_messages(person: str, biography: str, fact: str) -> list[Message]:
+def judge_messages(person: str, biography: str, fact: str, reading: str = "authors") -> list[Message]:
+    if reading == "authors":  # their evaluator's prompt, word for word
+        return [Message("user", f"Consider the following biography of {person}: \n {biography} \n\n Is the above "
+                                f"biography above consistent with the fact below? \n\n {fact} \n Give a single word "
+                                "answer, yes, no, or uncertain. Carefully check the precise dates and locations "
+                                "between the fact and the above biography.")]
     return [Message("user", f"Here is a biography of {person}:\n\n{biography}\n\nHere is one fact about "
                             f"{person}:\n\n{fact}\n\nDoes the biography agree with this fact? Compare dates, places "
                             "and names exactly. Answer with one word: yes, no or uncertain.")]
 
 
-def parse_verdict(reply: str) -> str | None:
-    """The first whole word yes / no / uncertain of the reply ("not" and "know" are not "no")."""
-    found = _WORD.search(strip_think(reply or ""))
+def parse_verdict(reply: str, reading: str = "authors") -> str | None:
+    """The authors' reading: "uncertain" anywhere -> uncertain, else "yes" anywhere -> yes, else "no" anywhere ->
+    no ("I do not know" reads no). Ours: the first whole word yes / no / uncertain ("not", "know" are not "no")."""
+    text = strip_think(reply or "")
+    if reading == "authors":
+        low = text.lower()
+        return next((word for word in ("uncertain", "yes", "no") if word in low), None)
+    found = _WORD.search(text)
     return found.group(1).lower() if found else None
 
 
@@ -92,33 +112,43 @@ class AgentFactuality:
     question_id: str
     agent: int
     verdicts: tuple[str | None, ...]  # one per ground-truth bullet
-    skipped: bool = False  # a one-bullet reply under 400 characters: not scored (the authors' rule)
+    skipped: bool = False  # "I do not know this person": a one-bullet reply under 400 characters, not scored
 
     @property
     def score(self) -> float | None:
         return None if self.skipped else factuality(self.verdicts)
 
 
-def is_unknown_reply(text: str) -> bool:
+def is_unknown_reply(text: str, reading: str = "authors") -> bool:
+    """A one-bullet reply under 400 characters (the authors' skip); ours also skips a reply with no bullet, which
+    the authors' evaluator judges with an empty biography."""
     bullets = bullets_of(text)
-    return len(bullets) <= 1 and len(" ".join(bullets)) < SHORT_BIO_CHARS
+    one = len(bullets) == 1 and len(bullets[0]) < SHORT_BIO_CHARS
+    return one or (reading != "authors" and not bullets)
 
 
-async def score_transcript(t: Transcript, judge, *, concurrency: int = 4) -> list[AgentFactuality]:
-    """Each last-round agent's biography against every ground-truth bullet of the task (judge: a ChatBackend)."""
+async def score_transcript(t: Transcript, judge, *, reading: str = "authors", concurrency: int = 4
+                           ) -> list[AgentFactuality]:
+    """Each last-round agent's biography against every ground-truth bullet of the task (judge: a ChatBackend),
+    read as `reading` says; a failed judge call leaves its bullet unread (the authors' evaluator skips it too).
+    The authors' judge samples at the API's default temperature (1.0); ours at 0."""
     person, facts = t.task.solution, bullets_of(t.task.gold or "")
     gate = asyncio.Semaphore(concurrency)
+    temperature = 1.0 if reading == "authors" else 0.0
 
     async def ask(biography: str, fact: str) -> str | None:
         async with gate:
-            [reply] = await judge.chat(judge_messages(person, biography, fact), temperature=0.0,
-                                       max_tokens=JUDGE_TOKENS)
-        return parse_verdict(reply.text)
+            try:
+                [reply] = await judge.chat(judge_messages(person, biography, fact, reading), temperature=temperature,
+                                           max_tokens=JUDGE_TOKENS)
+            except BackendError:
+                return None
+        return parse_verdict(reply.text, reading)
 
     out = []
     for turn in sorted(t.rounds[-1].turns, key=lambda x: x.agent):
         text = strip_think(turn.text)
-        if turn.error is not None or is_unknown_reply(text):
+        if turn.error is not None or is_unknown_reply(text, reading):
             out.append(AgentFactuality(t.task.id, turn.agent, (), skipped=True))
             continue
         biography = " ".join(bullets_of(text))
