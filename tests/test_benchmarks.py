@@ -89,8 +89,32 @@ def test_aime_years_are_integer_tasks_of_thirty_with_exact_answers(tmp_path):
     assert [(t.id, t.gold) for t in s25.tasks] == [("aime2025-1", "70")]
     assert benchmarks.lookup("aime2025").sizes == {"test": 30}
     parquet(tmp_path / "bad.parquet", [{"problem": "p", "answer": "1000"}])
-    with pytest.raises(DataError, match="no answer from 0 to 999"):
+    with pytest.raises(DataError, match="row 1 has the answer '1000', which is not a whole number from 0 to 999"):
         load_split("aime2024", "test", data_file=tmp_path / "bad.parquet")
+
+
+def test_aime_answers_as_copies_publish_them_read_as_whole_numbers(tmp_path):
+    published = [70.0, "070", "336^\\circ", "$336$", "\\boxed{336}", "25 \\text{ cm}", '"204"', 0]
+    rows = [{"problem_idx": i, "problem": f"Problem {i}.", "answer": a} for i, a in enumerate(published, 1)]
+    path = tmp_path / "aime_2025.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    split = load_split("aime2025", "test", data_file=path)
+    assert [t.gold for t in split.tasks] == ["70", "70", "336", "336", "336", "25", "204", "0"]
+    assert split.tasks[2].id == "aime2025-3" and split.tasks[2].kind == "integer"
+    refused = {"12.5": "row 2 has the answer '12.5', which is not a whole number from 0 to 999; correct it",
+               "-3": "row 2 has the answer '-3', which is not a whole number from 0 to 999",
+               "\\frac{1}{2}": "row 2 has the answer '\\\\frac{1}{2}', which is not a whole number"}
+    for answer, message in refused.items():
+        path.write_text(json.dumps(rows[0]) + "\n" + json.dumps({"problem": "p", "answer": answer}) + "\n")
+        with pytest.raises(DataError) as err:
+            load_split("aime2025", "test", data_file=path)
+        assert message in str(err.value) and str(err.value).count("; ") == 1
+    path.write_text(json.dumps({"problem": "", "answer": "5"}) + "\n")
+    with pytest.raises(DataError, match=r"row 1 has no problem; pass an AIME 2025 file with the columns problem"):
+        load_split("aime2025", "test", data_file=path)
+    path.write_text(json.dumps({"problem": "Find n.", "answer": None}) + "\n")
+    with pytest.raises(DataError, match=r"row 1 has no answer; pass an AIME 2025 file"):
+        load_split("aime2025", "test", data_file=path)
 
 
 def test_gpqa_diamond_shuffles_options_with_a_seed_and_keeps_the_gold_letter(tmp_path):
@@ -132,6 +156,75 @@ def test_mmlu_subjects_from_the_all_config(tmp_path):
     with pytest.raises(DataError, match="no questions of the subject 'astronomy'"):
         load_split("mmlu-astronomy", "test", data_file=root)
     assert benchmarks.lookup("mmlu-pro-economics") is None  # MMLU-Pro stays datasets.py's
+
+
+def write(path: Path, text: str, encoding: str = "utf-8") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding=encoding)
+    return path
+
+
+def hendrycks_folder(root: Path) -> Path:
+    """Hendrycks' data.tar layout: data/<split>/<subject>_<split>.csv, no header, question, A-D, answer letter."""
+    write(root / "data" / "test" / "astronomy_test.csv",
+          'What is closest to the Sun?,Venus,Mercury,Earth,Mars,B\n'
+          '"Which is a star, not a planet?",Sirius,Jupiter,Saturn,Neptune,A\n')
+    write(root / "data" / "test" / "elementary_mathematics_test.csv", "What is 2+2?,3,4,5,6,B\n")
+    write(root / "data" / "dev" / "astronomy_dev.csv", "Our galaxy?,Andromeda,Milky Way,Triangulum,M87,B\n")
+    write(root / "data" / "auxiliary_train" / "arc_easy.csv", "Not MMLU?,a,b,c,d,A\n")  # not a split's file
+    return root
+
+
+def test_mmlu_from_hendrycks_per_subject_csvs_a_folder_or_one_file(tmp_path):
+    root = hendrycks_folder(tmp_path / "mmlu")
+    test = load_split("mmlu", "test", data_file=root)
+    assert [(t.source, t.question, t.gold) for t in test.tasks] == [
+        ("mmlu-astronomy", "What is closest to the Sun?", "B"),
+        ("mmlu-astronomy", "Which is a star, not a planet?", "A"),
+        ("mmlu-elementary_mathematics", "What is 2+2?", "B")]
+    assert test.tasks[0].options == (("A", "Venus"), ("B", "Mercury"), ("C", "Earth"), ("D", "Mars"))
+    assert [t.question for t in load_split("mmlu", "train", data_file=root / "data").tasks] == ["Our galaxy?"]
+    assert len(load_split("mmlu", "test", data_file=root / "data" / "test").tasks) == 3  # the folder of the CSVs
+    assert len(load_split("mmlu", "all", data_file=root).tasks) == 4  # test and dev
+    astronomy = load_split("mmlu-astronomy", "test", data_file=root)
+    assert [t.gold for t in astronomy.tasks] == ["B", "A"]
+    one = load_split("mmlu", "test", data_file=root / "data" / "test" / "elementary_mathematics_test.csv")
+    assert [(t.source, t.gold) for t in one.tasks] == [("mmlu-elementary_mathematics", "B")]
+    hub = parquet(tmp_path / "hub" / "all" / "test-00000-of-00001.parquet", [
+        {"question": "What is 2+2?", "subject": "elementary_mathematics", "choices": ["3", "4", "5", "6"],
+         "answer": 1}])
+    assert load_split("mmlu", "test", data_file=hub).ids == one.ids  # the same question, the same id
+
+
+def test_mmlu_from_a_csv_with_a_header_and_option_columns(tmp_path):
+    by_index = write(tmp_path / "mine.csv", "question,choice0,choice1,choice2,choice3,answer\n"
+                                            "What is 3*3?,6,9,12,3,1\nWhat is 10/2?,5,2,20,8,0\n")
+    split = load_split("mmlu", "test", data_file=by_index)
+    assert [(t.source, t.gold) for t in split.tasks] == [("mmlu-mine", "B"), ("mmlu-mine", "A")]
+    assert split.tasks[0].options[1] == ("B", "9")
+    by_letter = write(tmp_path / "virology_val.csv", "question,A,B,C,D,answer,subject\n"
+                                                     "Which is a virus?,E. coli,Influenza,Yeast,Amoeba,b,virology\n"
+                                                     "What is 1+1?,1,2,3,4,B,elementary_mathematics\n")
+    split = load_split("mmlu", "test", data_file=by_letter)
+    assert [(t.source, t.gold) for t in split.tasks] == [("mmlu-virology", "B"), ("mmlu-elementary_mathematics", "B")]
+    assert [t.question for t in load_split("mmlu-virology", "test", data_file=by_letter).tasks] == ["Which is a virus?"]
+    bad = write(tmp_path / "bad.csv", "question,A,B,C,D,answer\nWhich?,w,x,y,z,E\n")
+    with pytest.raises(DataError, match=r"bad.csv row 1 needs a list of choices and an answer \(an index"):
+        load_split("mmlu", "test", data_file=bad)
+    other = write(tmp_path / "other.csv", "Question,Option A,Option B,Answer\nWhich?,x,y,A\n")
+    with pytest.raises(DataError, match="lacks the column 'question'.*this file has Question, Option A, Option B"):
+        load_split("mmlu", "test", data_file=other)
+
+
+def test_a_csv_not_in_utf8_is_refused_in_one_sentence_naming_the_fix(tmp_path):
+    latin = write(tmp_path / "data" / "test" / "french_test.csv", "Où est Paris?,France,Italie,Chili,Pérou,A\n",
+                  encoding="latin-1")
+    with pytest.raises(DataError) as err:
+        load_split("mmlu", "test", data_file=latin)
+    message = str(err.value)
+    assert message.startswith(f"{latin} is not UTF-8 text (byte 0xf9 on line 1 is not UTF-8")
+    assert "save it as UTF-8" in message and "iconv -f latin1 -t utf-8 french_test.csv" in message
+    assert message.count("; ") == 1 and message.endswith("and pass that file.")
 
 
 def test_arithmetic_is_generated_from_a_seed_with_the_value_computed():

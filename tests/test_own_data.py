@@ -68,6 +68,61 @@ def test_a_wrong_column_lists_the_files_columns_in_one_sentence(tmp_path):
         load_own(str(bad), "question=q,answer=a,choices=opts")
 
 
+def test_choices_from_several_columns_one_option_each_in_order(tmp_path):
+    path = tmp_path / "options.csv"
+    path.write_text("question,A,B,C,D,answer\n"
+                    "Largest planet?,Mars,Jupiter,Venus,Earth,B\n"
+                    "Liquid metal?,Iron,Mercury,,,1\n", encoding="utf-8")
+    for choices in ("A|B|C|D", "A+B+C+D"):
+        columns = f"question=question,choices={choices},answer=answer"
+        split = load_own(str(path), columns)
+        assert split.tasks[0].options == (("A", "Mars"), ("B", "Jupiter"), ("C", "Venus"), ("D", "Earth"))
+        assert split.tasks[1].options == (("A", "Iron"), ("B", "Mercury"))  # blank cells left out
+        assert [(t.gold, t.kind) for t in split.tasks] == [("B", "mcq"), ("B", "mcq")]
+    assert load_own(str(path), "question=question,choices=D|C|B|A").tasks[0].options == (
+        ("A", "Earth"), ("B", "Venus"), ("C", "Jupiter"), ("D", "Mars"))  # the order named
+    with pytest.raises(DataError) as err:
+        load_own(str(path), "question=question,choices=A|B|E")
+    assert str(err.value) == f"{path} has no column 'E'; its columns are: question, A, B, C, D, answer."
+    with pytest.raises(DataError, match=r"or choices=A\|B\|C\|D for one option a column\); 'choices=A\|\|B' is"):
+        parse_columns("question=q,choices=A||B")
+
+
+HEADERLESS = "What is 2+2?,3,4,5,6,B\nWhat is 3*3?,9,6,3,1,A\n"
+
+
+def test_a_headerless_csv_is_said_to_be_one_and_reads_by_column_numbers(tmp_path):
+    path = tmp_path / "astronomy_test.csv"
+    path.write_text(HEADERLESS, encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        load_own(str(path), "question=question,answer=answer")
+    assert str(err.value) == (f"{path} has no column 'question' and looks headerless (its first row reads like "
+                              "data: 'What is 2+2?,3,4,5,6,B'); add a header row, or name the columns by number from "
+                              "0, e.g. --columns question=0,answer=5.")
+    split = load_own(str(path), "question=0,choices=1|2|3|4,answer=5")
+    assert [(t.question, t.gold) for t in split.tasks] == [("What is 2+2?", "B"), ("What is 3*3?", "A")]
+    assert split.tasks[1].options == (("A", "9"), ("B", "6"), ("C", "3"), ("D", "1"))
+    with pytest.raises(DataError, match="has no column '7'; its columns are: 0, 1, 2, 3, 4, 5."):
+        load_own(str(path), "question=0,answer=7")
+
+
+def test_a_file_not_in_utf8_is_refused_in_one_sentence_naming_the_fix(tmp_path):
+    csv_path = tmp_path / "french.csv"
+    csv_path.write_text("q,a\nCapitale de la France?,Paris\nO\u00f9 est Lima?,P\u00e9rou\n", encoding="latin-1")
+    json_path = tmp_path / "french.json"
+    json_path.write_text(json.dumps([{"q": "P\u00e9rou?", "a": "Lima"}], ensure_ascii=False), encoding="latin-1")
+    for path, line in ((csv_path, 3), (json_path, 1)):
+        with pytest.raises(DataError) as err:
+            load_own(str(path), "question=q,answer=a")
+        assert str(err.value) == (
+            f"{path} is not UTF-8 text (byte 0x{'f9' if line == 3 else 'e9'} on line {line} is not UTF-8, as in a "
+            'Latin-1 or Windows-1252 file); save it as UTF-8 (a spreadsheet\'s "CSV UTF-8", or '
+            f"`iconv -f latin1 -t utf-8 {path.name} > utf8-{path.name}`) and pass that file.")
+    fixed = tmp_path / "utf8-french.csv"
+    fixed.write_bytes(csv_path.read_bytes().decode("latin-1").encode("utf-8"))
+    assert [t.gold for t in load_own(str(fixed), "question=q,answer=a").tasks] == ["Paris", "P\u00e9rou"]
+
+
 def hub_cache(tmp_path, monkeypatch):
     from huggingface_hub import constants
     cache = tmp_path / "hub"

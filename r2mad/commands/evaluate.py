@@ -37,7 +37,8 @@ def register(sub) -> None:
     e.add_argument("--data", default=None, help="local data file (jsonl, json or parquet) in the hub schema; "
                    "with --columns, your own data: a csv, tsv, jsonl, json or parquet file or a hub dataset id")
     e.add_argument("--columns", default=None, metavar="question=Q,answer=A,choices=C",
-                   help="your own data's columns (roles question, answer, choices, id); docs/own-data.md")
+                   help="your own data's columns (roles question, answer, choices, id; choices=A+B+C+D for one option "
+                        "a column; numbers from 0 for a CSV without a header); docs/own-data.md")
     e.add_argument("--kind", default=None, help="your own data's answer kind: math, mcq, integer, yesno, short, open "
                    "(default mcq with choices, else short)")
     e.add_argument("--limit", type=whole_in(1, 10**7), default=None, help="only the first N questions of the split")

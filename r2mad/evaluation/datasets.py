@@ -261,8 +261,21 @@ def _bad_line(path: str | Path, number: int, why: str) -> DataError:
     return DataError(f"{path}:{number} is not valid JSON ({why}); fix or remove that line.")
 
 
+def utf8_text(path: Path) -> str:
+    """The file's text as UTF-8 (a leading byte-order mark dropped); a file in another encoding (Latin-1, a
+    spreadsheet's "CSV" on Windows) is refused in one sentence, since guessing its encoding could garble it."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise DataError(f"{path} is not UTF-8 text (byte 0x{data[err.start]:02x} on line {line} is not UTF-8, as "
+                        "in a Latin-1 or Windows-1252 file); save it as UTF-8 (a spreadsheet's \"CSV UTF-8\", or "
+                        f"`iconv -f latin1 -t utf-8 {path.name} > utf8-{path.name}`) and pass that file.") from None
+
+
 def _read_json(path: Path) -> list[dict]:
-    text = path.read_text(encoding="utf-8")
+    text = utf8_text(path)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:

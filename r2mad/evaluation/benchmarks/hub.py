@@ -4,10 +4,11 @@ downloaded here: a dataset missing from the cache is a one-sentence error naming
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 from typing import Sequence
 
-from r2mad.evaluation.datasets import DataError, read_rows
+from r2mad.evaluation.datasets import DataError, read_rows, utf8_text
 
 TABLE_SUFFIXES = (".csv", ".tsv", ".jsonl", ".ndjson", ".json", ".parquet")
 
@@ -29,15 +30,19 @@ def matching_files(root: Path, patterns: Sequence[str]) -> list[Path]:
     return sorted(found)
 
 
-def read_table(path: str | Path) -> list[dict]:
-    """Rows of a CSV/TSV (header row first), JSON, JSON lines or Parquet file, as plain dicts."""
+def read_table(path: str | Path, *, header: bool = True) -> list[dict]:
+    """Rows of a CSV/TSV, JSON, JSON lines or Parquet file, as plain dicts. A CSV/TSV's first row names its
+    columns; with header=False every row is data and the columns are named by position: "0", "1", …"""
     path = Path(path)
     if path.suffix.lower() not in (".csv", ".tsv"):
         return read_rows(path)
     if not path.is_file():
         raise DataError(f"Data file {path} does not exist; pass the path to a csv, jsonl, json or parquet file.")
-    with path.open(newline="", encoding="utf-8-sig") as handle:
-        return [dict(row) for row in csv.DictReader(handle, delimiter="\t" if path.suffix.lower() == ".tsv" else ",")]
+    lines = io.StringIO(utf8_text(path), newline="")
+    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    if header:
+        return [dict(row) for row in csv.DictReader(lines, delimiter=delimiter)]
+    return [{str(i): cell for i, cell in enumerate(row)} for row in csv.reader(lines, delimiter=delimiter) if row]
 
 
 def columns_of(rows: list[dict]) -> list[str]:
