@@ -20,6 +20,7 @@ from r2mad.guard import guard_answer
 from r2mad.human import HUMAN, Interjection, Moderator, note_calls, with_notes
 from r2mad.methods.base import ABSTAINED, Agent, EventSink, Method, RoundContext, seed_for
 from r2mad.types import (
+    UNPARSED,
     AgentTurn,
     Answer,
     Event,
@@ -104,6 +105,9 @@ class Debate:
                             and is_unanimous(answers, task, self.judged)):
                         self.notice(f"All agents agree after round {t}; stopping early.", t)
                         break
+                    if t < self.method.n_rounds() - 1 and (why := self.method.stop_after(task, rnd.turns)):
+                        self.notice(why, t)
+                        break
         except TimeoutError:
             status = "failed"
             self.notice(f"The debate ran past its deadline of {self.settings.deadline_s:g} s; "
@@ -179,26 +183,45 @@ class Debate:
             await self.method.before_round(ctx)
             for plugin in self.method.plugins:
                 await plugin.before_round(ctx)
+        in_turn = self.method.in_turn(self.task)  # one after another, each reading the replies given before it
+        if not in_turn:
             for a in self.agents:
-                message = self.method.debate_message(ctx, a.index)
-                for plugin in self.method.plugins:
-                    message = plugin.extend_message(ctx, a.index, message)
-                a.history = self.method.next_prompt(ctx, a, with_notes(message, said, a.index))
+                self._brief(ctx, a, said)
         self.method.round_started(ctx)
         self.answered = []
-        turns = await asyncio.gather(*(self._call(a, t, ctx, seats.get(a.index)) for a in self.agents))
+        if in_turn:
+            turns = []
+            for a in self.agents:
+                self._brief(ctx, a, said)
+                turns.append(await self._call(a, t, ctx, seats.get(a.index)))
+                self._take(a, turns[-1], t)
+        else:
+            turns = await asyncio.gather(*(self._call(a, t, ctx, seats.get(a.index)) for a in self.agents))
+            for a, turn in zip(self.agents, turns):
+                self._take(a, turn, t)
         self.notices.extend(ctx.notices)
-        for a, turn in zip(self.agents, turns):
-            if turn.error is None:
-                a.history.append(Message("assistant", turn.text))
-                a.text, a.answer, a.hidden = strip_think(turn.text), turn.answer, False
-            else:
-                if t > 0:
-                    a.history.pop()  # the unanswered debate message is not kept
-                a.answer = ABSTAINED
         self.running = None
         return Round(t, tuple(turns), consensus_ratio([x.answer for x in turns], self.task, self.judged),
                      tuple(ctx.aux), to_dict(ctx.details))
+
+    def _brief(self, ctx: RoundContext, agent: Agent, said: tuple[Interjection, ...]) -> None:
+        """Put the round's debate message (after round 0) at the end of the agent's history."""
+        if ctx.index > 0:
+            message = self.method.debate_message(ctx, agent.index)
+            for plugin in self.method.plugins:
+                message = plugin.extend_message(ctx, agent.index, message)
+            agent.history = self.method.next_prompt(ctx, agent, with_notes(message, said, agent.index))
+
+    @staticmethod
+    def _take(agent: Agent, turn: AgentTurn, t: int) -> None:
+        """Keep the agent's reply in its history and as what its peers see; a failed call leaves it abstaining."""
+        if turn.error is None:
+            agent.history.append(Message("assistant", turn.text))
+            agent.text, agent.answer, agent.hidden = strip_think(turn.text), turn.answer, False
+        else:
+            if t > 0:
+                agent.history.pop()  # the unanswered debate message is not kept
+            agent.answer = ABSTAINED
 
     async def _settle(self, answers: list[Answer], t: int) -> list:
         """Check the answers against each other and the gold off the loop, before anything compares them, and
@@ -238,8 +261,9 @@ class Debate:
                              ended_at=time.monotonic(), error=str(exc), details=to_dict(details), backbone=name)
         else:
             mean_lp = sum(c.logprobs) / len(c.logprobs) if c.logprobs else None
-            answer = await extract(c.text, self.task, cut=c.finish_reason == "length")
-            if not answer.parsed and s.answer_guard == "on":
+            asked = self.method.asks_answer(self.task)
+            answer = await extract(c.text, self.task, cut=c.finish_reason == "length") if asked else UNPARSED
+            if asked and not answer.parsed and s.answer_guard == "on":
                 answer, call = await guard_answer(backend, prompt, c.text, self.task, round_index=t,
                                                   agent=agent.index, seed=seed_for(s, t, 50 + agent.index))
                 ctx.aux.append(dataclasses.replace(call, backbone=name))

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from r2mad.backends.base import BackendError, ChatBackend
 from r2mad.grading.answers import strip_think
-from r2mad.prompts import common, mad
+from r2mad.prompts import biographies, common, mad
 from r2mad.settings.config import DebateSettings
 from r2mad.types import AgentTurn, Answer, AuxCall, Event, EventKind, Message, Round, Task, to_dict
 
@@ -85,13 +85,40 @@ class Method(Steerable):
 
     solo = False  # a single-agent baseline: the first debater's persona, "solve step by step"
 
+    def authors_biography(self, task: Task) -> bool:
+        """Du et al.'s biographies under --profile du, run as their code runs them: their prompts word for word
+        (prompts.biographies), no persona, no answer line asked or read; in each update the agents answer one
+        after another, each shown the others' latest biographies (this round's for those before it); the debate
+        stops after a round whose last agent wrote one bullet ("the model does not know this person")."""
+        return self.settings.profile == "du" and task.source == "biographies"
+
+    def in_turn(self, task: Task) -> bool:
+        """Whether a round's agents answer one after another, each after the previous agent's reply is in."""
+        return self.authors_biography(task)
+
+    def asks_answer(self, task: Task) -> bool:
+        """Whether replies are read for an answer (and the answer guard asks for one when none is read)."""
+        return not self.authors_biography(task)
+
+    def stop_after(self, task: Task, turns: tuple[AgentTurn, ...]) -> str | None:
+        """A notice when the debate should stop after the round of these turns (before its last round); else None."""
+        if self.authors_biography(task) and turns and len(biographies.bullets_of(strip_think(turns[-1].text))) == 1:
+            return ("The last agent wrote one bullet, so it does not know this person; the debate stops here, as "
+                    "Du et al.'s code stops it.")
+        return None
+
     def persona(self, task: Task, agent: int) -> tuple[str, str]:
-        """The task's persona; under the paper profile the answer format sits in the system prompt."""
+        """The task's persona; under the paper profile the answer format sits in the system prompt. Du et al.'s
+        biographies: none (authors_biography)."""
+        if self.authors_biography(task):
+            return "Biographer", ""
         name, system = common.persona(task.kind, agent, 1 if self.solo else self.n_agents(), task.source)
         return name, common.paper_system(system, task) if self.settings.profile != "demo" else system
 
     def opening(self, task: Task, agent: int, system: str) -> list[Message]:
         """Round 0: the agent answers alone (paper profile: the format is in the system prompt already)."""
+        if self.authors_biography(task):
+            return [Message("user", task.question)]
         user = common.format_task(task) if self.settings.profile != "demo" else common.task_prompt(task)
         return [Message("system", system), Message("user", user)]
 
@@ -143,6 +170,9 @@ class Method(Steerable):
         return fitted
 
     def debate_message(self, ctx: RoundContext, agent: int) -> str:
+        if self.authors_biography(ctx.task):
+            return biographies.update_prompt(ctx.task.solution, [text for _, text in self.peers(ctx, agent)],
+                                             final=ctx.index == self.n_rounds() - 1)
         return mad.debate_prompt(ctx.task, self.peers(ctx, agent))
 
     def next_prompt(self, ctx: RoundContext, agent: Agent, message: str) -> list[Message]:

@@ -49,4 +49,4 @@ class ICLCoT(CoT):
         if not self.examples:
             return opening
         budget = self.settings.r2mad.case_tokens if self.clips else None
-        return [opening[0], Message("user", single.icl_prompt(opening[1].content, self.examples, budget))]
+        return [*opening[:-1], Message("user", single.icl_prompt(opening[-1].content, self.examples, budget))]

@@ -19,6 +19,7 @@ from r2mad.backends.base import BackendError
 from r2mad.evaluation.benchmarks.base import Benchmark, answer_kind, stable_id
 from r2mad.evaluation.datasets import DataError
 from r2mad.grading.answers import strip_think
+from r2mad.prompts.biographies import bullets_of, first_prompt
 from r2mad.types import Message, Task, Transcript
 
 AUTHORS_SHUFFLE_SEED = 1
@@ -39,34 +40,17 @@ def read_articles(path: Path) -> list[dict]:
     return [{"person": person, "bullets": bullets} for person, bullets in data.items()]
 
 
-def bullets_of(text: str | Sequence[str]) -> list[str]:
-    """The facts of a bullet list: one per line, leading dashes, stars and numbers dropped, empty lines skipped."""
-    lines = text.splitlines() if isinstance(text, str) else [str(x) for x in text]
-    out = []
-    for line in lines:
-        start = next((i for i, ch in enumerate(line) if ch.isalpha()), None)
-        if start is not None:
-            out.append(line[start:].strip())
-    return out
-
-
 def filtered(person: str) -> str:
     """The name as the authors' code writes it: the qualifier in brackets cut off ("Alan Kay (computer
     scientist)" -> "Alan Kay ", the trailing space kept as theirs is)."""
     return person.split("(")[0]
 
 
-def question(person: str) -> str:
-    """The authors' first prompt, word for word."""
-    return (f"Give a bullet point biography of {person} highlighting their contributions and achievements as a "
-            "computer scientist, with each fact separated with a new line character. ")
-
-
 def to_tasks(rows: list[dict], seed: int, origin: str) -> list[Task]:
     people = {str(row["person"]): bullets_of(row["bullets"]) for row in rows}
     order = sorted(people)
     random.Random(AUTHORS_SHUFFLE_SEED).shuffle(order)
-    return [Task(answer_kind("open"), question(filtered(person)), gold="\n".join(people[person]),
+    return [Task(answer_kind("open"), first_prompt(filtered(person)), gold="\n".join(people[person]),
                  id=stable_id("bio", person), source="biographies", solution=filtered(person))
             for person in order if people[person]]
 
