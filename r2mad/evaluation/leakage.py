@@ -1,7 +1,7 @@
 """Train/test separation between a memory bank and the questions run with it: a bank that holds any of
 them (by id, or by normalised text) is refused before any model call, for an eval's split and for one
 debate or fork; for one debate or fork also a bank holding a question that means the same (a light
-rewording: the bank's embedder above SAME_MEANING, with the same numbers). Not for opening banks
+rewording or a translation: same_meaning). Not for opening banks
 (resources.open_bank) or splitting data."""
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import threading
 import unicodedata
 from typing import Sequence
 
+from r2mad.evaluation import wording
 from r2mad.evaluation.datasets import Split
 from r2mad.settings.config import ConfigError
 from r2mad.text import quoted
@@ -41,7 +42,9 @@ def held_tasks(bank, tasks: Sequence[Task]) -> list[Task]:
 SAME_MEANING = 0.95  # cosine of the bank's embedder (all-MiniLM-L6-v2) above which two questions ask the same
 # thing: a reordered "When you mix blue and yellow paint, what colour do you get" scores 0.976 against the bank's
 # question; "… red and yellow paint?" 0.906, and no two questions of the demo banks more than 0.834
-_NUMBERS = re.compile(r"\d+(?:[.,]\d+)?|[-+*/^=<>×÷√%]")  # numbers and operators: "2 + 3" is not "2 - 3"
+REWORDED = 0.80  # a rewording with the same numbers (and no one content word swapped for another)
+SAME_NUMBERS = 0.30  # two or more numbers, all the same: a rewording however far its words are
+TRANSLATED = 0.15  # a question not in English with the same figures, the nearest bank question that has them
 _vectors: dict[str, object] = {}  # the bank questions' vectors, by bank, embedder and questions
 _vectors_lock = threading.Lock()
 
@@ -50,13 +53,7 @@ def _stem(question: str, kind: str) -> str:
     return _OPTION_LINES.sub("", question) if kind == "mcq" else question
 
 
-def same_meaning(bank, task: Task) -> tuple[str, float] | None:
-    """(the bank's question, similarity) for one that means the same as `task`'s: the bank's embedder scores
-    them at least SAME_MEANING and they hold the same numbers and operators ("12 + 30", "12 + 31" and "12 - 30"
-    differ); else None."""
-    stems = sorted({_stem(c.question, c.task_kind) for c in bank.cases()})
-    if not stems:
-        return None
+def _bank_vectors(bank, stems: list[str]):
     key = hashlib.sha256("\n\0".join([str(bank.path), bank.embedder.id, *stems]).encode()).hexdigest()
     with _vectors_lock:
         vectors = _vectors.get(key)
@@ -64,14 +61,36 @@ def same_meaning(bank, task: Task) -> tuple[str, float] | None:
         vectors = bank.embedder.encode(stems)
         with _vectors_lock:
             _vectors[key] = vectors
+    return vectors
+
+
+def same_meaning(bank, task: Task) -> tuple[str, float] | None:
+    """(the bank's question, similarity) for one that asks what `task` asks, by the bank's embedder and the figures
+    both hold (wording.figures: numbers, number words, ordinals, operators): the same figures and a similarity of
+    at least REWORDED (SAME_MEANING where one content word is swapped for an unlike one: "red" for "blue"), or two
+    or more figures (or numbers in digits), all the same, and at least SAME_NUMBERS; a question not in English with the
+    same figures, at least TRANSLATED, the nearest of the bank's questions that hold them. Else None."""
+    stems = sorted({_stem(c.question, c.task_kind) for c in bank.cases()})
+    if not stems:
+        return None
     asked = _stem(task.question, task.kind)
-    numbers = sorted(_NUMBERS.findall(asked))
-    scores = vectors @ bank.embedder.encode([asked])[0]
+    english = wording.is_english(asked)
+    mine, my_digits = wording.figures(asked, english), wording.digits(asked)
+    scores = _bank_vectors(bank, stems) @ bank.embedder.encode([asked])[0]
     for i in scores.argsort()[::-1]:
-        if scores[i] < SAME_MEANING:
+        score = float(scores[i])
+        if score < TRANSLATED:
             return None
-        if sorted(_NUMBERS.findall(stems[i])) == numbers:
-            return stems[i], float(scores[i])
+        same_digits = sum(my_digits.values()) >= 2 and wording.digits(stems[i]) == my_digits
+        if not same_digits and wording.figures(stems[i], english) != mine:
+            continue
+        if not english:
+            return (stems[i], score) if mine else None
+        least = SAME_NUMBERS if same_digits or sum(mine.values()) >= 2 else REWORDED
+        if wording.one_word_swapped(asked, stems[i]):
+            least = SAME_MEANING
+        if score >= least:
+            return stems[i], score
     return None
 
 

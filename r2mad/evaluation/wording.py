@@ -1,0 +1,77 @@
+"""How two questions' wordings compare for the leak guard (evaluation/leakage.py), beside their embedder's
+similarity, which cannot tell "blue and yellow" from "red and yellow" nor read another language well: the figures
+a question holds, whether it is in English, and whether one content word of it was swapped for an unlike one."""
+from __future__ import annotations
+
+import difflib
+import re
+from collections import Counter
+
+from r2mad.grading.kinds.spelling import normalise, normalise_case
+
+_ENGLISH = frozenset("a an the of is are was were what which who how many much in on to for and do does did their "
+                     "its it there this that with by from at as be has have had".split())
+_OTHER = _ENGLISH | frozenset("when where why you your i we he she they his her them my our me us can could would "
+                              "should will than then so if or not no".split())
+_ORDINALS = {"first": "1st", "second": "2nd", "third": "3rd", "fourth": "4th", "fifth": "5th", "sixth": "6th",
+             "seventh": "7th", "eighth": "8th", "ninth": "9th", "tenth": "10th", "twice": "x2", "double": "x2",
+             "triple": "x3", "quarter": "0.25", "half": "0.5"}
+_OPERATORS = re.compile(r"[+*^=<>×÷√%]|(?<![\w-])-(?=\s*\d)|\s-\s|(?<=[\d\sa-z])/(?=\s*[\da-z(])(?<!km/)(?<!m/)")
+_SAID = ((r"\bdivided by\b", " / "), (r"\b(?:equals|is equal to)\b", " = "), (r"\bplus\b", " + "),
+         (r"\bminus\b", " - "), (r"\b(?:multiplied by)\b", " * "))  # operators in words
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def is_english(text: str) -> bool:
+    """Whether at least 15 % of its words are common English words (a translation has next to none)."""
+    words = re.findall(r"[a-z']+", normalise_case(text))
+    return bool(words) and sum(w in _ENGLISH for w in words) / len(words) >= 0.15
+
+
+def digits(text: str) -> Counter:
+    """The numbers written in digits and the operators, as a multiset (a decimal comma read as a point)."""
+    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
+    text = re.sub(r"(?<=\d),(?=\d)", ".", text)
+    operators = Counter(op.strip() for op in _OPERATORS.findall(text))
+    return operators + Counter(str(float(x)) for x in _NUMBER.findall(text))
+
+
+def figures(text: str, english: bool = True) -> Counter:
+    """The numbers and operators a question holds, as a multiset: digits (a decimal comma read as a point, 1,000
+    as 1000); in English also number words, ordinals and halves ("an hour and a half" is 1.5, "two and a half"
+    2.5), but not "one", which is as often a pronoun."""
+    if not english:
+        return digits(text)
+    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
+    text = re.sub(r"(?<=\d),(?=\d)", ".", text)
+    for said, operator in _SAID:
+        text = re.sub(said, operator, text, flags=re.IGNORECASE)
+    found = Counter(op.strip() for op in _OPERATORS.findall(text))
+    low = normalise_case(text)
+    low = re.sub(r"\b(?:an?|one) (\w+) and a half\b", r"1.5 \1", low)
+    low = re.sub(r"\b([a-z]+(?:-[a-z]+)?) and a half\b", r"\1 _half", low)
+    low = re.sub(r"\bone\b(?! (?:hundred|thousand|million))", " ", low)
+    words = normalise(low).split()
+    numbers = []
+    for word in words:
+        if word == "half" and numbers and numbers[-1][1]:  # "two _half": the half joins the number before it
+            numbers[-1] = (str(float(numbers[-1][0]) + 0.5), False)
+        elif _NUMBER.fullmatch(word):
+            numbers.append((word, True))
+        elif word in _ORDINALS:
+            numbers.append((_ORDINALS[word], False))
+    return found + Counter(str(float(n)) if _NUMBER.fullmatch(n) else n for n, _ in numbers)
+
+
+def content_words(text: str) -> set[str]:
+    return {w for w in normalise(text).split() if w not in _OTHER and not _NUMBER.fullmatch(w)}
+
+
+def one_word_swapped(a: str, b: str) -> bool:
+    """Whether the two differ by one content word each, unlike in spelling, with two or more in common: "red and
+    yellow" for "blue and yellow", "silver" for "gold" (another question), but not "walked" for "walk"."""
+    mine, theirs = content_words(a), content_words(b)
+    if len(mine - theirs) != 1 or len(theirs - mine) != 1 or len(mine & theirs) < 2:
+        return False
+    [x], [y] = mine - theirs, theirs - mine
+    return difflib.SequenceMatcher(None, x, y).ratio() < 0.6
