@@ -53,3 +53,18 @@ def test_dmad_opens_with_its_own_round0_beside_a_shared_one():
     assert not out["dmad"].rounds[0].details.get("shared")
     openings = [t.prompt[-1].content for t in out["dmad"].rounds[0].turns]
     assert sorted(map(method_named, openings)) == sorted(METHODS)
+
+
+def test_the_report_lists_dmads_departures_for_dmad_and_truedmad_only():
+    import dataclasses
+
+    from r2mad.methods.departures import DMAD_DEPARTURE, departures
+
+    paper = dataclasses.asdict(DebateSettings().replace(profile="paper"))
+    assert departures(paper, ["dmad"]) == [DMAD_DEPARTURE]
+    assert departures(paper, ["mad"]) == []
+    lines = departures(paper, ["truedmad"])  # DMAD's line, then TrueDMAD's own
+    assert lines[0] == DMAD_DEPARTURE and [line.split(" ")[0] for line in lines[1:]] == ["TrueDMAD"]
+    assert departures(paper, ["dmad+advice"])[0] == DMAD_DEPARTURE
+    for part in ("persona", "never run", "fourth agent uses chain of thought", "earliest agent", "at random"):
+        assert part in DMAD_DEPARTURE

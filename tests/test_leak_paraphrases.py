@@ -45,9 +45,10 @@ def banks():
     from r2mad.backends.embedder import load_embedder
 
     embedder = load_embedder()
-    return {name: SimpleNamespace(path=ROOT / "memory" / name, embedder=embedder,
-                                  cases=lambda name=name: read_cases(ROOT / "memory" / name / "cases.jsonl", None).cases)
-            for name in ("demo-math", "demo-mcq")}
+    def bank(name):
+        path = ROOT / "memory" / name
+        return SimpleNamespace(path=path, embedder=embedder, cases=lambda: read_cases(path / "cases.jsonl", None).cases)
+    return {name: bank(name) for name in ("demo-math", "demo-mcq")}
 
 
 def measured(banks, name: str) -> dict[str, list[bool]]:

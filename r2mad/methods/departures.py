@@ -9,6 +9,14 @@ from r2mad.methods import REGISTRY
 
 POLICY_NOTE = ("With K = 1 every λ picks the same first case, so the fixed-λ rows differ from the "
                "state-aware row only by sampling noise (as in the authors' scripts).")
+DMAD_FAMILY = {"dmad", "truedmad"}  # TrueDMAD is DMAD with advice, so it has DMAD's departures too
+DMAD_DEPARTURE = (
+    "DMAD: the prompts are ours; each agent keeps MAD's task persona beside its reasoning method (DMAD's agents "
+    "differ by the method alone); program of thought is written and traced in words, never run, and the answer "
+    "is read from the text; the methods go in turn (chain of thought, step-back, program of thought), so a fourth "
+    "agent uses chain of thought again; a tie in the final vote goes to the earliest agent holding a top answer "
+    "(the authors break ties at random).")
+
 
 def _clips(bases: set[str], r2: Mapping[str, Any], methods: Sequence[str]) -> list[str]:
     """The demo's clips and caps (methods.base.CLIPS) that a run of these methods meets."""
@@ -59,6 +67,8 @@ def departures(settings: Mapping[str, Any], methods: Sequence[str]) -> list[str]
     if bases & {"madm2-subjective", "madm2-objective"} and m2.get("context") == "history":
         out.append("MAD-M² agents keep their own history and see only kept peers (madm2.context=history, the "
                    "paper text's reading); the authors' code gives a fresh prompt with every kept response.")
+    if bases & DMAD_FAMILY:
+        out.append(DMAD_DEPARTURE)
     for name, spec in REGISTRY.items():  # a method's own line, an ablation's the full method's
         if spec.departure and (name in bases or (name == "r2mad" and uses_r2) or (spec.advice and any(
                 m.endswith("+advice") for m in methods))):

@@ -26,11 +26,13 @@ class Protocol:
 
 PROTOCOLS = {p.name: p for p in (
     Protocol("truemad", "TrueMAD (Bao et al. 2026)",
-             (("cot", "Single LLM"), ("mad", "MAD"), ("dmad", "DMAD"), ("truemad", "TrueMAD"),
-              ("truedmad", "TrueDMAD")),
+             (("cot", "Single LLM"), ("sc", "Single LLM (mean of samples)"), ("mad", "MAD"), ("dmad", "DMAD"),
+              ("truemad", "TrueMAD"), ("truedmad", "TrueDMAD")),
              ("aime2024", "aime2025", "gpqa-diamond", "truthfulqa"), 3, "sd", "agent-vote",
              "4 agents, rounds R1-R5 (R1 = the independent answers); Agent ACC = mean correctness of the R5 agents, "
-             "Vote ACC = strict majority of the R5 agents correct; mean ± sample SD over three seeds."),
+             "Vote ACC = strict majority of the R5 agents correct; mean ± sample SD over three seeds. Single LLM: "
+             "one answer a question (cot); Single LLM (mean of samples): the mean over Self-Consistency's "
+             "--samples answers a question (sc; 4 fits the paper's printed means)."),
     Protocol("du", "Du et al. 2024",
              (("cot", "Single Agent"), ("sc", "Multi-Agent (Majority)"), ("mad", "Multi-Agent (Debate)")),
              ("arithmetic", "gsm8k", "biographies", "mmlu"), 1, "se", "accuracy-se",
