@@ -28,10 +28,14 @@ def is_english(text: str) -> bool:
     return bool(words) and sum(w in _ENGLISH for w in words) / len(words) >= 0.15
 
 
+def _points(text: str) -> str:
+    """1,000 as 1000 and a decimal comma as a point: 4,75 -> 4.75."""
+    return re.sub(r"(?<=\d),(?=\d)", ".", re.sub(r"(?<=\d),(?=\d{3}\b)", "", text))
+
+
 def digits(text: str) -> Counter:
     """The numbers written in digits and the operators, as a multiset (a decimal comma read as a point)."""
-    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
-    text = re.sub(r"(?<=\d),(?=\d)", ".", text)
+    text = _points(text)
     operators = Counter(op.strip() for op in _OPERATORS.findall(text))
     return operators + Counter(str(float(x)) for x in _NUMBER.findall(text))
 
@@ -42,25 +46,24 @@ def figures(text: str, english: bool = True) -> Counter:
     2.5), but not "one", which is as often a pronoun."""
     if not english:
         return digits(text)
-    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
-    text = re.sub(r"(?<=\d),(?=\d)", ".", text)
+    text = _points(text)
     for said, operator in _SAID:
         text = re.sub(said, operator, text, flags=re.IGNORECASE)
     found = Counter(op.strip() for op in _OPERATORS.findall(text))
     low = normalise_case(text)
     low = re.sub(r"\b(?:an?|one) (\w+) and a half\b", r"1.5 \1", low)
-    low = re.sub(r"\b([a-z]+(?:-[a-z]+)?) and a half\b", r"\1 _half", low)
+    low = re.sub(r"\b([a-z]+(?:-[a-z]+)?) and a half\b", r"\1 andahalf", low)
     low = re.sub(r"\bone\b(?! (?:hundred|thousand|million))", " ", low)
     words = normalise(low).split()
-    numbers = []
+    numbers: list[str] = []
     for word in words:
-        if word == "half" and numbers and numbers[-1][1]:  # "two _half": the half joins the number before it
-            numbers[-1] = (str(float(numbers[-1][0]) + 0.5), False)
+        if word == "andahalf" and numbers and _NUMBER.fullmatch(numbers[-1]):  # "two and a half": 2.5
+            numbers[-1] = str(float(numbers[-1]) + 0.5)
         elif _NUMBER.fullmatch(word):
-            numbers.append((word, True))
+            numbers.append(word)
         elif word in _ORDINALS:
-            numbers.append((_ORDINALS[word], False))
-    return found + Counter(str(float(n)) if _NUMBER.fullmatch(n) else n for n, _ in numbers)
+            numbers.append(_ORDINALS[word])
+    return found + Counter(str(float(n)) if _NUMBER.fullmatch(n) else n for n in numbers)
 
 
 def content_words(text: str) -> set[str]:
