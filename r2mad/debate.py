@@ -15,7 +15,7 @@ from r2mad.grading.answers import consensus_ratio, is_correct, is_unanimous, plu
 from r2mad.grading.judge import Judge
 from r2mad.grading.kinds import kind_of
 from r2mad.grading.offloop import extract, settle
-from r2mad.grading.outcome import DISSENT, UNDECIDED, dissent_line, outcome
+from r2mad.grading.outcome import DISSENT, dissent_line, outcome, undecided_line
 from r2mad.guard import guard_answer
 from r2mad.human import HUMAN, Interjection, Moderator, note_calls, with_notes
 from r2mad.methods.base import ABSTAINED, Agent, EventSink, Method, RoundContext, seed_for
@@ -149,22 +149,11 @@ class Debate:
                 self.notice(f"{DISSENT}{line}.", self.rounds[-1].index)
 
     def _say_undecided(self) -> None:
-        """Without a judge, say what the rules left undecided in the last round: pairs kept apart, and a verdict
-        against the gold that could not be given."""
-        if self.judge is not None or not self.rounds:
-            return
-        kind, question = kind_of(self.task), self.task.question
-        values = sorted({t.answer.value for t in self.rounds[-1].turns if t.answer.parsed})
-        apart = sum(kind.ruling(a, b, self.judged, question).same is None
-                    for i, a in enumerate(values) for b in values[i + 1:])
-        graded = kind.grade(self.transcript().final, self.task, self.judged)
-        if apart or (graded is not None and graded.same is None):
-            pairs = f"{apart} pair of answers" if apart == 1 else f"{apart} pairs of answers"
-            said = [f"{pairs} the rules could not tell apart stayed apart (not checked for meaning)"] if apart else []
-            if graded is not None and graded.same is None:
-                said.append("the final answer against the gold answer is undecided")
-            self.notice(f"{UNDECIDED}{'; '.join(said)}. A judge backbone (the judge setting) would grade them.",
-                        self.rounds[-1].index)
+        """Without a judge, say what the rules left undecided in the last round (outcome.undecided_line)."""
+        if self.judge is None and self.rounds:
+            line = undecided_line(self.rounds[-1].turns, self.transcript().final, self.task, self.judged)
+            if line:
+                self.notice(line, self.rounds[-1].index)
 
     def notice(self, text: str, t: int) -> None:
         self.notices.append(text)

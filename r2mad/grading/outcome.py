@@ -63,6 +63,24 @@ DISSENT = "Dissent: "  # how the loop's closing notice on an open question start
 UNDECIDED = "No judge: "  # how the loop's closing notice on what the rules left undecided starts
 
 
+def undecided_line(turns: Sequence[AgentTurn], final: Answer, task: Task, judged: Sequence[Judged] = ()) -> str | None:
+    """The closing notice of a debate without a judge: the pairs of last-round answers the rules kept apart, and a
+    verdict against the gold they could not give; None when the rules decided everything."""
+    kind = kind_of(task)
+    values = sorted({t.answer.value for t in turns if t.answer.parsed})
+    apart = sum(kind.ruling(a, b, judged, task.question).same is None
+                for i, a in enumerate(values) for b in values[i + 1:])
+    graded = kind.grade(final, task, judged)
+    unknown = graded is not None and graded.same is None
+    if not apart and not unknown:
+        return None
+    pairs = f"{apart} pair of answers" if apart == 1 else f"{apart} pairs of answers"
+    said = [f"{pairs} the rules could not tell apart stayed apart (not checked for meaning)"] if apart else []
+    if unknown:
+        said.append("the final answer against the gold answer is undecided")
+    return f"{UNDECIDED}{'; '.join(said)}. A judge backbone (the judge setting) would grade them."
+
+
 def kind_line(t: Transcript) -> str:
     """'Answer kind: open question · consensus 0.67 · Dissent: agent 3 holds '…'.' from what the transcript
     stored (each round's consensus, the closing notice): nothing is compared again."""
