@@ -1,6 +1,6 @@
 """The leak guard by meaning on hand-made paraphrases of the shipped banks' questions (tests/graded/leaks*.jsonl,
-labelled by people who did not read the guard; the held-out set was written after it was tuned): a rewording or a
-translation is refused, a question with one number changed runs. Real embedder, shipped banks."""
+labelled by people who did not read the guard; the second set was written after its first tuning): a rewording or a
+translation is refused, a question with one number changed runs. Real embedders, shipped banks."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from r2mad.evaluation.leakage import same_meaning
-from r2mad.evaluation.wording import figures, is_english, one_word_swapped
+from r2mad.evaluation.wording import as_numbers, figures, is_english, one_word_swapped, same_figures
 from r2mad.grading.tasks import task_from_input
 from r2mad.memory.files import read_cases
 
@@ -26,6 +26,9 @@ ROOT = Path(__file__).resolve().parents[1]
     ("Who was the second person to walk on the Moon?", True, {"2nd": 1}),
     ("Um caderno custa 4,75 dólares e uma caneta custa 1,30.", False, {"4.75": 1, "1.3": 1}),
     ("What is 12 - 30? Her speed in km/h.", True, {"-": 1, "12.0": 1, "30.0": 1}),
+    ("How many centimetres are there in three point six metres?", True, {"3.6": 1}),
+    ("Sara is 3 times as old as her son; Tom is triple his age.", True, {"x3": 2}),
+    ("Quanti litri ci sono in 4500 millilitri?", False, {"4500.0": 1}),  # "in" alone does not make it English
 ])
 def test_figures_read_digits_number_words_halves_ordinals_and_operators(text, english, held):
     assert is_english(text) is english
@@ -38,6 +41,17 @@ def test_one_content_word_swapped_is_another_question_but_another_form_of_a_word
     assert one_word_swapped("What is the chemical symbol for silver?", "What is the chemical symbol for gold?")
     assert not one_word_swapped("Which person first walked on the Moon?",
                                 "Who was the first person to walk on the Moon?")
+    assert not one_word_swapped("Priya scored 82 and 90 on two tests. What is her mean score?",
+                                "A student scored 82 and 90 on two tests. What is her mean score?")  # renamed
+
+
+def test_same_figures_counts_each_once_and_leaves_out_equals_and_one():
+    assert same_figures(figures("Two numbers that follow each other add up to 57."),
+                        figures("The sum of two consecutive numbers is 57. What is the larger of the two?"))
+    assert same_figures(figures("A number divided by four gives two and a half."), figures("x/4 = 2.5"))
+    assert same_figures(figures("How many ounces in 1 pound?"), figures("How many ounces in one pound?"))
+    assert not same_figures(figures("How many ounces in 2 pounds?"), figures("How many ounces in one pound?"))
+    assert as_numbers(figures("the third angle, 3 times")) == {"3.0": 2}
 
 
 @pytest.fixture(scope="module")
@@ -69,4 +83,4 @@ def test_paraphrases_are_mostly_refused_and_one_number_variants_run(banks, name)
     refused = sum(found["leak"]) / len(found["leak"])
     runs = 1 - sum(found["one-number"]) / len(found["one-number"])
     assert runs >= 0.95  # the issue's bar, met on both sets (56/56 and 29/30)
-    assert refused >= 0.65  # 82/109 and 48/70 today (the bar of 95 % is not met yet: translations without digits)
+    assert refused >= 0.95  # the issue's bar: 105/109 and 70/70 today
