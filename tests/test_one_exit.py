@@ -182,8 +182,8 @@ def test_every_csv_we_write_opens_as_text_in_a_spreadsheet(tmp_path):
 
 
 def test_eval_rows_hold_no_key(tmp_path):
-    from tests.scripted import ScriptedBackend
     from tests.helpers import evaluate, make_eval_run
+    from tests.scripted import ScriptedBackend
 
     echoing = ScriptedBackend(reply=lambda messages: f"Called with Bearer {OTHER_KEY} and {HF_TOKEN}. ((B))")
     evaluate(make_eval_run(("cot", "mad"), limit=1), tmp_path, echoing, secrets=[OTHER_KEY])
