@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from r2mad.runs.exits import scrub_logs
 from r2mad.serving.loopback import is_loopback
 from r2mad.serving.openai_server import KEY_ENV, Served, mount
 from r2mad.settings.config import env_secrets, load_config
@@ -15,6 +16,7 @@ from r2mad.ui.serving import launch
 def serve(config, *, port: int | None = None, block: bool = True, warm: bool = True):
     """Build, queue and launch the app with the production settings; returns the running Blocks.
     `warm` opens the default memory bank in the background, so the first visitor finds it ready."""
+    scrub_logs(env_secrets(config))  # the log is a way out too: no key, no token in it
     demo = build_app(config, secrets=env_secrets(config))
     if warm:
         demo.r2mad_services.warm(config.app.default_bank)

@@ -31,9 +31,10 @@ from r2mad.engine.service import RunRequest, StoreSink, backbone_plan, start
 from r2mad.exports.live import install as install_traces
 from r2mad.grading.kinds import KIND_NAMES
 from r2mad.methods import METHODS, PLAIN, with_advice
+from r2mad.runs.exits import scrub_logs
 from r2mad.runs.faults import StoreError
 from r2mad.safewrite import WriteFailed, is_disk_full, write_atomic, write_failed
-from r2mad.settings.config import ConfigError, load_config
+from r2mad.settings.config import ConfigError, env_secrets, load_config
 from r2mad.text import quoted
 
 
@@ -114,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     install_traces()  # R2MAD_OTEL_ENDPOINT: finished runs as traces (nothing when unset)
     try:
         config = load_config(args.config_dir) if args.config_dir else load_config()
+        scrub_logs(env_secrets(config))  # whatever a command logs leaves without the environment's keys
         if getattr(args, "backbone", "unset") is None:
             args.backbone = config.default_backbone
         return args.func(args, config)

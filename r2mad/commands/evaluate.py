@@ -24,7 +24,7 @@ from r2mad.evaluation.prereg import read as read_prereg
 from r2mad.evaluation.report import write_report, write_table1
 from r2mad.evaluation.rows import ROWS, RUN, EvalRun, parse_methods
 from r2mad.methods import METHODS, is_debate, needs_bank, with_advice
-from r2mad.settings.config import ConfigError
+from r2mad.settings.config import ConfigError, env_secrets
 
 
 def register(sub) -> None:
@@ -146,7 +146,8 @@ def cmd_eval(args, config) -> int:
                   if names else {}, sample=sample, unparsed=unparsed)
     resources = Local(config)
     eval_kw = dict(concurrency=args.concurrency, progress=not args.no_progress, retry_failed=args.retry_failed,
-                   prereg=args.prereg, leak_split=whole, warn=lambda text: print(f"warning: {text}", file=sys.stderr))
+                   prereg=args.prereg, leak_split=whole, warn=lambda text: print(f"warning: {text}", file=sys.stderr),
+                   secrets=env_secrets(config))
     try:
         if args.grow_batch:
             return _curve(args, run, resources, settings, aux, eval_kw)

@@ -20,6 +20,7 @@ def register(sub) -> None:
 def cmd_serve(args, config) -> int:
     import uvicorn
 
+    from r2mad.runs.exits import scrub_logs
     from r2mad.serving.loopback import is_loopback
     from r2mad.serving.openai_server import KEY_ENV, Served, create_app
     from r2mad.serving.services import Services
@@ -29,6 +30,7 @@ def cmd_serve(args, config) -> int:
     if beyond and key is None:
         raise ConfigError(f"Serving on {args.host} reaches beyond loopback; give an API key with --api-key or "
                           f"{KEY_ENV}, or bind 127.0.0.1.")
+    scrub_logs([key] if key else [])  # the environment's keys are scrubbed from the log already (cli.main)
     services = Services(config, secrets=[*env_secrets(config), *([key] if key else [])])
     services.warm(config.app.default_bank)
     app = create_app(Served(services, key=key, key_required=beyond))

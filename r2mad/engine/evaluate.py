@@ -17,6 +17,7 @@ from r2mad.evaluation.leakage import bank_record, check_no_leakage
 from r2mad.evaluation.prereg import register
 from r2mad.evaluation.rows import ROWS, RUN, EvalRun, finished_keys, make_row, now, prepare_folder, read_rows
 from r2mad.methods import is_debate, needs_bank
+from r2mad.runs.records import scrub
 from r2mad.settings.config import ConfigError
 
 QUESTIONS_AT_ONCE = 32  # when no backend says how many calls it decodes at once
@@ -100,12 +101,13 @@ class RowsSink:
 async def run_eval(run: EvalRun, resources: Resources, out: str | Path, *, bank: str | None = None,
                    concurrency: int | None = None, progress: bool = False, retry_failed: bool = False,
                    prereg: bool = False, leak_split: Split | None = None,
-                   warn: Callable[[str], None] | None = None) -> Path:
+                   warn: Callable[[str], None] | None = None, secrets: Sequence[str] = ()) -> Path:
     """Run every (question, method, seed) not yet in `out`/rows.jsonl through the engine and append a row as each
     finishes; returns the rows file. An exception stops the run; the rows written so far stay valid. `bank`: the
     bank folder the resources open for the methods that use one; `concurrency`: questions in flight (default:
     what the backends decode at once, else 32); `prereg`: write the plan to OUT/prereg.json before the first
-    call (prereg.register); `leak_split`: the questions a bank must not hold (default the run's split)."""
+    call (prereg.register); `leak_split`: the questions a bank must not hold (default the run's split); `secrets`:
+    keys each row is scrubbed of on its way to disk (records.scrub), beside anything shaped like a token."""
     if concurrency is not None and concurrency < 1:
         raise ConfigError(f"--concurrency must be 1 or more, not {concurrency}.")
     dup = next((i for i, n in Counter(run.split.ids).items() if n > 1), None)
@@ -125,7 +127,7 @@ async def run_eval(run: EvalRun, resources: Resources, out: str | Path, *, bank:
     def write(row: dict) -> None:
         nonlocal handle
         handle = handle or rows_path.open("a", encoding="utf-8")
-        handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        handle.write(json.dumps(scrub(row, secrets, keys=False), ensure_ascii=False) + "\n")
         handle.flush()
         bar.update(1)
 

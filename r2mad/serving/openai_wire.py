@@ -1,15 +1,17 @@
 """The OpenAI wire format of the served model (r2mad/serving/openai_server.py): request bodies read within bounds,
 errors in OpenAI's shape with one sentence, replies and stream chunks with the whole debate's usage and the runs
-in an extra field. No I/O beyond reading the request."""
+in an extra field, and the route class through whose scrub every response leaves. No I/O beyond reading the
+request."""
 from __future__ import annotations
 
 import json
 import logging
 import time
-from typing import Any
+from typing import Any, AsyncIterator, Callable
 
-from fastapi import Request
-from fastapi.responses import JSONResponse
+from fastapi import Request, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.routing import APIRoute
 
 from r2mad.backends.base import BackendError
 from r2mad.engine.admission import Refused
@@ -130,3 +132,26 @@ def reply(model: str, form: str, done: list[tuple[str, Transcript]]) -> dict[str
             "choices": [{"index": i, "message": {"role": "assistant", "content": reply_content(t, form)},
                          "finish_reason": "stop"} for i, (_, t) in enumerate(done)],
             "usage": usage_of([t for _, t in done]), APP: extras(done)}
+
+
+def scrubbing_route(scrub: Callable[[str], str]) -> type[APIRoute]:
+    """A route class whose responses leave through `scrub`: a JSON body whole, a stream event by event (each event
+    is written whole), so an upstream that wrote a key into its reply sends it no further."""
+    class ScrubbedRoute(APIRoute):
+        def get_route_handler(self):
+            handler = super().get_route_handler()
+
+            async def scrubbed(request: Request) -> Response:
+                response = await handler(request)
+                if isinstance(response, StreamingResponse):
+                    response.body_iterator = _scrubbed_events(response.body_iterator, scrub)
+                    return response
+                headers = {k: v for k, v in response.headers.items() if k != "content-length"}
+                return Response(scrub(bytes(response.body).decode()), response.status_code, headers)
+            return scrubbed
+    return ScrubbedRoute
+
+
+async def _scrubbed_events(events: AsyncIterator[str | bytes], scrub: Callable[[str], str]) -> AsyncIterator[str]:
+    async for event in events:
+        yield scrub(event if isinstance(event, str) else bytes(event).decode())

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from r2mad.engine.evaluate import run_eval
 from r2mad.engine.service import Resources
@@ -90,14 +90,15 @@ def busy() -> bool:
     return any(not t.done() for t in _RUNNING)
 
 
-def start(run: EvalRun, resources: Resources, out: Path, *, waiting: Callable[[], str] = lambda: "") -> EvalJob:
+def start(run: EvalRun, resources: Resources, out: Path, *, waiting: Callable[[], str] = lambda: "",
+          secrets: Sequence[str] = ()) -> EvalJob:
     """Start `run` in the background on the running loop (busy() must be False). Its questions go one by one
     through `resources` (the app's line for the visitor who asked), so an eval never holds more than one of
-    the line's places and visitors' debates take their turns beside it."""
+    the line's places and visitors' debates take their turns beside it. Its rows are scrubbed of `secrets`."""
     if busy():
         raise RuntimeError("One eval runs at a time in this app; wait for the running one to end.")
     job = EvalJob(out, len(run.split.tasks) * len(run.methods) * len(run.seed_values), waiting=waiting)
-    job.task = asyncio.get_running_loop().create_task(run_eval(run, resources, out, concurrency=1))
+    job.task = asyncio.get_running_loop().create_task(run_eval(run, resources, out, concurrency=1, secrets=secrets))
     _RUNNING.clear()
     _RUNNING.add(job.task)
     return job

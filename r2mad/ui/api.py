@@ -24,7 +24,7 @@ from r2mad.settings.config import ConfigError, whole_number
 from r2mad.text import quoted
 from r2mad.ui import mcp_results
 from r2mad.ui.errors import refusal, sentence
-from r2mad.ui.mcp_results import progress_sent, round_reporter, tracking_progress, without_progress
+from r2mad.ui.mcp_results import leaving, progress_sent, round_reporter, tracking_progress, without_progress
 
 ENDPOINTS = ("run_debate", "list_runs", "get_run", "fork_run", "search_bank")
 USER_ERRORS = (BackendError, ConfigError, ValueError, KeyError, StoreError, Refused)  # Refused: not let in the line
@@ -56,6 +56,10 @@ class Api:
 
     def __init__(self, services: Services):
         self.services = services
+
+    def scrub(self, value: Any) -> Any:
+        """`value` as it may leave the process: the app's keys and anything shaped like a token redacted."""
+        return self.services.store.scrub(value, keys=False)
 
     def visitor(self, request: gr.Request | None) -> Visitor:
         """Who calls: on a public Space each API session reads and forks only its own runs."""
@@ -117,7 +121,7 @@ class Api:
                                source="api", agent_backbones=names, owner=self.visitor(request).owner,
                                bank=(bank or s.config.app.default_bank) if needs_bank(method) else None,
                                moderator=scripted(said) if said else None)
-            report = round_reporter(progress, settings.rounds)
+            report = round_reporter(progress, settings.rounds, self.scrub)
             runs = await start_in_line(s, asked, self.line_key(request), on_update=lambda _, t: report(t))
             await progress_sent()
             [(run_id, t)] = [(runs.run_ids[m], t) for m, t in runs.transcripts.items()]
@@ -203,7 +207,7 @@ class Api:
                                     [str(m) for m in unmasks or ()], pairs(drop_cases), pairs(replace_cases),
                                     pairs(drop_advice))
             spec = ForkSpec(whole_number(from_round, "from_round", 1, 100), changes, method or None, backbone or None)
-            report = round_reporter(progress, spec.rounds or self.services.config.settings.rounds)
+            report = round_reporter(progress, spec.rounds or self.services.config.settings.rounds, self.scrub)
             parent_id, fork_id, t = await fork_saved(self.services, run_id, spec, source="api-fork",
                                                      visitor=self.visitor(request), line_key=self.line_key(request),
                                                      record=report)
@@ -279,7 +283,7 @@ def install(demo: gr.Blocks, services: Services) -> Api:
     for name in ENDPOINTS:
         slow = name in ("run_debate", "fork_run")
         # the app's own line (services.admission) holds debates back; the framework gives each a worker
-        fn = getattr(api, name)
+        fn = leaving(getattr(api, name), api.scrub)
         gr.api(without_progress(fn), api_name=name, concurrency_id="debate" if slow else None,
                concurrency_limit=services.admission.capacity if slow else None)
         tracking_progress(demo, name, fn)

@@ -126,7 +126,8 @@ def build(services: Any, visitor_id: gr.BrowserState) -> None:
         except (DataError, *USER_ERRORS) as exc:
             yield f"<p class='data-progress-line'>{exc}</p>", "", hidden
             return
-        job = own_eval.start(run, resources, own_eval.results_folder(config.app.data_dir, path), waiting=waiting)
+        job = own_eval.start(run, resources, own_eval.results_folder(config.app.data_dir, path), waiting=waiting,
+                             secrets=[*services.env_secrets, getattr(oauth_token, "token", None) or ""])
         yield job.progress(), "", hidden
         try:
             async for bar in own_eval.follow(job):

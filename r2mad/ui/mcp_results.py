@@ -1,7 +1,7 @@
 """MCP tools that programs can read: Gradio 6's MCP layer writes a tool's dict or list result as a Python literal
 (`str(value)`); here such a result is written as JSON text instead (files and images keep Gradio's handling), and
 the debate endpoints report each finished round through gr.Progress, which reaches an MCP client as a progress
-notification. Installed by r2mad/ui/api.install."""
+notification; each result and refusal leaves through the app's scrub. Installed by r2mad/ui/api.install."""
 from __future__ import annotations
 
 import asyncio
@@ -38,9 +38,9 @@ def install() -> None:
     GradioMCPServer.postprocess_output_data = postprocess_output_data
 
 
-def round_reporter(progress: gr.Progress, rounds: int) -> Callable[[Transcript], None]:
+def round_reporter(progress: gr.Progress, rounds: int, scrub: Callable[[str], str]) -> Callable[[Transcript], None]:
     """A transcript watcher that tells the caller each round as it finishes (an MCP client's progress
-    notifications; `rounds` of the debate at most)."""
+    notifications, each through `scrub`; `rounds` of the debate at most)."""
     reported = [0]
 
     def report(t: Transcript) -> None:
@@ -49,7 +49,8 @@ def round_reporter(progress: gr.Progress, rounds: int) -> Callable[[Transcript],
             reported[0] = len(finished)
             last = finished[-1]
             answers = ", ".join(x.answer.value or "no answer" for x in last.turns)
-            progress((len(finished), max(rounds, len(finished))), desc=f"round {last.index} finished ({answers})")
+            desc = scrub(f"round {last.index} finished ({answers})")
+            progress((len(finished), max(rounds, len(finished))), desc=desc)
     return report
 
 
@@ -72,6 +73,30 @@ def without_progress(fn):
                                                            if p.name != "progress"])
     endpoint.__annotations__ = {k: v for k, v in fn.__annotations__.items() if k != "progress"}
     return endpoint
+
+
+def leaving(fn, scrub: Callable[[Any], Any]):
+    """`fn` as the API and the MCP tools call it: its result and its refusal's sentence pass `scrub` on their way
+    out (an upstream may have written a key into a reply); signature, docstring and sync or async kept."""
+    def refused(exc: gr.Error) -> gr.Error:
+        return gr.Error(scrub(exc.message), print_exception=False)
+
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def endpoint(*args, **kwargs):
+            try:
+                return scrub(await fn(*args, **kwargs))
+            except gr.Error as exc:
+                raise refused(exc) from None
+        return endpoint
+
+    @functools.wraps(fn)
+    def endpoint_sync(*args, **kwargs):  # sync endpoints stay in gradio's worker threads, off the event loop
+        try:
+            return scrub(fn(*args, **kwargs))
+        except gr.Error as exc:
+            raise refused(exc) from None
+    return endpoint_sync
 
 
 def tracking_progress(demo: gr.Blocks, api_name: str, fn) -> None:

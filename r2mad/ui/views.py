@@ -12,6 +12,7 @@ from pathlib import Path
 import gradio as gr
 
 from r2mad.evaluation.costs import PriceTable
+from r2mad.runs.exits import csv_cells
 from r2mad.steer.fork import fork_starts
 from r2mad.types import Transcript, to_dict
 from r2mad.ui.render.blind import is_blind
@@ -42,7 +43,7 @@ def write_summary_csv(transcripts: dict[str, Transcript]) -> str:
     with path.open("w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(SUMMARY_HEADERS)
-        writer.writerows(summary_rows(transcripts))
+        writer.writerows(map(csv_cells, summary_rows(transcripts)))
     return str(path)
 
 
