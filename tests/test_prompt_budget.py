@@ -88,6 +88,8 @@ def test_memory_cases_past_the_prompt_bound_are_left_out_least_relevant_first(tm
     reply = lambda m: "Two positions remain." if "Positions of the agents" in last_user(m) else r"So \boxed{4}."  # noqa: E731
     t = debate_with((), "r2mad", settings, ScriptedBackend(reply), bank, Task("math", "What is 2 + 2?", gold="4",
                                                                                id="m"))
+    icl = debate_with((), "icl-cot", settings, ScriptedBackend(reply), bank, Task("math", "What is 2 + 2?", gold="4",
+                                                                                 id="m"))
     bank.close()
     said = [n for n in t.notices if "least relevant" in n]
     assert said == [f"Agent {a}'s prompt would pass its bound of 32,000 characters, so its 1 least relevant "
@@ -95,6 +97,9 @@ def test_memory_cases_past_the_prompt_bound_are_left_out_least_relevant_first(tm
     shown = [turn.prompt[-1].content for turn in t.rounds[1].turns]
     assert [("<memory case 1>" in p, "<memory case 2>" in p) for p in shown] == [(True, False)] * 3
     assert max(prompt_chars(turn) for turn in t.rounds[1].turns) < PROMPT_CHARS
+    [turn] = icl.rounds[0].turns  # ICL-CoT's worked examples give way alike
+    assert ("<memory case 1>" in turn.prompt[-1].content, "<memory case 2>" in turn.prompt[-1].content) == (True, False)
+    assert [n for n in icl.notices if "least relevant" in n] == [said[0]]
 
 
 def _rows(tmp_path, huge: int):
