@@ -102,6 +102,16 @@ def test_memory_cases_past_the_prompt_bound_are_left_out_least_relevant_first(tm
     assert [n for n in icl.notices if "least relevant" in n] == [said[0]]
 
 
+def test_advice_past_the_prompt_bound_is_left_out_with_a_notice(monkeypatch):
+    # here the question takes 55 characters, the advice block 475 with both messages and 401 with one
+    monkeypatch.setattr("r2mad.budget.PROMPT_CHARS", 55 + 450)
+    t = debate_with((), "truemad", FORK_SETTINGS.replace(rounds=2), ScriptedBackend(fork_replies))
+    assert [len(turn.details["advice_from"]) for turn in t.rounds[1].turns] == [1, 1, 1]
+    assert [n for n in t.notices if "least relevant" in n] == [
+        f"Agent {a}'s prompt would pass its bound of 505 characters, so its 1 least relevant advice message was "
+        "left out." for a in (1, 2, 3)]
+
+
 def _rows(tmp_path, huge: int):
     from r2mad.evaluation.datasets import DEMO_DIR
 

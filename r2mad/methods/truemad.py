@@ -80,7 +80,7 @@ class Advice(Plugin):
 
     def extend_message(self, ctx: RoundContext, agent: int, message: str) -> str:
         clipped = keeps_clips(ctx.settings, [ctx.backend])
-        advice = ctx.within_budget(agent, "advice", self.received.get(agent, []),
+        advice = ctx.within_budget(agent, "advice message", self.received.get(agent, []),
                                    lambda kept: prompts.advice_block(kept, ctx.task, clipped))
         ctx.agent_details.setdefault(agent, {})["advice_from"] = [src for src, _, _ in advice]
         block = prompts.advice_block(advice, ctx.task, clipped)
