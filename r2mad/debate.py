@@ -11,13 +11,14 @@ from typing import Any, Callable, Sequence
 
 from r2mad.backends.affinity import debate_key
 from r2mad.backends.base import BackendError, ChatBackend
+from r2mad.budget import stored_full
 from r2mad.grading.answers import consensus_ratio, is_correct, is_unanimous, plurality_vote, strip_think
 from r2mad.grading.judge import Judge
 from r2mad.grading.kinds import kind_of
 from r2mad.grading.offloop import extract, settle
 from r2mad.grading.outcome import DISSENT, dissent_line, outcome, undecided_line
 from r2mad.guard import guard_answer
-from r2mad.human import HUMAN, Interjection, Moderator, note_calls, with_notes
+from r2mad.human import HUMAN, Interjection, Moderator, admitted, note_calls, person_chars, with_notes
 from r2mad.methods.base import ABSTAINED, Agent, EventSink, Method, RoundContext, seed_for
 from r2mad.types import (
     UNPARSED,
@@ -81,6 +82,8 @@ class Debate:
             name, system = self.method.persona(task, i)
             agents.append(Agent(i, name, self.method.opening(task, i, system)))
         self.agents, status = agents, "done"
+        self.person = person_chars(replay)  # what a person added so far: a fork's edits, replayed notes (budget.py)
+        stored = 0  # the characters the rounds so far store
         for text in (*notices, *prepared):
             self.notice(text, 0)
         try:
@@ -92,8 +95,9 @@ class Debate:
                         rnd = dataclasses.replace(rnd, aux=(*rnd.aux, *calls)) if calls else rnd
                     else:
                         said = await self.moderator(self.transcript(), t) if self.moderator and t else ()
-                        rnd = await self._round(t, tuple(steer) if t == len(replay) else (), tuple(said))
+                        rnd = await self._round(t, tuple(steer) if t == len(replay) else (), self._admit(said, t))
                     self.rounds.append(rnd)
+                    stored += stored_chars(rnd)
                     self.emit(Event("round_end", t, None, {"consensus": rnd.consensus,
                                                            "answers": [str(x.answer) for x in rnd.turns]}))
                     answers = [turn.answer for turn in rnd.turns]
@@ -107,6 +111,9 @@ class Debate:
                         break
                     if t < self.method.n_rounds() - 1 and (why := self.method.stop_after(task, rnd.turns)):
                         self.notice(why, t)
+                        break
+                    if t < self.method.n_rounds() - 1 and (full := stored_full(stored)):  # budget.STORED_CHARS
+                        self.notice(full, t)
                         break
         except TimeoutError:
             status = "failed"
@@ -159,9 +166,18 @@ class Debate:
         self.notices.append(text)
         self.emit(Event("notice", t, None, {"text": text}))
 
+    def _admit(self, said: Sequence[Interjection], t: int) -> tuple[Interjection, ...]:
+        """What a person says before round t, as far as their budget goes (budget.PERSON_CHARS); one notice
+        for the rest."""
+        kept, refused = admitted(said, self.person)
+        if refused:
+            self.notice(refused, t)
+        self.person += sum(len(x.text) for x in kept)
+        return tuple(kept)
+
     async def _round(self, t: int, steer: tuple = (), said: tuple[Interjection, ...] = ()) -> Round:
         ctx = RoundContext(self.task, self.settings, self.backend, t, self.agents, self.rounds, self.emit,
-                           backbone=self.backbone, steer=steer)
+                           backbone=self.backbone, steer=steer, person_chars=self.person)
         ctx.aux.extend(note_calls(said))
         seats = {x.seat: x.text for x in said if x.seat is not None}
         if steer:
@@ -293,3 +309,9 @@ class Debate:
         for turn in rnd.turns:
             self.emit(Event("turn", rnd.index, turn.agent, to_dict(turn)))
         return rnd
+
+
+def stored_chars(rnd: Round) -> int:
+    """About the characters a round stores: its turns' prompts and replies, its auxiliary calls' texts."""
+    return (sum(len(m.content) for turn in rnd.turns for m in turn.prompt) + sum(len(x.text) for x in rnd.turns)
+            + sum(len(c.text) for c in rnd.aux))

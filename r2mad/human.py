@@ -12,11 +12,11 @@ import re
 from dataclasses import dataclass
 from typing import Awaitable, Callable, Iterable, Sequence
 
+from r2mad.budget import NOTE_CHARS, admit
 from r2mad.grading.tasks import clean_text
 from r2mad.text import too_long
 from r2mad.types import AuxCall, Round, Transcript
 
-NOTE_CHARS = 1000  # a note or a seated turn
 HUMAN = "human"  # the AuxCall kind of a note, and the turn detail of a seat
 
 
@@ -112,6 +112,21 @@ def recorded(rounds: Sequence[Round]) -> list[Interjection]:
         found += [Interjection(rnd.index, text, tuple(to)) for text, to in notes.items()]
         found += [Interjection(rnd.index, t.text, seat=t.agent) for t in rnd.turns if t.details.get(HUMAN)]
     return found
+
+
+def person_chars(rounds: Sequence[Round]) -> int:
+    """The characters a person added to these rounds (r2mad/budget.py): notes, seated turns and a fork's edits."""
+    notes = {(r.index, c.text) for r in rounds for c in r.aux if c.kind == HUMAN}  # a note to 2 agents is 2 records
+    typed = [t.text for r in rounds for t in r.turns
+             if t.details.get(HUMAN) or "edit" in (t.details.get("steer") or {})]
+    return sum(len(text) for _, text in notes) + sum(map(len, typed))
+
+
+def admitted(said: Sequence[Interjection], carried: int) -> tuple[list[Interjection], str | None]:
+    """The interjections that fit the person's budget beside `carried` characters, and the sentence about the
+    rest (None: all fit)."""
+    n, refused = admit([x.text for x in said], carried)
+    return list(said[:n]), refused
 
 
 def scripted(said: Iterable[Interjection]) -> Moderator:

@@ -21,7 +21,6 @@ def quoted(value: Any, limit: int = QUOTE_CHARS) -> str:
 
 STATUS_CHARS = 40  # the most of an answer, a gold answer or an option a status line shows
 GOLD_CHARS = 200  # a gold answer: a letter, a number or a short expression
-EDIT_CHARS = 4000  # a fork's new message for an agent (as long as a question may be)
 FIELD_CHARS = 500  # a page's short fields: ids, names, addresses, searches (the browser stops typing there)
 
 

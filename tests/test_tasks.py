@@ -299,7 +299,7 @@ def test_task_from_input_cleans_control_and_bidi_characters():
 
 @pytest.mark.parametrize("question, options, gold, message", [
     ("  \n\t", None, None, "The question is empty; type a question before starting a debate."),
-    ("x" * 4001, None, None, "4001 characters .* limit of 4000"),
+    ("x" * 4001, None, None, "4,001 characters .* limit of 4,000"),
     ("q", {"A": "1", "AB": "2"}, None, "'AB' is not a single letter"),
     ("q", [("A", "1"), ("a", "2")], None, "letter A appears twice"),
     ("q", {"A": "only"}, None, "at least 2 options"),

@@ -70,6 +70,8 @@ def cmd_build(args: argparse.Namespace, config) -> int:
                               concurrency=args.concurrency, progress=lambda t: bar.update(1),
                               summaries=SummaryCache(config.app.summaries_file)))
     bar.close()
+    if stats["refused"]:
+        print(f"warning: {stats['refused']}", file=sys.stderr)
     cases = bank.cases()
     per_agent = {}
     for case in cases:

@@ -6,6 +6,7 @@ import asyncio
 import time
 
 from r2mad.debate import Debate
+from r2mad.grading.tasks import within_bound
 from r2mad.memory.from_debates import cases_from_transcript, complete
 from r2mad.memory.summaries import SummaryCache
 from r2mad.methods.r2mad import R2MAD
@@ -17,9 +18,11 @@ async def build(tasks, bank, backend, settings, *, backbone: str = "", concurren
     summary cache, shared by the debates."""
     summaries = summaries if summaries is not None else SummaryCache()
     settings = settings.replace(early_stop=False, use_memory=False)
-    todo = [task for task in tasks if not bank.has_question(task.id)]
+    bounded, refused = within_bound(tasks, settings.max_question_chars)  # refused: one sentence, in the stats
+    todo = [task for task in bounded if not bank.has_question(task.id)]
     gate = asyncio.Semaphore(concurrency)
-    stats = {"questions": 0, "skipped_existing": len(tasks) - len(todo), "failed": 0, "tokens": 0}
+    stats = {"questions": 0, "skipped_existing": len(bounded) - len(todo), "failed": 0, "tokens": 0,
+             "skipped_too_long": len(tasks) - len(bounded), "refused": refused}
     started = time.monotonic()
 
     async def one(task):

@@ -16,6 +16,7 @@ from r2mad.evaluation.datasets import Split
 from r2mad.evaluation.leakage import bank_record, check_no_leakage
 from r2mad.evaluation.prereg import register
 from r2mad.evaluation.rows import ROWS, RUN, EvalRun, finished_keys, make_row, now, prepare_folder, read_rows
+from r2mad.grading.tasks import within_bound
 from r2mad.methods import is_debate, needs_bank
 from r2mad.runs.records import scrub
 from r2mad.settings.config import ConfigError
@@ -113,6 +114,13 @@ async def run_eval(run: EvalRun, resources: Resources, out: str | Path, *, bank:
     dup = next((i for i, n in Counter(run.split.ids).items() if n > 1), None)
     if dup is not None:
         raise ConfigError(f"The split has two questions with the id {dup!r}; give every row its own id.")
+    tasks, refused = within_bound(run.split.tasks, run.settings.max_question_chars)
+    if refused:  # the rows over the question bound are never sent; the rest run
+        if warn is not None:
+            warn(refused)
+        kept = {t.id for t in tasks}
+        run = dataclasses.replace(run, split=dataclasses.replace(
+            run.split, tasks=tuple(tasks), ids=tuple(i for i in run.split.ids if i in kept)))
     out = Path(out)
     rows_path = out / ROWS
     done = finished_keys(read_rows(rows_path, repair=True), retry_failed=retry_failed)

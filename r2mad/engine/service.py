@@ -14,9 +14,11 @@ from typing import Any, AsyncContextManager, Awaitable, Callable, Protocol, Sequ
 
 import r2mad
 from r2mad.backends.base import ChatBackend
+from r2mad.budget import question_refused
 from r2mad.engine.runner import Setup, run_methods
 from r2mad.evaluation.leakage import check_question_not_in_bank
 from r2mad.grading.judge import judge_for
+from r2mad.grading.tasks import format_task
 from r2mad.methods import is_debate, needs_bank
 from r2mad.settings.config import DebateSettings
 from r2mad.steer.fork import ForkSpec
@@ -146,7 +148,11 @@ def open_runs(request: RunRequest, store) -> dict[str, str]:
 
 def check_runnable(request: RunRequest, bank) -> None:
     """Refuse, in one sentence and before anything is saved or called, a bank that holds the question (its
-    cases would show the debaters the answer) and a fork that cannot run. Slow: call it off the event loop."""
+    cases would show the debaters the answer), a question over the bound (budget.py: a saved run rerun, a /v1
+    call) and a fork that cannot run. Slow: call it off the event loop."""
+    refused = question_refused(len(format_task(request.task)), request.settings.max_question_chars)
+    if refused:
+        raise ValueError(refused)
     if bank is not None:
         check_question_not_in_bank(bank, request.task)
     if request.fork is not None:

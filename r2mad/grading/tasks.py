@@ -7,6 +7,7 @@ import re
 import unicodedata
 from typing import Iterable, Sequence
 
+from r2mad.budget import QUESTION_CHARS, question_refused
 from r2mad.grading.kinds import kind_named
 from r2mad.text import GOLD_CHARS, quoted, too_long
 from r2mad.types import Task
@@ -28,7 +29,7 @@ def clean_text(text: str) -> str:
 
 
 def task_from_input(question: str, options: dict[str, str] | Sequence[tuple[str, str]] | None,
-                    gold: str | None, *, max_chars: int = 4000, kind: str | None = None) -> Task:
+                    gold: str | None, *, max_chars: int = QUESTION_CHARS, kind: str | None = None) -> Task:
     """A Task from a question typed in the CLI or UI, of answer kind `kind` (none: guess_kind's guess)."""
     question = clean_text(question or "").strip()
     if not question:
@@ -59,10 +60,9 @@ def task_from_input(question: str, options: dict[str, str] | Sequence[tuple[str,
             raise ValueError(f"The gold answer {quoted(gold_text)} is not one of the option letters "
                              f"{', '.join(letters)}; pick one of them or leave it empty.")
     task = Task(kind, question, pairs, gold_text or None, source="input")
-    size = len(format_task(task))
-    if size > max_chars:
-        raise ValueError(f"The question is {size} characters long with its options, over the limit "
-                         f"of {max_chars}; shorten it.")
+    refused = question_refused(len(format_task(task)), max_chars)
+    if refused:
+        raise ValueError(refused)
     key = json.dumps([question, pairs] + ([kind] if kind != guess_kind(question, bool(pairs)) else []),
                      ensure_ascii=False)
     return Task(task.kind, task.question, task.options, task.gold,
@@ -181,3 +181,16 @@ def _option_pairs(options: dict[str, str] | Iterable[tuple[str, str]] | None) ->
         raise ValueError("A multiple-choice question needs at least 2 options; add another or remove "
                          "the options to ask an open question.")
     return tuple(pairs)
+
+
+def within_bound(tasks: Sequence[Task], limit: int) -> tuple[list[Task], str | None]:
+    """The data rows' tasks whose question (with its options) fits `limit` characters, and the one sentence
+    saying how many were left out, never sent to a model (eval, build-memory); None when all fit."""
+    kept = [t for t in tasks if not question_refused(len(format_task(t)), limit)]
+    over = [t.id for t in tasks if t not in kept]
+    if not over:
+        return kept, None
+    shown = ", ".join(quoted(i, 40) for i in over[:3]) + (f" and {len(over) - 3:,} more" if len(over) > 3 else "")
+    return kept, (f"{len(over):,} question{'s' if len(over) > 1 else ''} over the question limit of {limit:,} "
+                  f"characters {'were' if len(over) > 1 else 'was'} skipped, never sent ({shown}); shorten "
+                  "them in the data to run them.")

@@ -8,7 +8,9 @@ import dataclasses
 from typing import Any, Callable
 
 from r2mad.backends.base import BackendError, ChatBackend
+from r2mad.budget import fit_head, method_room, trimmed
 from r2mad.grading.answers import strip_think
+from r2mad.grading.tasks import format_task
 from r2mad.prompts import biographies, common, mad
 from r2mad.settings.config import DebateSettings
 from r2mad.types import AgentTurn, Answer, AuxCall, Event, EventKind, Message, Round, Task, to_dict
@@ -197,6 +199,19 @@ class RoundContext:
     notices: list[str] = dataclasses.field(default_factory=list)
     backbone: str = ""  # the name of `backend`, recorded on each auxiliary call
     steer: tuple = ()  # a fork's changes to this round's own hooks (its first live round only)
+    person_chars: int = 0  # what a person added to the debate so far (budget.py): notes, seats, a fork's edits
+    method_chars: dict[int, int] = dataclasses.field(default_factory=dict)  # agent -> its cases and advice so far
+
+    def within_budget(self, agent: int, what: str, items: list, render) -> list:
+        """The head of `items` (most relevant first) whose rendering `render(items)` fits what is left of the
+        agent's prompt budget beside the question and the person's additions (budget.py); a notice says how many
+        were left out. The kept rendering counts against the room of what the agent's prompt adds next."""
+        room = method_room(len(format_task(self.task)), self.person_chars) - self.method_chars.get(agent, 0)
+        kept, left_out = fit_head(items, render, room)
+        if left_out:
+            self.notice(trimmed(what, left_out, agent))
+        self.method_chars[agent] = self.method_chars.get(agent, 0) + (len(render(kept)) if kept else 0)
+        return kept
 
     @property
     def previous(self) -> Round:

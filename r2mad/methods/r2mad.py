@@ -153,7 +153,8 @@ class R2MAD(Method):
 
     def debate_message(self, ctx: RoundContext, agent: int) -> str:
         found, own = self.retrieved.get(agent), self.settings.r2mad
-        cases = list(found.cases) if found is not None and own.use_memory else []
+        tokens = own.case_tokens if self.clips else None
+        cases = ctx.within_budget(agent, "memory case", list(found.cases) if found is not None and own.use_memory
+                                  else [], lambda kept: prompts.cases_block(kept, tokens))
         confidence = found is not None and own.use_confidence
-        return prompts.debate_prompt(ctx.task, cases, self.peers(ctx, agent), confidence,
-                                     own.case_tokens if self.clips else None)
+        return prompts.debate_prompt(ctx.task, cases, self.peers(ctx, agent), confidence, tokens)

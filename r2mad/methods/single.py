@@ -2,6 +2,7 @@
 samples, majority vote) and ICL-CoT (one agent with K cases from a memory bank as examples)."""
 from __future__ import annotations
 
+from r2mad.budget import fit_head, method_room, trimmed
 from r2mad.methods.base import Method
 from r2mad.prompts import common, single
 from r2mad.types import Message, Task
@@ -40,6 +41,7 @@ class ICLCoT(CoT):
         super().__init__(settings)
         self.bank = bank
         self.examples: list = []
+        self.left_out = 0  # examples left out to keep the prompt's bound (budget.py), said as round 0 starts
 
     def opening(self, task: Task, agent: int, system: str) -> list[Message]:
         if self.bank is not None:  # agent 0's cases, ranked by similarity to the task itself
@@ -49,4 +51,12 @@ class ICLCoT(CoT):
         if not self.examples:
             return opening
         budget = self.settings.r2mad.case_tokens if self.clips else None
-        return [*opening[:-1], Message("user", single.icl_prompt(opening[-1].content, self.examples, budget))]
+        room = method_room(len(common.format_task(task)), 0)  # budget.py: the examples give way to the bound
+        examples, self.left_out = fit_head(self.examples, lambda kept: single.icl_prompt("", kept, budget), room)
+        if not examples:
+            return opening
+        return [*opening[:-1], Message("user", single.icl_prompt(opening[-1].content, examples, budget))]
+
+    def round_started(self, ctx) -> None:
+        if self.left_out:
+            ctx.notice(trimmed("memory case", self.left_out, 0))

@@ -79,7 +79,9 @@ class Advice(Plugin):
         return call
 
     def extend_message(self, ctx: RoundContext, agent: int, message: str) -> str:
-        advice = self.received.get(agent, [])
+        clipped = keeps_clips(ctx.settings, [ctx.backend])
+        advice = ctx.within_budget(agent, "advice message", self.received.get(agent, []),
+                                   lambda kept: prompts.advice_block(kept, ctx.task, clipped))
         ctx.agent_details.setdefault(agent, {})["advice_from"] = [src for src, _, _ in advice]
-        block = prompts.advice_block(advice, ctx.task, keeps_clips(ctx.settings, [ctx.backend]))
+        block = prompts.advice_block(advice, ctx.task, clipped)
         return f"{message}\n\n{block}" if block else message

@@ -23,6 +23,7 @@ class Services(Shared):
         self.admission = make_admission(config)  # which debates run now, and the fair line of the others
         self.sealed = Sealed()  # runs of blind comparisons waiting for their vote (serving/sealed.py)
         self.notes: dict[str, list[str]] = {}  # session -> a visitor's notes for its running debate (moderator_box)
+        self.noted: dict[str, int] = {}  # session -> characters of notes sent to its running debate (budget.py)
 
     def in_line(self, key: str, *, token: str | None = None, login_token: str | None = None,
                 endpoint: tuple[str, str | None] | None = None,
@@ -76,3 +77,4 @@ class Services(Shared):
         with self._lock:
             self._active.pop(session, None)
             self.notes.pop(session, None)
+            self.noted.pop(session, None)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from r2mad.budget import MAX_QUESTION_CHARS, QUESTION_CHARS
 from r2mad.settings.files import (  # noqa: F401 - re-exported: callers import them from here
     ConfigError,
     _check,
@@ -97,7 +98,7 @@ class DebateSettings:
     top_p: float = field(default=1.0, metadata=_limits(0.0, 1.0))
     max_tokens: int = field(default=384, metadata=_limits(16, 32768))
     seed: int | None = field(default=0, metadata=_limits(0, 2**31 - 1))  # seeds derived from it stay in 32 bits
-    max_question_chars: int = field(default=4000, metadata=_limits(1, 100000))
+    max_question_chars: int = field(default=QUESTION_CHARS, metadata=_limits(1, MAX_QUESTION_CHARS))
     deadline_s: float = field(default=900.0, metadata=_limits(1, 86400))
     samples: int = field(default=9, metadata=_limits(1, 64))  # Self-Consistency paths
     # answer guard: after free reasoning with no answer in the task's format, one short constrained call

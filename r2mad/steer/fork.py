@@ -10,9 +10,11 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
+from r2mad.budget import EDIT_CHARS, edits_full
 from r2mad.grading.answers import consensus_ratio, extract_answer
 from r2mad.grading.kinds import kind_of
-from r2mad.text import EDIT_CHARS, FIELD_CHARS, GOLD_CHARS, quoted, too_long
+from r2mad.human import person_chars
+from r2mad.text import FIELD_CHARS, GOLD_CHARS, quoted, too_long
 from r2mad.types import Answer, Round, Task, Transcript, Usage
 
 KINDS = ("edit", "answer", "mask")  # act on the recorded round T-1
@@ -140,7 +142,11 @@ def replay_rounds(parent: Transcript, spec: ForkSpec) -> tuple[Round, ...]:
         if change.kind in KINDS:
             turns[change.agent] = _changed(turns[change.agent], change, parent.task)
     consensus = consensus_ratio([t.answer for t in turns], parent.task, parent.judged)
-    return (*kept[:-1], dataclasses.replace(last, turns=tuple(turns), consensus=consensus))
+    replayed = (*kept[:-1], dataclasses.replace(last, turns=tuple(turns), consensus=consensus))
+    refused = edits_full(person_chars(replayed))  # the edits count in what a person adds to the debate
+    if refused:
+        raise ValueError(refused)
+    return replayed
 
 
 def _changed(turn, change: Change, task: Task):

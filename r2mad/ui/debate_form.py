@@ -8,6 +8,7 @@ from typing import Any
 
 import gradio as gr
 
+from r2mad.budget import QUESTION_CHARS
 from r2mad.grading.kinds import KINDS
 from r2mad.grading.tasks import guess_kind
 from r2mad.methods import REGISTRY, names
@@ -47,7 +48,6 @@ def needs_token(config, backbone: str) -> bool:
     return bool(spec and spec.visitor_token)
 
 
-QUESTION_CHARS = 4000  # the page's bound; the server checks the configured max_question_chars with its options
 
 
 def question_part(form: Form) -> tuple[gr.Markdown, gr.Button, gr.Accordion]:

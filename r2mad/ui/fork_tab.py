@@ -12,6 +12,7 @@ import time
 
 import gradio as gr
 
+from r2mad.budget import EDIT_CHARS
 from r2mad.engine.admission import Ticket, waiting_words
 from r2mad.methods import names
 from r2mad.serving.line import REFRESH_S, sharing_words, visitor_key
@@ -20,7 +21,7 @@ from r2mad.serving.visitor_runs import fork_saved, readable
 from r2mad.serving.visitors import VisitorHandlers
 from r2mad.settings.config import bounds
 from r2mad.steer.fork import Change, ForkSpec, live_usage, parse_changes
-from r2mad.text import EDIT_CHARS, FIELD_CHARS
+from r2mad.text import FIELD_CHARS
 from r2mad.types import Transcript
 from r2mad.ui.api import USER_ERRORS
 from r2mad.ui.errors import sentence

@@ -10,7 +10,8 @@ from typing import Any, Sequence
 
 import gradio as gr
 
-from r2mad.human import NOTE_CHARS, Interjection, Moderator, parse
+from r2mad.budget import NOTE_CHARS, admit, notes_full
+from r2mad.human import Interjection, Moderator, parse
 from r2mad.settings.config import bounds
 from r2mad.text import clip
 from r2mad.types import Transcript
@@ -64,7 +65,11 @@ def send(services: Any, line: str, session: str) -> tuple[str, str]:
     with services._lock:
         if session not in services._active:
             return line, "**Not sent:** no debate is running here; a note reaches a running debate between rounds."
+        carried = services.noted.get(session, 0)  # the debate's loop holds the bound; this says it at Send
+        if admit([found.text], carried)[1]:
+            return line, f"**Not sent:** {html.escape(notes_full(carried, 1), quote=False)}"
         services.notes.setdefault(session, []).append(line)
+        services.noted[session] = carried + len(found.text)
     who = ("agent " + ", ".join(str(a + 1) for a in found.to) if found.to else
            f"agent {found.seat + 1}'s turn, written by you" if found.seat is not None else "every agent")
     return "", f"Sent — reaches {who} before the next round: “{html.escape(clip(found.text, 60), quote=False)}”"
