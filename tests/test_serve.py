@@ -3,16 +3,13 @@ against the server on loopback, debates on a scripted OpenAI-compatible server; 
 run it saved."""
 from __future__ import annotations
 
-import http.client
 import json
-import urllib.error
-import urllib.parse
 
 import pytest
 
 from r2mad.methods import METHODS
 from testing.scripted_server import FakeServer, status
-from tests.helpers import scripted_config, serve_on_loopback, two_rounds
+from tests.helpers import post, scripted_config, serve_on_loopback, two_rounds
 
 PLANETS = "Which planet is largest?\nA) Mars\nB) Jupiter\nC) Venus"
 INSPECT_STYLE = ("Answer the following multiple choice question. The entire content of your response should be of "
@@ -33,26 +30,6 @@ def client(served):
     from openai import OpenAI
 
     return OpenAI(base_url=served[0], api_key="unused-on-loopback", max_retries=0)
-
-
-def post(url: str, body: bytes, headers: dict | None = None) -> tuple[int, dict, dict]:
-    """POST a body and read the answer, also when the server answers (413) before reading it all."""
-    where = urllib.parse.urlsplit(url + "/chat/completions")
-    conn = http.client.HTTPConnection(where.hostname, where.port, timeout=60)
-    try:
-        conn.putrequest("POST", where.path)
-        for name, value in {"content-type": "application/json", "content-length": str(len(body)),
-                            **(headers or {})}.items():
-            conn.putheader(name, value)
-        conn.endheaders()
-        try:
-            conn.send(body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the server refused the rest of the body; its answer is already on the way
-        response = conn.getresponse()
-        return response.status, dict(response.headers), json.loads(response.read())
-    finally:
-        conn.close()
 
 
 def test_models_lists_every_method_on_every_backbone(client, served):

@@ -10,11 +10,11 @@ import threading
 import pytest
 
 from testing.scripted_server import FakeServer, ok, status
-from tests.helpers import make_bank, scripted_config, serve_on_loopback, two_rounds
-from tests.test_serve import PLANETS, post
+from tests.helpers import make_bank, post, scripted_config, serve_on_loopback, two_rounds
 
 LONG_SUM = ("Three apples and four apples make seven apples, counted one by one and checked again twice over, "
             "so the total is \\boxed{7}")  # 20 words: a max_tokens of 16 cuts it
+PLANETS = "Which planet is largest?\nA) Mars\nB) Jupiter\nC) Venus"
 RACE = "What is 3 + 4 when two debates race?"
 ASSUMED = ("No answer kind was named, so the question was debated as math (the server's default); name one with "
            "\"kind\" in the body or ?kind= in the model name.")
