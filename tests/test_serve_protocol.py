@@ -87,6 +87,18 @@ def test_memory_turned_off_and_an_unapplied_stop_are_changes_in_the_header_and_t
     assert changes[2].startswith("Memory off: bank ") and "holds mcq cases but this question is math" in changes[2]
 
 
+def test_without_any_bank_r2mad_runs_with_memory_off_said_as_a_change(tmp_path):
+    import dataclasses
+
+    with FakeServer(responder=two_rounds) as backbone:
+        config = scripted_config(backbone.base_url, tmp_path / "var")
+        config = dataclasses.replace(config, app=dataclasses.replace(config.app, default_bank=None))
+        with serve_on_loopback(config) as (url, _):
+            got, changes, reply = ask(url, model="r2mad@fake", kind="math")
+    assert got == 200 and changes == reply["r2mad"]["changes"] == [
+        "Memory off: no memory bank was given; this runs without retrieved cases."]
+
+
 def test_the_content_is_the_answer_line_alone_and_the_rationale_is_reasoning(served):
     url, _, _, _ = served
     got, _, reply = ask(url, model="mad@fake", messages=[{"role": "user", "content": (

@@ -97,8 +97,8 @@ class Served:
         task, decided = task_for(asked, kind, settings.max_question_chars, self.kind)
         bank = None
         if needs_bank(choice.method):
-            bank = choice.bank or s.config.app.default_bank
-            if bank not in s.bank_choices():
+            bank = choice.bank or s.config.app.default_bank  # none at all: memory off, said as a change
+            if bank is not None and bank not in s.bank_choices():
                 raise ServeError(400, f"No bank {quoted(bank)} here; choose one of: "
                                       f"{', '.join(s.bank_choices()) or 'none'}.")
         owner = self.source if s.config.private_runs else None  # on a public Space: not any visitor's
