@@ -3,6 +3,7 @@ the caller's sampling settings, errors in OpenAI's shape with one sentence, repl
 debate's usage, and the runs and what was changed in an extra field. No I/O beyond reading the request."""
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -116,10 +117,15 @@ async def read_body(request: Request) -> dict[str, Any]:
         if size > MAX_BODY:
             raise too_big
         chunks.append(chunk)
+    return await asyncio.to_thread(parse_body, b"".join(chunks))  # up to 1 MB: parsed off the event loop
+
+
+def parse_body(raw: bytes) -> dict[str, Any]:
+    """A request body as a JSON object, refused in one sentence when it is not one or nests past MAX_DEPTH."""
     too_deep = ServeError(400, f"The request body nests deeper than {MAX_DEPTH} levels; send a plain chat "
                                "completion request.")
     try:
-        body = json.loads(b"".join(chunks) or b"null")
+        body = json.loads(raw or b"null")
     except RecursionError:
         raise too_deep from None
     except (ValueError, UnicodeDecodeError):
@@ -132,13 +138,13 @@ async def read_body(request: Request) -> dict[str, Any]:
 
 
 def depth(value: Any) -> int:
-    """How deeply JSON lists and objects nest in `value` (without recursion)."""
-    deepest, stack = 0, [(value, 1)]
+    """How deeply JSON lists and objects nest in `value` (without recursion; scalars are passed over)."""
+    deepest, stack = 0, [(value, 1)] if isinstance(value, (dict, list)) else []
     while stack:
         item, level = stack.pop()
-        if isinstance(item, (dict, list)):
-            deepest = max(deepest, level)
-            stack.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+        deepest = max(deepest, level)
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, level + 1) for child in children if isinstance(child, (dict, list)))
     return deepest
 
 
