@@ -163,3 +163,17 @@ def test_deep_or_malformed_json_is_a_400_in_one_sentence(served, body, problem):
     got, _, reply = post(url, body)
     assert got == 400 and reply["error"]["message"].startswith(problem) and "\n" not in reply["error"]["message"]
     assert backbone.hits == hits
+
+
+def test_a_stream_says_its_changes_in_the_header_and_its_last_chunk(served):
+    import httpx
+
+    body = {"model": "cot@fake", "stream": True, "max_tokens": 16,
+            "messages": [{"role": "user", "content": "What is 3 + 4?"}]}
+    with httpx.stream("POST", served[0] + "/chat/completions", json=body, timeout=60) as response:
+        header = json.loads(response.headers["x-r2mad-changes"])
+        chunks = [json.loads(line.removeprefix("data: ")) for line in response.iter_lines()
+                  if line.startswith("data: {")]
+    assert header == chunks[-1]["r2mad"]["changes"] == [ASSUMED]
+    assert [c["choices"][0]["finish_reason"] for c in chunks if c["choices"] and c["choices"][0]["finish_reason"]
+            ] == ["length"]
