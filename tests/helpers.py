@@ -301,6 +301,31 @@ def serve_on_loopback(config, *, key=None, key_required=False):
     return running()
 
 
+def post(url: str, body: bytes, headers: dict | None = None) -> tuple[int, dict, dict]:
+    """POST a body to the served model's /chat/completions (url ends /v1): (status, headers, JSON answer), also when
+    the server answers (413) before reading it all."""
+    import http.client
+    import json
+    import urllib.parse
+
+    where = urllib.parse.urlsplit(url + "/chat/completions")
+    conn = http.client.HTTPConnection(where.hostname, where.port, timeout=60)
+    try:
+        conn.putrequest("POST", where.path)
+        for name, value in {"content-type": "application/json", "content-length": str(len(body)),
+                            **(headers or {})}.items():
+            conn.putheader(name, value)
+        conn.endheaders()
+        try:
+            conn.send(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server refused the rest of the body; its answer is already on the way
+        response = conn.getresponse()
+        return response.status, dict(response.headers), json.loads(response.read())
+    finally:
+        conn.close()
+
+
 def harness_venv(name: str, *requirements: str):
     """The python of a virtual environment under var/ that holds an evaluation harness whose dependencies would
     change this project's pins (Inspect AI, lm-eval); created on first use with pip (from the package index), then

@@ -142,6 +142,8 @@ def test_bench_serve_prints_the_overhead_and_the_throughput(capsys):
     total = numbers(value(rows, "2 requests at once: all answered after"), 1)[0]
     per_min, ratio = numbers(value(rows, "2 requests at once: throughput"), 2)
     assert total > 0 and per_min == pytest.approx(2 / total * 60, rel=0.05)
+    as_n, times_one = numbers(value(rows, "one request with n=2"), 2)
+    assert as_n > 0 and times_one == pytest.approx(as_n / over_http, rel=0.05, abs=0.01)
 
 
 @slow

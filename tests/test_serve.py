@@ -3,16 +3,13 @@ against the server on loopback, debates on a scripted OpenAI-compatible server; 
 run it saved."""
 from __future__ import annotations
 
-import http.client
 import json
-import urllib.error
-import urllib.parse
 
 import pytest
 
 from r2mad.methods import METHODS
 from testing.scripted_server import FakeServer, status
-from tests.helpers import scripted_config, serve_on_loopback, two_rounds
+from tests.helpers import post, scripted_config, serve_on_loopback, two_rounds
 
 PLANETS = "Which planet is largest?\nA) Mars\nB) Jupiter\nC) Venus"
 INSPECT_STYLE = ("Answer the following multiple choice question. The entire content of your response should be of "
@@ -35,26 +32,6 @@ def client(served):
     return OpenAI(base_url=served[0], api_key="unused-on-loopback", max_retries=0)
 
 
-def post(url: str, body: bytes, headers: dict | None = None) -> tuple[int, dict, dict]:
-    """POST a body and read the answer, also when the server answers (413) before reading it all."""
-    where = urllib.parse.urlsplit(url + "/chat/completions")
-    conn = http.client.HTTPConnection(where.hostname, where.port, timeout=60)
-    try:
-        conn.putrequest("POST", where.path)
-        for name, value in {"content-type": "application/json", "content-length": str(len(body)),
-                            **(headers or {})}.items():
-            conn.putheader(name, value)
-        conn.endheaders()
-        try:
-            conn.send(body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the server refused the rest of the body; its answer is already on the way
-        response = conn.getresponse()
-        return response.status, dict(response.headers), json.loads(response.read())
-    finally:
-        conn.close()
-
-
 def test_models_lists_every_method_on_every_backbone(client, served):
     names = {m.id for m in client.models.list()}
     assert {f"{m}@fake" for m in METHODS} <= names and "r2mad@smollm2-135m" in names
@@ -70,8 +47,9 @@ def test_a_chat_completion_is_a_saved_debate_with_its_usage(client, served):
     t = record.transcript
     assert record.source == "serve" and t.task.options == (("A", "Mars"), ("B", "Jupiter"), ("C", "Venus"))
     assert t.task.question == "Which planet is largest?" and len(t.rounds) == 2 and t.final.value == "B"
-    content = reply.choices[0].message.content
-    assert content.endswith("\n\nThe answer is (B).") and "3 of 3 agents chose B in round 1" in content
+    message = reply.choices[0].message
+    assert message.content == "The answer is (B)." and reply.choices[0].finish_reason == "stop"
+    assert "3 of 3 agents chose B in round 1" in message.model_extra["reasoning_content"]
     usage = t.usage()
     assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (usage.tokens_in, usage.tokens_out) != (0, 0)
     extra = reply.model_extra["r2mad"]
@@ -87,10 +65,10 @@ def test_the_answer_comes_in_the_form_the_prompt_asks_for(client, served):
     assert record.question == "Which planet is largest?"  # the harness's instruction is not debated
     math = client.chat.completions.create(model="cot@fake?kind=math", messages=[
         {"role": "user", "content": "What is 3 + 4? Put the final answer in \\boxed{}."}])
-    assert math.choices[0].message.content.endswith("The answer is \\boxed{7}.")
+    assert math.choices[0].message.content == "The answer is \\boxed{7}."
     hashes = client.chat.completions.create(model="mad@fake", extra_body={"kind": "math"}, messages=[
         {"role": "user", "content": "What is 3 + 4?\nEnd your reply with #### and the number."}])
-    assert hashes.choices[0].message.content.endswith("\n\n#### 7")
+    assert hashes.choices[0].message.content == "#### 7"
     assert served[1].store.list_runs(limit=1)[0].question == "What is 3 + 4?"
 
 
@@ -99,10 +77,10 @@ def test_streaming_sends_each_round_as_reasoning_then_the_answer(client, served)
                                                  stream=True, stream_options={"include_usage": True}))
     reasoning = [c.choices[0].delta.model_extra.get("reasoning_content") for c in chunks if c.choices]
     rounds = [text for text in reasoning if text]
-    assert [text.splitlines()[0].split(" (")[0] for text in rounds] == ["Round 0", "Round 1"]
+    assert [text.splitlines()[0].split(" (")[0] for text in rounds[:-1]] == ["Round 0", "Round 1"]
     assert "Agent 1 -> A: Mars is red. A" in rounds[0]
     content = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
-    assert content.endswith("The answer is (B).")
+    assert content == "The answer is (B)." and rounds[-1].startswith("mad on fake, 2 rounds: 3 of 3 agents chose B")
     last = chunks[-1]
     run_id = last.model_extra["r2mad"]["run_ids"][0]
     usage = served[1].store.get_run(run_id).transcript.usage()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from r2mad.methods import METHODS
-from r2mad.serving.chat_prompt import Asked, read_prompt, reply_content, round_text, task_for
+from r2mad.serving.chat_prompt import Asked, rationale, read_prompt, reply_content, round_text, task_for
 from r2mad.serving.model_names import ModelChoice, model_ids, parse_model
 from r2mad.settings.config import ConfigError, load_config
 from tests.helpers import grid_debate
@@ -31,7 +31,8 @@ def test_the_question_its_options_and_the_answer_form(text, asked):
 
 def test_a_kind_is_passed_on_and_checked():
     mcq = read_prompt("Which?\nA) x\nB) y")
-    assert task_for(mcq, None, 4000).kind == "mcq" and task_for(Asked("What is 2+2?"), "math", 4000).kind == "math"
+    assert task_for(mcq, None, 4000)[0].kind == "mcq"
+    assert task_for(Asked("What is 2+2?"), "math", 4000)[0].kind == "math"
     with pytest.raises(ValueError, match="kind is mcq but no options were found"):
         task_for(Asked("What is 2+2?"), "mcq", 4000)
     with pytest.raises(ConfigError, match="Unknown answer kind 'poem'"):
@@ -51,10 +52,28 @@ def test_model_names():
             parse_model(name, config)
 
 
-def test_the_reply_is_a_short_rationale_then_the_answer_in_the_form_asked():
+def test_the_reply_is_the_answer_line_alone_and_the_rationale_is_reasoning():
     t = grid_debate([["A", "B", "B"], ["B", "B", "A"]], texts={(1, 0): "Jupiter is biggest. Answer: ((B))"})
-    assert reply_content(t, "answer-line") == ("mad on b, 2 rounds: 2 of 3 agents chose B in round 1. "
-                                               "Agent 1: Jupiter is biggest. answer - B\n\nANSWER: B")
-    assert reply_content(t, "plain").endswith("\n\nThe answer is (B).")
+    assert rationale(t) == ("mad on b, 2 rounds: 2 of 3 agents chose B in round 1. "
+                            "Agent 1: Jupiter is biggest. answer - B")
+    assert reply_content(t, "answer-line") == "ANSWER: B" and reply_content(t, "plain") == "The answer is (B)."
     assert round_text(t.rounds[0]).split("\n") == ["Round 0 (consensus 0.00)", "Agent 1 -> A: r0a0 A",
                                                     "Agent 2 -> B: r0a1 B", "Agent 3 -> B: r0a2 B", "", ""]
+
+
+@pytest.mark.parametrize("asked, named, default, kind, assumed", [
+    (Asked("Natalia sold 48 clips in April and half as many in May. How many in all?"), None, "math", "math", True),
+    (Asked("Is the sky blue?"), None, "yesno", "yesno", True),  # `serve --kind yesno`
+    (Asked("Which?", (("A", "x"), ("B", "y"))), None, "math", "mcq", False),  # options found
+    (Asked("Who wrote Hamlet?"), "short", "math", "short", False),  # named by the body or the model name
+])
+def test_the_kind_named_wins_then_options_then_the_served_default(asked, named, default, kind, assumed):
+    task, changes = task_for(asked, named, 4000, default)
+    assert task.kind == kind
+    assert changes == ([f"No answer kind was named, so the question was debated as {kind} (the server's default); "
+                        "name one with \"kind\" in the body or ?kind= in the model name."] if assumed else [])
+
+
+def test_options_under_another_named_kind_stay_in_the_question():
+    task, _ = task_for(Asked("Which is larger?", (("A", "3"), ("B", "5"))), "math", 4000)
+    assert (task.kind, task.question, task.options) == ("math", "Which is larger?\nA) 3\nB) 5", ())

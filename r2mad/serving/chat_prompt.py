@@ -1,9 +1,8 @@
 """A chat request read as a debate's question, and a finished debate written back as a chat reply: the options
 written as "A) ..." lines, the answer form a harness's prompt asks for ("ANSWER: $LETTER", \\boxed{}, "####"),
-the final answer in that form after a short rationale, and each round as reasoning text. Pure functions."""
+the final answer alone in that form, and the rationale and each round as reasoning text. Pure functions."""
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +21,7 @@ FORMS = (("answer-line", re.compile(r"ANSWER\s*:\s*\$")), ("boxed", re.compile(r
 INSTRUCTION_CHARS = 400  # a paragraph with a "$LETTER"-like placeholder and no longer than this is an instruction
 PLACEHOLDER = re.compile(r"\$[A-Z]{3,}")
 RATIONALE_CHARS = 300
+DEFAULT_KIND = "math"  # a served question without options or a named kind
 
 
 @dataclass(frozen=True)
@@ -117,19 +117,24 @@ def known_kinds() -> tuple[str, ...]:
     return KIND_NAMES
 
 
-def task_for(asked: Asked, kind: str | None, max_chars: int) -> Task:
-    """The debate's task: multiple choice when options were found; `kind` (from the request or the model name)
-    sets the answer kind and is passed on as given."""
-    task = task_from_input(asked.question, asked.options or None, None, max_chars=max_chars)
-    kind = (kind or "").strip()
-    if not kind or kind == task.kind:
-        return task
+def task_for(asked: Asked, kind: str | None, max_chars: int, default: str = DEFAULT_KIND) -> tuple[Task, list[str]]:
+    """The debate's task, and what was decided for the caller. A kind the request names (its body, then its model
+    name) wins; without one, options found make it multiple choice, else it is the served default (math unless
+    `serve --kind` says otherwise), said as a change. Options under another named kind stay in the question."""
+    named = (kind or "").strip()
+    kind = named or ("mcq" if asked.options else default)
     if kind not in known_kinds():
         raise ConfigError(f"Unknown answer kind {quoted(kind)}; use one of: {', '.join(known_kinds())}.")
-    if kind == "mcq" and not task.options:
+    if kind == "mcq" and not asked.options:
         raise ValueError("kind is mcq but no options were found; write each option on its own line as "
                          "'A) text'.")
-    return dataclasses.replace(task, kind=kind)
+    changes = [] if named or asked.options else [
+        f"No answer kind was named, so the question was debated as {kind} (the server's default); name one with "
+        "\"kind\" in the body or ?kind= in the model name."]
+    if kind == "mcq":
+        return task_from_input(asked.question, asked.options, None, max_chars=max_chars, kind=kind), changes
+    question = "\n".join([asked.question, *(f"{letter}) {text}" for letter, text in asked.options)])
+    return task_from_input(question, None, None, max_chars=max_chars, kind=kind), changes
 
 
 def answer_line(value: str | None, kind: str, form: str) -> str:
@@ -174,8 +179,9 @@ def rationale(t: Transcript) -> str:
 
 
 def reply_content(t: Transcript, form: str) -> str:
-    """The reply: a short rationale, then the final answer in the form the caller asked for."""
-    return f"{rationale(t)}\n\n{answer_line(t.final.value, t.task.kind, form)}"
+    """The reply's content: the final answer alone, in the form the caller asked for (the rationale goes to
+    reasoning_content, so that a harness reading the content finds no other number)."""
+    return answer_line(t.final.value, t.task.kind, form)
 
 
 def round_text(rnd: Round) -> str:

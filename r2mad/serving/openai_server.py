@@ -16,17 +16,29 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from r2mad.engine.service import RunRequest
 from r2mad.methods import needs_bank
-from r2mad.serving.chat_prompt import last_user_text, read_prompt, reply_content, round_text, task_for
+from r2mad.serving.chat_prompt import (
+    DEFAULT_KIND,
+    last_user_text,
+    rationale,
+    read_prompt,
+    reply_content,
+    round_text,
+    task_for,
+)
 from r2mad.serving.model_names import ModelChoice, model_ids, parse_model
 from r2mad.serving.openai_wire import (
     APP,
     ServeError,
     as_error,
+    changes_header,
     chunk,
     extras,
     failure,
+    finish_reason,
+    memory_changes,
     read_body,
     reply,
+    sampling,
     scrubbing_route,
     usage_of,
     whole_n,
@@ -42,10 +54,13 @@ Done = list[tuple[str, Transcript]]  # (run id, transcript) per debate
 
 class Served:
     """What the routes serve from: the app's process-wide services (r2mad/serving/services.py) and the key callers
-    must send (None: no key, allowed only on loopback; `key_required` with no key refuses every request)."""
+    must send (None: no key, allowed only on loopback; `key_required` with no key refuses every request), and the
+    answer kind of a question that names none and has no options (`serve --kind`)."""
 
-    def __init__(self, services, *, key: str | None, key_required: bool, source: str = "serve"):
+    def __init__(self, services, *, key: str | None, key_required: bool, source: str = "serve",
+                 kind: str = DEFAULT_KIND):
         self.services, self.key, self.key_required, self.source = services, key or None, key_required, source
+        self.kind = kind
         self.tasks: set[asyncio.Task] = set()  # debates still running after their caller left
 
     def check_key(self, request: Request) -> None:
@@ -66,22 +81,30 @@ class Served:
         except ConfigError as exc:
             raise ServeError(404, str(exc), code="model_not_found") from None
 
-    def request_for(self, body: dict[str, Any], choice: ModelChoice, index: int) -> RunRequest:
+    def request_for(self, body: dict[str, Any], choice: ModelChoice, index: int) -> tuple[RunRequest, list[str]]:
+        """The request's `index`-th debate, and the changes made to what the caller asked."""
         s = self.services
-        settings = choice.settings(s.config.settings)
-        if index and settings.seed is not None:
-            settings = settings.replace(seed=settings.seed + index)  # n debates, not n copies of one
+        asked_sampling, changes = sampling(body)
+        try:
+            settings = choice.settings(s.config.settings).replace(**asked_sampling)
+        except ConfigError as exc:
+            raise ServeError(400, str(exc).removeprefix("settings.")) from None
+        if index and settings.seed is not None:  # n debates, not n copies of one
+            settings = settings.replace(seed=(settings.seed + index) % 2**31)
         asked = read_prompt(last_user_text(body.get("messages")))
-        task = task_for(asked, body.get("kind") or choice.kind, settings.max_question_chars)
+        kind = body.get("kind") or choice.kind
+        if not isinstance(kind, (str, type(None))):
+            raise ServeError(400, f"kind is {type(kind).__name__}; send the answer kind as text (math, mcq, ...).")
+        task, decided = task_for(asked, kind, settings.max_question_chars, self.kind)
         bank = None
         if needs_bank(choice.method):
-            bank = choice.bank or s.config.app.default_bank
-            if bank not in s.bank_choices():
+            bank = choice.bank or s.config.app.default_bank  # none at all: memory off, said as a change
+            if bank is not None and bank not in s.bank_choices():
                 raise ServeError(400, f"No bank {quoted(bank)} here; choose one of: "
                                       f"{', '.join(s.bank_choices()) or 'none'}.")
         owner = self.source if s.config.private_runs else None  # on a public Space: not any visitor's
         return RunRequest(task, (choice.method,), settings, choice.backbone, source=self.source, bank=bank,
-                          owner=owner)
+                          owner=owner), decided + changes
 
     async def debate(self, request: RunRequest, on_round, on_open) -> tuple[str, Transcript]:
         """One debate through the app's line and run service; (run id, transcript)."""
@@ -105,15 +128,17 @@ class Served:
 
 async def run_all(served: Served, requests: list[RunRequest], on_round: Callable[[int, Round], None],
                   on_open: Callable[[str], None]) -> Done:
-    """The request's debates one after another (each waits in the line); a debate that did not finish stops
-    them with an error naming its saved run."""
-    done: Done = []
-    for i, request in enumerate(requests):
-        run_id, t = await served.debate(request, lambda rnd, i=i: on_round(i, rnd),
-                                        lambda ids: on_open(next(iter(ids.values()))))
-        done.append((run_id, t))
-        if (error := failure(run_id, t)) is not None:
-            raise error
+    """The request's debates at once (each its own entry in the line); once all have ended, a debate that did not
+    finish is an error naming its saved run."""
+    async def one(i: int, request: RunRequest) -> tuple[str, Transcript]:
+        return await served.debate(request, lambda rnd: on_round(i, rnd),
+                                   lambda ids: on_open(next(iter(ids.values()))))
+    done = await asyncio.gather(*(one(i, r) for i, r in enumerate(requests)), return_exceptions=True)
+    for item in done:
+        if isinstance(item, BaseException):
+            raise item
+    if (error := next(filter(None, (failure(run_id, t) for run_id, t in done)), None)) is not None:
+        raise error
     return done
 
 
@@ -136,26 +161,31 @@ def make_router(served: Served) -> APIRouter:
             served.check_key(request)
             body = await read_body(request)
             choice, n = served.choice(body.get("model")), whole_n(body)
-            requests = [served.request_for(body, choice, i) for i in range(n)]
+            planned = [served.request_for(body, choice, i) for i in range(n)]
+            requests, changes = [r for r, _ in planned], planned[0][1]
             model, form = str(body["model"]), read_prompt(last_user_text(body.get("messages"))).form
         except Exception as exc:  # noqa: BLE001 - every refusal in OpenAI's shape
             return as_error(exc).response()
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            return await stream(served, requests, model, form, include_usage)
+            return await stream(served, requests, model, form, include_usage, changes)
         try:
             done = await run_all(served, requests, lambda i, rnd: None, lambda run_id: None)
         except Exception as exc:  # noqa: BLE001
             return as_error(exc).response()
-        return JSONResponse(reply(model, form, done), headers={"x-r2mad-run-id": ",".join(i for i, _ in done)})
+        changes = changes + memory_changes([t for _, t in done])
+        return JSONResponse(reply(model, form, done, changes),
+                            headers={"x-r2mad-run-id": ",".join(i for i, _ in done), **changes_header(changes)})
 
     return router
 
 
-async def stream(served: Served, requests: list[RunRequest], model: str, form: str, include_usage: bool):
-    """Server-sent events: each finished round as reasoning text, then the answer. The response starts once the
-    first debate is saved (its id in the header); a refusal before that is a plain error response. The debates
-    go on, and are saved, when the caller leaves."""
+async def stream(served: Served, requests: list[RunRequest], model: str, form: str, include_usage: bool,
+                 changes: list[str]):
+    """Server-sent events: each finished round as reasoning text, then the rationale, then the answer. The response
+    starts once the first debate is saved (its id and the changes known then in the headers); a refusal before
+    that is a plain error response. The last chunk's extra field holds every change. The debates go on, and are
+    saved, when the caller leaves."""
     events: asyncio.Queue = asyncio.Queue()
     opened: asyncio.Future = asyncio.get_running_loop().create_future()
 
@@ -193,14 +223,17 @@ async def stream(served: Served, requests: list[RunRequest], model: str, form: s
                 yield f"data: {json.dumps(item.body(), ensure_ascii=False)}\n\n"
                 break
             for i, (_, t) in enumerate(item):
+                yield chunk(cid, model, created, {"reasoning_content": rationale(t)}, index=i)
                 yield chunk(cid, model, created, {"content": reply_content(t, form)}, index=i)
-                yield chunk(cid, model, created, {}, index=i, finish="stop")
+                yield chunk(cid, model, created, {}, index=i, finish=finish_reason(t))
             usage = {"usage": usage_of([t for _, t in item])} if include_usage else {}
-            yield chunk(cid, model, created, None, **{APP: extras(item)}, **usage)
+            every = changes + memory_changes([t for _, t in item])
+            yield chunk(cid, model, created, None, **{APP: extras(item, every)}, **usage)
             break
         yield "data: [DONE]\n\n"
     return StreamingResponse(sse(), media_type="text/event-stream",
-                             headers={"x-r2mad-run-id": run_id, "cache-control": "no-cache"})
+                             headers={"x-r2mad-run-id": run_id, "cache-control": "no-cache",
+                                      **changes_header(changes)})
 
 
 def create_app(served: Served) -> FastAPI:

@@ -1,9 +1,10 @@
 """The OpenAI wire format of the served model (r2mad/serving/openai_server.py): request bodies read within bounds,
-errors in OpenAI's shape with one sentence, replies and stream chunks with the whole debate's usage and the runs
-in an extra field, and the route class through whose scrub every response leaves. No I/O beyond reading the
-request."""
+the caller's sampling settings, errors in OpenAI's shape with one sentence, replies and stream chunks with the whole
+debate's usage, the runs and what was changed in an extra field, and the route class through whose scrub every
+response leaves. No I/O beyond reading the request."""
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -16,7 +17,7 @@ from fastapi.routing import APIRoute
 from r2mad.backends.base import BackendError
 from r2mad.engine.admission import Refused
 from r2mad.runs.faults import StoreError
-from r2mad.serving.chat_prompt import reply_content
+from r2mad.serving.chat_prompt import rationale, reply_content
 from r2mad.serving.compact import compact
 from r2mad.settings.config import ConfigError
 from r2mad.types import Transcript
@@ -24,6 +25,11 @@ from r2mad.types import Transcript
 log = logging.getLogger("r2mad.serve")
 MAX_BODY = 1_000_000  # bytes of one request
 MAX_N = 8  # debates one request may ask for
+MAX_DEPTH = 64  # nesting levels of a request body (OpenAI's own bodies need a handful)
+# the caller's sampling fields -> the debate settings they set (max_tokens: per agent turn)
+SAMPLING = {"temperature": "temperature", "top_p": "top_p", "max_tokens": "max_tokens",
+            "max_completion_tokens": "max_tokens", "seed": "seed"}
+CHANGES_HEADER = "x-r2mad-changes"
 APP = "r2mad"  # the reply's own extra field and the models' owner, named after the app
 LIBRARY_ERRORS = (Refused, BackendError, ConfigError, ValueError, KeyError, StoreError)
 
@@ -84,13 +90,24 @@ def usage_of(transcripts: list[Transcript]) -> dict[str, int]:
     return {"prompt_tokens": tokens_in, "completion_tokens": tokens_out, "total_tokens": tokens_in + tokens_out}
 
 
-def extras(done: list[tuple[str, Transcript]]) -> dict[str, Any]:
-    """The extra field of a reply: the run ids, and each run's rounds and per-model usage."""
-    return {"run_ids": [run_id for run_id, _ in done], "runs": [compact(t, run_id) for run_id, t in done]}
+def extras(done: list[tuple[str, Transcript]], changes: list[str]) -> dict[str, Any]:
+    """The extra field of a reply: the run ids, each run's rounds and per-model usage, and what was changed."""
+    return {"run_ids": [run_id for run_id, _ in done], "runs": [compact(t, run_id) for run_id, t in done],
+            "changes": changes}
+
+
+def changes_header(changes: list[str]) -> dict[str, str]:
+    """The changes made to a request as a response header: a JSON list, ASCII-escaped."""
+    return {CHANGES_HEADER: json.dumps(changes)} if changes else {}
+
+
+def memory_changes(transcripts: list[Transcript]) -> list[str]:
+    """Why a method that reads a memory bank ran without one, once per reason."""
+    return list(dict.fromkeys(n for t in transcripts for n in t.notices if n.startswith("Memory off")))
 
 
 async def read_body(request: Request) -> dict[str, Any]:
-    """The JSON body, refused unread past MAX_BODY bytes."""
+    """The JSON body, refused unread past MAX_BODY bytes and nested past MAX_DEPTH levels."""
     declared = request.headers.get("content-length", "")
     too_big = ServeError(413, f"The request is over {MAX_BODY // 1_000_000} MB; send a shorter question.",
                          code="request_too_large")
@@ -102,13 +119,47 @@ async def read_body(request: Request) -> dict[str, Any]:
         if size > MAX_BODY:
             raise too_big
         chunks.append(chunk)
+    return await asyncio.to_thread(parse_body, b"".join(chunks))  # up to 1 MB: parsed off the event loop
+
+
+def parse_body(raw: bytes) -> dict[str, Any]:
+    """A request body as a JSON object, refused in one sentence when it is not one or nests past MAX_DEPTH."""
+    too_deep = ServeError(400, f"The request body nests deeper than {MAX_DEPTH} levels; send a plain chat "
+                               "completion request.")
     try:
-        body = json.loads(b"".join(chunks) or b"null")
+        body = json.loads(raw or b"null")
+    except RecursionError:
+        raise too_deep from None
     except (ValueError, UnicodeDecodeError):
         raise ServeError(400, "The request body is not JSON; send a chat completion request as JSON.") from None
     if not isinstance(body, dict):
         raise ServeError(400, "The request body is not a JSON object; send {\"model\": ..., \"messages\": [...]}.")
+    if depth(body) > MAX_DEPTH:
+        raise too_deep
     return body
+
+
+def depth(value: Any) -> int:
+    """How deeply JSON lists and objects nest in `value` (without recursion; scalars are passed over)."""
+    deepest, stack = 0, [(value, 1)] if isinstance(value, (dict, list)) else []
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, level + 1) for child in children if isinstance(child, (dict, list)))
+    return deepest
+
+
+def sampling(body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The debate settings the caller's sampling fields set, and what was not applied (`stop`); the debate's
+    settings check the values. Log probabilities are refused: a debate has no single sequence to score."""
+    if body.get("logprobs") or body.get("top_logprobs"):
+        raise ServeError(400, "logprobs cannot be served: a debate's reply is no single sampled sequence; "
+                              "leave logprobs out.", code="unsupported_parameter")
+    asked = {setting: body[name] for name, setting in SAMPLING.items() if body.get(name) is not None}
+    changes = ["stop was not applied: the agents reply in full and the reply is the debate's answer line."
+               ] if body.get("stop") else []
+    return asked, changes
 
 
 def whole_n(body: dict[str, Any]) -> int:
@@ -126,12 +177,22 @@ def chunk(cid: str, model: str, created: int, delta: dict | None, *, index: int 
     return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
-def reply(model: str, form: str, done: list[tuple[str, Transcript]]) -> dict[str, Any]:
-    """A chat completion: one choice per debate, the debates' usage, the runs in the extra field `r2mad`."""
+def finish_reason(t: Transcript) -> str:
+    """"length" when an agent's turn used its whole max_tokens (cut), else "stop"."""
+    limit = t.settings.get("max_tokens")
+    cut = limit and any(x.tokens_out >= limit for r in t.rounds for x in r.turns)
+    return "length" if cut else "stop"
+
+
+def reply(model: str, form: str, done: list[tuple[str, Transcript]], changes: list[str]) -> dict[str, Any]:
+    """A chat completion: one choice per debate (the answer line as content, the rationale as reasoning_content),
+    the debates' usage, the runs and the changes in the extra field `r2mad`."""
     return {"id": f"chatcmpl-{done[0][0]}", "object": "chat.completion", "created": int(time.time()), "model": model,
-            "choices": [{"index": i, "message": {"role": "assistant", "content": reply_content(t, form)},
-                         "finish_reason": "stop"} for i, (_, t) in enumerate(done)],
-            "usage": usage_of([t for _, t in done]), APP: extras(done)}
+            "choices": [{"index": i, "message": {"role": "assistant", "content": reply_content(t, form),
+                                                 "reasoning_content": rationale(t)},
+                         "finish_reason": finish_reason(t)} for i, (_, t) in enumerate(done)],
+            "usage": usage_of([t for _, t in done]), APP: extras(done, changes)}
+
 
 
 def scrubbing_route(scrub: Callable[[str], str]) -> type[APIRoute]:
