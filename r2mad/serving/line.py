@@ -58,11 +58,13 @@ def in_line(admission: Admission, config: Config, visitor: str, *, custom: bool 
             waiting: Callable[[Ticket], None] | None = None) -> Callable:
     """The line as the engine enters it for one visitor's request (VisitorResources' `admitted`): the request
     enters its lane (Refused says why not), `waiting` gets the ticket at once so a caller can show its place,
-    and the block runs once admitted; leaving counts the debate's time when it ran to its end."""
+    and the block runs once admitted (when its rounds are expected to end within its time limit); leaving counts
+    the debate's time, and its pace per round, when it ran to its end."""
     @contextlib.asynccontextmanager
     async def admitted(request) -> AsyncIterator[Ticket]:
         ticket = admission.enter(visitor, lane_of(config, [request.backbone, *request.agent_backbones],
-                                                  custom=custom))
+                                                  custom=custom),
+                                 rounds=request.settings.rounds, deadline_s=request.settings.deadline_s)
         try:
             if waiting is not None:
                 waiting(ticket)
