@@ -7,13 +7,17 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
+import threading
 
 import pytest
+import yaml
 
+from r2mad.backends import embedded
 from r2mad.engine.admission import Admission, Refused
 from r2mad.engine.resources import Given
 from r2mad.engine.service import RunRequest, StoreSink, start
 from r2mad.runs.store import RunStore
+from r2mad.serving.line import EMBEDDED, sharing_words
 from r2mad.settings.config import DebateSettings
 from r2mad.ui.render.states import outcome_line
 from tests.helpers import PLANET_MCQ, agent_of
@@ -106,3 +110,42 @@ def test_a_debate_that_would_not_end_in_time_even_alone_is_offered_fewer_rounds_
     assert str(refused.value) == ("A round takes about 10 s here now, so 6 rounds would not end within this debate's "
                                   "time limit of 50 s; choose 5 rounds or fewer, or try again later.")
     assert a.waiting_count() == 0 and a.running_count("cpu") == 0
+
+
+class LoadingProcess:
+    """Stands in for the model process: its load lasts until the test says so."""
+    loaded = threading.Event()
+
+    def __init__(self, path, n_ctx):
+        assert self.loaded.wait(10)  # a hang guard only
+
+
+def test_the_models_load_is_said_and_started_at_app_start(tmp_path, monkeypatch, config_dir):
+    from r2mad.engine.shared import Shared
+    from r2mad.serving.line import loading_words
+    from r2mad.settings.config import load_config
+
+    monkeypatch.setattr(embedded, "ModelProcess", LoadingProcess)
+    monkeypatch.setattr(embedded, "_processes", {})
+    monkeypatch.setattr(embedded, "_load_s", [])
+    monkeypatch.setattr(embedded, "smollm2_path", lambda: tmp_path / "model.gguf")
+    LoadingProcess.loaded.clear()
+    backbones = yaml.safe_load((config_dir / "backbones.yaml").read_text())
+    backbones["backbones"]["smollm2-135m"] = {"kind": "embedded"}
+    (config_dir / "backbones.yaml").write_text(yaml.safe_dump(backbones))
+    services = Shared(load_config(config_dir))
+    services.warm_model("smollm2-135m")  # what app.py does at start for the default (embedded) backbone
+    a = Admission({EMBEDDED: 2}, max_waiting=4)
+    for _ in range(1000):  # until the load has begun, bounded
+        if embedded.loading_s() is not None:
+            break
+        threading.Event().wait(0.01)
+    words = sharing_words(a, EMBEDDED)  # the running debate's reason line while it waits for the model
+    assert re.fullmatch(r"Loading the model, about (30|25) s \(once: later debates find it loaded\)\.", words), words
+    LoadingProcess.loaded.set()
+    for _ in range(1000):
+        if embedded.loading_s() is None:
+            break
+        threading.Event().wait(0.01)
+    assert loading_words() == "" and sharing_words(a, EMBEDDED) == ""
+    assert len(embedded._load_s) == 1  # the next load is estimated from this one's time
