@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from r2mad.backends import embedded
-from r2mad.engine.admission import Admission, Refused
+from r2mad.engine.admission import Admission, Refused, waiting_words
 from r2mad.engine.resources import Given
 from r2mad.engine.service import RunRequest, StoreSink, start
 from r2mad.runs.store import RunStore
@@ -93,10 +93,13 @@ def test_a_debate_that_would_not_end_in_time_beside_another_waits_with_an_estima
     bob = a.enter("bob", "cpu", rounds=3, deadline_s=50)  # beside ann: 3 x 20 s = 60 s, past its 50 s
     assert ann.running and bob.waiting and a.running_count("cpu") == 1  # held though a slot is free
     assert a.place(bob) == 1 and a.estimate_s(bob) == 30  # when ann's 30 s are over
+    assert waiting_words(1, a.estimate_s(bob), 0, held=a.held(bob)) == (
+        "Waiting in line: place 1 — starts in about 30 s, once fewer debates share the model, so that it ends "
+        "within its time limit · waited 0 s. Press Stop to leave the line.")
     cid = a.enter("cid", "cpu", rounds=1, deadline_s=50)  # would fit beside ann, but nobody passes bob
     assert cid.waiting and a.place(cid) == 2 and a.estimate_s(cid) == 30  # 1 x 20 s beside bob fits from then
     clock.now += 10
-    assert a.estimate_s(bob) == 20  # the estimate moves as the line does
+    assert a.estimate_s(bob) == 20 and not a.held(cid)  # the estimate moves as the line does
     clock.now += 20
     ann.rounds_run = 3
     a.leave(ann, measured=True)  # 30 s for 3 rounds alone: the pace stays 10 s

@@ -182,6 +182,12 @@ class Admission:
             return 0
         return self.lanes[ticket.lane].order().index(ticket) + 1
 
+    def held(self, ticket: Ticket) -> bool:
+        """Whether this debate waits though a slot is free: at the head of the line, it would not end within
+        its time limit beside the debates running (see _advance)."""
+        x = self.lanes[ticket.lane]
+        return ticket.waiting and len(x.running) < x.slots and self.place(ticket) == 1
+
     def mean_duration(self, lane: str) -> float | None:
         """The mean duration of the lane's recent debates that ran to their end; None before the first."""
         d = self.lanes[lane].durations
@@ -252,9 +258,11 @@ def about(seconds: float) -> str:
 
 
 def waiting_words(place: int, estimate_s: float | None, waited_s: float, skip_hint: str = "", *,
-                  leave: str = "Press Stop to leave the line") -> str:
-    """The status of a debate in line, in one line: place, estimate (only from a measurement), time waited,
-    how to `leave` and, where one is open to the visitor, a backbone that skips the line."""
+                  leave: str = "Press Stop to leave the line", held: bool = False) -> str:
+    """The status of a debate in line, in one line: place, estimate (only from a measurement), why it waits
+    though a slot is free (`held`: Admission.held), time waited, how to `leave` and, where one is open to the
+    visitor, a backbone that skips the line."""
     eta = f" — starts in {about(estimate_s)}" if estimate_s is not None else ""
+    eta += ", once fewer debates share the model, so that it ends within its time limit" if held else ""
     hint = f"; or {skip_hint} to skip the line" if skip_hint else ""
     return f"Waiting in line: place {place}{eta} · waited {waited_s:.0f} s. {leave}{hint}."
