@@ -144,7 +144,7 @@ def test_the_models_load_is_said_and_started_at_app_start(tmp_path, monkeypatch,
             break
         threading.Event().wait(0.01)
     words = sharing_words(a, EMBEDDED)  # the running debate's reason line while it waits for the model
-    assert re.fullmatch(r"Loading the model, about (30|25) s \(once: later debates find it loaded\)\.", words), words
+    assert re.fullmatch(r"Loading the model, about (15|10) s \(once: later debates find it loaded\)\.", words), words
     LoadingProcess.loaded.set()
     for _ in range(1000):
         if embedded.loading_s() is None:

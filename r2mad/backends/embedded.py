@@ -155,7 +155,9 @@ class ModelProcess:
 
 _processes: dict[tuple[Path, int], ModelProcess] = {}
 _starting = threading.Lock()  # one process per model, however many calls ask for it at once
-LOAD_GUESS_S = 30.0  # what a load is expected to take before this process has timed one (a busy CPU: longer)
+# what a load is expected to take before this process has timed one: SmolLM2's took 2.3 s here at a load
+# average of 11 on 2 cores; a Space's cold disk has taken about two minutes (issue 52), and the words say so
+LOAD_GUESS_S = 15.0
 _loading: dict[tuple[Path, int], float] = {}  # models loading now -> when their load began (time.monotonic)
 _load_s: list[float] = []  # how long this process's loads took, the last one the next one's estimate
 
