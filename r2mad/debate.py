@@ -15,7 +15,7 @@ from r2mad.grading.answers import consensus_ratio, is_correct, is_unanimous, plu
 from r2mad.grading.judge import Judge
 from r2mad.grading.kinds import kind_of
 from r2mad.grading.offloop import extract, settle
-from r2mad.grading.outcome import DISSENT, dissent_line, outcome, undecided_line
+from r2mad.grading.outcome import DISSENT, dissent_line, outcome, stopped_for_time, undecided_line
 from r2mad.guard import guard_answer
 from r2mad.human import HUMAN, Interjection, Moderator, note_calls, with_notes
 from r2mad.methods.base import ABSTAINED, Agent, EventSink, Method, RoundContext, seed_for
@@ -33,13 +33,6 @@ from r2mad.types import (
 )
 
 OVERRUN = 1.5  # a round under way at the time limit may finish until this many times the limit, then it is cut
-TIME_LIMIT = "to stay within the time limit"  # the closing notice of a debate stopped for time (stopped_for_time)
-
-
-def stopped_for_time(done: int, last: int, deadline_s: float) -> str:
-    """The notice of a debate that ended early to keep to its time limit: its answer is round `done`'s vote."""
-    return f"Stopped after round {done} of {last} {TIME_LIMIT} of {deadline_s:g} s; the answer is round {done}'s vote."
-
 
 class Debate:
     """`backend` (named `backbone`) answers for every agent and makes the auxiliary calls; `agent_backends`,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from r2mad.debate import TIME_LIMIT
 from r2mad.grading.answers import plurality_vote, same_answer
+from r2mad.grading.outcome import TIME_LIMIT
 from r2mad.grading.verdicts import how_graded
 from r2mad.methods import REGISTRY, needs_bank
 from r2mad.text import clip
