@@ -15,11 +15,13 @@ from r2mad.ui.serving import launch
 
 def serve(config, *, port: int | None = None, block: bool = True, warm: bool = True):
     """Build, queue and launch the app with the production settings; returns the running Blocks.
-    `warm` opens the default memory bank in the background, so the first visitor finds it ready."""
+    `warm` opens the default memory bank and loads the default (embedded) model in the background, so the first
+    visitor finds them ready."""
     scrub_logs(env_secrets(config))  # the log is a way out too: no key, no token in it
     demo = build_app(config, secrets=env_secrets(config))
     if warm:
         demo.r2mad_services.warm(config.app.default_bank)
+        demo.r2mad_services.warm_model(config.default_backbone)
     if config.app.persist_repo:  # no persistent disk: runs live in a private dataset repo as well
         from r2mad.runs.backup import start_backup
         demo.r2mad_backup = start_backup(demo.r2mad_services.store, config.app.persist_repo,

@@ -16,7 +16,7 @@ from r2mad.grading.answers import consensus_ratio, is_correct, is_unanimous, plu
 from r2mad.grading.judge import Judge
 from r2mad.grading.kinds import kind_of
 from r2mad.grading.offloop import extract, settle
-from r2mad.grading.outcome import DISSENT, dissent_line, outcome, undecided_line
+from r2mad.grading.outcome import DISSENT, dissent_line, outcome, stopped_for_time, undecided_line
 from r2mad.guard import guard_answer
 from r2mad.human import HUMAN, Interjection, Moderator, admitted, note_calls, person_chars, with_notes
 from r2mad.methods.base import ABSTAINED, Agent, EventSink, Method, RoundContext, seed_for
@@ -33,6 +33,7 @@ from r2mad.types import (
     to_dict,
 )
 
+OVERRUN = 1.5  # a round under way at the time limit may finish until this many times the limit, then it is cut
 
 class Debate:
     """`backend` (named `backbone`) answers for every agent and makes the auxiliary calls; `agent_backends`,
@@ -59,6 +60,7 @@ class Debate:
         self.answered: list[Answer] = []  # the round's answers so far, settled with each other as they arrive
         self.judge = judge
         self.judged: list[Judged] = []  # the judge's verdicts on this debate's undecided pairs
+        self.round_seconds: list[float] = []  # how long each live round took, the estimate of the next
 
     async def run(self, task: Task, *, replay: Sequence[Round] = (), notices: tuple[str, ...] = (),
                   steer: Sequence[Any] = ()) -> Transcript:
@@ -86,9 +88,15 @@ class Debate:
         stored = 0  # the characters the rounds so far store
         for text in (*notices, *prepared):
             self.notice(text, 0)
+        deadline = self._t0 + self.settings.deadline_s
+        last = self.method.n_rounds() - 1
         try:
-            async with asyncio.timeout(self.settings.deadline_s):
-                for t in range(self.method.n_rounds()):
+            for t in range(self.method.n_rounds()):
+                if t >= len(replay) and (why := self._no_time_for(t, deadline, last)):
+                    self.notice(why, t - 1)
+                    break
+                began = time.monotonic()
+                async with asyncio.timeout_at(self._cut_at()):
                     if t < len(replay):
                         rnd = self._adopt(replay[t])
                         calls = await self._settle([x.answer for x in rnd.turns], t)
@@ -96,29 +104,35 @@ class Debate:
                     else:
                         said = await self.moderator(self.transcript(), t) if self.moderator and t else ()
                         rnd = await self._round(t, tuple(steer) if t == len(replay) else (), self._admit(said, t))
-                    self.rounds.append(rnd)
-                    stored += stored_chars(rnd)
-                    self.emit(Event("round_end", t, None, {"consensus": rnd.consensus,
-                                                           "answers": [str(x.answer) for x in rnd.turns]}))
-                    answers = [turn.answer for turn in rnd.turns]
-                    if all(turn.error for turn in rnd.turns):
-                        status = "failed"
-                        self.notice(f"Round {t}: every agent's call failed ({rnd.turns[0].error})", t)
-                        break
-                    if (self.settings.early_stop and t < self.method.n_rounds() - 1
-                            and is_unanimous(answers, task, self.judged)):
-                        self.notice(f"All agents agree after round {t}; stopping early.", t)
-                        break
-                    if t < self.method.n_rounds() - 1 and (why := self.method.stop_after(task, rnd.turns)):
-                        self.notice(why, t)
-                        break
-                    if t < self.method.n_rounds() - 1 and (full := stored_full(stored)):  # budget.STORED_CHARS
-                        self.notice(full, t)
-                        break
-        except TimeoutError:
-            status = "failed"
-            self.notice(f"The debate ran past its deadline of {self.settings.deadline_s:g} s; "
-                         "raise deadline_s or use fewer rounds.", len(self.rounds))
+                self.rounds.append(rnd)
+                stored += stored_chars(rnd)
+                if t >= len(replay):
+                    self.round_seconds.append(time.monotonic() - began)
+                self.emit(Event("round_end", t, None, {"consensus": rnd.consensus,
+                                                       "answers": [str(x.answer) for x in rnd.turns]}))
+                answers = [turn.answer for turn in rnd.turns]
+                if all(turn.error for turn in rnd.turns):
+                    status = "failed"
+                    self.notice(f"Round {t}: every agent's call failed ({rnd.turns[0].error})", t)
+                    break
+                if (self.settings.early_stop and t < last
+                        and is_unanimous(answers, task, self.judged)):
+                    self.notice(f"All agents agree after round {t}; stopping early.", t)
+                    break
+                if t < last and (why := self.method.stop_after(task, rnd.turns)):
+                    self.notice(why, t)
+                    break
+                if t < last and (full := stored_full(stored)):  # budget.STORED_CHARS
+                    self.notice(full, t)
+                    break
+        except TimeoutError:  # a round ran far past the time limit: end with the rounds that finished
+            if self.rounds:
+                self.notice(stopped_for_time(self.rounds[-1].index, last, self.settings.deadline_s), len(self.rounds))
+            else:
+                status = "failed"
+                self.notice(f"Round 0 did not finish within {OVERRUN:g} times the time limit of "
+                            f"{self.settings.deadline_s:g} s; the model is busy, so try again later or use fewer "
+                            "agents.", 0)
         except asyncio.CancelledError:
             self.emit(Event("final", None, None, {"status": "cancelled"}))
             raise
@@ -128,6 +142,18 @@ class Debate:
         self.emit(Event("final", None, None, {"status": status, "answer": str(transcript.final),
                                               "correct": transcript.correct}))
         return transcript
+
+    def _no_time_for(self, t: int, deadline: float, last: int) -> str | None:
+        """Why round `t` is not started: taking as long as the round before it, it would end past the
+        time limit (rounds that end in time are never thrown away for it)."""
+        if self.round_seconds and time.monotonic() + self.round_seconds[-1] > deadline:
+            return stopped_for_time(self.rounds[-1].index, last, self.settings.deadline_s)
+        return None
+
+    def _cut_at(self) -> float:
+        """When a round still running is cut, on the event loop's clock: OVERRUN times the time limit."""
+        end = self._t0 + OVERRUN * self.settings.deadline_s
+        return asyncio.get_running_loop().time() + end - time.monotonic()
 
     def transcript(self, status: str = "running") -> Transcript:
         """The debate so far: its finished rounds, then the round in progress with the turns and

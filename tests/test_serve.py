@@ -190,6 +190,6 @@ def test_a_debate_past_its_deadline_is_a_504_naming_the_saved_run(tmp_path):
             got, _, body = post(url, json.dumps({"model": "cot@fake", "messages": [{"role": "user",
                                                                                     "content": PLANETS}]}).encode())
             assert got == 504 and body["error"]["code"] == "deadline"
-            assert "ran past its deadline of 1 s" in body["error"]["message"]
+            assert "Round 0 did not finish within 1.5 times the time limit of 1 s" in body["error"]["message"]
             run_id = body["error"]["message"].rstrip(".").rsplit(" ", 1)[-1]
             assert services.store.get_run(run_id).status == "failed"

@@ -155,6 +155,19 @@ class ModelProcess:
 
 _processes: dict[tuple[Path, int], ModelProcess] = {}
 _starting = threading.Lock()  # one process per model, however many calls ask for it at once
+# what a load is expected to take before this process has timed one: SmolLM2's took 2.3 s here at a load
+# average of 11 on 2 cores; a Space's cold disk has taken about two minutes (issue 52), and the words say so
+LOAD_GUESS_S = 15.0
+_loading: dict[tuple[Path, int], float] = {}  # models loading now -> when their load began (time.monotonic)
+_load_s: list[float] = []  # how long this process's loads took, the last one the next one's estimate
+
+
+def loading_s() -> tuple[float, float] | None:
+    """(seconds so far, seconds expected) while a model process loads; None when none does."""
+    began = min(_loading.values(), default=None)
+    if began is None:
+        return None
+    return time.monotonic() - began, _load_s[-1] if _load_s else LOAD_GUESS_S
 
 
 @atexit.register
@@ -194,7 +207,12 @@ class EmbeddedBackend:
         key = (self.model_path, self.n_ctx)
         with _starting:
             if key not in _processes or not _processes[key].alive or _processes[key].closed:
-                _processes[key] = ModelProcess(self.model_path, self.n_ctx)
+                _loading[key] = began = time.monotonic()
+                try:
+                    _processes[key] = ModelProcess(self.model_path, self.n_ctx)
+                    _load_s.append(time.monotonic() - began)
+                finally:
+                    _loading.pop(key, None)
             return _processes[key]
 
     async def chat(self, messages: Sequence[Message], *, n: int = 1, temperature: float = 0.7,

@@ -1,7 +1,9 @@
 """Fair admission of debates to a shared machine: a few slots per lane (e.g. the embedded model's CPU), a
-bounded line in front of them that advances round-robin across visitors, caps per visitor, a place in
-line and an estimate from measured durations, and one-sentence refusals. asyncio only; no Gradio, no I/O.
-Not a scheduler of model calls (the backends batch those); it decides which debates run at all."""
+bounded line in front of them that advances round-robin across visitors, caps per visitor, admission by time
+(a debate starts only when its rounds, at the measured pace of a round with the debates beside it, end within
+its time limit), a place in line and an estimate from measured durations, and one-sentence refusals. asyncio
+only; no Gradio, no I/O. Not a scheduler of model calls (the backends batch those); it decides which debates
+run at all."""
 from __future__ import annotations
 
 import asyncio
@@ -25,7 +27,11 @@ class Ticket:
     entered: float
     admitted_at: float | None = None
     left: bool = False
+    rounds: int = 0  # rounds the debate asks for (round 0 counted); 0: unknown, admitted by count alone
+    deadline_s: float | None = None  # its time limit: it starts only when its rounds are expected to end by then
     measured: bool = False  # a caller's note that the debate ran to its end (see serving/line.py in_line)
+    rounds_run: int = 0  # a caller's note of the rounds it finished, which makes its duration a pace per round
+    shared_s: float = 0.0  # the sum over its running time of the debates running in its lane (itself counted)
     _admitted: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 
     @property
@@ -48,6 +54,8 @@ class _Lane:
     rotation: deque[str] = field(default_factory=deque)  # visitors with someone waiting, whose turn is next
     waiting: dict[str, deque[Ticket]] = field(default_factory=dict)
     durations: deque[float] = field(default_factory=lambda: deque(maxlen=10))  # recent admitted debates, s
+    round_s: deque[float] = field(default_factory=lambda: deque(maxlen=10))  # s per round of a debate alone
+    since: float = 0.0  # when the running set last changed (shared_s is summed up to here)
 
     def order(self) -> list[Ticket]:
         """The waiting tickets in the order they will be admitted: one per visitor per turn, visitors in
@@ -85,9 +93,10 @@ class Admission:
         waiting = [t for lane in self.lanes.values() for t in lane.waiting.get(visitor, ())]
         return running, waiting
 
-    def enter(self, visitor: str, lane: str) -> Ticket:
-        """Admit a debate at once when a slot is free and nobody waits, else put it in line; raises Refused
-        with the reason in one sentence when the visitor or the line is full."""
+    def enter(self, visitor: str, lane: str, *, rounds: int = 0, deadline_s: float | None = None) -> Ticket:
+        """Admit a debate at once when a slot is free, nobody waits and its `rounds` end within `deadline_s`
+        beside the debates running, else put it in line; raises Refused with the reason in one sentence when
+        the visitor or the line is full, or when its rounds would not end in time even alone."""
         x = self.lanes[lane]
         running, waiting = self._mine(visitor)
         if waiting and len(waiting) >= self.waiting_per_visitor:
@@ -97,8 +106,10 @@ class Admission:
         if len(running) + len(waiting) >= self.per_visitor:
             raise Refused(f"You already have {len(running) + len(waiting)} debates running or waiting, the most "
                           "one visitor may have here; press Stop on one or wait until one ends.")
-        ticket = Ticket(visitor, lane, self.clock())
-        if len(x.running) < x.slots and not x.rotation:
+        ticket = Ticket(visitor, lane, self.clock(), rounds=rounds, deadline_s=deadline_s)
+        if not self.fits(ticket, 1):
+            raise Refused(too_long(ticket, self.round_s(lane)))
+        if len(x.running) < x.slots and not x.rotation and self._may_start(x, ticket):
             self._admit(x, ticket)
             return ticket
         if self.waiting_count() >= self.max_waiting:
@@ -110,12 +121,28 @@ class Admission:
         return ticket
 
     def _admit(self, x: _Lane, ticket: Ticket) -> None:
+        self._tally(x)
         ticket.admitted_at = self.clock()
         x.running.append(ticket)
         ticket._admitted.set()
 
+    def _tally(self, x: _Lane) -> None:
+        """Before the running set changes: add to each running debate's shared_s how many ran since `since`."""
+        now = self.clock()
+        for t in x.running:
+            t.shared_s += (now - x.since) * len(x.running)
+        x.since = now
+
+    def _may_start(self, x: _Lane, ticket: Ticket) -> bool:
+        """Whether the debate would end in time beside those running (alone, it always may start)."""
+        return not x.running or self.fits(ticket, len(x.running) + 1)
+
     def _advance(self, x: _Lane) -> None:
+        """Start debates from the head of the line while slots are free; a head that would not end in time
+        beside the debates running holds the line (nobody passes it) until enough of them end."""
         while len(x.running) < x.slots and x.rotation:
+            if not self._may_start(x, x.waiting[x.rotation[0]][0]):
+                return
             visitor = x.rotation.popleft()
             queue = x.waiting[visitor]
             ticket = queue.popleft()
@@ -140,9 +167,13 @@ class Admission:
                     del x.waiting[ticket.visitor]
                     x.rotation.remove(ticket.visitor)
             return
+        self._tally(x)
         x.running.remove(ticket)
         if measured:
-            x.durations.append(self.clock() - ticket.admitted_at)
+            took = self.clock() - ticket.admitted_at
+            x.durations.append(took)
+            if ticket.rounds_run and took > 0:  # its pace alone: a round's time over the debates beside it
+                x.round_s.append(took / ticket.rounds_run / max(1.0, ticket.shared_s / took))
         self._advance(x)
 
     def place(self, ticket: Ticket) -> int:
@@ -151,27 +182,72 @@ class Admission:
             return 0
         return self.lanes[ticket.lane].order().index(ticket) + 1
 
+    def held(self, ticket: Ticket) -> bool:
+        """Whether this debate waits though a slot is free: at the head of the line, it would not end within
+        its time limit beside the debates running (see _advance)."""
+        x = self.lanes[ticket.lane]
+        return ticket.waiting and len(x.running) < x.slots and self.place(ticket) == 1
+
     def mean_duration(self, lane: str) -> float | None:
         """The mean duration of the lane's recent debates that ran to their end; None before the first."""
         d = self.lanes[lane].durations
         return sum(d) / len(d) if d else None
 
+    def round_s(self, lane: str, sharing: int = 1) -> float | None:
+        """Seconds a round takes with `sharing` debates running in the lane: the measured pace of a round alone
+        times `sharing` (they share the model's time); None before a debate with known rounds ran to its end."""
+        r = self.lanes[lane].round_s
+        return sum(r) / len(r) * sharing if r else None
+
+    def fits(self, ticket: Ticket, sharing: int) -> bool:
+        """Whether the debate's rounds, `sharing` debates running, end within its time limit (unknown: yes)."""
+        took = self.round_s(ticket.lane, sharing)
+        return took is None or not ticket.rounds or ticket.deadline_s is None or \
+            ticket.rounds * took <= ticket.deadline_s
+
+    def _duration(self, ticket: Ticket, sharing: int) -> float | None:
+        """Its rounds at the measured pace, else the mean duration of recent debates; None without a measurement."""
+        took = self.round_s(ticket.lane, sharing)
+        return ticket.rounds * took if took is not None and ticket.rounds else self.mean_duration(ticket.lane)
+
     def estimate_s(self, ticket: Ticket) -> float | None:
-        """Seconds until this waiting debate starts, from the measured mean duration: each running debate
-        is taken to need the mean minus what it has run (at least a tenth of the mean), then every debate
-        ahead in line the mean. None without a measurement."""
-        mean, place = self.mean_duration(ticket.lane), self.place(ticket)
-        if mean is None or place == 0:
+        """Seconds until this waiting debate starts, from measured durations, played forward: each running
+        debate needs its expected duration minus what it has run (at least a tenth of it), and each debate
+        ahead in line starts when a slot is free and (admission by time) it would end in time beside those
+        still running. None without a measurement. Recomputed on every call, so it moves as the line does."""
+        if self.place(ticket) == 0:
             return None
         x, now = self.lanes[ticket.lane], self.clock()
-        free = [max(mean - (now - t.admitted_at), mean / 10) for t in x.running]
-        free += [0.0] * (x.slots - len(free))
-        heapq.heapify(free)
-        start = 0.0
-        for _ in range(place):
-            start = heapq.heappop(free)
-            heapq.heappush(free, start + mean)
-        return start
+        running = []  # (expected end, debate)
+        for t in x.running:
+            took = self._duration(t, len(x.running))
+            if took is None:
+                return None
+            running.append((now + max(took - (now - t.admitted_at), took / 10), id(t)))
+        heapq.heapify(running)
+        clock = now
+        for t in x.order():
+            while running and (running[0][0] <= clock or len(running) >= x.slots
+                               or not self.fits(t, len(running) + 1)):
+                clock = max(clock, heapq.heappop(running)[0])
+            if t is ticket:
+                return clock - now
+            took = self._duration(t, len(running) + 1)
+            if took is None:
+                return None
+            heapq.heappush(running, (clock + took, id(t)))
+        return None
+
+
+def too_long(ticket: Ticket, round_s: float) -> str:
+    """Why a debate is refused before it starts: even alone, its rounds would not end within its time limit."""
+    limit = f"this debate's time limit of {about(ticket.deadline_s).removeprefix('about ')}"
+    most = int(ticket.deadline_s // round_s)
+    if most < 1:
+        return (f"A round takes {about(round_s)} here now, longer than {limit}; use fewer agents or a lower Max "
+                "tokens, or try again later.")
+    return (f"A round takes {about(round_s)} here now, so {ticket.rounds} rounds would not end within {limit}; "
+            f"choose {most} round{'s' if most > 1 else ''} or fewer, or try again later.")
 
 
 def about(seconds: float) -> str:
@@ -182,9 +258,11 @@ def about(seconds: float) -> str:
 
 
 def waiting_words(place: int, estimate_s: float | None, waited_s: float, skip_hint: str = "", *,
-                  leave: str = "Press Stop to leave the line") -> str:
-    """The status of a debate in line, in one line: place, estimate (only from a measurement), time waited,
-    how to `leave` and, where one is open to the visitor, a backbone that skips the line."""
+                  leave: str = "Press Stop to leave the line", held: bool = False) -> str:
+    """The status of a debate in line, in one line: place, estimate (only from a measurement), why it waits
+    though a slot is free (`held`: Admission.held), time waited, how to `leave` and, where one is open to the
+    visitor, a backbone that skips the line."""
     eta = f" — starts in {about(estimate_s)}" if estimate_s is not None else ""
+    eta += ", once fewer debates share the model, so that it ends within its time limit" if held else ""
     hint = f"; or {skip_hint} to skip the line" if skip_hint else ""
     return f"Waiting in line: place {place}{eta} · waited {waited_s:.0f} s. {leave}{hint}."

@@ -187,8 +187,9 @@ async def start(requests: Sequence[RunRequest], resources: Resources, sink: Sink
             runs = Runs(sink.open(request))
             runs.transcripts = await run_setup(request, setup, lambda c: sink.record_for(request, runs.run_ids, c),
                                                lambda c: sink.emit_for(request, c))
-            if ticket is not None:
+            if ticket is not None:  # what the line measures its pace from (engine/admission.py)
                 ticket.measured = all(t.status == "done" for t in runs.transcripts.values())
+                ticket.rounds_run = max((len(t.finished().rounds) for t in runs.transcripts.values()), default=0)
         await sink.finished(runs.run_ids)
         if not sink.returns_transcripts:
             runs.transcripts = {}

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from r2mad.backends import make_backend
-from r2mad.backends.base import ChatBackend
+from r2mad.backends.base import BackendError, ChatBackend
 from r2mad.engine.allowance import Ledger, Left, Metered, refusal
 from r2mad.engine.resources import backend_for, check_bank, custom_label
 from r2mad.engine.service import RunRequest, no_line
@@ -93,6 +93,18 @@ class Shared:
                 with self._lock:
                     self._banks[path] = bank
             return self._banks[path]
+
+    def warm_model(self, backbone: str) -> None:
+        """Load an embedded backbone's model in the background (at app start), so the first debate finds it
+        loaded; while it loads, a debate that waits for it says so (serving/line.py loading_words)."""
+        def run() -> None:
+            try:
+                self.backend(backbone).process()
+            except (BackendError, ConfigError):
+                pass  # the first debate on it is told why
+        spec = self.config.backbones.get(backbone)
+        if spec is not None and spec.kind == "embedded":
+            threading.Thread(target=run, name="warm-model", daemon=True).start()
 
     def warming_up(self, folder: str) -> str | None:
         """What the first opening of this bank is doing, while it runs."""

@@ -1,6 +1,7 @@
 """How a finished round reads: which agents hold the voted answer, the consensus, and the dissent (the
-leaders of the other groups), in words for the CLI, the app and the loop's closing notice. Pure: it asks
-the task's kind; the embeddings it reads were made off the event loop as the answers arrived."""
+leaders of the other groups), in words for the CLI, the app and the loop's closing notices (a debate stopped
+for time among them). Pure: it asks the task's kind; the embeddings it reads were made off the event loop as
+the answers arrived."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -88,3 +89,11 @@ def kind_line(t: Transcript) -> str:
     consensus = f" · consensus {done[-1].consensus:.2f}" if done else ""
     dissent = next((n for n in t.notices if n.startswith(DISSENT)), "")
     return f"Answer kind: {kind_of(t.task).label}{consensus}" + (f" · {dissent}" if dissent else "")
+
+
+TIME_LIMIT = "to stay within the time limit"  # in the closing notice of a debate stopped for time
+
+
+def stopped_for_time(done: int, last: int, deadline_s: float) -> str:
+    """The closing notice of a debate that ended early to keep to its time limit, with round `done`'s vote."""
+    return f"Stopped after round {done} of {last} {TIME_LIMIT} of {deadline_s:g} s; the answer is round {done}'s vote."

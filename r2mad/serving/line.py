@@ -1,12 +1,13 @@
 """The app's line for debates (r2mad.engine.admission) as the app sets it up: which lane a debate waits in (the
 embedded model's, or the remote backbones'), the backbone that skips the line for a visitor who has a token,
 the line as the engine enters it for every visitor's request (in_line), and why a running debate is slow when
-it shares the model (sharing_words). No Gradio here."""
+it shares the model (sharing_words) or while the model loads (loading_words). No Gradio here."""
 from __future__ import annotations
 
 import contextlib
 from typing import AsyncIterator, Callable, Iterable
 
+from r2mad.backends.embedded import loading_s
 from r2mad.engine.admission import Admission, Ticket, about
 from r2mad.settings.config import Config
 from r2mad.types import Transcript
@@ -58,11 +59,13 @@ def in_line(admission: Admission, config: Config, visitor: str, *, custom: bool 
             waiting: Callable[[Ticket], None] | None = None) -> Callable:
     """The line as the engine enters it for one visitor's request (VisitorResources' `admitted`): the request
     enters its lane (Refused says why not), `waiting` gets the ticket at once so a caller can show its place,
-    and the block runs once admitted; leaving counts the debate's time when it ran to its end."""
+    and the block runs once admitted (when its rounds are expected to end within its time limit); leaving counts
+    the debate's time, and its pace per round, when it ran to its end."""
     @contextlib.asynccontextmanager
     async def admitted(request) -> AsyncIterator[Ticket]:
         ticket = admission.enter(visitor, lane_of(config, [request.backbone, *request.agent_backbones],
-                                                  custom=custom))
+                                                  custom=custom),
+                                 rounds=request.settings.rounds, deadline_s=request.settings.deadline_s)
         try:
             if waiting is not None:
                 waiting(ticket)
@@ -83,9 +86,25 @@ def round_seconds(t: Transcript) -> float | None:
 
 def sharing_words(admission: Admission, lane: str, t: Transcript | None = None) -> str:
     """Why a running debate is slow when it is not alone: "3 debates share the model; a round takes about 25 s"
-    (the round time from `t`'s own finished rounds); "" when it runs alone or on a remote backbone."""
+    (the round time from `t`'s own finished rounds), or that the model is loading (loading_words); "" when it runs
+    alone on a loaded model or on a remote backbone."""
+    if lane == EMBEDDED and (loading := loading_words()):
+        return loading
     if lane != EMBEDDED or admission.running_count(lane) < 2:
         return ""
     seconds = round_seconds(t) if t is not None else None
     took = f"; a round takes {about(seconds)}" if seconds else ""
     return f"{admission.running_count(lane)} debates share the model{took}."
+
+
+def loading_words() -> str:
+    """While the embedded model loads (once per process, started at app start where it can be): "Loading the
+    model, about 25 s" from the last load's time, then the seconds so far once that is past; "" otherwise."""
+    state = loading_s()
+    if state is None:
+        return ""
+    so_far, expected = state
+    if so_far < expected:
+        return f"Loading the model, {about(expected - so_far)} (once: later debates find it loaded)."
+    return f"Loading the model, {so_far:.0f} s so far (a busy machine takes longer; once: later debates find it " \
+           "loaded)."

@@ -14,6 +14,7 @@ from typing import Any, AsyncIterator, Callable
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from r2mad.debate import OVERRUN
 from r2mad.engine.service import RunRequest
 from r2mad.methods import needs_bank
 from r2mad.serving.chat_prompt import (
@@ -119,7 +120,7 @@ class Served:
                 on_round(rnd)
             seen[0] = max(seen[0], len(finished))
         # each request is its own entry in the line: a harness's many requests wait like visitors' debates
-        async with asyncio.timeout(request.settings.deadline_s + LINE_WAIT_S):
+        async with asyncio.timeout(OVERRUN * request.settings.deadline_s + LINE_WAIT_S):  # its round cut: debate.py
             runs = await start_in_line(s, request, f"serve:{uuid.uuid4().hex[:12]}", on_update=on_update,
                                        on_open=on_open)
         [(method, t)] = runs.transcripts.items()

@@ -136,7 +136,7 @@ class ForkHandlers(VisitorHandlers):
                 if tickets and tickets[0].waiting:
                     getter.cancel()
                     words = waiting_words(line.place(tickets[0]), line.estimate_s(tickets[0]), time.time() - asked,
-                                          leave="Closing the page gives up your place")
+                                          leave="Closing the page gives up your place", held=line.held(tickets[0]))
                     yield html.escape(words, quote=False), parent_chat, *skip[:5]
                     continue
                 fresh = getter.done()

@@ -220,8 +220,9 @@ class DebateHandlers:
                     if live.ticket is not None and live.ticket.waiting:
                         hint = await self._skip_hint(live.ticket.lane, req.token, login_token) if hint is None \
                             else hint
-                        words = waiting_words(services.admission.place(live.ticket),
-                                              services.admission.estimate_s(live.ticket), time.time() - asked, hint)
+                        line = services.admission
+                        words = waiting_words(line.place(live.ticket), line.estimate_s(live.ticket),
+                                              time.time() - asked, hint, held=line.held(live.ticket))
                         place, _, rest = words.partition(" · ")
                         yield idle(f"**{html.escape(place, quote=False)}** · {html.escape(rest, quote=False)}")
                     elif bank and (doing := services.warming_up(bank)):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from r2mad.grading.answers import plurality_vote, same_answer
+from r2mad.grading.outcome import TIME_LIMIT
 from r2mad.grading.verdicts import how_graded
 from r2mad.methods import REGISTRY, needs_bank
 from r2mad.text import clip
@@ -68,8 +69,8 @@ def failure_reason(t: Transcript) -> str:
         return "could not reach the endpoint"
     if "did not answer within" in low or "timed out" in low:
         return "the endpoint did not answer in time"
-    if "deadline" in low:
-        return "the debate ran past its deadline"
+    if "did not finish within" in low and "time limit" in low:
+        return "round 0 did not finish within the time limit"
     return text.rstrip(".")
 
 
@@ -84,8 +85,14 @@ def outcome_line(t: Transcript) -> str:
     """The debate's state in one line, e.g. "Final answer: B — correct", "Stopped after round 0 — no
     final answer", "Failed: could not reach the endpoint (0 calls)"; " · memory off" when a method that
     reads a memory bank ran without one."""
-    line = _outcome(t)
+    line = _outcome(t) + (time_stop(t) if t.status == "done" else "")
     return f"{line} · memory off" if memory_off(t) else line
+
+
+def time_stop(t: Transcript) -> str:
+    """" · stopped after round 1 of 2 to stay within the time limit" for a debate that ended early for time."""
+    note = next((n for n in t.notices if TIME_LIMIT in n), None)
+    return f" · s{note[1:note.index(TIME_LIMIT) + len(TIME_LIMIT)]}" if note else ""
 
 
 def memory_off(t: Transcript) -> bool:
