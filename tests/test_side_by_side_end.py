@@ -10,6 +10,7 @@ import pytest
 
 from r2mad.runs.store import RunStore
 from r2mad.serving.sealed import Sealed
+from r2mad.serving.services import Services
 from r2mad.ui import moderator_box
 from r2mad.ui.handlers import DebateHandlers
 from r2mad.ui.render.blind import Curtain
@@ -18,8 +19,7 @@ from r2mad.ui.render.tables import SUMMARY_HEADERS
 from r2mad.ui.views import VIEW_NAMES
 from r2mad.ui.vote_panel import VOTE_NAMES, VoteHandlers
 from testing.scripted_server import FakeServer, ok
-from tests.helpers import PLANET_MCQ, make_transcript, save_run
-from tests.test_bank_default import services_with
+from tests.helpers import PLANET_MCQ, make_transcript, save_run, scripted_config
 
 NAMES = (*VIEW_NAMES, *VOTE_NAMES, "note_said")  # the Run event's outputs
 SECONDS = SUMMARY_HEADERS.index("Seconds")
@@ -39,12 +39,12 @@ def run(services, methods, blind=True) -> list[dict]:
 @pytest.fixture
 def agreeing():
     """Every agent answers B at once: each debate method stops after the shared round 0."""
-    with FakeServer(models=["m"], responder=lambda body: ok("Jupiter. ((B))")) as srv:
+    with FakeServer(responder=lambda body: ok("Jupiter. ((B))")) as srv:
         yield srv
 
 
 def test_debates_that_all_stopped_after_the_shared_round_0_ask_no_vote(tmp_path, agreeing):
-    services = services_with(tmp_path, agreeing.base_url, default_bank=None)
+    services = Services(scripted_config(agreeing.base_url, tmp_path / "var"))
     updates = run(services, ["mad", "madm2-objective"])
     last = updates[-1]
     assert last["vote_box"].visible is False and last["vote_state"] == {}  # no "Which debate convinced you?"
@@ -107,8 +107,8 @@ def test_a_note_that_reached_no_agent_is_said_on_the_note_line(tmp_path):
         if not sent:  # typed once, while round 0 runs
             sent.append(moderator_box.send(services, "Check the sizes again.", "s"))
         return ok("Jupiter. ((B))")
-    with FakeServer(models=["m"], responder=reply) as srv:
-        services = services_with(tmp_path, srv.base_url, default_bank=None)
+    with FakeServer(responder=reply) as srv:
+        services = Services(scripted_config(srv.base_url, tmp_path / "var"))
         with pytest.warns(UserWarning, match="reached no agent"):
             updates = run(services, ["mad"], blind=False)
     said = [u.get("note_said") for u in updates if isinstance(u.get("note_said"), str)]
