@@ -1,6 +1,7 @@
 """Your own data: `eval --data FILE|HF_ID --columns ... --kind K` on CSV, JSON lines, Parquet and a hub id read
 from the local hub cache; a wrong column lists the file's columns; a real eval through the CLI."""
 import json
+import re
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -226,3 +227,27 @@ def test_an_eval_from_the_your_data_tab_waits_its_turn_in_the_apps_line(tmp_path
         rows = [json.loads(x) for x in (tmp_path / "out" / "rows.jsonl").read_text().splitlines()]
     assert [(r["method"], r["final"]) for r in rows] == [("cot", "B"), ("cot", "B")] and server.hits >= 2
     assert not own_eval.busy()
+
+
+def test_the_eval_estimate_is_recomputed_at_every_tick_from_the_rows_done(tmp_path, monkeypatch):
+    """The Your data tab's bar: with no row done, waiting in the line, the estimate still moves between two ticks
+    (the line's measured mean sets the pace); after the first row, the measured pace does."""
+    from r2mad.serving import own_eval
+
+    clock = [100.0]
+    monkeypatch.setattr(own_eval.time, "monotonic", lambda: clock[0])
+    out = tmp_path / "out"
+    out.mkdir()
+    job = own_eval.EvalJob(out, total=4, started=100.0, typical=lambda: 10.0)  # the line's debates: 10 s per row
+
+    def line(at: float) -> str:
+        clock[0] = 100.0 + at
+        return re.search(r"\d+ of 4 rows · [^<]*", job.progress()).group(0)
+    # 2 s in: the first row takes the rest of its 10 s, then 3 rows at 10 s: 8 + 30 = 38 s
+    assert line(2) == "0 of 4 rows · about 0:38 left"
+    assert line(4) == "0 of 4 rows · about 0:36 left"  # 6 + 30
+    assert line(7) == "0 of 4 rows · about 0:37 left"  # past half its pace: as long again as it ran, 7 + 30
+    (out / "rows.jsonl").write_text('{"method": "cot"}\n')  # the first row ends at 20 s: 20 s per row
+    assert line(20) == "1 of 4 rows · about 1:00 left"  # the row under way 20 s, then 2 rows at 20 s
+    assert line(25) == "1 of 4 rows · about 0:55 left"  # 15 + 40
+    assert own_eval.eta_seconds(0, 4, 5.0) is None  # nothing measured yet: "estimating the time left…"

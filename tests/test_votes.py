@@ -174,7 +174,8 @@ def test_curtain_labels_hide_and_reveal():
     curtain = Curtain()
     curtain.draw(["mad", "r2mad"], random.Random(1))
     assert sorted(curtain.labels.values()) == ["Debate A", "Debate B"]
-    shown = curtain.hide({"mad": memory_transcript("mad"), "r2mad": memory_transcript()})
+    mad = make_transcript(PLANET_MCQ, [["B", "B", "C"]], "B", True, method="mad")  # other texts: a choice to make
+    shown = curtain.hide({"mad": mad, "r2mad": memory_transcript()})
     assert list(shown) == ["Debate A", "Debate B"] and not curtain.votable()  # no saved runs to vote on yet
     curtain.runs.update({"mad": "r1", "r2mad": "r2"})
     assert curtain.votable()
@@ -183,7 +184,7 @@ def test_curtain_labels_hide_and_reveal():
     order = {tuple(c.labels) for c in (Curtain() for _ in range(30)) if c.draw(["a", "b"]) is None}
     assert len(order) == 2  # either method may be "Debate A"
     running = memory_transcript().__class__(**{**memory_transcript().__dict__, "status": "cancelled"})
-    curtain.hide({"mad": memory_transcript("mad"), "r2mad": running})
+    curtain.hide({"mad": mad, "r2mad": running})
     assert not curtain.votable()  # a stopped comparison asks for no vote
 
 

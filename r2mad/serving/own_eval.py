@@ -29,11 +29,20 @@ def results_folder(data_dir: str | Path, name: str) -> Path:
     return Path(data_dir) / "evals" / f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{stem}"
 
 
-def eta_seconds(done: int, total: int, elapsed: float) -> float | None:
-    """Time left at the pace so far (None before the first row)."""
-    if done <= 0 or total <= 0:
+def eta_seconds(done: int, total: int, elapsed: float, under_way: float = 0.0,
+                typical: float | None = None) -> float | None:
+    """Seconds left, recomputed at every tick from the rows done and the pace measured so far: `elapsed` seconds
+    since the eval began, `under_way` of them spent on the row not done yet (in line or running). The rows after it
+    take the measured pace (seconds per row done; before the first row, `typical`: the line's measured mean); the
+    row under way takes the rest of that pace or, once it has run past half of it, as long again as it has run (a
+    wait seen at a random moment has, in median, as long to go), so the figure moves even while nothing ends.
+    None with nothing measured yet."""
+    if total <= 0 or done >= total:
+        return 0.0 if total > 0 else None
+    pace = ((elapsed - under_way) / done if done > 0 else 0.0) or typical  # a resumed eval's rows took no time here
+    if pace is None:
         return None
-    return max(0.0, elapsed / done * (total - done))
+    return max(pace - under_way, under_way) + pace * (total - done - 1)
 
 
 def clock(seconds: float) -> str:
@@ -42,14 +51,15 @@ def clock(seconds: float) -> str:
         f"{seconds // 60}:{seconds % 60:02d}"
 
 
-def progress_html(done: int, total: int, elapsed: float, finished: bool = False, waiting: str = "") -> str:
-    """A progress bar with "k of N rows · about m:ss left" (or the time it took, once finished), and `waiting`:
-    where its next question stands in the app's line, while it waits there."""
+def progress_html(done: int, total: int, elapsed: float, finished: bool = False, waiting: str = "",
+                  under_way: float = 0.0, typical: float | None = None) -> str:
+    """A progress bar with "k of N rows · about m:ss left" (eta_seconds; or the time it took, once finished), and
+    `waiting`: where its next question stands in the app's line, while it waits there."""
     share = 0 if total <= 0 else min(1.0, done / total)
     if finished:
         line = f"{done} of {total} rows in {clock(elapsed)}"
     else:
-        left = eta_seconds(done, total, elapsed)
+        left = eta_seconds(done, total, elapsed, under_way, typical)
         line = f"{done} of {total} rows · " + ("estimating the time left…" if left is None else
                                                f"about {clock(left)} left")
     return (f'<div class="data-progress" role="progressbar" aria-valuemin="0" aria-valuemax="{total}" '
@@ -70,17 +80,25 @@ def rows_done(out: Path) -> int:
 
 @dataclass
 class EvalJob:
-    """An eval running in the background: its folder, its size, when it started and what its next question
-    waits for (`waiting()`: a sentence, "" when it waits for nothing)."""
+    """An eval running in the background: its folder, its size, when it started, what its next question
+    waits for (`waiting()`: a sentence, "" when it waits for nothing) and `typical()`: the line's measured seconds
+    per row (None before any debate there ended), for the estimate before the first row."""
     out: Path
     total: int
     started: float = field(default_factory=time.monotonic)
     task: asyncio.Task | None = None
     waiting: Callable[[], str] = lambda: ""
+    typical: Callable[[], float | None] = lambda: None
+    done: int = 0  # rows done at the last tick
+    row_began: float | None = None  # when the row under way began: the last row's end, or the start
 
     def progress(self) -> str:
-        return progress_html(rows_done(self.out), self.total, time.monotonic() - self.started,
-                             finished=self.task is not None and self.task.done(), waiting=self.waiting())
+        """The bar at this tick, its estimate recomputed from the rows done so far."""
+        now, done = time.monotonic(), rows_done(self.out)
+        if self.row_began is None or done != self.done:
+            self.done, self.row_began = done, (self.started if self.row_began is None else now)
+        return progress_html(done, self.total, now - self.started, self.task is not None and self.task.done(),
+                             self.waiting(), now - self.row_began, self.typical())
 
 
 _RUNNING: set[asyncio.Task] = set()  # the eval this process runs now (at most one)
@@ -91,13 +109,14 @@ def busy() -> bool:
 
 
 def start(run: EvalRun, resources: Resources, out: Path, *, waiting: Callable[[], str] = lambda: "",
-          secrets: Sequence[str] = ()) -> EvalJob:
+          secrets: Sequence[str] = (), typical: Callable[[], float | None] = lambda: None) -> EvalJob:
     """Start `run` in the background on the running loop (busy() must be False). Its questions go one by one
     through `resources` (the app's line for the visitor who asked), so an eval never holds more than one of
     the line's places and visitors' debates take their turns beside it. Its rows are scrubbed of `secrets`."""
     if busy():
         raise RuntimeError("One eval runs at a time in this app; wait for the running one to end.")
-    job = EvalJob(out, len(run.split.tasks) * len(run.methods) * len(run.seed_values), waiting=waiting)
+    job = EvalJob(out, len(run.split.tasks) * len(run.methods) * len(run.seed_values), waiting=waiting,
+                  typical=typical)
     job.task = asyncio.get_running_loop().create_task(run_eval(run, resources, out, concurrency=1, secrets=secrets))
     _RUNNING.clear()
     _RUNNING.add(job.task)

@@ -112,9 +112,13 @@ def build(services: Any, visitor_id: gr.BrowserState) -> None:
             ticket = tickets[-1] if tickets else None
             if ticket is None or not ticket.waiting:
                 return ""
-            line = services.admission
-            return waiting_words(line.place(ticket), line.estimate_s(ticket), line.clock() - ticket.entered,
+            line = services.admission  # no "starts in": the bar's estimate, recomputed every tick, counts the wait
+            return waiting_words(line.place(ticket), None, line.clock() - ticket.entered,
                                  leave="The eval's next question starts when its turn comes")
+
+        def typical() -> float | None:  # the line's measured seconds per row: a question runs every method
+            mean = services.admission.mean_duration(tickets[-1].lane) if tickets else None
+            return None if mean is None else mean / len(names)
         try:
             split = await asyncio.to_thread(load_own, path, mapping, kind=kind_name, limit=int(at_most or 1))
             from r2mad.evaluation.rows import EvalRun
@@ -127,7 +131,8 @@ def build(services: Any, visitor_id: gr.BrowserState) -> None:
             yield f"<p class='data-progress-line'>{exc}</p>", "", hidden
             return
         job = own_eval.start(run, resources, own_eval.results_folder(config.app.data_dir, path), waiting=waiting,
-                             secrets=[*services.env_secrets, getattr(oauth_token, "token", None) or ""])
+                             secrets=[*services.env_secrets, getattr(oauth_token, "token", None) or ""],
+                             typical=typical)
         yield job.progress(), "", hidden
         try:
             async for bar in own_eval.follow(job):

@@ -155,7 +155,7 @@ def build(services: Services, visitor_id) -> DebateTab:
     debate = handlers.DebateHandlers(services)
     outputs = [ui[name] for name in VIEW_NAMES]
     run_event = run_events(services, debate, form, ui, visitor_id,
-                           [*outputs, *(ui[name] for name in vote_panel.VOTE_NAMES)])
+                           [*outputs, *(ui[name] for name in vote_panel.VOTE_NAMES), ui["note_said"]])
     vote_panel.events(services, ui, outputs, visitor_id)
     moderator_box.events(services, ui)
     form_events(services, debate, form, ui)

@@ -32,6 +32,8 @@ from r2mad.ui.debate_form import AGENTS, LETTERS, OPTIONS
 from r2mad.ui.render.blind import Curtain
 from r2mad.ui.views import (  # the Debate tab's component updates (issue 16)
     MAX_COLUMNS,
+    VIEW_OUTPUTS,
+    as_saved,
     idle,
     status_line,
     view,
@@ -159,20 +161,26 @@ class DebateHandlers:
         visitor = identify(self.services.config, browser_id=visitor_id, session=session, profile=login,
                            token=oauth_token)
         key = visitor_key(visitor.owner, visitor_id, session)
-        curtain, first = (Curtain() if blind else None), True
+        curtain, first, note_line = (Curtain() if blind else None), True, []
         async for update in self._run(req, session, visitor, getattr(oauth_token, "token", None), asked=asked,
-                                      key=key, curtain=curtain):
-            yield (*update, *(vote_panel.cleared() if first else vote_panel.unchanged()))
+                                      key=key, curtain=curtain, note_line=note_line):
+            yield (*update, *(vote_panel.cleared() if first else vote_panel.unchanged()), gr.skip())
             first = False
         if curtain is not None and curtain.drawn:
-            if not curtain.votable():  # no vote is asked: the names are shown now
+            saved = None
+            if not curtain.votable():  # no vote is asked: the names are shown now, with the runs as saved
                 self.services.sealed.unseal(curtain.runs.values())
-            yield vote_panel.ending(curtain)
+                saved = await asyncio.to_thread(as_saved, self.services.store, curtain.runs, curtain.real)
+            yield (*vote_panel.ending(curtain, saved), gr.skip())
+        if note_line:  # the run ended with a note no debate read: the note line says so, not "Sent"
+            yield (*(gr.skip() for _ in range(VIEW_OUTPUTS)), *vote_panel.unchanged(), note_line[-1])
 
     async def _run(self, req: DebateRequest, session: str, visitor: Visitor, login_token: str | None = None, *,
-                   asked: float | None = None, key: str | None = None, curtain: Curtain | None = None):
+                   asked: float | None = None, key: str | None = None, curtain: Curtain | None = None,
+                   note_line: list[str] | None = None):
         """`asked`: time.time() when the visitor pressed Run; `key`: who they are to the line (cap per visitor);
-        `curtain`: a comparison of 2+ methods is shown blind through it (names hidden until the vote)."""
+        `curtain`: a comparison of 2+ methods is shown blind through it (names hidden until the vote);
+        `note_line`: gets what the note line says instead of "Sent" when a note reached no agent."""
         services, methods, bank = self.services, req.methods, req.bank
         asked, key = asked or time.time(), key or visitor_key(visitor.owner, None, session)
         token = req.token or login_token  # whichever reaches the endpoint is scrubbed from what is kept
@@ -238,7 +246,12 @@ class DebateHandlers:
                 done = all(t.status != "running" for t in transcripts.values())
                 if curtain is not None and curtain.drawn:  # Inspect shows none of them until the vote
                     services.sealed.seal(live.run_ids.values())
-                update = view(hide(shown), final=done, prices=prices, saved=live.run_ids, elapsed=time.time() - asked)
+                seconds = None
+                if done and len(shown) > 1:  # side by side: each run's seconds as saved, its shared round 0 counted
+                    _, seconds = await asyncio.to_thread(as_saved, store, live.run_ids, shown)
+                    seconds = {(curtain.labels.get(m, m) if curtain else m): s for m, s in seconds.items()}
+                update = view(hide(shown), final=done, prices=prices, saved=live.run_ids, elapsed=time.time() - asked,
+                              seconds=seconds)
                 yield (update[0] if done else with_reason(update[0], busy), *update[1:])
             if not live.run_ids:  # stopped before anything was saved
                 yield idle("Stopped while waiting in line; nothing was run." if live.ticket is not None
@@ -248,6 +261,8 @@ class DebateHandlers:
                 unsaid = services.notes.pop(session, [])
             if unsaid:  # sent after the last round began, or the agents agreed and the debate stopped early
                 warn(f"{len(unsaid)} note(s) reached no agent: the debate had no round after them.")
+                if note_line is not None:
+                    note_line.append(moderator_box.unheard(len(unsaid)))
             if store.unsaved(live.run_ids.values()):  # the disk is full: kept, and the visitor is told
                 ended = {m: store.scrub_transcript(t) for m, t in live.results.items()}
                 yield idle(f"{status_line(hide(ended), prices)}  \n{NOT_SAVED}")

@@ -75,6 +75,13 @@ def send(services: Any, line: str, session: str) -> tuple[str, str]:
     return "", f"Sent — reaches {who} before the next round: “{html.escape(clip(found.text, 60), quote=False)}”"
 
 
+def unheard(n: int) -> str:
+    """The note line once the run ended with `n` notes no debate took (sent after its last round began, or the
+    agents agreed and it stopped early): not "Sent" any more."""
+    what = "Your note reached no agent" if n == 1 else f"{n} of your notes reached no agent"
+    return f"**Not delivered:** {what}: the debate had no round after it. {HELP}"
+
+
 def events(services: Any, ui: dict[str, Any]) -> None:
     """Send (or Enter in the note) while a debate runs; outside the debate's queue, like Stop."""
     def on_send(line: str, request: gr.Request):

@@ -13,6 +13,7 @@ import gradio as gr
 
 from r2mad.evaluation.costs import PriceTable
 from r2mad.runs.exits import csv_cells
+from r2mad.runs.faults import StoreError
 from r2mad.steer.fork import fork_starts
 from r2mad.types import Transcript, to_dict
 from r2mad.ui.render.blind import is_blind
@@ -38,13 +39,31 @@ def write_transcripts(transcripts: dict[str, Transcript]) -> str:
     return str(folder / name)
 
 
-def write_summary_csv(transcripts: dict[str, Transcript]) -> str:
+def write_summary_csv(transcripts: dict[str, Transcript], seconds: dict[str, float] | None = None) -> str:
     path = _folder() / "summary.csv"
     with path.open("w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(SUMMARY_HEADERS)
-        writer.writerows(map(csv_cells, summary_rows(transcripts)))
+        writer.writerows(map(csv_cells, summary_rows(transcripts, seconds)))
     return str(path)
+
+
+def as_saved(store, runs: dict[str, str],
+             shown: dict[str, Transcript]) -> tuple[dict[str, Transcript], dict[str, float]]:
+    """A finished comparison's transcripts as its runs were saved (`runs`: method -> run id), and each run's seconds
+    from its start to its last save: a debate that replayed the shared round 0 counts that round, which its own
+    clock leaves out. A run not saved yet (a full disk) or unreadable keeps what the page had. Reads the store:
+    call it off the event loop."""
+    transcripts, seconds = dict(shown), {}
+    for method, run_id in runs.items():
+        try:
+            record = store.get_run(run_id)
+        except (KeyError, StoreError):
+            continue
+        if method in transcripts and record.transcript is not None and record.status != "running":
+            transcripts[method] = record.transcript
+            seconds[method] = record.updated_at - record.created_at
+    return transcripts, seconds
 
 
 def compare_status(transcripts: dict[str, Transcript], elapsed: float | None = None) -> str:
@@ -68,10 +87,12 @@ def status_line(transcripts: dict[str, Transcript], prices: PriceTable | None = 
 
 
 def view(transcripts: dict[str, Transcript], *, final: bool, prices: PriceTable | None = None,
-         saved: dict[str, str] | None = None, elapsed: float | None = None) -> tuple:
+         saved: dict[str, str] | None = None, elapsed: float | None = None,
+         seconds: dict[str, float] | None = None) -> tuple:
     """Updates for the Debate tab's outputs, in VIEW_NAMES' order; `prices`: each backbone's by
     name, for the cost in money; `saved`: each method's run id (a finished single debate offers a fork);
-    `elapsed`: the seconds since the visitor asked, shown while the debate runs."""
+    `elapsed`: the seconds since the visitor asked, shown while the debate runs; `seconds`: each method's
+    run time as saved (r2mad.ui.vote_panel.from_store), for the summary."""
     methods = list(transcripts)
     compare = len(methods) > 1
     first = transcripts[methods[0]] if methods else None
@@ -84,14 +105,14 @@ def view(transcripts: dict[str, Transcript], *, final: bool, prices: PriceTable 
     state = {m: to_dict(t) for m, t in transcripts.items()}
     sealed = any(is_blind(m) for m in methods)  # blind: the transcripts and their file come with the reveal
     return (status, gr.Column(visible=not compare), single, gr.Column(visible=compare), *columns,
-            gr.Dataframe(value=summary_rows(transcripts), visible=compare),
+            gr.Dataframe(value=summary_rows(transcripts, seconds), visible=compare),
             ({} if sealed else state) if final else gr.skip(),
             (gr.DownloadButton(value=None, visible=False) if sealed else
              gr.DownloadButton(value=write_transcripts(transcripts), visible=True)) if final else gr.skip(),
             state,
             scoreboard_html(first) if first is not None and not compare else "",
             matrix_html(transcripts, {m: title_of(m) for m in methods}) if compare else "",
-            gr.DownloadButton(value=write_summary_csv(transcripts), visible=True) if final and compare
+            gr.DownloadButton(value=write_summary_csv(transcripts, seconds), visible=True) if final and compare
             else gr.skip(),
             *tabs, *fork_offer(None if compare else first, (saved or {}).get(methods[0]) if methods else None,
                                final), gr.Column(visible=bool(methods)))

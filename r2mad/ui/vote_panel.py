@@ -1,7 +1,8 @@
 """The vote under a blind side-by-side comparison (r2mad.ui.render.blind): "Which debate convinced you most?", one
-button per debate and "Skip", shown once every debate finished. A vote is counted once per visitor per
-comparison (r2mad.runs.votes; a second is refused in one sentence), then the names, the gold answer and the
-method panels are shown; skipping shows them without a vote."""
+button per debate and "Skip", shown once every debate finished, unless the debates are identical (nothing to
+choose). A vote is counted once per visitor per comparison (r2mad.runs.votes; a second is refused in one
+sentence), then the names, the gold answer and the method panels are shown, every figure read from the saved
+runs; skipping shows them without a vote."""
 from __future__ import annotations
 
 import html
@@ -13,9 +14,10 @@ from r2mad.runs.faults import StoreError
 from r2mad.runs.votes import VoteRefused, VoteStore
 from r2mad.serving.line import visitor_key
 from r2mad.serving.visitors import identify
-from r2mad.ui.render.blind import LETTERS, Curtain, label, revealed
+from r2mad.types import Transcript
+from r2mad.ui.render.blind import LETTERS, Curtain, identical, identical_note, label, revealed
 from r2mad.ui.render.states import title_of
-from r2mad.ui.views import VIEW_OUTPUTS, view
+from r2mad.ui.views import VIEW_OUTPUTS, as_saved, view
 
 PROMPT = ("### Which debate's reasoning convinced you most?\nThe methods' names, the gold answer and each "
           "method's panels are hidden until you vote (or skip). One vote per comparison; the votes make the "
@@ -56,14 +58,17 @@ def unchanged() -> tuple:
     return tuple(gr.skip() for _ in VOTE_NAMES)
 
 
-def ending(curtain: Curtain) -> tuple:
-    """After a blind comparison: ask for the vote, or (stopped, failed) show the names at once."""
+def ending(curtain: Curtain, saved: tuple[dict[str, Transcript], dict[str, float]] | None = None) -> tuple:
+    """After a blind comparison: ask for the vote, or (stopped, failed, identical) show the names at once, with
+    `saved`: the runs as saved and their seconds (r2mad.ui.views.as_saved)."""
     if curtain.votable():
         n = len(curtain.labels)
         return (*(gr.skip() for _ in range(VIEW_OUTPUTS)), curtain.state(), gr.Column(visible=True), "",
                 *(gr.Button(visible=i < n) for i in range(len(LETTERS))))
-    return (*view(curtain.real, final=True), *cleared("*Not every debate finished, so no vote is asked; the "
-                                                      "methods' names are shown.*"))
+    transcripts, seconds = saved or (curtain.real, {})
+    why = identical_note(curtain.real) if curtain.ended() else \
+        "*Not every debate finished, so no vote is asked; the methods' names are shown.*"
+    return (*view(transcripts, final=True, seconds=seconds), *cleared(why))
 
 
 def reveal_note(state: dict[str, Any], chosen: str | None) -> str:
@@ -101,6 +106,9 @@ class VoteHandlers:
             return (*(gr.skip() for _ in range(VIEW_OUTPUTS)), *cleared())
         chosen = label(choice) if choice is not None else None
         self.services.sealed.unseal((state.get("runs") or {}).values())  # the names are shown now
+        if chosen is not None and identical(revealed(state).values()):  # nothing to choose between: not counted
+            gr.Info("The debates are identical, so this vote is not counted; the names are shown.")
+            chosen = None
         if chosen is not None:
             session = getattr(request, "session_hash", None)
             visitor = identify(self.services.config, browser_id=visitor_id, session=session, profile=login,
@@ -112,7 +120,8 @@ class VoteHandlers:
             except (VoteRefused, StoreError) as exc:
                 gr.Warning(html.escape(str(exc), quote=False))
                 chosen = None
-        return (*view(revealed(state), final=True), *cleared(reveal_note(state, chosen)))
+        transcripts, seconds = as_saved(self.services.store, state.get("runs") or {}, revealed(state))
+        return (*view(transcripts, final=True, seconds=seconds), *cleared(reveal_note(state, chosen)))
 
 
 def events(services: Any, ui: dict[str, Any], outputs: list[Any], visitor_id: Any) -> VoteHandlers:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 from r2mad.methods import needs_bank
 from r2mad.types import Round, Transcript, from_dict, to_dict
@@ -44,6 +44,24 @@ def blinded(t: Transcript, name: str) -> Transcript:
                                rounds=tuple(_blind_round(r) for r in t.rounds))
 
 
+def identical(transcripts: Iterable[Transcript]) -> bool:
+    """Whether two or more debates read the same from round 0 on: every agent's text and answer in every finished
+    round, and the final answer (e.g. every method stopped after the shared round 0). Nothing to vote on."""
+    seen = [(tuple((r.index, tuple((turn.agent, turn.text, turn.answer.value) for turn in r.turns))
+                   for r in t.finished().rounds), t.final.value) for t in transcripts]
+    return len(seen) > 1 and all(s == seen[0] for s in seen)
+
+
+def identical_note(transcripts: dict[str, Transcript]) -> str:
+    """Why no vote is asked on identical debates, in one sentence."""
+    n = len(transcripts)
+    who = "Both methods" if n == 2 else f"All {n} methods"
+    if all(t.shared_round0 and len(t.finished().rounds) == 1 for t in transcripts.values()):
+        return (f"*{who} stopped after the shared first round: their debates are identical, so no vote is asked; "
+                "the methods' names are shown.*")
+    return "*The debates are identical, so no vote is asked; the methods' names are shown.*"
+
+
 @dataclass
 class Curtain:
     """The blind labels of one comparison (drawn before it starts), its saved runs' ids (known once the run
@@ -69,10 +87,14 @@ class Curtain:
         shown = {self.labels[m]: blinded(t, self.labels[m]) for m, t in transcripts.items()}
         return dict(sorted(shown.items()))
 
-    def votable(self) -> bool:
-        """A vote is asked for once every debate of the comparison finished and was saved."""
+    def ended(self) -> bool:
+        """Every debate of the comparison finished and was saved."""
         return self.drawn and len(self.real) == len(self.runs) == len(self.labels) and all(
             t.status == "done" for t in self.real.values())
+
+    def votable(self) -> bool:
+        """A vote is asked for once every debate finished and was saved, unless the debates are identical."""
+        return self.ended() and not identical(self.real.values())
 
     def state(self) -> dict[str, Any]:
         """What the vote needs, kept server-side in a gr.State: labels, run ids and the real transcripts."""

@@ -24,8 +24,9 @@ def yes_no(value: bool | None) -> str:
     return "—" if value is None else ("yes" if value else "no")
 
 
-def summary_rows(transcripts: Mapping[str, Transcript]) -> list[list[Any]]:
-    """One row per method of a side-by-side comparison (in the given order)."""
+def summary_rows(transcripts: Mapping[str, Transcript], seconds: Mapping[str, float] | None = None) -> list[list[Any]]:
+    """One row per method of a side-by-side comparison (in the given order); `seconds`: each method's run from its
+    start to its end as saved (a debate that replayed the shared round 0 counts it), else the loop's own."""
     rows = []
     for method, t in transcripts.items():
         done = [r for r in t.rounds if not r.details.get("running")]
@@ -34,7 +35,7 @@ def summary_rows(transcripts: Mapping[str, Transcript]) -> list[list[Any]]:
         final = answer_text(t.final) if done and t.status == "done" else "—"
         name = method + (" (memory off)" if memory_off(t) else "")
         rows.append([name, final, yes_no(t.correct) if t.status == "done" else "—", len(done), usage.calls,
-                     usage.tokens, round(t.seconds, 1), failures, t.status])
+                     usage.tokens, round((seconds or {}).get(method, t.seconds), 1), failures, t.status])
     return rows
 
 
