@@ -77,7 +77,8 @@ def test_the_app_serves_the_backbones_of_its_config_dir_flag_or_environment_vari
     shutil.copytree(ROOT / "configs", folder)
     (folder / "backbones.yaml").write_text(yaml.safe_dump({"default": "my-llama", "backbones": {
         "my-llama": {"base_url": "http://127.0.0.1:8080/v1", "model": "llama", "label": "My llama.cpp server"}}}))
-    for config in (load_app_config(["--config-dir", str(folder)]), load_app_config([], {"R2MAD_CONFIG_DIR": str(folder)})):
+    for config in (load_app_config(["--config-dir", str(folder)]),
+                   load_app_config([], {"R2MAD_CONFIG_DIR": str(folder)})):
         assert backbone_choices(config) == [("My llama.cpp server", "my-llama")]
         assert config.default_backbone == "my-llama"
     shipped = dict((name, label) for label, name in backbone_choices(load_app_config([], {})))
