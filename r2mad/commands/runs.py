@@ -55,7 +55,7 @@ def cmd_runs(args, config) -> int:
 
 
 def show_run(store, run_id: str) -> int:
-    """One run: its line, settings, labels and the debate round by round (scrubbed as stored)."""
+    """One run: what it asked and answered, its labels and the debate round by round (scrubbed as stored)."""
     from r2mad.commands.common import print_transcript
 
     try:
