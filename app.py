@@ -1,13 +1,15 @@
 """Entry point of the browser app: load the config, build the Gradio UI from r2mad.ui, queue and launch.
-`python app.py` serves on 127.0.0.1:7860 unless GRADIO_SERVER_NAME / GRADIO_SERVER_PORT say otherwise."""
+`python app.py [--config-dir DIR]` serves on 127.0.0.1:7860 unless GRADIO_SERVER_NAME / GRADIO_SERVER_PORT say
+otherwise; the config folder is DIR, else R2MAD_CONFIG_DIR, else configs/."""
 from __future__ import annotations
 
+import argparse
 import os
 
 from r2mad.runs.exits import scrub_logs
 from r2mad.serving.loopback import is_loopback
 from r2mad.serving.openai_server import KEY_ENV, Served, mount
-from r2mad.settings.config import env_secrets, load_config
+from r2mad.settings.config import ConfigError, config_folder, env_secrets, load_config
 from r2mad.ui import build_app
 from r2mad.ui.api import mcp_available
 from r2mad.ui.serving import launch
@@ -48,5 +50,18 @@ def mount_openai(demo, config, key: str | None) -> None:
     mount(demo.app, served, "/v1")
 
 
+def load_app_config(argv: list[str] | None = None, env: dict[str, str] | None = None):
+    """The config `python app.py` serves: from --config-dir, else R2MAD_CONFIG_DIR, else configs/."""
+    parser = argparse.ArgumentParser(prog="python app.py", description="The R²-MAD Studio app.")
+    parser.add_argument("--config-dir", default=None, help="folder with backbones.yaml, methods.yaml, app.yaml "
+                        "(default: R2MAD_CONFIG_DIR, else configs/)")
+    args = parser.parse_args(argv)
+    return load_config(config_folder(args.config_dir, env), env)
+
+
 if __name__ == "__main__":
-    serve(load_config())
+    try:
+        config = load_app_config()
+    except ConfigError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    serve(config)

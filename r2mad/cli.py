@@ -34,7 +34,7 @@ from r2mad.methods import METHODS, PLAIN, with_advice
 from r2mad.runs.exits import scrub_logs
 from r2mad.runs.faults import StoreError
 from r2mad.safewrite import WriteFailed, is_disk_full, write_atomic, write_failed
-from r2mad.settings.config import ConfigError, env_secrets, load_config
+from r2mad.settings.config import ConfigError, config_folder, env_secrets, load_config
 from r2mad.text import quoted
 
 
@@ -85,7 +85,8 @@ def cmd_debate(args, config) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m r2mad", description="Multi-agent debate: MAD, MAD-M², "
                                      "TrueMAD, R²-MAD and single-agent baselines.")
-    parser.add_argument("--config-dir", default=None, help="folder with backbones.yaml, methods.yaml, app.yaml")
+    parser.add_argument("--config-dir", default=None, help="folder with backbones.yaml, methods.yaml, app.yaml "
+                        "(default: R2MAD_CONFIG_DIR, else configs/)")
     sub = parser.add_subparsers(dest="command", required=True)
     d = sub.add_parser("debate", help="run one debate and print it round by round")
     d.add_argument("--question", required=True)
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     install_traces()  # R2MAD_OTEL_ENDPOINT: finished runs as traces (nothing when unset)
     try:
-        config = load_config(args.config_dir) if args.config_dir else load_config()
+        config = load_config(config_folder(args.config_dir))
         scrub_logs(env_secrets(config))  # whatever a command logs leaves without the environment's keys
         if getattr(args, "backbone", "unset") is None:
             args.backbone = config.default_backbone

@@ -1,4 +1,4 @@
-"""`export`, `import` and `rerun` subcommands over the SQLite run store."""
+"""`runs` (list saved runs, show one), `export`, `import` and `rerun` subcommands over the SQLite run store."""
 from __future__ import annotations
 
 import asyncio
@@ -6,12 +6,74 @@ import os
 import sys
 
 from r2mad.commands.common import open_store as _store
+from r2mad.commands.common import whole_in
 from r2mad.runs.io import (
     export_annotations_csv,
     export_jsonl,
     import_jsonl,
     push_to_hub,
 )
+from r2mad.text import quoted
+
+OUTCOMES = {"correct": {"correct": True}, "wrong": {"correct": False}, "unscored": {"scored": False}}
+
+
+def outcome_word(correct: bool | None) -> str:
+    return "unscored" if correct is None else "correct" if correct else "wrong"
+
+
+def run_line(r) -> str:
+    """One saved run in a line: id, when, method, backbone, where it started, status, outcome, the question."""
+    from datetime import datetime, timezone
+
+    when = datetime.fromtimestamp(r.created_at, timezone.utc).strftime("%Y-%m-%d %H:%M")
+    question = " ".join(r.question.split())
+    question = question if len(question) <= 60 else question[:59] + "…"
+    return (f"{r.id[:12]}  {when}  {r.method}  {r.backbone}  {r.source}  {r.status}  "
+            f"{outcome_word(r.correct)}  {question}")
+
+
+def cmd_runs(args, config) -> int:
+    """The saved runs, newest first, filtered; or one run in full (`runs show ID`)."""
+    store = _store(config)
+    if args.action == "show":
+        return show_run(store, args.run_id)
+    filters = {"method": args.method, "source": args.source, **OUTCOMES.get(args.outcome, {})}
+    rows = store.list_runs(limit=args.limit, **filters)
+    if not rows:
+        filtered = any(v is not None for v in filters.values())
+        print("No saved run matches these filters; drop one to see more." if filtered else
+              "No saved runs yet; `python -m r2mad debate` starts one.")
+        return 0
+    print("id            created (UTC)     method  backbone  source  status  outcome  question")
+    for r in rows:
+        print(run_line(r))
+    total = store.count_runs(**filters)
+    if total > len(rows):
+        print(f"({len(rows)} of {total}; --limit shows more)")
+    return 0
+
+
+def show_run(store, run_id: str) -> int:
+    """One run: what it asked and answered, its labels and the debate round by round (scrubbed as stored)."""
+    from r2mad.commands.common import print_transcript
+
+    try:
+        r = store.get_run(run_id)
+    except KeyError:
+        raise ValueError(f"No saved run has the id {quoted(run_id)}; `python -m r2mad runs` lists them.") from None
+    print(f"Run {r.id} · {r.method} on {r.backbone} · from {r.source} · {r.status}"
+          + (f" ({r.status_note})" if r.status_note else ""))
+    print(f"Question: {r.question}")
+    print(f"Gold: {r.gold if r.gold is not None else 'none'} · final: {r.final_answer} · {outcome_word(r.correct)}")
+    if r.bank:
+        print(f"Bank: {r.bank}")
+    for a in r.annotations:
+        print(f"Labels by {a.annotator}: {', '.join(a.labels) or 'none'}" + (f" — {a.note}" if a.note else ""))
+    if r.transcript is not None:
+        print()
+        print_transcript(store.scrub_transcript(r.transcript))
+    return 0
 
 
 def _is_jsonl(path: str | None) -> bool:
@@ -108,6 +170,14 @@ def cmd_rerun(args, config) -> int:
 
 
 def register(sub) -> None:
+    p = sub.add_parser("runs", help="list saved runs, newest first (filters below), or `runs show ID` for one")
+    p.add_argument("--method", default=None, help="only runs of this method")
+    p.add_argument("--outcome", choices=tuple(OUTCOMES), default=None, help="only correct, wrong or unscored runs")
+    p.add_argument("--source", default=None, help="only runs started from here: cli, app, api, eval, serve, ...")
+    p.add_argument("--limit", type=whole_in(1, 10_000), default=50, help="most runs listed (default 50)")
+    p.set_defaults(func=cmd_runs, action=None)
+    shown = p.add_subparsers(dest="action").add_parser("show", help="one saved run in full")
+    shown.add_argument("run_id", help="its id, or the start of it as the list shows")
     p = sub.add_parser("export", help="export saved runs and annotations: JSONL (and CSV), or a Parquet "
                        "dataset with a card (to a folder or the Hub)")
     p.add_argument("--out", default=None, help="a .jsonl file, or a folder for the Parquet dataset")

@@ -2,6 +2,7 @@
 OpenTelemetry traces (r2mad/exports/otel.py) and as the failure-attribution benchmarks' records."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 
@@ -18,11 +19,14 @@ def cmd_export_otel(args, config) -> int:
 
     store = open_store(config)
     try:
-        count = export_runs(store, _ids(store, args.run_ids), args.endpoint, headers=dict(args.header or []),
-                            project=args.project)
+        sent = export_runs(store, _ids(store, args.run_ids), args.endpoint, headers=dict(args.header or []),
+                           project=args.project)
     except KeyError as exc:
         raise ValueError(exc.args[0]) from None
-    print(f"Sent {count} spans of {len(args.run_ids)} run(s) to {args.endpoint}")
+    print(f"Sent {sent.spans} spans of {len(args.run_ids)} run(s) to {args.endpoint}"
+          + (f", with {sent.annotations} span annotations (labels and grades)" if sent.annotations else ""))
+    if sent.note:
+        print(f"note: {sent.note}", file=sys.stderr)
     return 0
 
 

@@ -1,8 +1,10 @@
 """Saved runs as OpenTelemetry traces over OTLP/HTTP (opentelemetry-sdk), readable by Phoenix, Langfuse and
 Weave: one trace per run, a span per round, an `invoke_agent` span per turn with the GenAI semantic
 conventions (gen_ai.conversation.id = the run id, the model, the usage) and the OpenInference attributes
-for its messages (openinference-semantic-conventions), a `chat` span per extra call, and the labels as
-span events carrying OpenInference's annotation attributes. Imported only when asked for."""
+for its messages (openinference-semantic-conventions), a `chat` span per extra call, every span with the run
+id as session.id, and the labels as span events carrying OpenInference's annotation attributes and, for
+Phoenix, as span annotations (span_annotations.py) with the grade and an LLM judge's labels. Imported only
+when asked for."""
 from __future__ import annotations
 
 import dataclasses
@@ -24,6 +26,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import Status, StatusCode, set_span_in_context
 
+from r2mad.exports import span_annotations
 from r2mad.exports.attribution import FINAL, Verdict, agent_name, verdicts
 
 log = logging.getLogger(__name__)
@@ -102,10 +105,41 @@ class Clock:
         return int(begin * NS), int((begin + max(seconds, 0.0)) * NS)
 
 
-def emit_run(tracer: Any, record: Any, found: Sequence[Verdict], taxonomy: dict[str, str]) -> int:
-    """One run as one trace; returns how many spans were made."""
+def grade_annotation(span: Any, t: Any) -> list[dict[str, Any]]:
+    """The run's grade on its root span: correct (1) or wrong (0), how it was graded, by a judge model (LLM) or
+    the rules (CODE); none for an unscored run."""
+    from r2mad.grading.verdicts import how_graded
+
+    if t.correct is None:
+        return []
+    how = how_graded(t.final, t.task, t.judged)
+    return [span_annotations.annotation(span.get_span_context().span_id, "correct",
+                                        "LLM" if "judge" in how else "CODE", "r2mad",
+                                        label="correct" if t.correct else "wrong", score=float(t.correct),
+                                        explanation=how)]
+
+
+def label_annotation(span: Any, v: Verdict, label: str, taxonomy: dict[str, str]) -> dict[str, Any]:
+    """A person's label as a Phoenix span annotation (its name and label the label's id, its identifier the
+    annotator, `final` for the adjudicated labels)."""
+    return span_annotations.annotation(span.get_span_context().span_id, label, "HUMAN", v.annotator, label=label,
+                                       explanation=v.note or taxonomy.get(label, ""))
+
+
+def judge_annotation(span: Any, s: Any) -> dict[str, Any]:
+    """An LLM judge's label (a stored suggestion of detector `llm:<backbone>`) with the turn it quotes."""
+    return span_annotations.annotation(span.get_span_context().span_id, s.label, "LLM", s.detector, label=s.label,
+                                       explanation=s.summary)
+
+
+def emit_run(tracer: Any, record: Any, found: Sequence[Verdict], taxonomy: dict[str, str],
+             notes: list[dict[str, Any]] | None = None, judged: Sequence[Any] = ()) -> int:
+    """One run as one trace; returns how many spans were made. `notes` receives the Phoenix span annotations of
+    the labels (`found`, and an LLM judge's suggestions in `judged`) and of the grade."""
     t, run_id = record.transcript, record.id
     clock, count = Clock(t), 1
+    notes = [] if notes is None else notes
+    session = {SpanAttributes.SESSION_ID: run_id}
     end = int((t.started_at + max(t.seconds, 0.0)) * NS)
     final = next((v for v in found if v.annotator == FINAL), None)
     root = tracer.start_span(f"debate {t.method}", start_time=int(t.started_at * NS), attributes={
@@ -120,12 +154,16 @@ def emit_run(tracer: Any, record: Any, found: Sequence[Verdict], taxonomy: dict[
         for label in v.labels:
             if not v.blame.get(label):
                 root.add_event("annotation", annotation_event(v, label, taxonomy), timestamp=end)
+                notes.append(label_annotation(root, v, label, taxonomy))
+    notes.extend(grade_annotation(root, t))
+    notes.extend(judge_annotation(root, s) for s in judged if s.round is None or not s.agents)
     inside = set_span_in_context(root)
     for rnd in t.finished().rounds:
         calls = [clock.span(x.started_at, x.seconds) for x in rnd.turns]
         begin, finish = (min(c[0] for c in calls), max(c[1] for c in calls)) if calls else (end, end)
         span = tracer.start_span(f"round {rnd.index}", context=inside, start_time=begin, attributes={
-            **_kind(OpenInferenceSpanKindValues.CHAIN), "r2mad.round": rnd.index, "r2mad.consensus": rnd.consensus})
+            **_kind(OpenInferenceSpanKindValues.CHAIN), **session, "r2mad.round": rnd.index,
+            "r2mad.consensus": rnd.consensus})
         in_round = set_span_in_context(span)
         for turn, (a, b) in zip(rnd.turns, calls):
             child = tracer.start_span(f"invoke_agent {agent_name(turn.agent)}", context=in_round, start_time=a,
@@ -136,11 +174,13 @@ def emit_run(tracer: Any, record: Any, found: Sequence[Verdict], taxonomy: dict[
                 for label in v.labels:
                     if (turn.round, turn.agent) in [tuple(x) for x in v.blame.get(label, [])]:
                         child.add_event("annotation", annotation_event(v, label, taxonomy), timestamp=b)
+                        notes.append(label_annotation(child, v, label, taxonomy))
+            notes.extend(judge_annotation(child, s) for s in judged if s.round == turn.round and turn.agent in s.agents)
             child.end(end_time=b)
         for call in rnd.aux:
             a, b = clock.span(0, call.seconds)
             child = tracer.start_span(f"chat {call.kind}", context=in_round, start_time=a, attributes={
-                **_kind(OpenInferenceSpanKindValues.LLM), "gen_ai.operation.name": "chat",
+                **_kind(OpenInferenceSpanKindValues.LLM), **session, "gen_ai.operation.name": "chat",
                 "gen_ai.conversation.id": run_id, "gen_ai.request.model": call.backbone or t.backbone,
                 "gen_ai.usage.input_tokens": call.tokens_in, "gen_ai.usage.output_tokens": call.tokens_out,
                 SpanAttributes.OUTPUT_VALUE: call.text, "r2mad.call": call.kind})
@@ -169,34 +209,51 @@ class Checked(SpanExporter):
         return self.inner.force_flush(timeout_millis)
 
 
+@dataclasses.dataclass(frozen=True)
+class Sent:
+    """What export_runs sent: spans, span annotations Phoenix took, and why none were taken (one sentence)."""
+    spans: int
+    annotations: int = 0
+    note: str = ""
+
+
 def export_runs(store: Any, run_ids: Sequence[str], endpoint: str, *, headers: dict[str, str] | None = None,
-                timeout_s: float = 10.0, project: str = PROJECT) -> int:
-    """Send saved runs (scrubbed as stored) to an OTLP/HTTP traces endpoint; returns how many spans were sent.
-    A run that stopped before round 0 is skipped."""
+                timeout_s: float = 10.0, project: str = PROJECT) -> Sent:
+    """Send saved runs (scrubbed as stored) to an OTLP/HTTP traces endpoint, then their labels and grades as
+    span annotations where the endpoint is Phoenix's. A run that stopped before round 0 is skipped."""
+    from r2mad.annotation.judge_book import is_judge
+
     provider = TracerProvider(resource=Resource.create({"service.name": PROJECT,
                                                         ResourceAttributes.PROJECT_NAME: project}))
     exporter = Checked(OTLPSpanExporter(endpoint=endpoint, headers=headers or None, timeout=timeout_s))
     provider.add_span_processor(BatchSpanProcessor(exporter, export_timeout_millis=int(timeout_s * 1000)))
-    tracer, count = provider.get_tracer("r2mad.exports.otel"), 0
+    tracer, count, notes = provider.get_tracer("r2mad.exports.otel"), 0, []
     try:
         for run_id in run_ids:
             record = store.get_run(run_id)
             if record.transcript is None:
                 continue
             record = dataclasses.replace(record, transcript=store.scrub_transcript(record.transcript))
-            count += emit_run(tracer, record, verdicts(store, record.id), store.taxonomy)
+            judged = [x for x in store.suggestions(record.id) if is_judge(x.detector)]
+            count += emit_run(tracer, record, verdicts(store, record.id), store.taxonomy, notes, judged)
         if not provider.force_flush(int(timeout_s * 1000)) or exporter.failed:
             raise ValueError(f"The traces did not reach {endpoint} within {timeout_s:g} s; check that a collector "
                              "listens there (OTLP over HTTP, path /v1/traces).")
     finally:
         provider.shutdown()
-    return count
+    url = span_annotations.annotations_url(endpoint)
+    if not notes or url is None:
+        return Sent(count)
+    note = span_annotations.send(url, store.scrub(notes), headers=headers, timeout_s=timeout_s)
+    return Sent(count, 0 if note else len(notes), note)
 
 
 def send_live(store: Any, run_ids: Sequence[str], endpoint: str) -> None:
     """The live exporter (R2MAD_OTEL_ENDPOINT): finished runs as traces, bounded in time; a collector that
     cannot be reached costs a log line, never the run."""
     try:
-        export_runs(store, run_ids, endpoint, timeout_s=5.0)
+        sent = export_runs(store, run_ids, endpoint, timeout_s=5.0)
+        if sent.note:
+            log.info("%s", sent.note)
     except Exception as exc:  # noqa: BLE001 - tracing must never fail a debate
         log.warning("Traces of runs %s were not sent to %s: %s", ", ".join(r[:8] for r in run_ids), endpoint, exc)

@@ -229,10 +229,13 @@ def where_clause(*, method: str | None = None, backbone: str | None = None, bank
            status: str | None = None, correct: bool | None = None,
            shared_misconception: bool | None = None, flip: bool | None = None,
            parse_failures: bool | int | None = None, owner: str | None = None,
-           ids: Sequence[str] | None = None) -> tuple[str, list[Any]]:
+           ids: Sequence[str] | None = None, source: str | None = None,
+           scored: bool | None = None) -> tuple[str, list[Any]]:
     """The WHERE clause of a run query, and its parameters (None means "any"; see RunStore.list_runs)."""
     clauses, params = [], []
-    for col, value in (("method", method), ("backbone", backbone), ("bank", bank),
+    if scored is not None:
+        clauses.append("correct IS NOT NULL" if scored else "correct IS NULL")
+    for col, value in (("method", method), ("backbone", backbone), ("bank", bank), ("source", source),
                        ("status", status), ("correct", correct), ("owner", owner),
                        ("shared_misconception", shared_misconception), ("flip", flip)):
         if value is not None:

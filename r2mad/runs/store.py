@@ -231,13 +231,15 @@ class RunStore(StoreFile, Recovering, Annotating, Suggesting, Linking, Queueing)
                   bank: str | None = None, correct: bool | None = None,
                   shared_misconception: bool | None = None, flip: bool | None = None,
                   parse_failures: bool | int | None = None, status: str | None = None,
-                  owner: str | None = None, ids: Sequence[str] | None = None, limit: int = 200,
-                  offset: int = 0) -> list[RunSummary]:
+                  owner: str | None = None, ids: Sequence[str] | None = None, source: str | None = None,
+                  scored: bool | None = None, limit: int = 200, offset: int = 0) -> list[RunSummary]:
         """Newest first. None means "any"; parse_failures=True/False means some/none, an int n
-        means at least n; `owner` keeps one visitor's runs, `ids` these runs."""
+        means at least n; `owner` keeps one visitor's runs, `ids` these runs, `source` those started
+        there (cli, app, api, eval, serve, ...), `scored` those with (or without) a gold answer to score."""
         where, params = where_clause(method=method, backbone=backbone, bank=bank, status=status,
                                correct=correct, shared_misconception=shared_misconception,
-                               flip=flip, parse_failures=parse_failures, owner=owner, ids=ids)
+                               flip=flip, parse_failures=parse_failures, owner=owner, ids=ids,
+                               source=source, scored=scored)
         sql = (f"SELECT {', '.join(SUMMARY_COLUMNS)}, (SELECT COUNT(*) FROM annotations a "
                "WHERE a.run_id = runs.id) AS annotation_count, (SELECT json_group_array(json(a.labels)) "
                "FROM annotations a WHERE a.run_id = runs.id) AS labels, (SELECT f.labels FROM final_labels f "

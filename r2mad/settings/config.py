@@ -279,6 +279,12 @@ def _is_sha256(text: str) -> bool:
     return len(text) == 64 and all(c in "0123456789abcdefABCDEF" for c in text)
 
 
+def config_folder(given: str | None = None, env: dict[str, str] | None = None) -> Path:
+    """The config folder: `--config-dir` when given, else R2MAD_CONFIG_DIR, else the repository's configs/."""
+    named = (given or (os.environ if env is None else env).get("R2MAD_CONFIG_DIR") or "").strip()
+    return Path(named) if named else CONFIG_DIR
+
+
 def otel_endpoint(env: dict[str, str] | None = None) -> str | None:
     """R2MAD_OTEL_ENDPOINT: where finished runs go as OpenTelemetry traces (OTLP/HTTP); None (off) by default."""
     return ((os.environ if env is None else env).get("R2MAD_OTEL_ENDPOINT") or "").strip() or None

@@ -90,9 +90,14 @@ def methods_part(form: Form, default_method: str) -> None:
                                        f"Pick 2–{MAX_COLUMNS} to compare side by side.")
 
 
+def backbone_choices(config) -> list[tuple[str, str]]:
+    """The Backbone dropdown's (label, name) pairs: every backbone of the config, in its order."""
+    return [(b.label or name, name) for name, b in config.backbones.items()]
+
+
 def advanced_part(form: Form, config, banks: list[str]) -> gr.Group:
     """Backbone, mixed models, token, custom endpoint, bank and settings; returns the mixed models' group."""
-    choices = [(b.label or name, name) for name, b in config.backbones.items()]
+    choices = backbone_choices(config)
     form["backbone"] = gr.Dropdown(choices, value=config.default_backbone, label="Backbone")
     form["mixed_models"] = gr.Checkbox(False, label="Mixed models: each agent on its own backbone",
                                        elem_id="mixed-models")

@@ -1,7 +1,9 @@
 """MCP tools that programs can read: Gradio 6's MCP layer writes a tool's dict or list result as a Python literal
-(`str(value)`); here such a result is written as JSON text instead (files and images keep Gradio's handling), and
-the debate endpoints report each finished round through gr.Progress, which reaches an MCP client as a progress
-notification; each result and refusal leaves through the app's scrub. Installed by r2mad/ui/api.install."""
+(`str(value)`) and declares no output schema; here such a result is written as JSON text and also returned as
+structured content, each tool listed with its output schema (r2mad/ui/mcp_schemas.py). The debate endpoints report
+each finished round through gr.Progress, which reaches an MCP client as a progress notification carrying the
+step and the total (Gradio's own counts notifications with no total). Each result and refusal leaves through the
+app's scrub. Installed by r2mad/ui/api.install."""
 from __future__ import annotations
 
 import asyncio
@@ -13,18 +15,21 @@ from typing import Any, Callable
 import gradio as gr
 
 from r2mad.types import Transcript
+from r2mad.ui.mcp_schemas import OUTPUT_SCHEMAS, structured
 
 PROGRESS_FLUSH_S = 0.05  # a few of the queue's progress intervals (timers on the same event loop fire in order)
 
 
 def install() -> None:
-    """Make the MCP layer write dict and list results as JSON (idempotent)."""
+    """Make the MCP layer write dict and list results as JSON and structured content, list the tools with their
+    output schemas and send progress with its total (idempotent)."""
     from gradio.mcp import GradioMCPServer
     from gradio_client import utils as client_utils
 
     if getattr(GradioMCPServer.postprocess_output_data, "_r2mad_json", False):
         return
     original = GradioMCPServer.postprocess_output_data
+    create_server = GradioMCPServer.create_mcp_server
 
     def postprocess_output_data(self, data: Any, root_url: str):
         if isinstance(data, list) and data and all(_plain(x) for x in data):
@@ -36,6 +41,60 @@ def install() -> None:
 
     postprocess_output_data._r2mad_json = True
     GradioMCPServer.postprocess_output_data = postprocess_output_data
+    GradioMCPServer.create_mcp_server = lambda self: with_schemas(create_server(self))
+    GradioMCPServer._execute_tool_with_progress = run_with_progress
+
+
+def with_schemas(server):
+    """The MCP server with each known tool listed with its output schema and answering with structured content."""
+    from mcp import types
+
+    handlers = server.request_handlers
+    list_tools, call_tool = handlers[types.ListToolsRequest], handlers[types.CallToolRequest]
+
+    async def listed(request):
+        result = await list_tools(request)
+        for tool in result.root.tools:
+            tool.outputSchema = OUTPUT_SCHEMAS.get(tool.name)
+        return result
+
+    async def called(request):
+        result = await call_tool(request)
+        done = result.root
+        if request.params.name in OUTPUT_SCHEMAS and not done.isError and done.content:
+            done.structuredContent = structured(json.loads(done.content[0].text))
+        return result
+    handlers[types.ListToolsRequest], handlers[types.CallToolRequest] = listed, called
+    return server
+
+
+def progress_point(update: Any, done: float, total: float | None) -> tuple[float, float | None]:
+    """Where a job stands after a status update: the step and total of the newest progress unit that has them,
+    else as before (so progress never goes back, while queue and processing notices keep coming)."""
+    for unit in update.progress_data or []:
+        if unit.index is not None:
+            return max(done, unit.index), unit.length if unit.length is not None else total
+    return done, total
+
+
+async def run_with_progress(self, job: Any, progress_token: str | int) -> Any:
+    """A queued tool call, each status update sent to the client as progress with its total when known."""
+    context = self.mcp_server.request_context
+    done, total, output = 0.0, None, None
+    async for update in job:
+        if update.type == "status":
+            done, total = progress_point(update, done, total)
+            await context.session.send_progress_notification(
+                progress_token=progress_token, progress=done, total=total,
+                message=self._format_progress_message(update), related_request_id=str(context.request_id))
+        elif update.type == "output" and update.final:
+            output = update.outputs
+            if not update.success:
+                raise RuntimeError(": ".join(str(x) for x in (output.get("title"), output.get("error")) if x)
+                                   or "The tool failed.")
+    if job.exception():
+        raise job.exception()
+    return output["data"]
 
 
 def round_reporter(progress: gr.Progress, rounds: int, scrub: Callable[[str], str]) -> Callable[[Transcript], None]:
