@@ -25,6 +25,7 @@ def test_a_scripted_backbone_answers_in_the_form_each_kind_asks():
     finals = [asyncio.run(Debate(backend, make_method(PLAIN, SETTINGS), backbone="toy").run(t)).final.value
               for t in (mcq, math, yesno)]
     assert finals == ["A", "1", "yes"]
+    assert backend.calls == []  # a backbone serving for days keeps no record of its calls
 
 
 def test_the_cli_debates_on_a_scripted_backbone_named_in_the_config(tmp_path, capsys):

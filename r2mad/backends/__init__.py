@@ -47,7 +47,7 @@ def scripted_backend(backbone: Backbone, api_key: str | None) -> ChatBackend:
     """No model: a short answer in the form asked (r2mad/backends/scripted.py), for trying the plumbing."""
     from r2mad.backends.scripted import ScriptedBackend, answer_in_form
 
-    return ScriptedBackend(answer_in_form, name=backbone.name, model=backbone.model)
+    return ScriptedBackend(answer_in_form, name=backbone.name, model=backbone.model, record=False)
 
 
 # a backbone's `kind` -> its maker; configs/backbones.yaml's kinds are these (Backbone.kind's choices)

@@ -34,6 +34,7 @@ class ScriptedBackend:
     # takes an answer `shape` and records it
     capabilities: Capabilities = Capabilities(supports_logprobs=True)
     calls: list[Call] = field(default_factory=list)
+    record: bool = True  # keep every call in `calls` (tests read them); a `scripted` backbone keeps none (no growth)
 
     async def chat(self, messages, *, n=1, temperature=0.7, top_p=1.0, max_tokens=512, seed=None,
                    logprobs=False, on_text=None, shape=None):
@@ -42,7 +43,8 @@ class ScriptedBackend:
         if shape is not None and self.capabilities.structured_output is None:
             raise TypeError("this scripted backend takes no answer shape")
         call = Call(tuple(messages), seed, logprobs, time.monotonic(), shape=shape, max_tokens=max_tokens)
-        self.calls.append(call)
+        if self.record:
+            self.calls.append(call)
         out = self.reply(call.messages)
         if on_text is not None and isinstance(out, str):
             words = out.split(" ")
