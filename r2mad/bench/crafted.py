@@ -42,8 +42,8 @@ async def _ticked(coroutine, every_s: float = 0.05) -> tuple[object, float, floa
 
 
 def crafted_figures() -> list[dict]:
+    from r2mad.bench.scripted.server import FakeServer, ok
     from r2mad.bench.speed import _backend
-    from testing.scripted_server import FakeServer, ok
 
     replies = itertools.count()  # the first agent to ask gets the binomial, the others a plain 5
     settings = DebateSettings(rounds=1, seed=1, deadline_s=120)

@@ -1,5 +1,5 @@
 """`python -m r2mad bench --prefix` and `--scale`: eval runs through a real router (vllm-router) in front of
-scripted replicas (fakereplicas.py). --prefix: per method, how much of the prompt tokens a prefix cache could
+scripted replicas (scripted/replicas.py). --prefix: per method, how much of the prompt tokens a prefix cache could
 serve at most (a prefix of an earlier call of the same debate) and how much the replicas served with debate
 affinity and with round robin. --scale: debates per hour of an MAD + R²-MAD eval on 1, 2 and 4 replicas that
 take time per token and decode a few sequences at once, and the driver's own ceiling against a server that
@@ -14,8 +14,8 @@ from pathlib import Path
 
 from r2mad.bench.fleet import replica_reply, run_through, synthetic_split
 from r2mad.bench.router import Router
+from r2mad.bench.scripted.replicas import ReplicasProcess
 from r2mad.methods import FULL, PLAIN, REGISTRY
-from testing.replicas import ReplicasProcess
 
 AFFINITY_POLICY = "sticky_least_loaded"  # a new debate goes to the least busy replica, then stays there
 PREFIX_METHODS = tuple(name for name, spec in REGISTRY.items() if "main" in spec.tables)  # Table 1's methods

@@ -69,10 +69,10 @@ def _free_port() -> int:
 
 
 def serve_figures(latency_s: float, repeats: int = 3, concurrent: int = 8) -> list[dict]:
+    from r2mad.bench.scripted.server import FakeServer
     from r2mad.serving.loopback import ServerThread
     from r2mad.serving.openai_server import Served, create_app
     from r2mad.serving.services import Services
-    from testing.scripted_server import FakeServer
 
     def responder(body):
         behaviour = reply_for(body)

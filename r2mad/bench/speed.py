@@ -54,7 +54,7 @@ REASONING = ("Compare the planets by mass and by radius. The gas giants are far 
 def reply_for(body: dict):
     """A plausible debate: agents disagree in round 0 and converge; judges reject wrong answers; advice
     is tagged by whether its target is right; summaries are one sentence."""
-    from testing.scripted_server import ok
+    from r2mad.bench.scripted.server import ok
 
     messages = body["messages"]
     text = messages[-1]["content"]
@@ -80,7 +80,7 @@ AGENT_WORDS, SUMMARY_WORDS = 400, 96  # a four-sentence summary; model "bench-fu
 
 def long_reply(body: dict):
     """reply_for, with answers of AGENT_WORDS words and summaries of SUMMARY_WORDS (or their budget)."""
-    from testing.scripted_server import ok
+    from r2mad.bench.scripted.server import ok
 
     behaviour = reply_for(body)
     if body["messages"][0]["content"] == SUMMARY_SYSTEM:

@@ -170,8 +170,8 @@ def speed_figures(args) -> int:
     from r2mad.bench.crafted import crafted_figures
     from r2mad.bench.retrieval import bench_retrieval, format_rows
     from r2mad.bench.sampling import SAMPLES, sampling_figures
+    from r2mad.bench.scripted.server import FakeServer
     from r2mad.bench.speed import TASK, debate_figures, long_reply, reply_for
-    from testing.scripted_server import FakeServer
 
     def responder(body):
         behaviour = reply_for(body)

@@ -13,10 +13,11 @@ from r2mad.memory.summaries import SummaryCache
 
 def register(sub) -> None:
     from r2mad.commands.common import add_settings_flags, whole_in
+    from r2mad.evaluation import catalog
 
     p = sub.add_parser("build-memory", help="debate a training split and write a memory bank")
-    p.add_argument("--task", required=True, help="dataset: demo-mcq, demo-math, truthfulqa, math500, economics, "
-                   "engineering (or mcq / math for files in the demo schema)")
+    p.add_argument("--task", required=True, help=f"dataset: {catalog.listed()} (or mcq / math for files in the "
+                   "demo schema)")
     p.add_argument("--data", default=None, help="a local data file in the dataset's schema")
     p.add_argument("--split", default="train")
     p.add_argument("--split-seed", type=whole_in(0, 2**31 - 1), default=None,

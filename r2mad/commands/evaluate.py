@@ -14,6 +14,7 @@ from r2mad.commands.common import (
 )
 from r2mad.engine.evaluate import run_eval
 from r2mad.engine.service import backbone_label, backbone_plan
+from r2mad.evaluation import catalog
 from r2mad.evaluation.benchmarks.du import DRAWS
 from r2mad.evaluation.catalog import load_split
 from r2mad.evaluation.costs import prices_of
@@ -23,6 +24,7 @@ from r2mad.evaluation.prereg import PREREG
 from r2mad.evaluation.prereg import read as read_prereg
 from r2mad.evaluation.report import write_report, write_table1
 from r2mad.evaluation.rows import ROWS, RUN, EvalRun, parse_methods
+from r2mad.grading.kinds import KIND_NAMES
 from r2mad.methods import METHODS, is_debate, needs_bank, with_advice
 from r2mad.settings.config import ConfigError, env_secrets
 
@@ -31,15 +33,14 @@ def register(sub) -> None:
     e = sub.add_parser("eval", help="run methods over a benchmark split (resumable) and write a report",
                        description="Writes OUT/run.json, OUT/rows.jsonl (one row per question x method), "
                        "OUT/report.md and plots. Rerun the same command to continue an interrupted run.")
-    e.add_argument("--task", help="truthfulqa, math500, economics, engineering, demo-mcq, demo-math, or a seed "
-                   "paper's benchmark: gsm8k, math, aime2024, aime2025, gpqa-diamond, mmlu, arithmetic, biographies")
+    e.add_argument("--task", help=catalog.listed())
     e.add_argument("--split", default="test", help="train, test or all (default test)")
     e.add_argument("--data", default=None, help="local data file (jsonl, json or parquet) in the hub schema; "
                    "with --columns, your own data: a csv, tsv, jsonl, json or parquet file or a hub dataset id")
     e.add_argument("--columns", default=None, metavar="question=Q,answer=A,choices=C",
                    help="your own data's columns (roles question, answer, choices, id; choices=A+B+C+D for one option "
                         "a column; numbers from 0 for a CSV without a header); docs/own-data.md")
-    e.add_argument("--kind", default=None, help="your own data's answer kind: math, mcq, integer, yesno, short, open "
+    e.add_argument("--kind", default=None, help=f"your own data's answer kind: {', '.join(KIND_NAMES)} "
                    "(default mcq with choices, else short)")
     e.add_argument("--limit", type=whole_in(1, 10**7), default=None, help="only the first N questions of the split")
     e.add_argument("--sample", choices=("authors", "first"), default=None,
@@ -101,8 +102,8 @@ def cmd_eval(args, config) -> int:
         print(f"Report written to {write_report(out, _to_store(out, config) if args.to_store else None)}")
         return 0
     if not args.task and not args.columns:
-        raise ConfigError("--task is required; choose truthfulqa, math500, economics, engineering, demo-mcq, "
-                          "demo-math or a paper benchmark (docs/benchmarks.md), or give --data with --columns.")
+        raise ConfigError(f"--task is required; choose {catalog.listed()} (docs/benchmarks.md), or give --data "
+                          "with --columns.")
     from r2mad.engine.resources import Local, check_agent_count
 
     settings = settings_from(args, config)

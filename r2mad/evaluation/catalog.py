@@ -12,6 +12,14 @@ def names() -> tuple[str, ...]:
     return (*datasets.DATASETS, *datasets.ALIASES, *benchmarks.names())
 
 
+def listed() -> str:
+    """Every task set as help and refusals name it: the R²-MAD paper's and the demo's (by their short name where
+    one stands for them), then the seed papers' benchmarks."""
+    short = {full: alias for alias, full in datasets.ALIASES.items()}
+    own = ", ".join(short.get(name, name) for name in datasets.DATASETS)
+    return f"{own}, or a seed paper's benchmark: {', '.join(benchmarks.names())}"
+
+
 def load_split(dataset: str, split: str, *, data_file: str | Path | None = None, seed: int = DEFAULT_SPLIT_SEED,
                limit: int | None = None) -> Split:
     """One split of any task set by name (datasets.load_split's rules for its own; benchmarks.load's for the

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,9 @@ from r2mad.settings.serving import (  # noqa: F401 - re-exported: callers import
 from r2mad.text import quoted
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFIG_DIR = ROOT / "configs"
+# the checkout's configs/; an installed package's copy of them (pyproject.toml's data-files) where there is none
+CONFIG_DIR = ROOT / "configs" if (ROOT / "configs").is_dir() else \
+    Path(sysconfig.get_path("data")) / "share" / "r2mad-studio" / "configs"
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from typing import Mapping
 from r2mad.settings.files import ConfigError, _limits
 
 HF_ROUTER = "https://router.huggingface.co/v1"  # the Hugging Face Inference Providers router
+BACKBONE_KINDS = ("embedded", "openai", "scripted")  # r2mad.backends.BACKENDS, checked by tests/test_registry_lists.py
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ def with_router(backbone: "Backbone", router: str | None) -> "Backbone":
 @dataclass(frozen=True)
 class Backbone:
     name: str
-    kind: str = field(default="openai", metadata=_limits(choices=("embedded", "openai")))
+    kind: str = field(default="openai", metadata=_limits(choices=BACKBONE_KINDS))
     label: str = ""
     base_url: str | None = None
     model: str | None = None
