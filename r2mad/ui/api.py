@@ -28,6 +28,8 @@ from r2mad.ui.mcp_results import progress_sent, round_reporter, tracking_progres
 
 ENDPOINTS = ("run_debate", "list_runs", "get_run", "fork_run", "search_bank")
 USER_ERRORS = (BackendError, ConfigError, ValueError, KeyError, StoreError, Refused)  # Refused: not let in the line
+NOT_SAVED = ("This run is not saved yet: the run store's disk is full, so it is kept aside and saved when space "
+             "returns; get_run shows it whole then.")
 
 
 def mcp_available() -> bool:
@@ -123,7 +125,7 @@ class Api:
             [(run_id, t)] = [(runs.run_ids[m], t) for m, t in runs.transcripts.items()]
         except USER_ERRORS as exc:
             raise refusal(sentence(exc)) from None
-        return compact(t, run_id)
+        return self._saved_or_said(compact(t, run_id))
 
     def list_runs(self, limit: int = 20, method: str = "", correct: str = "any",
                   request: gr.Request = None) -> list[dict[str, Any]]:
@@ -170,7 +172,15 @@ class Api:
                     blame=[blame_json(b) for b in store.blame_of(record.id)],
                     blame_samples=[{**asdict(b), "turns": [[r, a + 1, how] for r, a, how in b.turns]}
                                    for b in samples_of(store, record.id)])
-        return data
+        return self._saved_or_said(data)
+
+    def _saved_or_said(self, data: dict[str, Any]) -> dict[str, Any]:
+        """A run the full disk did not take says so (NOT_SAVED, saved: false); the store's copy, cut off before its
+        end, reads "unsaved", not "running"."""
+        if not self.services.store.unsaved([data["run_id"]]):
+            return data
+        status = "unsaved" if data.get("status") == "running" else data.get("status")
+        return {**data, "status": status, "saved": False, "notices": [*data.get("notices", []), NOT_SAVED]}
 
     async def fork_run(self, run_id: str, from_round: int, answers: dict[str, str] | None = None,
                        edits: dict[str, str] | None = None, masks: list[int] | None = None, method: str = "",
@@ -210,7 +220,7 @@ class Api:
             await progress_sent()
         except USER_ERRORS as exc:
             raise refusal(sentence(exc)) from None
-        return {**compact(t, fork_id), "forked_from": parent_id, "fork": fork_json(spec)}
+        return self._saved_or_said({**compact(t, fork_id), "forked_from": parent_id, "fork": fork_json(spec)})
 
     def search_bank(self, query: str = "", bank: str = "", agent: int = 0, correct: str = "any",
                     limit: int = 10) -> list[dict[str, Any]]:
