@@ -3,8 +3,6 @@ another encoding read, not a codec error; a run the full disk did not take said 
 the start said once, on the outcome line. Scripted server, a tiny bank on disk (hash embedder), the handlers."""
 import asyncio
 import dataclasses
-import os
-import sqlite3
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -16,10 +14,16 @@ from r2mad.settings.config import ROOT, load_config
 from r2mad.ui import handlers
 from r2mad.ui.api import NOT_SAVED, Api
 from testing.scripted_server import FakeServer, ok
+from tests import helpers
 from tests.helpers import make_bank
-from tests.test_disk_full import full_disk  # noqa: F401  (the fixture: every store write fails while set)
 
 ASKED = dict(question="Which planet is red?", options={"A": "Mars", "B": "Venus"}, gold="A")
+
+
+@pytest.fixture
+def full_disk(monkeypatch):
+    yield helpers.full_disk(monkeypatch)  # every store write fails while .full is set
+    helpers.FullDisk.full = False
 
 
 @pytest.fixture
@@ -106,3 +110,21 @@ def test_a_run_the_full_disk_did_not_take_says_so_on_the_api_and_never_reads_run
     assert kept["status"] == "unsaved" and kept["notices"][-1] == NOT_SAVED
     full_disk.full = False
     services.store.take_notices()
+
+
+@pytest.mark.parametrize("name, text", [
+    ("french.csv", "question,answer\nO\u00f9 est Lima?,P\u00e9rou\n"),
+    ("french.jsonl", '{"question": "O\u00f9 est Lima?", "answer": "P\u00e9rou"}\n')])
+def test_a_file_in_latin1_is_refused_in_one_sentence_naming_the_file_not_its_folder(tmp_path, name, text):
+    from r2mad.evaluation.datasets import DataError
+    from r2mad.evaluation.own_data import load_own
+
+    path = tmp_path / "uploads" / name  # where Gradio keeps a visitor's upload: a folder of the server
+    path.parent.mkdir()
+    path.write_bytes(text.encode("latin-1"))
+    with pytest.raises(DataError) as refused:
+        load_own(str(path), "question=question,answer=answer")
+    assert str(refused.value) == (
+        f"{name} is not UTF-8 text (byte 0xf9 on line {2 if name.endswith('.csv') else 1} is not UTF-8, as in a "
+        'Latin-1 or Windows-1252 file); save it as UTF-8 (a spreadsheet\'s "CSV UTF-8", or '
+        f"`iconv -f latin1 -t utf-8 {name} > utf8-{name}`) and pass that file.")
