@@ -128,3 +128,15 @@ def test_a_file_in_latin1_is_refused_in_one_sentence_naming_the_file_not_its_fol
         f"{name} is not UTF-8 text (byte 0xf9 on line {2 if name.endswith('.csv') else 1} is not UTF-8, as in a "
         'Latin-1 or Windows-1252 file); save it as UTF-8 (a spreadsheet\'s "CSV UTF-8", or '
         f"`iconv -f latin1 -t utf-8 {name} > utf8-{name}`) and pass that file.")
+
+
+@pytest.mark.parametrize("said, shown", [
+    ("Bank /tmp/x/memory/tiny holds this question's text.", "Bank tiny holds this question's text."),
+    ("kept in /proc/12345/fd/3.", "kept in a system path."),
+    ("the run store /home/user/app/var/runs.sqlite is busy", "the run store runs.sqlite is busy"),
+    ("POST /v1/chat/completions at https://x.org/a/b, 1/2 of memory/demo-mcq",  # no folder of this machine
+     "POST /v1/chat/completions at https://x.org/a/b, 1/2 of memory/demo-mcq")])
+def test_what_a_visitor_is_told_names_no_folder_of_the_server(said, shown):
+    from r2mad.text import without_paths
+
+    assert without_paths(said) == shown

@@ -87,7 +87,8 @@ class Api:
             gold: the correct answer (an option letter or a number), to score the debate; may be empty.
             method: one of the debate methods or baselines (mad, madm2-subjective, truemad, r2mad, cot, ...).
             backbone: a configured backbone name; empty for the app's default.
-            bank: memory bank folder for r2mad and icl-cot (e.g. memory/demo-mcq); empty for the default.
+            bank: the name of a memory bank this app lists, for r2mad and icl-cot (e.g. memory/demo-mcq); empty
+                for the default.
             agent_backbones: one backbone per agent, ["a", "b", "a"], for a mixed-model debate; empty: `backbone`.
             aux_backbone: with agent_backbones, the backbone of summaries, judges and advice; empty for agent 1's.
             notes: a person in the debate, before a round: [{"round": 1, "text": "…"}] reaches every agent, with
@@ -228,15 +229,16 @@ class Api:
 
         Args:
             query: text to look for in the cases (question, responses, summary); empty for any case.
-            bank: the bank folder (e.g. memory/demo-mcq); empty for the app's default bank.
+            bank: the name of a bank this app lists (e.g. memory/demo-mcq); empty for the app's default bank.
             agent: only this agent's cases (counted from 1); 0 for every agent.
             correct: "yes" or "no" for cases where that agent was right or wrong; "any" for both.
             limit: how many cases (1 to 100).
         """
         s = self.services
-        folder = bank or s.config.app.default_bank or ""
-        if folder not in s.bank_choices():
-            raise refusal(f"No bank {quoted(folder)} here; choose one of: {', '.join(s.bank_choices()) or 'none'}.")
+        try:
+            folder = s.listed_bank(bank or s.config.app.default_bank or "")
+        except ConfigError as exc:
+            raise refusal(str(exc)) from None
         if correct not in ("yes", "no", "any"):
             raise refusal(f"correct is {quoted(correct)}; use yes, no or any.")
         try:

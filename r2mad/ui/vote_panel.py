@@ -13,6 +13,7 @@ from r2mad.runs.faults import StoreError
 from r2mad.runs.votes import VoteRefused, VoteStore
 from r2mad.serving.line import visitor_key
 from r2mad.serving.visitors import identify
+from r2mad.text import without_paths
 from r2mad.ui.render.blind import LETTERS, Curtain, label, revealed
 from r2mad.ui.render.states import title_of
 from r2mad.ui.views import VIEW_OUTPUTS, view
@@ -110,7 +111,7 @@ class VoteHandlers:
                                   voter_key=visitor_key(visitor.owner, visitor_id, session),
                                   username=visitor.username)
             except (VoteRefused, StoreError) as exc:
-                gr.Warning(html.escape(str(exc), quote=False))
+                gr.Warning(html.escape(without_paths(str(exc)), quote=False))
                 chosen = None
         return (*view(revealed(state), final=True), *cleared(reveal_note(state, chosen)))
 
