@@ -7,6 +7,7 @@ import argparse
 import os
 
 from r2mad.runs.exits import scrub_logs
+from r2mad.serving import own_eval
 from r2mad.serving.loopback import is_loopback
 from r2mad.serving.openai_server import KEY_ENV, Served, mount
 from r2mad.settings.config import ConfigError, config_folder, env_secrets, load_config
@@ -32,9 +33,11 @@ def serve(config, *, port: int | None = None, block: bool = True, warm: bool = T
     # them back and tells each visitor their place, so none waits unseen in Gradio's queue.
     demo.queue(default_concurrency_limit=config.app.concurrency_limit, max_size=config.app.max_queue)
     # No allowed_paths: memory/ and configs/ are never served as files. No run history: Gradio would
-    # keep every call's inputs (a pasted token among them) in the visitor's browser storage.
+    # keep every call's inputs (a pasted token among them) in the visitor's browser storage. An upload over
+    # the Your data tab's limit is refused by Gradio's upload route (413) before it fills the disk.
     launch(demo, server_name=config.app.host, server_port=port or config.app.port, run_history=False,
            show_error=not config.on_space, prevent_thread_lock=True, quiet=not block,
+           max_file_size=own_eval.MAX_UPLOAD_BYTES,
            mcp_server=mcp_available() and not config.private_runs)  # the gr.api endpoints as MCP tools
     # (off where runs are private per visitor: gradio's MCP layer sends every tool call through one session)
     mount_openai(demo, config, os.environ.get(KEY_ENV))

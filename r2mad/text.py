@@ -2,6 +2,9 @@
 line, and the length limits of what a person types (checked where it enters: the page, the API, the CLI)."""
 from __future__ import annotations
 
+import functools
+import os
+import re
 from typing import Any
 
 QUOTE_CHARS = 80  # the most of a value an error message repeats
@@ -17,6 +20,28 @@ def quoted(value: Any, limit: int = QUOTE_CHARS) -> str:
     else:
         size = f"{len(value if isinstance(value, str) else text):,} characters"
     return f"{text[:limit]}… ({size})"
+
+
+_NAME = r"\.*[\w@+-]+(?:\.+[\w@+-]+)*"  # a file or folder name (a sentence's full stop after it is no part)
+_ABSOLUTE_PATH = re.compile(rf"(?<![\w:/.~-])(/{_NAME})(?:/{_NAME})*/?")
+_SYSTEM_FOLDERS = ("/proc", "/sys", "/dev")  # what they hold says more than where (a process id in /proc/<pid>)
+
+
+@functools.lru_cache(maxsize=64)
+def _is_top_folder(name: str) -> bool:
+    return os.path.isdir(name)
+
+
+def without_paths(text: str) -> str:
+    """`text` as a visitor may see it: each absolute path of this machine's file system (its top folder exists
+    here: /home/…, /tmp/…) cut to its last name, one under /proc, /sys or /dev said as "a system path"; other
+    slashes ("/v1/models", "1/2", a URL) stay."""
+    def shorten(found: re.Match) -> str:
+        top, path = found.group(1), found.group(0).rstrip("/")
+        if not _is_top_folder(top):
+            return found.group(0)
+        return "a system path" if top in _SYSTEM_FOLDERS else path.rsplit("/", 1)[-1]
+    return _ABSOLUTE_PATH.sub(shorten, str(text))
 
 
 STATUS_CHARS = 40  # the most of an answer, a gold answer or an option a status line shows

@@ -4,6 +4,7 @@ not a test module, and no test module imports another (tests/test_imports.py che
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -346,3 +347,21 @@ def harness_venv(name: str, *requirements: str):
                     + ((pip and pip.stderr) or made.stderr).strip()[-300:])
     marker.write_text(wanted)
     return python
+
+
+class FullDisk(sqlite3.Connection):
+    """A connection whose every change fails as on a full disk while `full` is set (see `full_disk`)."""
+    full = False
+
+    def execute(self, sql, *args):
+        if FullDisk.full and sql.split()[0].upper() in ("INSERT", "UPDATE", "DELETE"):
+            raise sqlite3.OperationalError("database or disk is full")
+        return super().execute(sql, *args)
+
+
+def full_disk(monkeypatch) -> type[FullDisk]:
+    """Every sqlite3 connection opened from now on is a FullDisk (for a module's `full_disk` fixture)."""
+    connect = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: connect(*a, factory=FullDisk, **k))
+    FullDisk.full = False
+    return FullDisk

@@ -120,3 +120,17 @@ def test_eight_visitors_at_once_finish_without_crossing(space):
         texts = [turn["text"] for r in transcript["rounds"] for turn in r["turns"]]
         assert texts and all(text.startswith(f"Session {i} says") for text in texts)
     assert CALLS["peak"] > 3  # the debates ran side by side: more calls at once than one debate's 3 agents
+
+
+def test_an_upload_over_the_limit_is_refused_by_the_server(space):
+    """Gradio's upload route takes files from anyone; over the Your data tab's limit it refuses them (413)."""
+    import httpx
+
+    from r2mad.serving.own_eval import MAX_UPLOAD_BYTES
+
+    _, base, _, _ = space
+    with httpx.Client(timeout=120) as http:
+        small = http.post(f"{base}/gradio_api/upload", files={"files": ("q.csv", b"question,answer\n1+1,2\n")})
+        big = http.post(f"{base}/gradio_api/upload", files={"files": ("q.csv", b"x" * (MAX_UPLOAD_BYTES + 1))})
+    assert small.status_code == 200 and big.status_code == 413
+    assert "maximum allowed size" in big.text

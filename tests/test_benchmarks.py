@@ -222,7 +222,7 @@ def test_a_csv_not_in_utf8_is_refused_in_one_sentence_naming_the_fix(tmp_path):
     with pytest.raises(DataError) as err:
         load_split("mmlu", "test", data_file=latin)
     message = str(err.value)
-    assert message.startswith(f"{latin} is not UTF-8 text (byte 0xf9 on line 1 is not UTF-8")
+    assert message.startswith("french_test.csv is not UTF-8 text (byte 0xf9 on line 1 is not UTF-8")
     assert "save it as UTF-8" in message and "iconv -f latin1 -t utf-8 french_test.csv" in message
     assert message.count("; ") == 1 and message.endswith("and pass that file.")
 

@@ -16,6 +16,7 @@ from r2mad.runs.store import RunStore
 from r2mad.settings.config import load_config
 from r2mad.types import AgentTurn, Answer, Case, Message, Round, Task, Transcript
 from testing.scripted_server import ok
+from tests import helpers
 
 QUESTION = ["--question", "Largest planet?", "--option", "A=Mars", "--option", "B=Jupiter", "--gold", "B"]
 TASK = Task("mcq", "Which is right?", (("A", "this"), ("B", "that")), gold="B", id="q1")
@@ -49,23 +50,10 @@ def real_full_disk(monkeypatch):
     monkeypatch.setattr(sqlite3, "connect", capped)
 
 
-class FullDisk(sqlite3.Connection):
-    """A connection whose every change fails as on a full disk while `full` is set."""
-    full = False
-
-    def execute(self, sql, *args):
-        if FullDisk.full and sql.split()[0].upper() in ("INSERT", "UPDATE", "DELETE"):
-            raise sqlite3.OperationalError("database or disk is full")
-        return super().execute(sql, *args)
-
-
 @pytest.fixture
 def full_disk(monkeypatch):
-    connect = sqlite3.connect
-    monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: connect(*a, factory=FullDisk, **k))
-    FullDisk.full = False
-    yield FullDisk
-    FullDisk.full = False
+    yield helpers.full_disk(monkeypatch)
+    helpers.FullDisk.full = False
 
 
 def dead_pid() -> int:
@@ -341,8 +329,9 @@ def test_the_app_says_a_full_store_in_one_sentence_and_keeps_serving(config_dir,
     full_disk.full = True
     services = Services(load_config(config_dir))  # the store cannot be written: the app still starts
     updates = debate("s1")
-    assert len(said) == 1 and "could not be written because the disk is full" in said[0]
-    assert "Not started" in str(updates[-1]) and server.hits == 0  # refused before any call
+    assert said == []  # a refusal before the start is said once, on the outcome line, not also as a toast
+    assert updates[-1][0].startswith("Not started: ") and "could not be written because the disk is full" in \
+        updates[-1][0] and server.hits == 0  # refused before any call
     full_disk.full = False
     said.clear()
     recorder = services.store.recorder

@@ -24,7 +24,7 @@ def refusal(held, task) -> str:
 
 def test_a_question_the_bank_holds_by_id_is_refused_in_one_sentence(bank):
     text = refusal(bank, PLANET_TASKS[2])  # a fork of a row whose question built the bank
-    assert text == (f"Bank {bank.path} holds question q2, so its cases would show the debaters the answer; "
+    assert text == (f"Bank {bank.path.name} holds question q2, so its cases would show the debaters the answer; "
                     "choose a bank built without this question (another split or split seed), or run without "
                     "a bank.")
     assert text.count(". ") == 0
@@ -75,7 +75,7 @@ def test_a_reworded_training_question_sees_none_of_its_own_cases():
     from r2mad.memory.files import read_cases
 
     path = Path(__file__).resolve().parents[1] / "memory" / "demo-mcq"
-    shipped = SimpleNamespace(path=path, embedder=load_embedder(), cases=lambda: read_cases(
+    shipped = SimpleNamespace(path=path, name=path.name, embedder=load_embedder(), cases=lambda: read_cases(
         path / "cases.jsonl", None).cases, question_ids=frozenset(), manifest={})
     options = {"A": "Orange", "B": "Brown", "C": "Purple", "D": "Green"}
     reworded = task_from_input("When you mix blue and yellow paint, what colour do you get", options, None)

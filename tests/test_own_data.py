@@ -116,7 +116,7 @@ def test_a_file_not_in_utf8_is_refused_in_one_sentence_naming_the_fix(tmp_path):
         with pytest.raises(DataError) as err:
             load_own(str(path), "question=q,answer=a")
         assert str(err.value) == (
-            f"{path} is not UTF-8 text (byte 0x{'f9' if line == 3 else 'e9'} on line {line} is not UTF-8, as in a "
+            f"{path.name} is not UTF-8 text (byte 0x{'f9' if line == 3 else 'e9'} on line {line} is not UTF-8, as in a "
             'Latin-1 or Windows-1252 file); save it as UTF-8 (a spreadsheet\'s "CSV UTF-8", or '
             f"`iconv -f latin1 -t utf-8 {path.name} > utf8-{path.name}`) and pass that file.")
     fixed = tmp_path / "utf8-french.csv"

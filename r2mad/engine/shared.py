@@ -18,7 +18,7 @@ from r2mad.evaluation.costs import Prices, prices_of
 from r2mad.memory.summaries import SummaryCache
 from r2mad.runs.store import RunStore
 from r2mad.settings.config import ROOT, Backbone, Config, ConfigError, api_key_for
-from r2mad.text import quoted
+from r2mad.text import quoted, without_paths
 
 log = logging.getLogger("r2mad.ui")  # the app's log, where these resources serve
 
@@ -66,6 +66,15 @@ class Shared:
         if default and default not in found and (self.resolve(default) / "manifest.yaml").is_file():
             found.insert(0, default)
         return found
+
+    def listed_bank(self, name: str | None) -> str:
+        """`name` when it is one of bank_choices, else ConfigError listing them: a visitor names banks, never
+        folders of the server (a path outside the list is refused before anything is opened)."""
+        choices = self.bank_choices()
+        if name not in choices:
+            which = "That bank" if any(c in (name or "") for c in "/\\~") else f"The bank {quoted(name or '')}"
+            raise ConfigError(f"{which} is not one of this app's; name one of: {', '.join(choices) or 'none'}.")
+        return name
 
     def bank(self, folder: str):
         """The bank at `folder`, opened once per process (shared by every session and the bank tab).
@@ -121,13 +130,15 @@ class Shared:
             threading.Thread(target=run, name="warm-bank", daemon=True).start()
 
     def bank_for_task(self, folder: str | None, task_kind: str) -> tuple[Any, list[str]]:
-        """(bank or None, notices) for a debate; a missing, mismatched or empty bank is a notice."""
+        """(bank or None, notices) for a debate; a bank not listed is refused (listed_bank), a mismatched or empty
+        one is a notice (naming no folder of the server)."""
         if not folder:
             return None, []
+        self.listed_bank(folder)
         try:
             bank = self.bank(folder)
         except (ValueError, OSError) as exc:
-            return None, [f"Memory off: {exc}"]
+            return None, [f"Memory off: {without_paths(str(exc))}"]
         usable, notices = check_bank(bank, folder, task_kind)
         return usable, notices if usable is None else []  # the bank stays open for the whole process
 

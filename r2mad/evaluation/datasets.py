@@ -253,8 +253,12 @@ def read_rows(path: str | Path) -> list[dict]:
 
 
 def _read_jsonl(path: Path) -> list[dict]:
-    with path.open("rb") as handle:
-        return [row for _, row in read_jsonl(handle, path, bad_line=_bad_line)]
+    try:
+        with path.open("rb") as handle:
+            return [row for _, row in read_jsonl(handle, path, bad_line=_bad_line)]
+    except DataError:
+        utf8_text(path)  # a file in another encoding is said as such, not as a codec's words on one line
+        raise
 
 
 def _bad_line(path: str | Path, number: int, why: str) -> DataError:
@@ -263,13 +267,14 @@ def _bad_line(path: str | Path, number: int, why: str) -> DataError:
 
 def utf8_text(path: Path) -> str:
     """The file's text as UTF-8 (a leading byte-order mark dropped); a file in another encoding (Latin-1, a
-    spreadsheet's "CSV" on Windows) is refused in one sentence, since guessing its encoding could garble it."""
+    spreadsheet's "CSV" on Windows) is refused in one sentence naming the file (not its folder: on the app it is
+    the server's), since guessing its encoding could garble it."""
     data = path.read_bytes()
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         line = data.count(b"\n", 0, err.start) + 1
-        raise DataError(f"{path} is not UTF-8 text (byte 0x{data[err.start]:02x} on line {line} is not UTF-8, as "
+        raise DataError(f"{path.name} is not UTF-8 text (byte 0x{data[err.start]:02x} on line {line} is not UTF-8, as "
                         "in a Latin-1 or Windows-1252 file); save it as UTF-8 (a spreadsheet's \"CSV UTF-8\", or "
                         f"`iconv -f latin1 -t utf-8 {path.name} > utf8-{path.name}`) and pass that file.") from None
 

@@ -108,16 +108,17 @@ def same_meaning(bank, task: Task) -> tuple[str, float] | None:
 def check_question_not_in_bank(bank, task: Task) -> None:
     """Raise ConfigError (one sentence naming the fix) when `bank` holds `task`'s question, whose cases would
     show the debaters its answer; for every entry point that runs one question with a bank (debate, app,
-    fork, rerun). Eval checks its whole split with check_no_leakage, by the same rule."""
+    fork, rerun), naming the bank by its folder's name (a visitor sees it: never the server's path). Eval checks its
+    whole split with check_no_leakage, by the same rule."""
     if held_tasks(bank, [task]):
         how = f"question {task.id}" if task.id in held_questions(bank) else "this question's text"
-        raise ConfigError(f"Bank {bank.path} holds {how}, so its cases would show the debaters the answer; "
+        raise ConfigError(f"Bank {bank.name} holds {how}, so its cases would show the debaters the answer; "
                           "choose a bank built without this question (another split or split seed), or run "
                           "without a bank.")
     found = same_meaning(bank, task)
     if found:
         held, score = found
-        raise ConfigError(f"Bank {bank.path} holds a question that means the same as this one ({quoted(held, 60)}, "
+        raise ConfigError(f"Bank {bank.name} holds a question that means the same as this one ({quoted(held, 60)}, "
                           f"similarity {score:.2f}), so its cases would show the debaters the answer; choose a "
                           "bank built without it, or run without a bank.")
 

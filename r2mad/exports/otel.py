@@ -114,7 +114,7 @@ def grade_annotation(span: Any, t: Any) -> list[dict[str, Any]]:
         return []
     how = how_graded(t.final, t.task, t.judged)
     return [span_annotations.annotation(span.get_span_context().span_id, "correct",
-                                        "LLM" if "judge" in how else "CODE", "r2mad",
+                                        "LLM" if "judge" in how else "CODE", PROJECT,
                                         label="correct" if t.correct else "wrong", score=float(t.correct),
                                         explanation=how)]
 

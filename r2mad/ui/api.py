@@ -28,6 +28,8 @@ from r2mad.ui.mcp_results import leaving, progress_sent, round_reporter, trackin
 
 ENDPOINTS = ("run_debate", "list_runs", "get_run", "fork_run", "search_bank")
 USER_ERRORS = (BackendError, ConfigError, ValueError, KeyError, StoreError, Refused)  # Refused: not let in the line
+NOT_SAVED = ("This run is not saved yet: the run store's disk is full, so it is kept aside and saved when space "
+             "returns; get_run shows it whole then.")
 
 
 def mcp_available() -> bool:
@@ -89,7 +91,8 @@ class Api:
             gold: the correct answer (an option letter or a number), to score the debate; may be empty.
             method: one of the debate methods or baselines (mad, madm2-subjective, truemad, r2mad, cot, ...).
             backbone: a configured backbone name; empty for the app's default.
-            bank: memory bank folder for r2mad and icl-cot (e.g. memory/demo-mcq); empty for the default.
+            bank: the name of a memory bank this app lists, for r2mad and icl-cot (e.g. memory/demo-mcq); empty
+                for the default.
             agent_backbones: one backbone per agent, ["a", "b", "a"], for a mixed-model debate; empty: `backbone`.
             aux_backbone: with agent_backbones, the backbone of summaries, judges and advice; empty for agent 1's.
             notes: a person in the debate, before a round: [{"round": 1, "text": "…"}] reaches every agent, with
@@ -127,7 +130,7 @@ class Api:
             [(run_id, t)] = [(runs.run_ids[m], t) for m, t in runs.transcripts.items()]
         except USER_ERRORS as exc:
             raise refusal(sentence(exc)) from None
-        return compact(t, run_id)
+        return self._saved_or_said(compact(t, run_id))
 
     def list_runs(self, limit: int = 20, method: str = "", correct: str = "any",
                   request: gr.Request = None) -> list[dict[str, Any]]:
@@ -174,7 +177,15 @@ class Api:
                     blame=[blame_json(b) for b in store.blame_of(record.id)],
                     blame_samples=[{**asdict(b), "turns": [[r, a + 1, how] for r, a, how in b.turns]}
                                    for b in samples_of(store, record.id)])
-        return data
+        return self._saved_or_said(data)
+
+    def _saved_or_said(self, data: dict[str, Any]) -> dict[str, Any]:
+        """A run the full disk did not take says so (NOT_SAVED, saved: false); the store's copy, cut off before its
+        end, reads "unsaved", not "running"."""
+        if not self.services.store.unsaved([data["run_id"]]):
+            return data
+        status = "unsaved" if data.get("status") == "running" else data.get("status")
+        return {**data, "status": status, "saved": False, "notices": [*data.get("notices", []), NOT_SAVED]}
 
     async def fork_run(self, run_id: str, from_round: int, answers: dict[str, str] | None = None,
                        edits: dict[str, str] | None = None, masks: list[int] | None = None, method: str = "",
@@ -214,7 +225,7 @@ class Api:
             await progress_sent()
         except USER_ERRORS as exc:
             raise refusal(sentence(exc)) from None
-        return {**compact(t, fork_id), "forked_from": parent_id, "fork": fork_json(spec)}
+        return self._saved_or_said({**compact(t, fork_id), "forked_from": parent_id, "fork": fork_json(spec)})
 
     def search_bank(self, query: str = "", bank: str = "", agent: int = 0, correct: str = "any",
                     limit: int = 10) -> list[dict[str, Any]]:
@@ -222,15 +233,16 @@ class Api:
 
         Args:
             query: text to look for in the cases (question, responses, summary); empty for any case.
-            bank: the bank folder (e.g. memory/demo-mcq); empty for the app's default bank.
+            bank: the name of a bank this app lists (e.g. memory/demo-mcq); empty for the app's default bank.
             agent: only this agent's cases (counted from 1); 0 for every agent.
             correct: "yes" or "no" for cases where that agent was right or wrong; "any" for both.
             limit: how many cases (1 to 100).
         """
         s = self.services
-        folder = bank or s.config.app.default_bank or ""
-        if folder not in s.bank_choices():
-            raise refusal(f"No bank {quoted(folder)} here; choose one of: {', '.join(s.bank_choices()) or 'none'}.")
+        try:
+            folder = s.listed_bank(bank or s.config.app.default_bank or "")
+        except ConfigError as exc:
+            raise refusal(str(exc)) from None
         if correct not in ("yes", "no", "any"):
             raise refusal(f"correct is {quoted(correct)}; use yes, no or any.")
         try:

@@ -5,6 +5,7 @@ annotators may use it. Reading, running and scoring live in evaluation/own_data.
 from __future__ import annotations
 
 import asyncio
+import html
 import os
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from r2mad.methods import PLAIN, REGISTRY, SINGLE, is_debate
 from r2mad.serving import own_eval
 from r2mad.serving.line import visitor_key
 from r2mad.serving.visitors import identify
+from r2mad.text import without_paths
 from r2mad.ui.handlers import USER_ERRORS
 
 INTRO = ("### Evaluate methods on your own questions\nUpload a file (CSV, TSV, JSON lines, JSON or Parquet), say "
@@ -78,7 +80,7 @@ def build(services: Any, visitor_id: gr.BrowserState) -> None:
         try:
             rows = await asyncio.to_thread(read_table, path)
         except DataError as exc:
-            return str(exc), empty, empty, empty, gr.skip()
+            return without_paths(str(exc)), empty, empty, empty, gr.skip()
         columns = columns_of(rows)
         guess = guess_columns(columns)
         line = f"**{Path(path).name}**: {len(rows)} rows; columns: {', '.join(f'`{c}`' for c in columns)}."
@@ -128,7 +130,7 @@ def build(services: Any, visitor_id: gr.BrowserState) -> None:
             # a backbone this visitor may not use is said now (the embedded model may load here: off the loop)
             await asyncio.to_thread(resources.backends, eval_requests(run, set())[0])
         except (DataError, *USER_ERRORS) as exc:
-            yield f"<p class='data-progress-line'>{exc}</p>", "", hidden
+            yield f"<p class='data-progress-line'>{html.escape(without_paths(str(exc)), quote=False)}</p>", "", hidden
             return
         job = own_eval.start(run, resources, own_eval.results_folder(config.app.data_dir, path), waiting=waiting,
                              secrets=[*services.env_secrets, getattr(oauth_token, "token", None) or ""],
@@ -138,7 +140,8 @@ def build(services: Any, visitor_id: gr.BrowserState) -> None:
             async for bar in own_eval.follow(job):
                 yield bar, "", hidden
         except Exception as exc:  # a failed eval keeps its finished rows; say why it stopped
-            yield job.progress(), f"The eval stopped: {exc}. Its finished rows are in `{job.out}`.", hidden
+            yield job.progress(), (f"The eval stopped: {without_paths(str(exc))}. Its finished rows are kept in "
+                                   "this app's data folder."), hidden
             return
         from r2mad.evaluation.report import write_report
         path_md = await asyncio.to_thread(write_report, job.out)

@@ -21,7 +21,7 @@ from r2mad.serving.visitor_runs import fork_saved, readable
 from r2mad.serving.visitors import VisitorHandlers
 from r2mad.settings.config import bounds
 from r2mad.steer.fork import Change, ForkSpec, live_usage, parse_changes
-from r2mad.text import FIELD_CHARS
+from r2mad.text import FIELD_CHARS, without_paths
 from r2mad.types import Transcript
 from r2mad.ui.api import USER_ERRORS
 from r2mad.ui.errors import sentence
@@ -93,7 +93,7 @@ class ForkHandlers(VisitorHandlers):
             spec = ForkSpec(start, changes, None if method in ("", SAME) else method,
                             None if backbone in ("", SAME) else backbone, start + 1 if pause else total or None)
         except USER_ERRORS as exc:
-            gr.Warning(html.escape(sentence(exc), quote=False))
+            gr.Warning(html.escape(without_paths(sentence(exc)), quote=False))
             yield skip
             return
         session = fork_session(request)
@@ -154,7 +154,7 @@ class ForkHandlers(VisitorHandlers):
                     yield words, *skip[:6]
             parent_id, fork_id, t = job.result()
         except USER_ERRORS as exc:
-            gr.Warning(html.escape(sentence(exc), quote=False))
+            gr.Warning(html.escape(without_paths(sentence(exc)), quote=False))
             yield skip
             return
         finally:

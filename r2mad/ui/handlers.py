@@ -26,7 +26,7 @@ from r2mad.serving.services import Services
 from r2mad.serving.visitors import Visitor, identify
 from r2mad.settings.config import PAPER_PROFILE, ConfigError, DebateSettings, with_profile
 from r2mad.settings.fields import ON_FORM
-from r2mad.text import quoted
+from r2mad.text import quoted, without_paths
 from r2mad.ui import moderator_box, vote_panel
 from r2mad.ui.debate_form import AGENTS, LETTERS, OPTIONS
 from r2mad.ui.render.blind import Curtain
@@ -51,10 +51,17 @@ TICK_S = 1.0  # the running status line's seconds move on at least this often
 
 
 def warn(message: str, secret: str | None = None) -> None:
-    """Show a one-sentence warning (escaped: toasts render HTML; a pasted token is never echoed)."""
+    """Show a one-sentence warning (escaped: toasts render HTML; a pasted token and server folders never shown)."""
     if secret:
         message = message.replace(secret, "[redacted]")
-    gr.Warning(html.escape(message, quote=False))
+    gr.Warning(html.escape(without_paths(message), quote=False))
+
+
+def not_started(message: str, secret: str | None = None) -> tuple:
+    """A refusal before the debate started, said once on the outcome line where the visitor looks (no toast)."""
+    if secret:
+        message = message.replace(secret, "[redacted]")
+    return idle(f"Not started: {html.escape(without_paths(message), quote=False)}")
 
 
 @dataclass(frozen=True)
@@ -166,7 +173,7 @@ class DebateHandlers:
                                       key=key, curtain=curtain, note_line=note_line):
             yield (*update, *(vote_panel.cleared() if first else vote_panel.unchanged()), gr.skip())
             first = False
-        if curtain is not None and curtain.drawn:
+        if curtain is not None and curtain.drawn and curtain.real:  # a comparison that started
             saved = None
             if not curtain.votable():  # no vote is asked: the names are shown now, with the runs as saved
                 self.services.sealed.unseal(curtain.runs.values())
@@ -184,13 +191,12 @@ class DebateHandlers:
         services, methods, bank = self.services, req.methods, req.bank
         asked, key = asked or time.time(), key or visitor_key(visitor.owner, None, session)
         token = req.token or login_token  # whichever reaches the endpoint is scrubbed from what is kept
+        # a refusal before the start is said once, on the outcome line (not_started), never also as a toast
         if not (req.question or "").strip():
-            warn("The question is empty; type a question before starting a debate.")
             yield idle("Type a question first; nothing was run.")
             return
         if not 1 <= len(methods) <= MAX_COLUMNS:
-            warn(f"Choose between 1 and {MAX_COLUMNS} methods; {len(methods)} are selected.")
-            yield idle("Choose 1 to 4 methods; nothing was run.")
+            yield idle(f"Choose 1 to {MAX_COLUMNS} methods ({len(methods)} are selected); nothing was run.")
             return
         if not bank and any(map(needs_bank, methods)):  # R²-MAD with "(no memory bank)": the default bank
             default = services.config.app.default_bank
@@ -200,8 +206,7 @@ class DebateHandlers:
                         f"chosen, so they use {default}; choose another under Advanced.")
         stop_signal = services.begin(session)
         if stop_signal is None:
-            warn("A debate is already running in this browser tab; stop it or wait until it ends.")
-            yield idle("A debate is already running here; wait or press Stop.")
+            yield not_started("A debate is already running in this browser tab; stop it or wait until it ends.")
             return
         store = live = None
         try:
@@ -210,8 +215,7 @@ class DebateHandlers:
                 # the visitor's notes between rounds, to every debate side by side (ui/moderator_box.py)
                 request = dataclasses.replace(request, moderator=moderator_box.mailbox(services, session))
             except USER_ERRORS as exc:
-                warn(str(exc), token)
-                yield idle(f"Not started: {html.escape(str(exc).replace(token or chr(0), '[redacted]'), quote=False)}")
+                yield not_started(str(exc), token)
                 return
             store = services.store_for(req.token, login_token)
             prices = price_table(services.config.backbones.values())  # a custom endpoint has none
@@ -281,14 +285,13 @@ class DebateHandlers:
         except Refused as exc:  # the line is full, or this visitor has enough debates in it
             hint = await self._skip_hint(lane_of(services.config, [request.backbone, *request.agent_backbones],
                                                  custom=endpoint is not None), req.token, login_token)
-            warn(with_hint(str(exc), hint))
-            yield idle(f"Not started: {html.escape(with_hint(str(exc), hint), quote=False)}")
+            yield not_started(with_hint(str(exc), hint))
         except USER_ERRORS as exc:  # a backbone refused, a bank holding the question, a method's settings
-            warn(str(exc), token)
             if live is not None and live.run_ids:
+                warn(str(exc), token)
                 yield view(hide(live.transcripts()), final=True)
             else:  # refused before anything was saved (a full run store, a bank that holds the question)
-                yield idle("Not started: " + html.escape(str(exc).replace(token or chr(0), "[redacted]"), quote=False))
+                yield not_started(str(exc), token)
         except Exception as exc:  # a bug, not the visitor's fault: log it (no secrets in it) and say so
             log.exception("debate failed")
             warn(f"The debate stopped on an internal error ({type(exc).__name__}); the partial transcript is kept.")

@@ -14,6 +14,7 @@ from r2mad.runs.faults import StoreError
 from r2mad.runs.votes import VoteRefused, VoteStore
 from r2mad.serving.line import visitor_key
 from r2mad.serving.visitors import identify
+from r2mad.text import without_paths
 from r2mad.types import Transcript
 from r2mad.ui.render.blind import LETTERS, Curtain, identical, identical_note, label, revealed
 from r2mad.ui.render.states import title_of
@@ -118,7 +119,7 @@ class VoteHandlers:
                                   voter_key=visitor_key(visitor.owner, visitor_id, session),
                                   username=visitor.username)
             except (VoteRefused, StoreError) as exc:
-                gr.Warning(html.escape(str(exc), quote=False))
+                gr.Warning(html.escape(without_paths(str(exc)), quote=False))
                 chosen = None
         transcripts, seconds = as_saved(self.services.store, state.get("runs") or {}, revealed(state))
         return (*view(transcripts, final=True, seconds=seconds), *cleared(reveal_note(state, chosen)))
