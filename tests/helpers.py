@@ -4,6 +4,7 @@ not a test module, and no test module imports another (tests/test_imports.py che
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 from pathlib import Path
 
@@ -17,6 +18,14 @@ from tests.scripted import ScriptedBackend, last_user, persona_of
 
 ROOT = Path(__file__).resolve().parent.parent
 SYSTEMS = [text for _, text in PERSONAS["mcq"]]  # the three multiple-choice personas, agent i's is SYSTEMS[i]
+
+
+def shared_data(name: str) -> Path | None:
+    """A file of ../shared/data (read there, never copied in): under R2MAD_SHARED_DATA, beside the checkout or in
+    /work/shared/data; None when it is in none of them (the test that needs it skips)."""
+    folders = [Path(os.environ.get("R2MAD_SHARED_DATA", "")), ROOT.parent / "shared" / "data",
+               Path("/work/shared/data")]
+    return next((folder / name for folder in folders if (folder / name).is_file()), None)
 
 
 def jsonl_values(path) -> list:

@@ -5,19 +5,16 @@ grouped; and the kind guess against 308 hand labels."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from r2mad.grading.measure import gsm8k_tally, pairs_tally, replies_tally
 from r2mad.grading.tasks import guess_kind, inline_options
+from tests.helpers import shared_data
 
 GRADED = Path(__file__).resolve().parent / "graded"
-SHARED = [Path(os.environ.get("R2MAD_SHARED_DATA", "")), Path(__file__).resolve().parents[2] / "shared" / "data",
-          Path("/work/shared/data")]
-GSM8K = next((p / "gsm8k-example-model-solutions.jsonl" for p in SHARED
-              if (p / "gsm8k-example-model-solutions.jsonl").is_file()), None)
+GSM8K = shared_data("gsm8k-example-model-solutions.jsonl")
 
 
 def rows(path: Path) -> list[dict]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from r2mad.methods import METHODS
-from r2mad.serving.chat_prompt import Asked, rationale, read_prompt, reply_content, round_text, task_for
+from r2mad.serving.chat_prompt import Asked, answer_line, rationale, read_prompt, reply_content, round_text, task_for
 from r2mad.serving.model_names import ModelChoice, model_ids, parse_model
 from r2mad.settings.config import ConfigError, load_config
 from tests.helpers import grid_debate
@@ -59,6 +59,18 @@ def test_the_reply_is_the_answer_line_alone_and_the_rationale_is_reasoning():
     assert reply_content(t, "answer-line") == "ANSWER: B" and reply_content(t, "plain") == "The answer is (B)."
     assert round_text(t.rounds[0]).split("\n") == ["Round 0 (consensus 0.00)", "Agent 1 -> A: r0a0 A",
                                                     "Agent 2 -> B: r0a1 B", "Agent 3 -> B: r0a2 B", "", ""]
+
+
+@pytest.mark.parametrize("value, kind, form, line", [
+    ("$18.00", "math", "plain", "The answer is 18."),  # GSM8K's regex wants a bare number; 18.00 is not 18 there
+    ("1,450,000", "math", "hashes", "#### 1450000"),
+    ("$1,200.50", "integer", "answer-line", "ANSWER: 1200.5"),
+    ("\\frac{1}{2}", "math", "boxed", "The answer is \\boxed{\\frac{1}{2}}."),  # not a plain number: as said
+    ("50%", "math", "plain", "The answer is 50%."),
+    ("$18.00", "short", "plain", "The answer is $18.00."),  # a short answer is written as the agents wrote it
+])
+def test_a_math_answer_line_writes_the_number_plain(value, kind, form, line):
+    assert answer_line(value, kind, form) == line
 
 
 @pytest.mark.parametrize("asked, named, default, kind, assumed", [

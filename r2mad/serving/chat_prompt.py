@@ -20,6 +20,8 @@ FORMS = (("answer-line", re.compile(r"ANSWER\s*:\s*\$")), ("boxed", re.compile(r
          ("hashes", re.compile(r"####")))
 INSTRUCTION_CHARS = 400  # a paragraph with a "$LETTER"-like placeholder and no longer than this is an instruction
 PLACEHOLDER = re.compile(r"\$[A-Z]{3,}")
+NUMBER = re.compile(r"-?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")  # 18, $18.00, 1,450,000, -2.50
+NUMBER_KINDS = ("math", "integer")  # kinds whose number is written plain on the answer line
 RATIONALE_CHARS = 300
 DEFAULT_KIND = "math"  # a served question without options or a named kind
 
@@ -137,9 +139,20 @@ def task_for(asked: Asked, kind: str | None, max_chars: int, default: str = DEFA
     return task_from_input(question, None, None, max_chars=max_chars, kind=kind), changes
 
 
+def plain_number(value: str) -> str:
+    """A number as a harness's exact match compares it (GSM8K's `#### 18`): no dollar sign, no thousands commas, no
+    zeros after the point ($1,200.50 -> 1200.5, $18.00 -> 18); any other value as it is."""
+    if not NUMBER.fullmatch(value.strip()):
+        return value
+    number = value.strip().replace("$", "").replace(",", "")
+    return number.rstrip("0").rstrip(".") if "." in number else number
+
+
 def answer_line(value: str | None, kind: str, form: str) -> str:
     if value is None:
         return "The debate reached no answer: no agent gave one in the expected format."
+    if kind in NUMBER_KINDS:
+        value = plain_number(value)
     if form == "answer-line":
         return f"ANSWER: {value}"
     if form == "boxed":
