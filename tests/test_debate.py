@@ -11,7 +11,7 @@ from r2mad.methods import make_method
 from r2mad.settings.config import DebateSettings
 from r2mad.types import Transcript
 from tests.helpers import PLANET_MCQ as MCQ
-from tests.helpers import agent_of
+from tests.helpers import HangsAfterRound0, agent_of
 from tests.scripted import ScriptedBackend, fail, last_user
 
 
@@ -140,32 +140,6 @@ def test_streaming_backend_gives_throttled_live_text_that_grows_into_the_answer(
 
 
 # --- the loop as an async iterator: `async for step in debate.events(task)` ------------------------
-
-@dataclasses.dataclass
-class HangsAfterRound0(ScriptedBackend):
-    """Round 0's calls answer at once; a debate round's calls hang (a slow model) until cancelled, which they
-    count. `hanging` is set once `agents` calls hang, `cancelled` once they were all cancelled."""
-    agents: int = 2
-    hung: int = 0
-    stopped: int = 0
-    hanging: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
-    cancelled: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
-
-    async def chat(self, messages, **kw):
-        if len(messages) <= 2:  # round 0: the persona and the question
-            return await super().chat(messages, **kw)
-        self.hung += 1
-        if self.hung == self.agents:
-            self.hanging.set()
-        try:
-            await asyncio.sleep(60)
-        except asyncio.CancelledError:
-            self.stopped += 1
-            if self.stopped == self.agents:
-                self.cancelled.set()
-            raise
-        raise AssertionError("a hanging call was not cancelled")
-
 
 def two_agents(rounds=2):
     return dataclasses.replace(DebateSettings(), seed=1, agents=2, rounds=rounds, early_stop=False)
