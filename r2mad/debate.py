@@ -128,7 +128,7 @@ class Debate:
                 if t >= len(replay):
                     self.round_seconds.append(time.monotonic() - began)
                 self._emit(Event("round_end", t, None, {"consensus": rnd.consensus,
-                                                       "answers": [str(x.answer) for x in rnd.turns]}))
+                                                        "answers": [str(x.answer) for x in rnd.turns]}))
                 answers = [turn.answer for turn in rnd.turns]
                 if all(turn.error for turn in rnd.turns):
                     status = "failed"
@@ -159,7 +159,7 @@ class Debate:
         self._say_undecided()
         transcript = self.transcript(status)
         self._emit(Event("final", None, None, {"status": status, "answer": str(transcript.final),
-                                              "correct": transcript.correct}))
+                                               "correct": transcript.correct}))
         return transcript
 
     def _no_time_for(self, t: int, deadline: float, last: int) -> str | None:
