@@ -5,9 +5,10 @@ strategies that override the hooks of `r2mad.methods.base.Method`, which this lo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, AsyncIterator, Callable, Sequence
 
 from r2mad.backends.affinity import debate_key
 from r2mad.backends.base import BackendError, ChatBackend
@@ -20,6 +21,7 @@ from r2mad.grading.outcome import DISSENT, dissent_line, outcome, stopped_for_ti
 from r2mad.guard import guard_answer
 from r2mad.human import HUMAN, Interjection, Moderator, admitted, note_calls, person_chars, with_notes
 from r2mad.methods.base import ABSTAINED, Agent, EventSink, Method, RoundContext, seed_for
+from r2mad.relay import relay
 from r2mad.types import (
     UNPARSED,
     AgentTurn,
@@ -53,7 +55,8 @@ class Debate:
             on = backend.capabilities.guard_by_default
             method.settings = dataclasses.replace(method.settings, answer_guard="on" if on else "off")
         self.settings = method.settings
-        self.emit = emit or (lambda event: None)
+        self.emit = emit or (lambda event: None)  # hears each event of `run`
+        self._emit: EventSink = lambda event: None  # where the loop sends its events while it runs
         self.rounds: list[Round] = []
         self.running: RoundContext | None = None  # the round in progress
         self.notices: list[str] = []
@@ -62,16 +65,32 @@ class Debate:
         self.judged: list[Judged] = []  # the judge's verdicts on this debate's undecided pairs
         self.round_seconds: list[float] = []  # how long each live round took, the estimate of the next
 
+    async def events(self, task: Task, *, replay: Sequence[Round] = (), notices: tuple[str, ...] = (),
+                     steer: Sequence[Any] = ()) -> AsyncIterator[Event | Transcript]:
+        """The debate as it happens: each event in order, then the transcript, last. Leaving the loop early (break,
+        an error, a cancelled consumer) cancels the debate (see relay.relay). Never raises for a backend failure:
+        the transcript says what happened. `replay` holds recorded rounds 0..T-1 that are taken over as they are,
+        without a model call (a side-by-side comparison's shared round 0, a fork's rounds before the one it
+        changes); the debate goes on live from round T. `steer`: a fork's changes that round T's hooks read
+        (ctx.steer), recorded in its details. `notices` open the transcript (e.g. why memory is off). Every call
+        carries one routing key (the enclosing one, e.g. an eval question's, else a new one)."""
+        async def debate(emit: EventSink) -> None:
+            self._emit = emit
+            with debate_key():
+                emit(await self._run(task, replay, notices, steer))
+
+        async with contextlib.aclosing(relay(debate)) as batches:
+            async for batch in batches:
+                for step in batch:
+                    yield step
+
     async def run(self, task: Task, *, replay: Sequence[Round] = (), notices: tuple[str, ...] = (),
                   steer: Sequence[Any] = ()) -> Transcript:
-        """Run the whole debate. Never raises for a backend failure: the transcript says what happened.
-        `replay` holds recorded rounds 0..T-1 that are taken over as they are, without a model call (a
-        side-by-side comparison's shared round 0, a fork's rounds before the one it changes); the debate
-        goes on live from round T. `steer`: a fork's changes that round T's hooks read (ctx.steer),
-        recorded in its details. `notices` open the transcript (e.g. why memory is off). Every call
-        carries one routing key (the enclosing one, e.g. an eval question's, else a new one)."""
-        with debate_key():
-            return await self._run(task, replay, notices, steer)
+        """The whole debate (see `events`), each event handed to `emit`; returns the transcript."""
+        async for step in self.events(task, replay=replay, notices=notices, steer=steer):
+            if isinstance(step, Event):
+                self.emit(step)
+        return step
 
     async def _run(self, task: Task, replay: Sequence[Round], notices: tuple[str, ...],
                    steer: Sequence[Any]) -> Transcript:
@@ -108,8 +127,8 @@ class Debate:
                 stored += stored_chars(rnd)
                 if t >= len(replay):
                     self.round_seconds.append(time.monotonic() - began)
-                self.emit(Event("round_end", t, None, {"consensus": rnd.consensus,
-                                                       "answers": [str(x.answer) for x in rnd.turns]}))
+                self._emit(Event("round_end", t, None, {"consensus": rnd.consensus,
+                                                        "answers": [str(x.answer) for x in rnd.turns]}))
                 answers = [turn.answer for turn in rnd.turns]
                 if all(turn.error for turn in rnd.turns):
                     status = "failed"
@@ -134,13 +153,13 @@ class Debate:
                             f"{self.settings.deadline_s:g} s; the model is busy, so try again later or use fewer "
                             "agents.", 0)
         except asyncio.CancelledError:
-            self.emit(Event("final", None, None, {"status": "cancelled"}))
+            self._emit(Event("final", None, None, {"status": "cancelled"}))
             raise
         self._name_dissent()
         self._say_undecided()
         transcript = self.transcript(status)
-        self.emit(Event("final", None, None, {"status": status, "answer": str(transcript.final),
-                                              "correct": transcript.correct}))
+        self._emit(Event("final", None, None, {"status": status, "answer": str(transcript.final),
+                                               "correct": transcript.correct}))
         return transcript
 
     def _no_time_for(self, t: int, deadline: float, last: int) -> str | None:
@@ -190,7 +209,7 @@ class Debate:
 
     def notice(self, text: str, t: int) -> None:
         self.notices.append(text)
-        self.emit(Event("notice", t, None, {"text": text}))
+        self._emit(Event("notice", t, None, {"text": text}))
 
     def _admit(self, said: Sequence[Interjection], t: int) -> tuple[Interjection, ...]:
         """What a person says before round t, as far as their budget goes (budget.PERSON_CHARS); one notice
@@ -202,14 +221,14 @@ class Debate:
         return tuple(kept)
 
     async def _round(self, t: int, steer: tuple = (), said: tuple[Interjection, ...] = ()) -> Round:
-        ctx = RoundContext(self.task, self.settings, self.backend, t, self.agents, self.rounds, self.emit,
+        ctx = RoundContext(self.task, self.settings, self.backend, t, self.agents, self.rounds, self._emit,
                            backbone=self.backbone, steer=steer, person_chars=self.person)
         ctx.aux.extend(note_calls(said))
         seats = {x.seat: x.text for x in said if x.seat is not None}
         if steer:
             ctx.details["steer"] = to_dict(list(steer))
         self.running = ctx
-        self.emit(Event("round_start", t, None, {}))
+        self._emit(Event("round_start", t, None, {}))
         if t > 0:
             await self.method.before_round(ctx)
             for plugin in self.method.plugins:
@@ -278,7 +297,7 @@ class Debate:
                              started_at=now, ended_at=now, details=to_dict({**details, HUMAN: True}), backbone=HUMAN)
             ctx.arrived[agent.index] = turn
             self.method.on_turn(turn)
-            self.emit(Event("turn", t, agent.index, to_dict(turn)))
+            self._emit(Event("turn", t, agent.index, to_dict(turn)))
             return turn
         want_lp = self.method.wants_logprobs and backend.capabilities.supports_logprobs
         live = {"on_text": self._typing(t, agent.index)} if backend.capabilities.streams_text else {}
@@ -306,7 +325,7 @@ class Debate:
                              provider=c.provider, tokens_cached=c.tokens_cached)
         ctx.arrived[agent.index] = turn
         self.method.on_turn(turn)
-        self.emit(Event("turn", t, agent.index, to_dict(turn)))
+        self._emit(Event("turn", t, agent.index, to_dict(turn)))
         return turn
 
     def _typing(self, t: int, agent: int, every_s: float = 0.2) -> Callable[[str], None]:
@@ -318,7 +337,7 @@ class Debate:
             now = time.monotonic()
             if now - last[0] >= every_s:
                 last[0] = now
-                self.emit(Event("delta", t, agent, {"text": text}))
+                self._emit(Event("delta", t, agent, {"text": text}))
         return on_text
 
     def _adopt(self, rnd: Round) -> Round:
@@ -333,7 +352,7 @@ class Debate:
                 a.history, a.answer = a.history[:-1] if rnd.index > 0 else a.history, ABSTAINED
             a.hidden = bool(turn.details.get("hidden"))
         for turn in rnd.turns:
-            self.emit(Event("turn", rnd.index, turn.agent, to_dict(turn)))
+            self._emit(Event("turn", rnd.index, turn.agent, to_dict(turn)))
         return rnd
 
 

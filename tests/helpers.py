@@ -4,6 +4,7 @@ not a test module, and no test module imports another (tests/test_imports.py che
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import sqlite3
 from pathlib import Path
@@ -110,6 +111,32 @@ FORK_SETTINGS = DebateSettings(seed=3, early_stop=False)
 
 def agent_of(messages) -> int:
     return SYSTEMS.index(persona_of(messages))
+
+
+@dataclasses.dataclass
+class HangsAfterRound0(ScriptedBackend):
+    """Round 0's calls answer at once; a debate round's calls hang (a slow model) until cancelled, which they
+    count. `hanging` is set once `agents` calls hang, `cancelled` once they were all cancelled."""
+    agents: int = 2
+    hung: int = 0
+    stopped: int = 0
+    hanging: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    cancelled: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+
+    async def chat(self, messages, **kw):
+        if len(messages) <= 2:  # round 0: the persona and the question
+            return await super().chat(messages, **kw)
+        self.hung += 1
+        if self.hung == self.agents:
+            self.hanging.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            self.stopped += 1
+            if self.stopped == self.agents:
+                self.cancelled.set()
+            raise
+        raise AssertionError("a hanging call was not cancelled")
 
 
 def fork_replies(m):

@@ -11,7 +11,7 @@ from r2mad.methods import make_method
 from r2mad.settings.config import DebateSettings
 from r2mad.types import Transcript
 from tests.helpers import PLANET_MCQ as MCQ
-from tests.helpers import agent_of
+from tests.helpers import HangsAfterRound0, agent_of
 from tests.scripted import ScriptedBackend, fail, last_user
 
 
@@ -137,3 +137,62 @@ def test_streaming_backend_gives_throttled_live_text_that_grows_into_the_answer(
     quiet = []
     asyncio.run(Debate(ScriptedBackend(long_answer), make_method("mad", s), emit=quiet.append).run(MCQ))
     assert not [e for e in quiet if e.kind == "delta"]  # a backend that does not stream gets no on_text
+
+
+# --- the loop as an async iterator: `async for step in debate.events(task)` ------------------------
+
+def two_agents(rounds=2):
+    return dataclasses.replace(DebateSettings(), seed=1, agents=2, rounds=rounds, early_stop=False)
+
+
+def test_async_for_over_a_debate_gives_its_rounds_in_order_then_its_transcript():
+    debate = Debate(ScriptedBackend(by_agent("BA")), make_method("mad", two_agents()))
+
+    async def steps():
+        return [step async for step in debate.events(MCQ)]
+
+    *events, transcript = asyncio.run(steps())
+    assert isinstance(transcript, Transcript) and transcript.status == "done"
+    assert [e.kind for e in events] == ["round_start", "turn", "turn", "round_end"] * 2 + ["final"]
+    assert [e.round for e in events[:-1]] == [0] * 4 + [1] * 4
+    turns = [e for e in events if e.kind == "turn"]
+    assert [{e.agent for e in turns[:2]}, {e.agent for e in turns[2:]}] == [{0, 1}, {0, 1}]
+    assert [e.data["answers"] for e in events if e.kind == "round_end"] == [["B", "A"], ["B", "A"]]
+    assert events[-1].data == {"status": "done", "answer": "B", "correct": True}  # a tie goes to agent 1: B
+    assert [t.text for r in transcript.rounds for t in r.turns] == \
+        [e.data["text"] for e in sorted(turns, key=lambda e: (e.round, e.agent))]
+
+
+def test_breaking_out_of_the_events_cancels_the_debate():
+    backend = HangsAfterRound0(by_agent("BA"))
+    debate = Debate(backend, make_method("mad", two_agents()))
+
+    async def main():
+        seen = []
+        async for step in debate.events(MCQ):
+            seen.append(step.kind)
+            if step.kind == "round_start" and step.round == 1:
+                await asyncio.wait_for(backend.hanging.wait(), 10)  # both round-1 calls under way
+                break
+        await asyncio.wait_for(backend.cancelled.wait(), 10)  # the debate stopped them; nothing more comes
+        return seen
+
+    assert asyncio.run(main()) == ["round_start", "turn", "turn", "round_end", "round_start"]
+    assert backend.stopped == 2 and [len(r.turns) for r in debate.rounds] == [2]
+
+
+def test_cancelling_the_consumer_cancels_the_debate_and_run_records_it_as_cancelled():
+    backend = HangsAfterRound0(by_agent("BA"))
+    recorded = []
+
+    async def main():
+        setup = Setup(backend, two_agents(3), "b")
+        job = asyncio.create_task(run_methods(MCQ, ["mad"], setup, record_for=lambda m: recorded.append))
+        await asyncio.wait_for(backend.hanging.wait(), 10)
+        job.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await job
+        return backend.stopped  # counted before `job` ended: cancelling waits for the debate to stop
+
+    assert asyncio.run(main()) == 2
+    assert recorded[-1].status == "cancelled" and [len(r.turns) for r in recorded[-1].rounds] == [2, 0]

@@ -101,7 +101,7 @@ def test_no_test_module_imports_another():
 # root module stands alone.
 ORDER = ["testing", "app", "__main__", "cli", "commands", "bench", "ui", "exports", "ui.render", "serving",
          "annotation", "engine", "steer", "runs", "evaluation", "debate", "guard", "human", "methods", "memory",
-         "prompts", "grading", "backends", "settings", "budget", "types", "text", "jsonl", "safewrite", ""]
+         "prompts", "grading", "backends", "settings", "budget", "types", "text", "relay", "jsonl", "safewrite", ""]
 
 
 def package_of(module: str) -> str:

@@ -1,7 +1,7 @@
 """Runs one debate or a side-by-side comparison for the app and streams it: the engine's `start` runs the request
 as an asyncio task (waiting in the line, opening the bank), saves each method's run round by round and hands the
-transcripts to the LiveRun; the loop's events (through an asyncio.Queue) only wake the view and carry live
-text. No Gradio here."""
+transcripts to the LiveRun; the loop's events (relayed: r2mad/relay.py) only wake the view and carry live text.
+No Gradio here."""
 from __future__ import annotations
 
 import asyncio
@@ -14,6 +14,7 @@ from typing import AsyncIterator
 from r2mad.engine.admission import Ticket
 from r2mad.engine.service import Resources, RunRequest, StoreSink, start
 from r2mad.methods import is_debate
+from r2mad.relay import relay
 from r2mad.runs.store import RunStore
 from r2mad.types import Answer, Event, Transcript
 
@@ -33,6 +34,8 @@ class LiveRun:
     results: dict[str, Transcript] = field(default_factory=dict)
     started_at: float = field(default_factory=time.time)
     typing: dict[str, dict[tuple[int, int], str]] = field(default_factory=dict)  # text of unfinished turns
+    shown_at: float = 0.0  # time.monotonic() when the page was last given the transcripts
+    unshown: bool = False  # live text received but not yet shown
 
     def __post_init__(self):
         self.typing = {m: {} for m in self.methods}
@@ -81,6 +84,19 @@ class LiveRun:
         if column in self.methods and column not in self.results and t.status != "running":
             self.results[column] = t
 
+    def news(self, batch: list[tuple[str, Event]]) -> dict[str, Transcript] | None:
+        """Receive a batch of the loop's (column, event); return what the page shows now: the transcripts, {} for an
+        empty batch (nothing new: only a clock may move), or None for live text alone within TYPING_REFRESH_S of
+        the last showing (it is shown with the next news or tick)."""
+        kinds = {self.receive(column, event) for column, event in batch}
+        if kinds == {"delta"} and time.monotonic() - self.shown_at < TYPING_REFRESH_S:
+            self.unshown = True
+            return None
+        if not (kinds or self.unshown):
+            return {}
+        self.shown_at, self.unshown = time.monotonic(), False
+        return self.transcripts()
+
     def receive(self, column: str, event: Event) -> str:
         """Keep the live text of an event (the shared round 0 goes to every debate method); return its kind."""
         if event.kind in ("delta", "turn"):
@@ -111,76 +127,23 @@ class LiveRun:
 async def stream(live: LiveRun, resources: Resources, *, stop: asyncio.Event | None = None,
                  tick_s: float | None = None) -> AsyncIterator[dict[str, Transcript]]:
     """Start the live run's request with `resources` (their line's `waiting` should be live.waiting) and yield
-    the partial transcripts after every event, then the finished ones. Setting `stop` (or
-    cancelling the consumer) cancels the debate and saves it as "cancelled" with the rounds it has;
-    after `stop` the cancelled transcripts are yielded last. An exception saves it as "failed".
+    the partial transcripts as the loop's events come (see LiveRun.news), then the finished ones. Setting `stop` (or
+    leaving the iteration, or cancelling the consumer) cancels the debate and saves it as "cancelled" with the
+    rounds it has; after `stop` the cancelled transcripts are yielded last. An exception saves it as "failed".
     `tick_s`: after that many seconds without an event, an empty dict is yielded (nothing new: a clock
     shown beside the debate may move on)."""
-    queue: asyncio.Queue[tuple[str, Event]] = asyncio.Queue()
-    stop = stop or asyncio.Event()
-
-    def emit_for(column: str):
-        return lambda event: queue.put_nowait((column, event))
-
-    sink = StoreSink(live.store, on_open=live.opened, on_update=live.update, emit_for=emit_for)
-    job = asyncio.create_task(start([live.request], resources, sink))
-    stopper = asyncio.ensure_future(stop.wait())
-    shown_at = 0.0
-    getter: asyncio.Future | None = None
-    unshown = False  # live text received but not yet shown
+    async def run(emit):
+        await start([live.request], resources, StoreSink(live.store, on_open=live.opened, on_update=live.update,
+                                                          emit_for=lambda column: lambda e: emit((column, e))))
     try:
-        while True:
-            getter = getter or asyncio.ensure_future(queue.get())
-            done, _ = await asyncio.wait({getter, job, stopper}, timeout=tick_s, return_when=asyncio.FIRST_COMPLETED)
-            if not done:
-                shown_at = time.monotonic() if unshown else shown_at
-                yield live.transcripts() if unshown else {}
-                unshown = False
-                continue
-            if getter not in done:
-                getter.cancel()
-                break
-            kinds = {live.receive(*getter.result())} | _drain(queue, live)
-            getter = None
-            unshown = kinds == {"delta"} and time.monotonic() - shown_at < TYPING_REFRESH_S
-            if unshown:
-                continue
-            shown_at = time.monotonic()
-            yield live.transcripts()
-        if stopper in done and not job.done():
-            await _cancel(job)
-            _drain(queue, live)
-            yield live.abandon("cancelled")
-            return
-        _drain(queue, live)
-        job.result()  # raises what the debate raised; `update` has already kept every result
-    except (asyncio.CancelledError, GeneratorExit) as exc:
-        job.cancel()
-        if isinstance(exc, asyncio.CancelledError):  # a closed generator may not await
-            await _cancel(job)
-        _drain(queue, live)
+        async with contextlib.aclosing(relay(run, tick_s=tick_s, stop=stop)) as batches:
+            async for batch in batches:
+                if (shown := live.news(batch)) is not None:
+                    yield shown
+    except (asyncio.CancelledError, GeneratorExit):
         live.abandon("cancelled")
         raise
     except BaseException as exc:
-        job.cancel()
         live.abandon("failed", f"{type(exc).__name__}: {exc}")
         raise
-    finally:
-        stopper.cancel()
-        if getter is not None:
-            getter.cancel()
-    yield live.transcripts()
-
-
-async def _cancel(job: asyncio.Task) -> None:
-    job.cancel()
-    with contextlib.suppress(BaseException):
-        await job
-
-
-def _drain(queue: asyncio.Queue, live: LiveRun) -> set[str]:
-    """Receive every queued event; return their kinds."""
-    kinds = set()
-    while not queue.empty():
-        kinds.add(live.receive(*queue.get_nowait()))
-    return kinds
+    yield live.abandon("cancelled")  # what had not ended when `stop` was set (nothing after a whole run)

@@ -23,7 +23,7 @@ from r2mad.runs.faults import StoreError
 from r2mad.serving.line import lane_of, sharing_words, skip_hint, visitor_key, with_hint
 from r2mad.serving.live import LiveRun, stream
 from r2mad.serving.services import Services
-from r2mad.serving.visitors import Visitor, identify
+from r2mad.serving.visitors import identify
 from r2mad.settings.config import PAPER_PROFILE, ConfigError, DebateSettings, with_profile
 from r2mad.settings.fields import ON_FORM
 from r2mad.text import quoted, without_paths
@@ -169,7 +169,7 @@ class DebateHandlers:
                            token=oauth_token)
         key = visitor_key(visitor.owner, visitor_id, session)
         curtain, first, note_line = (Curtain() if blind else None), True, []
-        async for update in self._run(req, session, visitor, getattr(oauth_token, "token", None), asked=asked,
+        async for update in self._run(req, session, visitor.owner, getattr(oauth_token, "token", None), asked=asked,
                                       key=key, curtain=curtain, note_line=note_line):
             yield (*update, *(vote_panel.cleared() if first else vote_panel.unchanged()), gr.skip())
             first = False
@@ -182,14 +182,12 @@ class DebateHandlers:
         if note_line:  # the run ended with a note no debate read: the note line says so, not "Sent"
             yield (*(gr.skip() for _ in range(VIEW_OUTPUTS)), *vote_panel.unchanged(), note_line[-1])
 
-    async def _run(self, req: DebateRequest, session: str, visitor: Visitor, login_token: str | None = None, *,
-                   asked: float | None = None, key: str | None = None, curtain: Curtain | None = None,
-                   note_line: list[str] | None = None):
-        """`asked`: time.time() when the visitor pressed Run; `key`: who they are to the line (cap per visitor);
-        `curtain`: a comparison of 2+ methods is shown blind through it (names hidden until the vote);
-        `note_line`: gets what the note line says instead of "Sent" when a note reached no agent."""
+    async def _run(self, req: DebateRequest, session: str, owner: str | None, login_token: str | None, *,
+                   asked: float, key: str, curtain: Curtain | None, note_line: list[str]):
+        """`owner`: whose runs they are; `asked`: time.time() when the visitor pressed Run; `key`: who they are to
+        the line (cap per visitor); `curtain`: a comparison of 2+ methods is shown blind through it (names hidden
+        until the vote); `note_line`: gets what the note line says instead of "Sent" when a note reached no agent."""
         services, methods, bank = self.services, req.methods, req.bank
-        asked, key = asked or time.time(), key or visitor_key(visitor.owner, None, session)
         token = req.token or login_token  # whichever reaches the endpoint is scrubbed from what is kept
         # a refusal before the start is said once, on the outcome line (not_started), never also as a toast
         if not (req.question or "").strip():
@@ -211,7 +209,7 @@ class DebateHandlers:
         store = live = None
         try:
             try:
-                request = self._request(req, visitor.owner)
+                request = self._request(req, owner)
                 # the visitor's notes between rounds, to every debate side by side (ui/moderator_box.py)
                 request = dataclasses.replace(request, moderator=moderator_box.mailbox(services, session))
             except USER_ERRORS as exc:
@@ -230,13 +228,8 @@ class DebateHandlers:
             async for transcripts in stream(live, resources, stop=stop_signal, tick_s=TICK_S):
                 if not live.run_ids:  # not started yet: waiting in the line, or the bank warming up
                     if live.ticket is not None and live.ticket.waiting:
-                        hint = await self._skip_hint(live.ticket.lane, req.token, login_token) if hint is None \
-                            else hint
-                        line = services.admission
-                        words = waiting_words(line.place(live.ticket), line.estimate_s(live.ticket),
-                                              time.time() - asked, hint, held=line.held(live.ticket))
-                        place, _, rest = words.partition(" · ")
-                        yield idle(f"**{html.escape(place, quote=False)}** · {html.escape(rest, quote=False)}")
+                        update, hint = await self._in_line(live.ticket, req.token, login_token, asked, hint)
+                        yield update
                     elif bank and (doing := services.warming_up(bank)):
                         yield idle(f"Memory bank warming up ({doing})…")
                     continue
@@ -261,27 +254,13 @@ class DebateHandlers:
                 yield idle("Stopped while waiting in line; nothing was run." if live.ticket is not None
                            else "Stopped before the debate started; nothing was run.")
                 return
-            with services._lock:
-                unsaid = services.notes.pop(session, [])
-            if unsaid:  # sent after the last round began, or the agents agreed and the debate stopped early
-                warn(f"{len(unsaid)} note(s) reached no agent: the debate had no round after them.")
-                if note_line is not None:
-                    note_line.append(moderator_box.unheard(len(unsaid)))
+            self._unheard_notes(session, note_line)
             if store.unsaved(live.run_ids.values()):  # the disk is full: kept, and the visitor is told
                 ended = {m: store.scrub_transcript(t) for m, t in live.results.items()}
                 yield idle(f"{status_line(hide(ended), prices)}  \n{NOT_SAVED}")
             if curtain is not None:
                 curtain.runs.update(live.run_ids)  # what a vote names (the runs are saved by now)
-            for notice in store.take_notices():
-                warn(notice)
-            for m, t in live.results.items():
-                m = curtain.labels.get(m, m) if curtain is not None else m  # a blind warning names no method
-                errors = [turn.error for r in t.rounds for turn in r.turns if turn.error]
-                if t.status == "failed":
-                    why = errors[0] if errors else (t.notices[-1] if t.notices else "the debate failed")
-                    warn(f"{m}: {why}", token)
-                elif errors:
-                    warn(f"{m}: {len(errors)} agent call(s) failed and abstained: {errors[0]}", token)
+            self._warn_ended(live, store, token, curtain)
         except Refused as exc:  # the line is full, or this visitor has enough debates in it
             hint = await self._skip_hint(lane_of(services.config, [request.backbone, *request.agent_backbones],
                                                  custom=endpoint is not None), req.token, login_token)
@@ -301,3 +280,37 @@ class DebateHandlers:
             services.end(session)
             if store is not None and store is not services.store:
                 store.close()
+
+    async def _in_line(self, ticket, token: str | None, login_token: str | None, asked: float,
+                       hint: str | None) -> tuple[tuple, str]:
+        """A waiting visitor's status line (place, estimate, the remote backbone that would skip the line: `hint`,
+        looked up once); returns it with the hint."""
+        hint = await self._skip_hint(ticket.lane, token, login_token) if hint is None else hint
+        line = self.services.admission
+        words = waiting_words(line.place(ticket), line.estimate_s(ticket), time.time() - asked, hint,
+                              held=line.held(ticket))
+        place, _, rest = words.partition(" · ")
+        return idle(f"**{html.escape(place, quote=False)}** · {html.escape(rest, quote=False)}"), hint
+
+    def _unheard_notes(self, session: str, note_line: list[str]) -> None:
+        """Notes sent after the last round began (or before an early stop) reached no agent: say so."""
+        with self.services._lock:
+            unsaid = self.services.notes.pop(session, [])
+        if unsaid:
+            warn(f"{len(unsaid)} note(s) reached no agent: the debate had no round after them.")
+            note_line.append(moderator_box.unheard(len(unsaid)))
+
+    @staticmethod
+    def _warn_ended(live: LiveRun, store, token: str | None, curtain: Curtain | None) -> None:
+        """The store's notices, then per method a failure or the agent calls that failed (a blind warning names
+        no method)."""
+        for notice in store.take_notices():
+            warn(notice)
+        for m, t in live.results.items():
+            m = curtain.labels.get(m, m) if curtain is not None else m
+            errors = [turn.error for r in t.rounds for turn in r.turns if turn.error]
+            if t.status == "failed":
+                why = errors[0] if errors else (t.notices[-1] if t.notices else "the debate failed")
+                warn(f"{m}: {why}", token)
+            elif errors:
+                warn(f"{m}: {len(errors)} agent call(s) failed and abstained: {errors[0]}", token)
