@@ -290,17 +290,25 @@ def test_an_import_reads_one_line_at_a_time(tmp_path):
     assert peak < big.stat().st_size / 10 and garbage_peak < 1_000_000
 
 
-def test_a_waiting_cli_says_what_it_waits_for_then_goes_on(config_dir, capsys):
+def test_a_waiting_cli_says_what_it_waits_for_then_goes_on(config_dir, capsys, monkeypatch):
     import threading
 
     import yaml
+
+    from r2mad.runs.database import QUICK_WAIT_S, StoreFile
     app = yaml.safe_load((config_dir / "app.yaml").read_text())
     (config_dir / "app.yaml").write_text(yaml.safe_dump({**app, "store_lock_wait_s": 30}))
     db = data_dir(config_dir) / "runs.sqlite"
     RunStore(db).close()
     other = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
-    other.execute("BEGIN IMMEDIATE")  # another program writing, for a while
-    threading.Timer(1.0, other.close).start()
+    other.execute("BEGIN IMMEDIATE")  # another program writing, until the CLI has said it waits
+    said = StoreFile._begin_within
+
+    def waited(self, conn, seconds):  # the long wait after the note: the other program ends a moment later
+        if seconds > QUICK_WAIT_S:
+            threading.Timer(0.2, other.close).start()
+        return said(self, conn, seconds)
+    monkeypatch.setattr(StoreFile, "_begin_within", waited)
     assert main(["--config-dir", str(config_dir), "debate", *QUESTION]) == 0
     notes = capsys.readouterr().err.splitlines()
     assert notes == [f"note: Waiting up to 30 s for another program that is writing to the run store {db}."]
