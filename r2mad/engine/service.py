@@ -179,8 +179,7 @@ async def start(requests: Sequence[RunRequest], resources: Resources, sink: Sink
         await asyncio.to_thread(sink.check, request, bank, notices)
         judge = await asyncio.to_thread(judge_for, request.settings.judge, backend,
                                         lambda name: resources.judge_backend(name))
-        return Setup(backend, request.settings, backend.name, tuple((b.name, b) for b in agents), bank,
-                     tuple(notices), resources.summaries, judge)
+        return Setup(backend, request.settings, tuple(agents), bank, tuple(notices), resources.summaries, judge)
 
     async def run(request: RunRequest, setup: Setup) -> Runs:
         async with gate, resources.admitted(request) as ticket:
@@ -219,11 +218,9 @@ async def run_setup(request: RunRequest, setup: Setup, record_for: Callable[[str
                                  moderator=request.moderator)
     from r2mad.engine.forks import fork_debate
 
-    [m], f, s = request.methods, request.fork, setup
-    return {m: await fork_debate(f.parent, f.spec, s.backend, s.settings, backbone=s.backbone, bank=s.bank,
-                                 bank_notices=s.bank_notices, agent_backends=s.agent_backends, record=record_for(m),
-                                 emit=emit_for(m), summaries=s.summaries, moderator=request.moderator,
-                                 judge=s.judge)}
+    [m], f = request.methods, request.fork
+    return {m: await fork_debate(f.parent, f.spec, setup, record=record_for(m), emit=emit_for(m),
+                                 moderator=request.moderator)}
 
 
 def first_error(error: BaseException) -> BaseException:
