@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from r2mad.engine.allowance import AllowanceSpent, Ledger, Metered
+from r2mad.engine.service import Endpoint
 from r2mad.engine.shared import Shared
 from r2mad.evaluation.costs import Prices
 from r2mad.settings.config import Allowance, ConfigError, load_config
@@ -168,7 +169,7 @@ def test_the_owners_token_never_reaches_an_endpoint_that_is_not_the_router(tmp_p
         services.backend("not-the-router", visitor="browser:" + "a" * 32)
     # a custom endpoint a visitor types (allowed off a Space): it gets no key at all
     local = shared(tmp_path / "local", router, other, space=False)
-    backend = local.backend("hf-7b", base_url=other.base_url, model="m", visitor="browser:" + "a" * 32)
+    backend = local.backend("hf-7b", endpoint=Endpoint(other.base_url, "m"), visitor="browser:" + "a" * 32)
     assert backend.name == "custom:m"  # named as the run records it
     asyncio.run(backend.chat(ASK, max_tokens=16))
     assert other.hits == 1 and all(OWNER not in repr(dict(r.headers)) for r in other.requests)

@@ -58,11 +58,6 @@ def check_bank(bank, path, task_kind: str | None):
     return bank, list(bank.notices)  # e.g. an index that was rebuilt
 
 
-def custom_label(base_url: str, model: str | None) -> str:
-    """The backbone a run on a custom endpoint is recorded with."""
-    return f"custom:{(model or '').strip() or base_url.strip()}"
-
-
 class Local:
     """A command's resources: backends with the environment's keys (made once per backbone), a bank opened for the
     run and closed after, no line. `wrap`: applied to every backend (e.g. blame's recording)."""

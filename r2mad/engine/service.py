@@ -36,6 +36,18 @@ class Fork:
 
 
 @dataclass(frozen=True)
+class Endpoint:
+    """A custom OpenAI-compatible endpoint a visitor typed; its key stays with the resources, never here."""
+    base_url: str
+    model: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The backbone a run on it is recorded with."""
+        return f"custom:{(self.model or '').strip() or self.base_url.strip()}"
+
+
+@dataclass(frozen=True)
 class RunRequest:
     """One run (or one comparison) to start and save, as every entry point asks for it."""
     task: Task
@@ -50,6 +62,7 @@ class RunRequest:
     share_round0: bool | None = None  # None: when 2+ debate methods run; True: whenever one does; False: never
     route: str | None = None  # the calls' routing key behind a router (eval: per question and seed)
     moderator: Any = None  # a person's notes and seats between rounds (r2mad/human.py), for every debate
+    endpoint: Endpoint | None = None  # a custom endpoint instead of a configured backbone (named endpoint.name)
 
     def saved_backbone(self, method: str) -> str:
         return saved_backbone(method, self.backbone, list(self.agent_backbones))

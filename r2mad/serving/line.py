@@ -55,7 +55,7 @@ def with_hint(message: str, hint: str) -> str:
     return message.rstrip(".") + f"; or {hint} to skip the line." if hint else message
 
 
-def in_line(admission: Admission, config: Config, visitor: str, *, custom: bool = False,
+def in_line(admission: Admission, config: Config, visitor: str, *,
             waiting: Callable[[Ticket], None] | None = None) -> Callable:
     """The line as the engine enters it for one visitor's request (VisitorResources' `admitted`): the request
     enters its lane (Refused says why not), `waiting` gets the ticket at once so a caller can show its place,
@@ -64,7 +64,7 @@ def in_line(admission: Admission, config: Config, visitor: str, *, custom: bool 
     @contextlib.asynccontextmanager
     async def admitted(request) -> AsyncIterator[Ticket]:
         ticket = admission.enter(visitor, lane_of(config, [request.backbone, *request.agent_backbones],
-                                                  custom=custom),
+                                                  custom=request.endpoint is not None),
                                  rounds=request.settings.rounds, deadline_s=request.settings.deadline_s)
         try:
             if waiting is not None:

@@ -26,12 +26,11 @@ class Services(Shared):
         self.noted: dict[str, int] = {}  # session -> characters of notes sent to its running debate (budget.py)
 
     def in_line(self, key: str, *, token: str | None = None, login_token: str | None = None,
-                endpoint: tuple[str, str | None] | None = None,
                 waiting: Callable[[Ticket], None] | None = None) -> VisitorResources:
         """The engine's resources for one visitor's request, which waits in the line for debates as `key` (who
         they are to the line and to the owner's allowance); `waiting` gets its ticket at once."""
-        line = in_line(self.admission, self.config, key, custom=endpoint is not None, waiting=waiting)
-        return self.resources(token, login_token, key, line=line, endpoint=endpoint)
+        line = in_line(self.admission, self.config, key, waiting=waiting)
+        return self.resources(token, login_token, key, line=line)
 
     def browser_secret(self) -> str:
         """The key gr.BrowserState encrypts the visitor id with in the browser. Gradio sends it to every page
