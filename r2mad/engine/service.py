@@ -140,6 +140,26 @@ class StoreSink:
             await hook(self.store, list(run_ids.values()))
 
 
+class KeptSink:
+    """Transcripts only, nothing saved: a recording kept elsewhere (the first screen's example cards)."""
+    returns_transcripts = True
+
+    def check(self, request: RunRequest, bank, notices: Sequence[str]) -> None:
+        check_runnable(request, bank)
+
+    def open(self, request: RunRequest) -> dict[str, str]:
+        return {}
+
+    def record_for(self, request: RunRequest, run_ids: dict[str, str], column: str) -> Record | None:
+        return None
+
+    def emit_for(self, request: RunRequest, column: str) -> Any:
+        return None
+
+    async def finished(self, run_ids: dict[str, str]) -> None:
+        pass
+
+
 def open_run(store, *, method: str, backbone: str, bank: str | None, task: Task, settings: dict,
              seed: int | None, source: str, owner: str | None = None) -> str:
     """Save a new run as running, stamped with this code's version; returns its id. The one place a run starts."""
