@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from r2mad.engine.allowance import AllowanceSpent, Ledger, Metered
 from r2mad.engine.service import Endpoint
-from r2mad.engine.shared import Shared
 from r2mad.evaluation.costs import Prices
+from r2mad.serving.allowance import AllowanceSpent, Ledger, Metered
+from r2mad.serving.shared import Shared
 from r2mad.settings.config import Allowance, ConfigError, load_config
 from r2mad.types import Message
 from testing.scripted_server import FakeServer, ok
@@ -186,7 +186,7 @@ def test_the_allowance_is_off_by_default_and_set_by_environment_variables(tmp_pa
 
 
 def test_the_allowance_line_names_what_is_left_the_paid_backbone_and_past_it_sign_in(tmp_path, servers):
-    from r2mad.engine.allowance import Left
+    from r2mad.serving.allowance import Left
     from r2mad.ui.render.allowance_line import allowance_words
 
     config = shared(tmp_path, *servers).config
@@ -271,7 +271,7 @@ def test_the_bound_holds_for_the_embedded_models_own_tokenizer(text):
     from llama_cpp import Llama
 
     from r2mad.backends.embedded import smollm2_path
-    from r2mad.engine.allowance import prompt_token_bound
+    from r2mad.serving.allowance import prompt_token_bound
 
     vocab = Llama(model_path=str(smollm2_path()), vocab_only=True, verbose=False)
     messages = [Message("system", "You are a careful solver."), Message("user", text)]

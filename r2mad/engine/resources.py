@@ -1,6 +1,6 @@
 """Where the engine (r2mad/engine/service.py) finds backends, banks and admission for a command: `Local` (the
 environment's keys, a bank opened for one run, no line) and `Given` (backends a caller made); and the backend,
-bank and agent-count helpers the app's resources (shared.py) use too. Nothing here reads the environment."""
+bank and agent-count helpers the app's resources (serving/shared.py) use too. Nothing here reads the environment."""
 from __future__ import annotations
 
 import logging

@@ -81,7 +81,7 @@ class Runs:
 class Resources(Protocol):
     """Where backends, banks and admission come from: the environment's keys for a command (resources.Local),
     backends a caller made (resources.Given), the app's process-wide cache with a visitor's token and the app's
-    line (shared.VisitorResources). `summaries`: R²-MAD's summary cache the debates share."""
+    line (serving/shared.py VisitorResources). `summaries`: R²-MAD's summary cache the debates share."""
     summaries: Any
 
     def backends(self, request: RunRequest) -> tuple[ChatBackend, list[ChatBackend]]: ...  # each named as recorded
@@ -219,7 +219,7 @@ async def start(requests: Sequence[RunRequest], resources: Resources, sink: Sink
             runs = Runs(sink.open(request))
             runs.transcripts = await run_setup(request, setup, lambda c: sink.record_for(request, runs.run_ids, c),
                                                lambda c: sink.emit_for(request, c))
-            if ticket is not None:  # what the line measures its pace from (engine/admission.py)
+            if ticket is not None:  # what the line measures its pace from (serving/admission.py)
                 ticket.measured = all(t.status == "done" for t in runs.transcripts.values())
                 ticket.rounds_run = max((len(t.finished().rounds) for t in runs.transcripts.values()), default=0)
         await sink.finished(runs.run_ids)

@@ -1,4 +1,4 @@
-"""The app's line for debates (r2mad.engine.admission) as the app sets it up: which lane a debate waits in (the
+"""The app's line for debates (r2mad.serving.admission) as the app sets it up: which lane a debate waits in (the
 embedded model's, or the remote backbones'), the backbone that skips the line for a visitor who has a token,
 the line as the engine enters it for every visitor's request (in_line), and why a running debate is slow when
 it shares the model (sharing_words) or while the model loads (loading_words). No Gradio here."""
@@ -8,7 +8,7 @@ import contextlib
 from typing import AsyncIterator, Callable, Iterable
 
 from r2mad.backends.embedded import loading_s
-from r2mad.engine.admission import Admission, Ticket, about
+from r2mad.serving.admission import Admission, Ticket, about
 from r2mad.settings.config import Config
 from r2mad.types import Transcript
 

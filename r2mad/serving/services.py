@@ -1,4 +1,4 @@
-"""The app's process-wide services: the shared resources of r2mad/engine/shared.py (run store, banks, backends)
+"""The app's process-wide services: the shared resources of r2mad/serving/shared.py (run store, banks, backends)
 plus what belongs to visitors' browser sessions: the stop signal of each session's running debate, the line
 for debates (admission) and the key their browser's visitor id is kept with."""
 from __future__ import annotations
@@ -9,10 +9,10 @@ import secrets as random_secrets
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from r2mad.engine.admission import Ticket
-from r2mad.engine.shared import Shared, VisitorResources
+from r2mad.serving.admission import Ticket
 from r2mad.serving.line import in_line, make_admission
 from r2mad.serving.sealed import Sealed
+from r2mad.serving.shared import Shared, VisitorResources
 from r2mad.settings.config import Config
 
 

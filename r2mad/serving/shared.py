@@ -11,12 +11,12 @@ from typing import Any, Callable, Iterable
 
 from r2mad.backends import make_backend
 from r2mad.backends.base import BackendError, ChatBackend
-from r2mad.engine.allowance import Ledger, Left, Metered, refusal
 from r2mad.engine.resources import backend_for, check_bank
 from r2mad.engine.service import Endpoint, RunRequest, no_line
 from r2mad.evaluation.costs import Prices, prices_of
 from r2mad.memory.summaries import SummaryCache
 from r2mad.runs.store import RunStore
+from r2mad.serving.allowance import Ledger, Left, Metered, refusal
 from r2mad.settings.config import ROOT, Backbone, Config, ConfigError, api_key_for
 from r2mad.text import quoted, without_paths
 

@@ -14,8 +14,8 @@ from typing import Any
 import gradio as gr
 
 from r2mad.budget import EDIT_CHARS
-from r2mad.engine.admission import Ticket, waiting_words
 from r2mad.methods import names
+from r2mad.serving.admission import Ticket, waiting_words
 from r2mad.serving.line import REFRESH_S, sharing_words, visitor_key
 from r2mad.serving.services import Services
 from r2mad.serving.visitor_runs import fork_saved, readable

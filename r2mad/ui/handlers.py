@@ -13,12 +13,12 @@ from typing import Any
 import gradio as gr
 
 from r2mad.backends.base import BackendError
-from r2mad.engine.admission import Refused, waiting_words
 from r2mad.engine.service import Endpoint, RunRequest
 from r2mad.evaluation.costs import price_table
 from r2mad.grading.tasks import task_from_input
 from r2mad.methods import METHODS, needs_bank
 from r2mad.runs.faults import StoreError
+from r2mad.serving.admission import Refused, waiting_words
 from r2mad.serving.line import lane_of, sharing_words, skip_hint, visitor_key, with_hint
 from r2mad.serving.live import LiveRun, stream
 from r2mad.serving.services import Services
