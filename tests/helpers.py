@@ -161,9 +161,10 @@ def parent(method="mad", settings=FORK_SETTINGS):
 def fork(t, spec, settings=FORK_SETTINGS):
     """`t` forked by `spec` with fork_replies; returns (fork, backend)."""
     from r2mad.engine.forks import fork_debate
+    from r2mad.engine.runner import Setup
 
-    backend = ScriptedBackend(fork_replies)
-    f = asyncio.run(fork_debate(t, spec, backend, settings, backbone="b"))
+    backend = ScriptedBackend(fork_replies, name="b")
+    f = asyncio.run(fork_debate(t, spec, Setup(backend, settings)))
     return f, backend
 
 

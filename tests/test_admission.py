@@ -1,4 +1,4 @@
-"""Fair admission (r2mad.engine.admission): caps and their sentences, round-robin order across visitors, place in
+"""Fair admission (r2mad.serving.admission): caps and their sentences, round-robin order across visitors, place in
 line, leaving the line, and an estimate only after a measured debate. A hand-driven clock; no waiting."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from r2mad.engine.admission import Admission, Refused, about, waiting_words
+from r2mad.serving.admission import Admission, Refused, about, waiting_words
 
 
 class Clock:

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from r2mad.engine.allowance import AllowanceSpent, Ledger, Metered
-from r2mad.engine.shared import Shared
+from r2mad.engine.service import Endpoint
 from r2mad.evaluation.costs import Prices
+from r2mad.serving.allowance import AllowanceSpent, Ledger, Metered
+from r2mad.serving.shared import Shared
 from r2mad.settings.config import Allowance, ConfigError, load_config
 from r2mad.types import Message
 from testing.scripted_server import FakeServer, ok
@@ -168,7 +169,7 @@ def test_the_owners_token_never_reaches_an_endpoint_that_is_not_the_router(tmp_p
         services.backend("not-the-router", visitor="browser:" + "a" * 32)
     # a custom endpoint a visitor types (allowed off a Space): it gets no key at all
     local = shared(tmp_path / "local", router, other, space=False)
-    backend = local.backend("hf-7b", base_url=other.base_url, model="m", visitor="browser:" + "a" * 32)
+    backend = local.backend("hf-7b", endpoint=Endpoint(other.base_url, "m"), visitor="browser:" + "a" * 32)
     assert backend.name == "custom:m"  # named as the run records it
     asyncio.run(backend.chat(ASK, max_tokens=16))
     assert other.hits == 1 and all(OWNER not in repr(dict(r.headers)) for r in other.requests)
@@ -185,7 +186,7 @@ def test_the_allowance_is_off_by_default_and_set_by_environment_variables(tmp_pa
 
 
 def test_the_allowance_line_names_what_is_left_the_paid_backbone_and_past_it_sign_in(tmp_path, servers):
-    from r2mad.engine.allowance import Left
+    from r2mad.serving.allowance import Left
     from r2mad.ui.render.allowance_line import allowance_words
 
     config = shared(tmp_path, *servers).config
@@ -270,7 +271,7 @@ def test_the_bound_holds_for_the_embedded_models_own_tokenizer(text):
     from llama_cpp import Llama
 
     from r2mad.backends.embedded import smollm2_path
-    from r2mad.engine.allowance import prompt_token_bound
+    from r2mad.serving.allowance import prompt_token_bound
 
     vocab = Llama(model_path=str(smollm2_path()), vocab_only=True, verbose=False)
     messages = [Message("system", "You are a careful solver."), Message("user", text)]

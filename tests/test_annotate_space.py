@@ -66,7 +66,7 @@ def test_bad_input_gets_one_sentence_and_keeps_the_screen(tmp_path):
     h = AnnotateHandlers(services)
     req = SimpleNamespace(session_hash="s1", query_params={})
     with pytest.warns(UserWarning, match="A queue needs a name of 1 to 80 characters; type one."):
-        made = h.create_queue("  ", "any", "any", "any", "wrong", [], "any", 1, False, False, "ana", "", req)
+        made = h.create_queue("  ", 1, False, False, "ana", "", req, outcome="wrong")
         assert made == gr.skip()
     with pytest.warns(UserWarning, match="No label; choose from"):
         assert h.save_next(None, run, [], "a note", "", "ana", "", req) == gr.skip()  # ticks and note stay
@@ -76,7 +76,7 @@ def test_bad_input_gets_one_sentence_and_keeps_the_screen(tmp_path):
     assert shown["header"] == "*No such run.*"
     with pytest.warns(UserWarning, match="No queue named 'ghost'"):
         h.open_queue("ghost", "ana", "", req)
-    made = h.create_queue("wrong ones", "any", "any", "any", "wrong", [], "any", 2, True, False, "ana", "", req)
+    made = h.create_queue("wrong ones", 2, True, False, "ana", "", req, outcome="wrong")
     assert made["value"] == "wrong ones"
     shown = dict(zip(SHOWN, h.open_queue("wrong ones", "ana", "", req)))
     assert shown["run_id"] == run and "0 done, 1 pending · 2 annotator(s) per run · **blind**" in shown["progress"]

@@ -86,7 +86,7 @@ def test_a_frozen_queue_keeps_its_runs_while_a_live_one_grows(tmp_path):
     save_queue(h.store, Queue("wrong", {"correct": False}))
     frozen = h.freeze_queue("wrong", "ana", "", REQ)["value"]
     assert frozen.startswith("wrong · frozen ")
-    h.create_queue("snap", "any", "any", "any", "wrong", [], "any", 1, False, True, "ana", "", REQ)
+    h.create_queue("snap", 1, False, True, "ana", "", REQ, outcome="wrong")
     view = shown(h.open_queue(frozen, "ana", "", REQ))
     assert "run 1 of 2" in view["progress"] and "**frozen** snapshot" in view["progress"]
     save_run(h.store, make_transcript(MCQ, [["B", "B", "B"]], "B", False))  # a new wrong run is saved

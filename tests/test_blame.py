@@ -11,6 +11,7 @@ from r2mad.annotation.detectors import NO_LABEL
 from r2mad.backends.base import BackendError
 from r2mad.debate import Debate
 from r2mad.engine.forks import fork_debate
+from r2mad.engine.runner import Setup
 from r2mad.methods import make_method
 from r2mad.prompts.common import final_answer_request
 from r2mad.serving.services import Services
@@ -43,10 +44,10 @@ def failed_run():
 
 
 def blamed(t, budget):
-    backend = ScriptedBackend(hedging)
+    backend = ScriptedBackend(hedging, name="b")
 
     async def run_fork(spec, wrap):
-        return None, await fork_debate(t, spec, wrap(backend), GUARDED, backbone="b")
+        return None, await fork_debate(t, spec, Setup(wrap(backend), GUARDED))
     rows, skipped = asyncio.run(blame(t, "run-1", run_fork, budget))
     return rows, skipped, backend
 

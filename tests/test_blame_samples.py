@@ -6,6 +6,7 @@ import math
 
 from r2mad.debate import Debate
 from r2mad.engine.forks import fork_debate
+from r2mad.engine.runner import Setup
 from r2mad.methods import make_method
 from r2mad.runs.counterfactuals import corrections_of, samples_of, save_samples, write_correction
 from r2mad.runs.store import RunStore
@@ -20,7 +21,7 @@ from tests.scripted import ScriptedBackend, last_user
 def coin_backend():
     """u = (seed // SEED_STRIDE) % 4 is sample k's coin ((k + 1) % 4; the run's own seed 3 gives 0).
     Round 0: agent 1 says A, the others B. Later: shown an A, answer A unless u == 1; shown none, B unless u == 0."""
-    backend = ScriptedBackend(lambda m: "")
+    backend = ScriptedBackend(lambda m: "", name="b")
 
     def reply(m):
         u = (backend.calls[-1].seed // SEED_STRIDE) % 4
@@ -45,7 +46,7 @@ def sampled(t, budget, k=8, pairs=False):
 
     async def run_fork(spec, wrap, seed=None, parent=None):
         settings = SETTINGS.replace(seed=seed, **({"rounds": spec.rounds} if spec.rounds else {}))
-        return None, await fork_debate(parent[1] if parent else t, spec, wrap(backend), settings, backbone="b")
+        return None, await fork_debate(parent[1] if parent else t, spec, Setup(wrap(backend), settings))
     rows, skipped, spent = asyncio.run(sampled_blame(t, "run-1", run_fork, budget, k, pairs=pairs))
     assert spent == len(backend.calls)  # every call counted, the baselines' too
     return rows, skipped, backend
@@ -125,7 +126,7 @@ def test_an_ideal_action_is_verified_by_a_fork_and_says_whether_the_outcome_flip
     assert correction_spec(right).from_round == 1 and correction_spec(right).changes[0].agent == 0
 
     async def run_fork(spec):  # the run's own seed 3 (u = 0): shown no A, agents still say A in round 1
-        f = await fork_debate(t, spec, coin_backend(), SETTINGS, backbone="b")
+        f = await fork_debate(t, spec, Setup(coin_backend(), SETTINGS))
         return save_run(store, f), f
     done = asyncio.run(verify(store, right, run_fork))
     # round 0 all B, so round 1 shows no A; with u == 0 every agent says A there, and A spreads: no flip
@@ -134,7 +135,7 @@ def test_an_ideal_action_is_verified_by_a_fork_and_says_whether_the_outcome_flip
     assert outcome_words(done, False) == "does not flip: still wrong (A)"
 
     async def lucky(spec):  # a seed with u == 1: anyone shown no A keeps B
-        return None, await fork_debate(t, spec, coin_backend(), SETTINGS.replace(seed=SEED_STRIDE + 3), backbone="b")
+        return None, await fork_debate(t, spec, Setup(coin_backend(), SETTINGS.replace(seed=SEED_STRIDE + 3)))
     done = asyncio.run(verify(store, right, lucky))
     assert (done.correct, done.final_answer) == (True, "B")
     assert outcome_words(done, False) == "**flips** wrong → right (B)"

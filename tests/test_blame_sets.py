@@ -7,6 +7,7 @@ from r2mad.annotation import agreement
 from r2mad.annotation.book import LabelBook, blame_turns
 from r2mad.debate import Debate
 from r2mad.engine.forks import fork_debate
+from r2mad.engine.runner import Setup
 from r2mad.exports.dataset import label_rows
 from r2mad.methods import make_method
 from r2mad.runs.io import export_records
@@ -31,10 +32,10 @@ def test_pairs_are_tried_when_no_single_turn_fixes_the_run_and_stay_within_budge
     assert t.correct is False and [str(x.answer) for x in t.rounds[-1].turns] == ["A", "A", "A"]
 
     def blamed(budget, pairs=True):
-        backend = ScriptedBackend(herd)
+        backend = ScriptedBackend(herd, name="b")
 
         async def run_fork(spec, wrap):
-            return None, await fork_debate(t, spec, wrap(backend), SETTINGS, backbone="b")
+            return None, await fork_debate(t, spec, Setup(wrap(backend), SETTINGS))
         rows, skipped = asyncio.run(blame(t, "run-1", run_fork, budget, pairs=pairs))
         return rows, skipped, backend
 

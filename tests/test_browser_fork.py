@@ -9,7 +9,7 @@ import re
 import pytest
 
 from r2mad.engine.resources import backend_for  # noqa: E402
-from r2mad.engine.runner import run_debate  # noqa: E402
+from r2mad.engine.runner import Setup, run_debate  # noqa: E402
 from r2mad.grading.tasks import task_from_input  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.serving import launch  # noqa: E402
@@ -47,7 +47,7 @@ def served(tmp_path_factory):
         task = task_from_input("Largest planet?", {"A": "Mars", "B": "Jupiter"}, "B")
         run_id = store.start_run(method="mad", backbone="fake", bank=None, task=task,
                                  settings=dataclasses.asdict(config.settings), seed=0, code_version="test")
-        asyncio.run(run_debate(task, "mad", backend_for(config, "fake"), config.settings, backbone="fake",
+        asyncio.run(run_debate(task, "mad", Setup(backend_for(config, "fake"), config.settings),
                                record=store.recorder(run_id)))
         demo.queue(default_concurrency_limit=4)
         port = free_port()

@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from r2mad.backends import embedded
-from r2mad.engine.admission import Admission, Refused, waiting_words
 from r2mad.engine.resources import Given
 from r2mad.engine.service import RunRequest, StoreSink, start
 from r2mad.runs.store import RunStore
+from r2mad.serving.admission import Admission, Refused, waiting_words
 from r2mad.serving.line import EMBEDDED, sharing_words
 from r2mad.settings.config import DebateSettings
 from r2mad.ui.render.states import outcome_line
@@ -124,8 +124,8 @@ class LoadingProcess:
 
 
 def test_the_models_load_is_said_and_started_at_app_start(tmp_path, monkeypatch, config_dir):
-    from r2mad.engine.shared import Shared
     from r2mad.serving.line import loading_words
+    from r2mad.serving.shared import Shared
     from r2mad.settings.config import load_config
 
     monkeypatch.setattr(embedded, "ModelProcess", LoadingProcess)

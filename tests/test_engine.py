@@ -98,4 +98,4 @@ def test_every_saved_or_evaluated_run_starts_in_the_engine():
     assert "Resolved" not in (ROOT / "r2mad/engine/service.py").read_text(encoding="utf-8")
     assert callers(r"\bawait start\(|asyncio\.run\(start\(|create_task\(start\(") == sorted(
         ["r2mad/cli.py", "r2mad/commands/runs.py", "r2mad/commands/steer.py", "r2mad/engine/evaluate.py",
-         "r2mad/serving/live.py", "r2mad/serving/visitor_runs.py"])
+         "r2mad/serving/live.py", "r2mad/serving/visitor_runs.py", "r2mad/ui/examples.py"])

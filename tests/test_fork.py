@@ -5,6 +5,7 @@ import asyncio
 import pytest
 
 from r2mad.engine.forks import fork_debate
+from r2mad.engine.runner import Setup
 from r2mad.prompts import mad
 from r2mad.steer.fork import Change, ForkSpec, live_usage, parse_changes, replay_rounds
 from tests.helpers import FORK_SETTINGS as SETTINGS
@@ -108,6 +109,6 @@ def test_bad_change_flags_get_one_sentence(args, problem):
 def test_fork_refuses_other_agent_counts_and_baselines():
     t, _ = parent()
     with pytest.raises(ValueError, match="leave --agents out"):
-        asyncio.run(fork_debate(t, ForkSpec(1), ScriptedBackend(replies), SETTINGS.replace(agents=2)))
+        asyncio.run(fork_debate(t, ForkSpec(1), Setup(ScriptedBackend(replies), SETTINGS.replace(agents=2))))
     with pytest.raises(ValueError, match="single-agent baseline"):
-        asyncio.run(fork_debate(t, ForkSpec(1, method="cot"), ScriptedBackend(replies), SETTINGS))
+        asyncio.run(fork_debate(t, ForkSpec(1, method="cot"), Setup(ScriptedBackend(replies), SETTINGS)))

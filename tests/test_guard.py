@@ -114,7 +114,7 @@ def test_a_failed_guard_leaves_the_answer_unparsed_and_says_why():
 def test_the_openai_compatible_backend_sends_the_servers_own_constraint(kind, expected):
     with FakeServer(responder=lambda body: ok("((C))")) as server:
         backend = OpenAICompatBackend(base_url=server.base_url, model="fake-model", api_key=None,
-                                      structured_output=kind)
+                                      capabilities=Capabilities(structured_output=kind))
         [c] = asyncio.run(backend.chat([Message("user", "Which?")], max_tokens=8, shape=answer_shape(MCQ)))
         body = server.requests[-1].body
     assert c.text == "((C))" and all(body[k] == v for k, v in expected.items())
@@ -125,7 +125,7 @@ def test_a_json_schema_answer_is_read_from_its_field():
         return ok('{"answer": "((D))"}' if "response_format" in body else "Hmm.")
     with FakeServer(responder=respond) as server:
         backend = OpenAICompatBackend(base_url=server.base_url, model="fake-model", api_key=None,
-                                      structured_output="json_schema", max_retries=0)
+                                      capabilities=Capabilities(structured_output="json_schema"), max_retries=0)
         t = asyncio.run(Debate(backend, make_method("cot", SETTINGS)).run(MCQ))
         schema = server.requests[-1].body["response_format"]["json_schema"]["schema"]
     assert schema["properties"]["answer"]["enum"] == ["((A))", "((B))", "((C))", "((D))"]
@@ -142,7 +142,7 @@ def test_a_server_that_rejects_the_constraint_is_asked_without_it():
         return ok("So it is ((A))" if "nothing else" in body["messages"][-1]["content"] else "Hmm.")
     with FakeServer(responder=respond) as server:
         backend = OpenAICompatBackend(base_url=server.base_url, model="fake-model", api_key=None,
-                                      structured_output="json_schema", max_retries=0)
+                                      capabilities=Capabilities(structured_output="json_schema"), max_retries=0)
         t = asyncio.run(Debate(backend, make_method("cot", SETTINGS)).run(MCQ))
     assert ["response_format" in b for b in bodies] == [False, True, False]
     assert t.final == Answer("A", "guarded")

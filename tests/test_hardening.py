@@ -253,7 +253,7 @@ def test_the_fork_tabs_new_message_is_bounded_on_the_server_not_only_by_the_page
 
     async def fork(value: str):
         return [shown async for shown in fork_tab.ForkHandlers(services).fork(
-            run_id, 1, 2, "replace its message with", value, "", "", 2, False)]
+            run_id, 1, "", "", 2, False, agent=2, change="replace its message with", value=value)]
 
     asyncio.run(fork(HUGE))
     assert warned == ["The new message for agent 2 is 1,048,576 characters long, over the limit of 4,000; "

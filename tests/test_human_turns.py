@@ -167,7 +167,7 @@ def test_side_by_side_every_debate_reads_the_note_and_a_baseline_none():
     asks it before its own round 1); the single-agent baseline is asked nothing."""
     from r2mad.engine.runner import Setup, run_methods
 
-    setup = Setup(ScriptedBackend(fork_replies), FORK_SETTINGS, "b")
+    setup = Setup(ScriptedBackend(fork_replies, name="b"), FORK_SETTINGS)
     runs = asyncio.run(run_methods(PLANET_MCQ, ("mad", "madm2-subjective", "cot"), setup,
                                    moderator=scripted([Interjection(1, NOTE)])))
     for method in ("mad", "madm2-subjective"):

@@ -75,7 +75,7 @@ def test_side_by_side_shares_round0_and_keeps_each_agent_on_its_backend():
     a, b = ScriptedBackend(reply_or_alone, name="a"), ScriptedBackend(reply_or_alone, name="b")
     s = DebateSettings(seed=1, early_stop=False)
     out = asyncio.run(run_methods(TASK, ["mad", "r2mad", "cot"], Setup(
-        a, s, backbone="a", agent_backends=(("a", a), ("b", b), ("a", a)), summaries=SummaryCache())))
+        a, s, agent_backends=(a, b, a), summaries=SummaryCache())))
     # agent 2 only: shared round 0 once, then 2 rounds in each of the two debates; cot never reaches b
     assert len(b.calls) == 1 + 2 + 2 and {persona_of(c.messages) for c in b.calls} == {SYSTEMS[1]}
     assert out["mad"].shared_round0 and out["mad"].agent_backbones() == ["a", "b", "a"]

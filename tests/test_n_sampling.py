@@ -3,7 +3,7 @@
 import asyncio
 
 from r2mad.backends.openai_compat import OpenAICompatBackend, choice_tokens
-from r2mad.engine.runner import run_debate
+from r2mad.engine.runner import Setup, run_debate
 from r2mad.settings.config import load_config
 from r2mad.types import Message, Task
 from testing.scripted_server import FakeServer, ok
@@ -23,8 +23,8 @@ def answer_n(body):
 
 
 def run_sc(srv, **kw):
-    backend = OpenAICompatBackend(base_url=srv.base_url, model="fake-model", api_key=None, **kw)
-    return asyncio.run(run_debate(TASK, "sc", backend, SETTINGS, backbone="fake"))
+    backend = OpenAICompatBackend(base_url=srv.base_url, model="fake-model", api_key=None, name="fake", **kw)
+    return asyncio.run(run_debate(TASK, "sc", Setup(backend, SETTINGS)))
 
 
 def test_nine_samples_go_as_one_request_and_keep_their_own_token_counts():

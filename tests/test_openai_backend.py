@@ -9,7 +9,7 @@ import traceback
 import pytest
 
 from r2mad.backends import openai_compat
-from r2mad.backends.base import BackendError
+from r2mad.backends.base import BackendError, Capabilities
 from r2mad.backends.openai_compat import OpenAICompatBackend
 from r2mad.types import Completion, Message
 from testing.scripted_server import (
@@ -101,7 +101,9 @@ def test_server_ignoring_n_gets_the_rest_in_further_requests_with_shifted_seeds(
 
 def test_sampling_settings_are_forwarded():
     with FakeServer() as srv:
-        chat(backend(srv, extra_body={"top_k": 20}), temperature=0.2, top_p=0.9, max_tokens=64, seed=11)
+        b = backend(srv)
+        b.extra_body = {"top_k": 20}
+        chat(b, temperature=0.2, top_p=0.9, max_tokens=64, seed=11)
         body = srv.requests[0].body
     assert body["model"] == "fake-model" and body["seed"] == 11 and body["temperature"] == 0.2
     assert body["top_p"] == 0.9 and body["max_tokens"] == 64 and body["top_k"] == 20
@@ -112,7 +114,7 @@ def test_missing_logprobs_give_none_and_unsupported_logprobs_are_not_asked_for()
     with FakeServer() as srv:
         srv.script([ok("4"), ok("4", logprobs=[-0.5])])
         [plain] = chat(backend(srv), logprobs=True)
-        [off] = chat(backend(srv, supports_logprobs=False), logprobs=True)
+        [off] = chat(backend(srv, capabilities=Capabilities(supports_logprobs=False)), logprobs=True)
         assert "logprobs" not in srv.requests[1].body
     assert plain.logprobs is None and off.logprobs is None
 

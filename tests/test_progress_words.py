@@ -1,6 +1,6 @@
 """Progress with a reason on a long wait: the round, the calls and the seconds, and, when the shared model runs
 other debates too, "N debates share the model; a round takes about T s" (T from the debate's own rounds)."""
-from r2mad.engine.admission import Admission
+from r2mad.serving.admission import Admission
 from r2mad.serving.line import EMBEDDED, REMOTE, round_seconds, sharing_words
 from r2mad.types import AgentTurn, Answer, Round, Task, Transcript
 from r2mad.ui.render.states import running_words

@@ -64,9 +64,10 @@ def test_a_forks_edits_count_in_the_same_bound_as_notes():
         replay_rounds(t, too_much)
     spec = ForkSpec(1, (Change("edit", 0, "((B)) " + "z" * 3994),))  # 4,000 characters: room for 4 notes of 1,000
     from r2mad.engine.forks import fork_debate
+    from r2mad.engine.runner import Setup
 
     notes = [Interjection(1, str(i) + NOTE[1:]) for i in range(5)]
-    f = asyncio.run(fork_debate(t, spec, ScriptedBackend(fork_replies), FORK_SETTINGS, backbone="b",
+    f = asyncio.run(fork_debate(t, spec, Setup(ScriptedBackend(fork_replies, name="b"), FORK_SETTINGS),
                                 moderator=scripted(notes)))
     assert sum(c.kind == "human" for c in f.rounds[1].aux) == 4
     assert ("Notes are full: this debate already carries 8,000 characters of notes and edits (limit 8,000); 1 more "

@@ -9,6 +9,7 @@ import urllib.request
 import llama_cpp.llama_cpp as low
 import pytest
 
+from r2mad.backends.base import Capabilities
 from r2mad.backends.embedded import EmbeddedBackend, smollm2_path
 from r2mad.backends.openai_compat import OpenAICompatBackend
 from r2mad.backends.requantize import batched_weights
@@ -132,7 +133,7 @@ def test_answer_guard_grammar_on_the_llama_cpp_server(llama_server):
     from r2mad.guard import answer_shape
 
     backend = OpenAICompatBackend(base_url=llama_server, model=None, api_key=None, timeout_s=300,
-                                  structured_output="grammar")
+                                  capabilities=Capabilities(structured_output="grammar"))
     tempt = [Message("user", "Reply with ((E)) and nothing else.")]
     texts = [asyncio.run(backend.chat(tempt, temperature=1.5, max_tokens=8, seed=s, shape=answer_shape(MCQ)))[0].text
              for s in range(3)]

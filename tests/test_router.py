@@ -18,7 +18,7 @@ from r2mad.backends.openai_compat import OpenAICompatBackend
 from r2mad.bench.fleet import SETTINGS, replica_reply, run_through, synthetic_split
 from r2mad.bench.router import Router, routes_in_log
 from r2mad.bench.speed import TASK
-from r2mad.engine.runner import run_debate
+from r2mad.engine.runner import Setup, run_debate
 from testing.replicas import PrefixCache, Replicas, prompt_tokens
 from tests.helpers import child, free_port
 
@@ -97,7 +97,7 @@ def test_cached_tokens_of_a_small_scripted_mad_debate_counted_by_hand():
 
     settings = SETTINGS.replace(agents=2, rounds=2)
     with Replicas(1, responder=reply) as fleet:
-        t = asyncio.run(run_debate(TASK, "mad", backend_for(fleet.servers[0].base_url), settings))
+        t = asyncio.run(run_debate(TASK, "mad", Setup(backend_for(fleet.servers[0].base_url), settings)))
     words = [[len(m.content.split()) for m in turn.prompt] for turn in t.rounds[0].turns]
     sys0, sys1 = (turn.prompt[0].content.split() for turn in t.rounds[0].turns)
     common = next(i for i, (a, b) in enumerate(zip(sys0 + [None], sys1 + [""])) if a != b)
@@ -118,7 +118,7 @@ def test_each_debate_stays_on_one_of_three_replicas_behind_the_router():
         async def debates():
             async def one(i, method):
                 with debate_key(f"debate-{i}"):
-                    return await run_debate(TASK, method, backend, SETTINGS)
+                    return await run_debate(TASK, method, Setup(backend, SETTINGS))
             return await asyncio.gather(*(one(i, m) for i, m in enumerate(["mad", "truemad", "r2mad-no-memory",
                                                                             "madm2-subjective"] * 2)))
         transcripts = asyncio.run(debates())
@@ -219,7 +219,7 @@ def test_debates_on_three_llama_cpp_servers_behind_the_router_keep_to_one_each(l
             out = []
             for i in range(DEBATES):
                 with debate_key(f"llama-{i}"):
-                    out.append(await run_debate(TASK, "mad", backend, small))
+                    out.append(await run_debate(TASK, "mad", Setup(backend, small)))
             return out
         transcripts = asyncio.run(debates())
     routes = routes_in_log(log.read_text(errors="replace"))

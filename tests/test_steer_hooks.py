@@ -7,6 +7,7 @@ import pytest
 
 from r2mad.backends.embedder import HashEmbedder
 from r2mad.engine.forks import fork_debate, plan_fork
+from r2mad.engine.runner import Setup
 from r2mad.memory.bank import MemoryBank
 from r2mad.prompts import mad, madm2
 from r2mad.prompts.r2mad import cases_block
@@ -37,8 +38,8 @@ def round0_prompts(t):
 def test_unmask_shows_a_masked_response_at_round_t_only():
     t = asyncio.run(_run("madm2-subjective", judged))
     assert t.rounds[1].turns[1].details["shown"] == [1, 2]  # the judge masked agent 1 in the parent
-    backend = ScriptedBackend(judged)
-    f = asyncio.run(fork_debate(t, ForkSpec(1, parse_changes(unmasks=["1"])), backend, SETTINGS, backbone="b"))
+    backend = ScriptedBackend(judged, name="b")
+    f = asyncio.run(fork_debate(t, ForkSpec(1, parse_changes(unmasks=["1"])), Setup(backend, SETTINGS)))
     assert not round0_prompts(t) & {c.messages for c in backend.calls}  # round 0 replayed, never called
     texts, label = {i: t.rounds[0].turns[i].text for i in range(3)}, labels(t)
     agent_calls = [c for c in backend.calls if c.messages[0].content in SYSTEMS]
@@ -104,7 +105,7 @@ def r2(bank, spec=None, parent_t=None):
         from r2mad.methods import make_method
         t = asyncio.run(Debate(backend, make_method("r2mad", settings, bank=bank), backbone="b").run(MCQ))
     else:
-        t = asyncio.run(fork_debate(parent_t, spec, backend, settings, backbone="b", bank=bank))
+        t = asyncio.run(fork_debate(parent_t, spec, Setup(backend, settings, bank=bank)))
     return t, backend
 
 

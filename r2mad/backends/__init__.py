@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from r2mad.backends.base import BackendError, ChatBackend
+from r2mad.backends.base import BackendError, Capabilities, ChatBackend
 from r2mad.settings.config import Backbone
 
 __all__ = ["BACKENDS", "BackendError", "ChatBackend", "make_backend"]
@@ -36,11 +36,13 @@ def openai_backend(backbone: Backbone, api_key: str | None) -> ChatBackend:
     return OpenAICompatBackend(base_url=backbone.base_url, model=backbone.model, api_key=api_key,
                                name=backbone.name, timeout_s=backbone.timeout_s,
                                max_retries=backbone.max_retries, total_timeout_s=backbone.total_timeout_s,
-                               supports_logprobs=backbone.supports_logprobs, stream=backbone.stream,
+                               stream=backbone.stream, native_n=backbone.native_n,
                                key_source=backbone.api_key_env or "the token field",
-                               structured_output=backbone.structured_output,
-                               guard_by_default=backbone.answer_guard, native_n=backbone.native_n,
-                               judges_answers=backbone.judges)
+                               capabilities=Capabilities(
+                                   supports_logprobs=backbone.supports_logprobs, guard_by_default=backbone.answer_guard,
+                                   structured_output=None if backbone.structured_output == "none"
+                                   else backbone.structured_output,  # the answer guard's
+                                   judges_answers=backbone.judges))
 
 
 def scripted_backend(backbone: Backbone, api_key: str | None) -> ChatBackend:

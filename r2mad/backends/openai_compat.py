@@ -22,6 +22,7 @@ a server returned fewer choices get seeds shifted past it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from typing import Any, Callable, Sequence
 
@@ -56,11 +57,12 @@ NO_KEY = "not-needed"  # local servers take no key; a placeholder keeps the clie
 
 class OpenAICompatBackend:
     def __init__(self, *, base_url: str, model: str | None, api_key: str | None, name: str = "",
-                 timeout_s: float = 60, max_retries: int = 2, deadline_s: float | None = None,
-                 supports_logprobs: bool = True, extra_body: dict | None = None, stream: bool = False,
-                 key_source: str = "the token field or HF_TOKEN", structured_output: str | None = None,
-                 guard_by_default: bool = False, native_n: bool = False,
-                 total_timeout_s: float | None = None, judges_answers: bool = True):
+                 timeout_s: float = 60, max_retries: int = 2, deadline_s: float | None = None, stream: bool = False,
+                 native_n: bool = False, total_timeout_s: float | None = None,
+                 key_source: str = "the token field or HF_TOKEN",
+                 capabilities: Capabilities = Capabilities(supports_logprobs=True, judges_answers=True)):
+        """`deadline_s`: a bound on a call with its retries; `capabilities`: what the backbone declares
+        (streams_text follows `stream`). `extra_body` (an attribute) goes with every request."""
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.name = name or model or self.base_url
@@ -68,12 +70,9 @@ class OpenAICompatBackend:
         self.total_timeout_s = None if total_timeout_s is None else float(total_timeout_s)
         self.max_retries = max(0, int(max_retries))
         self.deadline_s = deadline_s
-        self.extra_body = dict(extra_body or {})
+        self.extra_body: dict[str, Any] = {}
         self.stream = stream
-        self.capabilities = Capabilities(
-            supports_logprobs=supports_logprobs, streams_text=stream, guard_by_default=guard_by_default,
-            structured_output=None if structured_output == "none" else structured_output,  # answer guard
-            judges_answers=judges_answers)
+        self.capabilities = dataclasses.replace(capabilities, streams_text=stream)
         self.native_n = native_n  # the server returns n choices for one request (vLLM, OpenAI)
         self._batcher = SampleBatcher(self._request_samples)
         self.key_source = key_source  # where the person sets the key, named in the 401 message

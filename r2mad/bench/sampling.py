@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from r2mad.engine.runner import run_debate
+from r2mad.engine.runner import Setup, run_debate
 from r2mad.methods import SAMPLING
 from r2mad.settings.config import DebateSettings
 from r2mad.types import Task
@@ -18,7 +18,7 @@ async def _sc(server, task: Task, settings: DebateSettings, native_n: bool) -> d
 
     backend = OpenAICompatBackend(base_url=server.base_url, model="bench", api_key=None, native_n=native_n)
     before, started = server.hits, time.monotonic()
-    t = await run_debate(task, SAMPLING, backend, settings)
+    t = await run_debate(task, SAMPLING, Setup(backend, settings))
     usage = t.usage()
     await backend.aclose()
     return {"wall": time.monotonic() - started, "requests": server.hits - before, "prompt": usage.tokens_in,

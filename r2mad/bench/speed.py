@@ -216,7 +216,7 @@ async def _side_by_side(task: Task, backend, settings: DebateSettings, bank, sum
     await run_methods(task, COMPARED, Setup(shared, settings, bank=bank, summaries=summaries))
     round0 = 0
     for method in COMPARED:
-        t = await run_debate(task, method, separate, settings, bank=bank, summaries=summaries)
+        t = await run_debate(task, method, Setup(separate, settings, bank=bank, summaries=summaries))
         round0 += sum(turn.tokens_in + turn.tokens_out for turn in t.rounds[0].turns)
     return shared, separate, round0
 

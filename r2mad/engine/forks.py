@@ -3,10 +3,9 @@ Receives backends and a bank; reads no config and no environment."""
 from __future__ import annotations
 
 import asyncio
-from typing import Callable, Sequence
+from typing import Callable
 
-from r2mad.backends.base import ChatBackend
-from r2mad.engine.runner import run_debate
+from r2mad.engine.runner import Setup, run_debate
 from r2mad.grading.answers import is_unanimous
 from r2mad.human import recorded, scripted
 from r2mad.methods import is_debate, make_method, spec_of, takers
@@ -81,18 +80,13 @@ def same_answer_notices(changed: Round) -> list[str]:
             and t.details["steer"]["original_answer"] == str(t.answer)]
 
 
-async def fork_debate(parent: Transcript, spec: ForkSpec, backend: ChatBackend, settings: DebateSettings, *,
-                      backbone: str = "", bank=None, bank_notices: tuple[str, ...] = (),
-                      agent_backends: Sequence[tuple[str, ChatBackend]] = (),
-                      record: Callable[[Transcript], None] | None = None, emit=None,
-                      summaries=None, moderator=None, judge=None) -> Transcript:
-    """The fork of `parent` described by `spec`: rounds before `spec.from_round` taken from the record
+async def fork_debate(parent: Transcript, spec: ForkSpec, setup: Setup, *,
+                      record: Callable[[Transcript], None] | None = None, emit=None, moderator=None) -> Transcript:
+    """The fork of `parent` described by `spec`, on `setup`: rounds before `spec.from_round` taken from the record
     (no model call), the changes applied, then the debate goes on live with `spec.method` or the parent's.
     A person's notes and seats in the parent's live rounds are said again there (unless `moderator`)."""
-    method, replay = await asyncio.to_thread(plan_fork, parent, spec, settings, bank)  # compares answers
-    return await run_debate(parent.task, method, backend, settings, backbone=backbone, bank=bank,
-                            notices=bank_notices, record=record, emit=emit, summaries=summaries, replay=replay,
+    method, replay = await asyncio.to_thread(plan_fork, parent, spec, setup.settings, setup.bank)  # compares answers
+    return await run_debate(parent.task, method, setup, record=record, emit=emit, replay=replay,
                             steer=tuple(c for c in spec.changes if c.kind in LIVE_KINDS),
-                            fork_notices=same_answer_notices(replay[-1]),
-                            agent_backends=agent_backends, judge=judge, judged=parent.judged,
+                            fork_notices=same_answer_notices(replay[-1]), judged=parent.judged,
                             moderator=moderator or scripted(recorded(parent.rounds[len(replay):])))

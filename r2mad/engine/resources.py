@@ -1,6 +1,6 @@
 """Where the engine (r2mad/engine/service.py) finds backends, banks and admission for a command: `Local` (the
 environment's keys, a bank opened for one run, no line) and `Given` (backends a caller made); and the backend,
-bank and agent-count helpers the app's resources (shared.py) use too. Nothing here reads the environment."""
+bank and agent-count helpers the app's resources (serving/shared.py) use too. Nothing here reads the environment."""
 from __future__ import annotations
 
 import logging
@@ -56,11 +56,6 @@ def check_bank(bank, path, task_kind: str | None):
     if bank.is_empty:
         return None, [f"Memory off: the bank {path} holds no cases yet."]
     return bank, list(bank.notices)  # e.g. an index that was rebuilt
-
-
-def custom_label(base_url: str, model: str | None) -> str:
-    """The backbone a run on a custom endpoint is recorded with."""
-    return f"custom:{(model or '').strip() or base_url.strip()}"
 
 
 class Local:

@@ -36,6 +36,18 @@ class Fork:
 
 
 @dataclass(frozen=True)
+class Endpoint:
+    """A custom OpenAI-compatible endpoint a visitor typed; its key stays with the resources, never here."""
+    base_url: str
+    model: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The backbone a run on it is recorded with."""
+        return f"custom:{(self.model or '').strip() or self.base_url.strip()}"
+
+
+@dataclass(frozen=True)
 class RunRequest:
     """One run (or one comparison) to start and save, as every entry point asks for it."""
     task: Task
@@ -50,6 +62,7 @@ class RunRequest:
     share_round0: bool | None = None  # None: when 2+ debate methods run; True: whenever one does; False: never
     route: str | None = None  # the calls' routing key behind a router (eval: per question and seed)
     moderator: Any = None  # a person's notes and seats between rounds (r2mad/human.py), for every debate
+    endpoint: Endpoint | None = None  # a custom endpoint instead of a configured backbone (named endpoint.name)
 
     def saved_backbone(self, method: str) -> str:
         return saved_backbone(method, self.backbone, list(self.agent_backbones))
@@ -68,7 +81,7 @@ class Runs:
 class Resources(Protocol):
     """Where backends, banks and admission come from: the environment's keys for a command (resources.Local),
     backends a caller made (resources.Given), the app's process-wide cache with a visitor's token and the app's
-    line (shared.VisitorResources). `summaries`: R²-MAD's summary cache the debates share."""
+    line (serving/shared.py VisitorResources). `summaries`: R²-MAD's summary cache the debates share."""
     summaries: Any
 
     def backends(self, request: RunRequest) -> tuple[ChatBackend, list[ChatBackend]]: ...  # each named as recorded
@@ -127,6 +140,26 @@ class StoreSink:
             await hook(self.store, list(run_ids.values()))
 
 
+class KeptSink:
+    """Transcripts only, nothing saved: a recording kept elsewhere (the first screen's example cards)."""
+    returns_transcripts = True
+
+    def check(self, request: RunRequest, bank, notices: Sequence[str]) -> None:
+        check_runnable(request, bank)
+
+    def open(self, request: RunRequest) -> dict[str, str]:
+        return {}
+
+    def record_for(self, request: RunRequest, run_ids: dict[str, str], column: str) -> Record | None:
+        return None
+
+    def emit_for(self, request: RunRequest, column: str) -> Any:
+        return None
+
+    async def finished(self, run_ids: dict[str, str]) -> None:
+        pass
+
+
 def open_run(store, *, method: str, backbone: str, bank: str | None, task: Task, settings: dict,
              seed: int | None, source: str, owner: str | None = None) -> str:
     """Save a new run as running, stamped with this code's version; returns its id. The one place a run starts."""
@@ -179,15 +212,14 @@ async def start(requests: Sequence[RunRequest], resources: Resources, sink: Sink
         await asyncio.to_thread(sink.check, request, bank, notices)
         judge = await asyncio.to_thread(judge_for, request.settings.judge, backend,
                                         lambda name: resources.judge_backend(name))
-        return Setup(backend, request.settings, backend.name, tuple((b.name, b) for b in agents), bank,
-                     tuple(notices), resources.summaries, judge)
+        return Setup(backend, request.settings, tuple(agents), bank, tuple(notices), resources.summaries, judge)
 
     async def run(request: RunRequest, setup: Setup) -> Runs:
         async with gate, resources.admitted(request) as ticket:
             runs = Runs(sink.open(request))
             runs.transcripts = await run_setup(request, setup, lambda c: sink.record_for(request, runs.run_ids, c),
                                                lambda c: sink.emit_for(request, c))
-            if ticket is not None:  # what the line measures its pace from (engine/admission.py)
+            if ticket is not None:  # what the line measures its pace from (serving/admission.py)
                 ticket.measured = all(t.status == "done" for t in runs.transcripts.values())
                 ticket.rounds_run = max((len(t.finished().rounds) for t in runs.transcripts.values()), default=0)
         await sink.finished(runs.run_ids)
@@ -219,11 +251,9 @@ async def run_setup(request: RunRequest, setup: Setup, record_for: Callable[[str
                                  moderator=request.moderator)
     from r2mad.engine.forks import fork_debate
 
-    [m], f, s = request.methods, request.fork, setup
-    return {m: await fork_debate(f.parent, f.spec, s.backend, s.settings, backbone=s.backbone, bank=s.bank,
-                                 bank_notices=s.bank_notices, agent_backends=s.agent_backends, record=record_for(m),
-                                 emit=emit_for(m), summaries=s.summaries, moderator=request.moderator,
-                                 judge=s.judge)}
+    [m], f = request.methods, request.fork
+    return {m: await fork_debate(f.parent, f.spec, setup, record=record_for(m), emit=emit_for(m),
+                                 moderator=request.moderator)}
 
 
 def first_error(error: BaseException) -> BaseException:

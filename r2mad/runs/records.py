@@ -231,7 +231,10 @@ def where_clause(*, method: str | None = None, backbone: str | None = None, bank
            parse_failures: bool | int | None = None, owner: str | None = None,
            ids: Sequence[str] | None = None, source: str | None = None,
            scored: bool | None = None) -> tuple[str, list[Any]]:
-    """The WHERE clause of a run query, and its parameters (None means "any"; see RunStore.list_runs)."""
+    """The WHERE clause of a run query (RunStore.list_runs, count_runs), and its parameters. None means "any";
+    parse_failures=True/False means some/none, an int n at least n; `owner` keeps one visitor's runs, `ids` these
+    runs, `source` those started there (cli, app, api, eval, serve, ...), `scored` those with (or without) a gold
+    answer to score."""
     clauses, params = [], []
     if scored is not None:
         clauses.append("correct IS NOT NULL" if scored else "correct IS NULL")

@@ -14,7 +14,7 @@ import time
 import uuid
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable
 
 from r2mad.runs.annotations import Annotating
 from r2mad.runs.database import StoreFile
@@ -227,19 +227,10 @@ class RunStore(StoreFile, Recovering, Annotating, Suggesting, Linking, Queueing)
         return RunRecord(**{k: v for k, v in data.items() if k in known},
                          annotation_count=len(annotations), annotations=annotations)
 
-    def list_runs(self, *, method: str | None = None, backbone: str | None = None,
-                  bank: str | None = None, correct: bool | None = None,
-                  shared_misconception: bool | None = None, flip: bool | None = None,
-                  parse_failures: bool | int | None = None, status: str | None = None,
-                  owner: str | None = None, ids: Sequence[str] | None = None, source: str | None = None,
-                  scored: bool | None = None, limit: int = 200, offset: int = 0) -> list[RunSummary]:
-        """Newest first. None means "any"; parse_failures=True/False means some/none, an int n
-        means at least n; `owner` keeps one visitor's runs, `ids` these runs, `source` those started
-        there (cli, app, api, eval, serve, ...), `scored` those with (or without) a gold answer to score."""
-        where, params = where_clause(method=method, backbone=backbone, bank=bank, status=status,
-                               correct=correct, shared_misconception=shared_misconception,
-                               flip=flip, parse_failures=parse_failures, owner=owner, ids=ids,
-                               source=source, scored=scored)
+    def list_runs(self, *, limit: int = 200, offset: int = 0, **filters: Any) -> list[RunSummary]:
+        """Newest first, matching `filters` (records.where_clause's: method, backbone, bank, correct, status,
+        owner, ids, source, scored, ...; None means "any")."""
+        where, params = where_clause(**filters)
         sql = (f"SELECT {', '.join(SUMMARY_COLUMNS)}, (SELECT COUNT(*) FROM annotations a "
                "WHERE a.run_id = runs.id) AS annotation_count, (SELECT json_group_array(json(a.labels)) "
                "FROM annotations a WHERE a.run_id = runs.id) AS labels, (SELECT f.labels FROM final_labels f "

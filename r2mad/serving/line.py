@@ -1,4 +1,4 @@
-"""The app's line for debates (r2mad.engine.admission) as the app sets it up: which lane a debate waits in (the
+"""The app's line for debates (r2mad.serving.admission) as the app sets it up: which lane a debate waits in (the
 embedded model's, or the remote backbones'), the backbone that skips the line for a visitor who has a token,
 the line as the engine enters it for every visitor's request (in_line), and why a running debate is slow when
 it shares the model (sharing_words) or while the model loads (loading_words). No Gradio here."""
@@ -8,7 +8,7 @@ import contextlib
 from typing import AsyncIterator, Callable, Iterable
 
 from r2mad.backends.embedded import loading_s
-from r2mad.engine.admission import Admission, Ticket, about
+from r2mad.serving.admission import Admission, Ticket, about
 from r2mad.settings.config import Config
 from r2mad.types import Transcript
 
@@ -55,7 +55,7 @@ def with_hint(message: str, hint: str) -> str:
     return message.rstrip(".") + f"; or {hint} to skip the line." if hint else message
 
 
-def in_line(admission: Admission, config: Config, visitor: str, *, custom: bool = False,
+def in_line(admission: Admission, config: Config, visitor: str, *,
             waiting: Callable[[Ticket], None] | None = None) -> Callable:
     """The line as the engine enters it for one visitor's request (VisitorResources' `admitted`): the request
     enters its lane (Refused says why not), `waiting` gets the ticket at once so a caller can show its place,
@@ -64,7 +64,7 @@ def in_line(admission: Admission, config: Config, visitor: str, *, custom: bool 
     @contextlib.asynccontextmanager
     async def admitted(request) -> AsyncIterator[Ticket]:
         ticket = admission.enter(visitor, lane_of(config, [request.backbone, *request.agent_backbones],
-                                                  custom=custom),
+                                                  custom=request.endpoint is not None),
                                  rounds=request.settings.rounds, deadline_s=request.settings.deadline_s)
         try:
             if waiting is not None:

@@ -11,11 +11,11 @@ import time
 from dataclasses import dataclass, field
 from typing import AsyncIterator
 
-from r2mad.engine.admission import Ticket
 from r2mad.engine.service import Resources, RunRequest, StoreSink, start
 from r2mad.methods import is_debate
 from r2mad.relay import relay
 from r2mad.runs.store import RunStore
+from r2mad.serving.admission import Ticket
 from r2mad.types import Answer, Event, Transcript
 
 TYPING_REFRESH_S = 0.25  # live text alone refreshes the page at most this often

@@ -15,8 +15,8 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.routing import APIRoute
 
 from r2mad.backends.base import BackendError
-from r2mad.engine.admission import Refused
 from r2mad.runs.faults import StoreError
+from r2mad.serving.admission import Refused
 from r2mad.serving.chat_prompt import rationale, reply_content
 from r2mad.serving.compact import compact
 from r2mad.settings.config import ConfigError

@@ -1,4 +1,4 @@
-"""The app's process-wide services: the shared resources of r2mad/engine/shared.py (run store, banks, backends)
+"""The app's process-wide services: the shared resources of r2mad/serving/shared.py (run store, banks, backends)
 plus what belongs to visitors' browser sessions: the stop signal of each session's running debate, the line
 for debates (admission) and the key their browser's visitor id is kept with."""
 from __future__ import annotations
@@ -9,10 +9,10 @@ import secrets as random_secrets
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from r2mad.engine.admission import Ticket
-from r2mad.engine.shared import Shared, VisitorResources
+from r2mad.serving.admission import Ticket
 from r2mad.serving.line import in_line, make_admission
 from r2mad.serving.sealed import Sealed
+from r2mad.serving.shared import Shared, VisitorResources
 from r2mad.settings.config import Config
 
 
@@ -26,12 +26,11 @@ class Services(Shared):
         self.noted: dict[str, int] = {}  # session -> characters of notes sent to its running debate (budget.py)
 
     def in_line(self, key: str, *, token: str | None = None, login_token: str | None = None,
-                endpoint: tuple[str, str | None] | None = None,
                 waiting: Callable[[Ticket], None] | None = None) -> VisitorResources:
         """The engine's resources for one visitor's request, which waits in the line for debates as `key` (who
         they are to the line and to the owner's allowance); `waiting` gets its ticket at once."""
-        line = in_line(self.admission, self.config, key, custom=endpoint is not None, waiting=waiting)
-        return self.resources(token, login_token, key, line=line, endpoint=endpoint)
+        line = in_line(self.admission, self.config, key, waiting=waiting)
+        return self.resources(token, login_token, key, line=line)
 
     def browser_secret(self) -> str:
         """The key gr.BrowserState encrypts the visitor id with in the browser. Gradio sends it to every page

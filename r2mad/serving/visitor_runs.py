@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from r2mad.engine.admission import Ticket
 from r2mad.engine.service import Fork, RunRequest, Runs, StoreSink, start
+from r2mad.serving.admission import Ticket
 from r2mad.serving.services import Services
 from r2mad.serving.visitors import Visitor
 from r2mad.steer.fork import ForkSpec

@@ -8,8 +8,8 @@ from typing import Sequence
 
 import gradio as gr
 
-from r2mad.engine.admission import Refused
 from r2mad.runs.counterfactuals import Correction, corrections_of, samples_of, write_correction
+from r2mad.serving.admission import Refused
 from r2mad.serving.line import visitor_key
 from r2mad.serving.visitor_runs import fork_saved
 from r2mad.serving.visitors import identify

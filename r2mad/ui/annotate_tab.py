@@ -222,8 +222,9 @@ def build(services: Services, demo: gr.Blocks, tabs: gr.Tabs, tab: gr.Tab, visit
     queue.change(None, [queue], None, js=REMEMBER_QUEUE_JS)
     annotator.submit(h.open_queue, open_in, shown, api_visibility="private")
     annotator.change(None, [annotator], None, js=REMEMBER_JS)
-    q_create.click(h.create_queue, [q_name, q_method, q_backbone, q_bank, q_outcome, q_flags, q_detector, q_n, q_blind,
-                                    q_frozen, *who], [queue], api_visibility="private")
+    q_create.click(h.create_queue, [q_name, q_n, q_blind, q_frozen, *who], [queue], api_visibility="private",
+                   inputs_kwargs={"method": q_method, "backbone": q_backbone, "bank": q_bank, "outcome": q_outcome,
+                                  "flags": q_flags, "detector": q_detector})
     freeze.click(h.freeze_queue, [queue, *who], [queue], api_visibility="private")
     ideal_save.click(h.save_ideal, [run_id, turn, ideal, *who], [moves], api_visibility="private")
     ideal_verify.click(h.verify_ideal, [run_id, turn, ideal, *who], [moves], api_visibility="private")

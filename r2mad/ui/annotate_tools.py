@@ -25,19 +25,18 @@ from r2mad.ui.render.chat import esc
 
 
 class AnnotateTools(AnnotateBase):
-    def create_queue(self, name, method, backbone, bank, outcome, flags, detector, n, blind, frozen, typed, visitor_id,
-                     request: Req = None, profile: Profile = None, oauth_token: Token = None):
-        """A live filter (runs saved later join it), or with `frozen` a snapshot of the runs matching now."""
+    def create_queue(self, name, n, blind, frozen, typed, visitor_id, request: Req = None, profile: Profile = None,
+                     oauth_token: Token = None, **wanted):
+        """A live filter (runs saved later join it), or with `frozen` a snapshot of the runs matching now.
+        `wanted`: the runs it holds, as the form's method, backbone, bank, outcome, flags and detector."""
         me = self._me(typed, visitor_id, request, profile, oauth_token)
-        flags = flags or []
-        filters = {"method": None if method in (ANY, "", None) else method,
-                   "backbone": None if backbone in (ANY, "", None) else backbone,
-                   "bank": None if bank in (ANY, "", None) else bank,
-                   "correct": {"correct": True, "wrong": False}.get(outcome),
+        flags = wanted.get("flags") or []
+        chosen = {key: None if wanted.get(key) in (ANY, "", None) else wanted[key]
+                  for key in ("method", "backbone", "bank", "detector")}
+        filters = {**chosen, "correct": {"correct": True, "wrong": False}.get(wanted.get("outcome")),
                    "shared_misconception": True if FLAGS[0] in flags else None,
                    "flip": True if FLAGS[1] in flags else None,
-                   "parse_failures": True if FLAGS[2] in flags else None,
-                   "detector": None if detector in (ANY, "", None) else detector}
+                   "parse_failures": True if FLAGS[2] in flags else None}
         try:
             queue = Queue(name or "", filters, int(n or 1), bool(blind))
             queue = (frozen_copy(self.store, queue, queue.name, me) if frozen else save_queue(self.store, queue))

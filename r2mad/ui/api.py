@@ -10,10 +10,10 @@ from typing import Any
 import gradio as gr
 
 from r2mad.backends.base import BackendError
-from r2mad.engine.admission import Refused
 from r2mad.engine.service import RunRequest
 from r2mad.methods import METHODS, PLAIN, needs_bank
 from r2mad.runs.faults import StoreError
+from r2mad.serving.admission import Refused
 from r2mad.serving.compact import TEXT_LIMIT, compact
 from r2mad.serving.line import visitor_key
 from r2mad.serving.sealed import SEALED_WORDS

@@ -12,7 +12,6 @@ from typing import Any
 
 import gradio as gr
 
-from r2mad.engine.admission import waiting_words
 from r2mad.engine.evaluate import eval_requests
 from r2mad.evaluation.benchmarks.hub import columns_of, read_table
 from r2mad.evaluation.datasets import DataError
@@ -20,6 +19,7 @@ from r2mad.evaluation.own_data import guess_columns, load_own
 from r2mad.grading.kinds import KIND_NAMES
 from r2mad.methods import PLAIN, REGISTRY, SINGLE, is_debate
 from r2mad.serving import own_eval
+from r2mad.serving.admission import waiting_words
 from r2mad.serving.line import visitor_key
 from r2mad.serving.visitors import identify
 from r2mad.text import without_paths

@@ -153,16 +153,15 @@ def stale(card: ExampleCard, recorded: Transcript, config, build: str | None = N
 
 
 async def record(card: ExampleCard, config, backbone: str = BACKBONE) -> Transcript:
-    """Run a card's debate as the app would with its defaults, seed 0, on `backbone` (the embedded model unless
-    told; a remote backbone takes its key from the environment)."""
-    from r2mad.engine.resources import backend_for, open_bank
-    from r2mad.engine.runner import run_debate
+    """Run a card's debate through the engine as the app would with its defaults, seed 0, on `backbone` (the
+    embedded model unless told; a remote backbone takes its key from the environment); nothing is saved."""
+    from r2mad.engine.resources import Local
+    from r2mad.engine.service import KeptSink, RunRequest, start
 
-    task = card_task(card)
-    settings = recording_settings(config)
-    bank, notices = open_bank(card.bank or None, config, task_kind=task.kind) if card.bank else (None, [])
-    return await run_debate(task, card.method, backend_for(config, backbone), settings, backbone=backbone,
-                            bank=bank, notices=tuple(notices))
+    request = RunRequest(card_task(card), (card.method,), recording_settings(config), backbone, source="examples",
+                         bank=card.bank or None)
+    [runs] = await start([request], Local(config), KeptSink())
+    return runs.transcripts[card.method]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -9,12 +9,13 @@ import asyncio
 import contextlib
 import html
 import time
+from typing import Any
 
 import gradio as gr
 
 from r2mad.budget import EDIT_CHARS
-from r2mad.engine.admission import Ticket, waiting_words
 from r2mad.methods import names
+from r2mad.serving.admission import Ticket, waiting_words
 from r2mad.serving.line import REFRESH_S, sharing_words, visitor_key
 from r2mad.serving.services import Services
 from r2mad.serving.visitor_runs import fork_saved, readable
@@ -72,13 +73,14 @@ class ForkHandlers(VisitorHandlers):
             return gr.skip()
         return chat_messages(t, saw=True) if t else []
 
-    async def fork(self, run_id: str, from_round: float, agent: float, change: str, value: str, method: str,
-                   backbone: str, rounds: float | None, pause: bool, visitor_id: str | None = None,
-                   request: gr.Request = None, profile: gr.OAuthProfile | None = None,
-                   oauth_token: gr.OAuthToken | None = None):
+    async def fork(self, run_id: str, from_round: float, method: str, backbone: str, rounds: float | None,
+                   pause: bool, visitor_id: str | None = None, request: gr.Request = None,
+                   profile: gr.OAuthProfile | None = None, oauth_token: gr.OAuthToken | None = None, **asked: Any):
         """Yields (status, parent chat, fork chat, aligned rows, run id, from round, rounds) while the fork
-        runs. With `pause`, only round `from_round` runs; the fork then becomes the run to continue from."""
-        kind, skip = CHANGES.get(change, ""), tuple(gr.skip() for _ in range(7))
+        runs. With `pause`, only round `from_round` runs; the fork then becomes the run to continue from.
+        `asked`: the change, as the form's `agent` (from 1), `change` (its label in CHANGES) and `value`."""
+        agent, value = asked.get("agent"), asked.get("value")
+        kind, skip = CHANGES.get(asked.get("change") or "", ""), tuple(gr.skip() for _ in range(7))
         try:
             if kind in ("answer", "edit") and not (value or "").strip():
                 raise ValueError("The change needs a value: an option letter or number to force, or the new "
@@ -213,8 +215,9 @@ def build(services: Services, visitor_id: gr.BrowserState) -> tuple[gr.Textbox, 
                                group_consecutive_messages=False, feedback_options=None)
     run_id.change(h.show, [run_id, visitor_id], [parent_chat], api_visibility="private", queue=False)
     go.click(lambda: gr.Button(interactive=True), None, stop, queue=False, api_visibility="private")
-    go.click(h.fork, [run_id, from_round, agent, change, value, method, backbone, rounds, pause, visitor_id],
-             [status, parent_chat, fork_chat, table, run_id, from_round, rounds], api_name="fork",
+    go.click(h.fork, [run_id, from_round, method, backbone, rounds, pause, visitor_id],
+             inputs_kwargs={"agent": agent, "change": change, "value": value},
+             outputs=[status, parent_chat, fork_chat, table, run_id, from_round, rounds], api_name="fork",
              api_visibility="undocumented", concurrency_id="debate",
              concurrency_limit=services.admission.capacity  # the line is services.admission
              ).then(lambda: gr.Button(interactive=False), None, stop, api_visibility="private", queue=False)

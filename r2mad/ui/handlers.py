@@ -13,13 +13,12 @@ from typing import Any
 import gradio as gr
 
 from r2mad.backends.base import BackendError
-from r2mad.engine.admission import Refused, waiting_words
-from r2mad.engine.resources import custom_label
-from r2mad.engine.service import RunRequest
+from r2mad.engine.service import Endpoint, RunRequest
 from r2mad.evaluation.costs import price_table
 from r2mad.grading.tasks import task_from_input
 from r2mad.methods import METHODS, needs_bank
 from r2mad.runs.faults import StoreError
+from r2mad.serving.admission import Refused, waiting_words
 from r2mad.serving.line import lane_of, sharing_words, skip_hint, visitor_key, with_hint
 from r2mad.serving.live import LiveRun, stream
 from r2mad.serving.services import Services
@@ -140,10 +139,9 @@ class DebateHandlers:
             raise ConfigError("Mixed models use the listed backbones; clear the custom endpoint or untick "
                               "Mixed models.")
         backbone = ((req.aux_backbone or "").strip() or agents[0]) if agents else req.backbone
-        if (req.base_url or "").strip():
-            backbone = custom_label(req.base_url, req.model)
-        return RunRequest(task, req.methods, settings, backbone, source="app", agent_backbones=agents,
-                          bank=req.bank or None, owner=owner)
+        endpoint = Endpoint(req.base_url.strip(), req.model) if (req.base_url or "").strip() else None
+        return RunRequest(task, req.methods, settings, endpoint.name if endpoint else backbone, source="app",
+                          agent_backbones=agents, bank=req.bank or None, owner=owner, endpoint=endpoint)
 
     async def _skip_hint(self, lane: str, token: str | None, login_token: str | None) -> str:
         """The remote backbone this visitor could pick to skip the line ("" when none is theirs to use)."""
@@ -218,9 +216,8 @@ class DebateHandlers:
             store = services.store_for(req.token, login_token)
             prices = price_table(services.config.backbones.values())  # a custom endpoint has none
             live = LiveRun(request, store)
-            endpoint = (req.base_url.strip(), req.model) if (req.base_url or "").strip() else None
-            resources = services.in_line(key, token=req.token, login_token=login_token, endpoint=endpoint,
-                                         waiting=live.waiting)
+            endpoint = request.endpoint
+            resources = services.in_line(key, token=req.token, login_token=login_token, waiting=live.waiting)
             if curtain is not None and len(methods) > 1:
                 curtain.draw(list(methods))
             hide = curtain.hide if curtain is not None else (lambda shown: shown)

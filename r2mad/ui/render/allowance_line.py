@@ -1,11 +1,11 @@
 """The Debate tab's allowance line: what an anonymous visitor may still spend today of the owner's allowance
-(r2mad/engine/allowance.py) on the Hugging Face backbones, or, past it, the one sentence that offers sign-in. Shown only
-where the owner switched the allowance on; a signed-in visitor reads that their own account pays."""
+(r2mad/serving/allowance.py) on the Hugging Face backbones, or, past it, the one sentence that offers sign-in.
+Shown only where the owner switched the allowance on; a signed-in visitor reads that their own account pays."""
 from __future__ import annotations
 
 from typing import Any
 
-from r2mad.engine.allowance import Left, refusal
+from r2mad.serving.allowance import Left, refusal
 from r2mad.serving.line import visitor_key
 from r2mad.serving.visitors import identify
 from r2mad.settings.config import Config

@@ -11,12 +11,12 @@ from typing import Any, Callable, Iterable
 
 from r2mad.backends import make_backend
 from r2mad.backends.base import BackendError, ChatBackend
-from r2mad.engine.allowance import Ledger, Left, Metered, refusal
-from r2mad.engine.resources import backend_for, check_bank, custom_label
-from r2mad.engine.service import RunRequest, no_line
+from r2mad.engine.resources import backend_for, check_bank
+from r2mad.engine.service import Endpoint, RunRequest, no_line
 from r2mad.evaluation.costs import Prices, prices_of
 from r2mad.memory.summaries import SummaryCache
 from r2mad.runs.store import RunStore
+from r2mad.serving.allowance import Ledger, Left, Metered, refusal
 from r2mad.settings.config import ROOT, Backbone, Config, ConfigError, api_key_for
 from r2mad.text import quoted, without_paths
 
@@ -144,10 +144,9 @@ class Shared:
 
     # --- backends -------------------------------------------------------------------------------
 
-    def backend(self, backbone: str, *, token: str | None = None, base_url: str | None = None,
-                model: str | None = None, login_token: str | None = None,
-                visitor: str | None = None) -> ChatBackend:
-        """The backend for `backbone`, named as runs record it (a custom endpoint: "custom:MODEL"). A visitor's
+    def backend(self, backbone: str, *, token: str | None = None, endpoint: Endpoint | None = None,
+                login_token: str | None = None, visitor: str | None = None) -> ChatBackend:
+        """The backend for `backbone`, or for a custom `endpoint` (named as runs record it: "custom:MODEL"). A visitor's
         own token (pasted first, then a signed-in visitor's login token) goes only to a backbone that declares
         `visitor_token` (the Hugging Face router's), and a pasted one to a custom endpoint the visitor typed (off
         on a Space); every other backbone gets the environment's key, which on a Space serves visitors only when
@@ -155,15 +154,15 @@ class Shared:
         allowance (allowance_backend). Backends for configured backbones with the environment's key are shared;
         the others are never cached."""
         token = (token or "").strip() or None
-        if base_url and base_url.strip():
+        if endpoint is not None:
             if not self.config.app.allow_custom_endpoint:
                 raise ConfigError("Custom endpoints are switched off here; choose one of the listed backbones.")
-            url = base_url.strip()
+            url = endpoint.base_url.strip()
             if not url.startswith(("http://", "https://")):
                 raise ConfigError(f"The endpoint {quoted(url)} is not an http(s) URL; give one like "
                                   "http://localhost:8000/v1.")
-            spec = Backbone(name=custom_label(url, model), kind="openai", label="custom endpoint", base_url=url,
-                            model=(model or "").strip() or None, visitor_token=True)
+            spec = Backbone(name=endpoint.name, kind="openai", label="custom endpoint", base_url=url,
+                            model=(endpoint.model or "").strip() or None, visitor_token=True)
             return make_backend(spec, api_key=api_key_for(spec, {}, token))
         spec = self.config.backbone(backbone)
         own = (token or (login_token or "").strip() or None) if spec.visitor_token else None
@@ -229,10 +228,9 @@ class Shared:
         return made[aux], [made[n] for n in names]
 
     def resources(self, token: str | None = None, login_token: str | None = None, visitor: str | None = None, *,
-                  line: Callable[[RunRequest], Any] | None = None,
-                  endpoint: tuple[str, str | None] | None = None) -> VisitorResources:
+                  line: Callable[[RunRequest], Any] | None = None) -> VisitorResources:
         """What the engine resolves a visitor's request with (see VisitorResources)."""
-        return VisitorResources(self, token, login_token, visitor, line=line, endpoint=endpoint)
+        return VisitorResources(self, token, login_token, visitor, line=line)
 
     def store_for(self, *tokens: str | None) -> RunStore:
         """The shared store, or (with a visitor's token) a store that also scrubs that token."""
@@ -245,22 +243,20 @@ class Shared:
 
 class VisitorResources:
     """The engine's resources for one visitor's request: backends under the token rules of Shared.backend (or
-    the custom `endpoint` (base URL, model) they typed), the process-wide banks, which stay open after the
+    the custom endpoint the request carries), the process-wide banks, which stay open after the
     run, and `line`: the app's line for debates as the request enters it (serving/line.py in_line)."""
 
     def __init__(self, services: Shared, token: str | None = None, login_token: str | None = None,
-                 visitor: str | None = None, *, line: Callable[[RunRequest], Any] | None = None,
-                 endpoint: tuple[str, str | None] | None = None):
+                 visitor: str | None = None, *, line: Callable[[RunRequest], Any] | None = None):
         self.services, self.token, self.login_token, self.visitor = services, token, login_token, visitor
-        self.summaries, self.admitted, self.endpoint = services.summaries, line or no_line, endpoint
+        self.summaries, self.admitted = services.summaries, line or no_line
 
     def backends(self, request: RunRequest) -> tuple[ChatBackend, list[ChatBackend]]:
         s = self.services
         if request.agent_backbones:
             return s.mixed_backends(list(request.agent_backbones), request.backbone, n_agents=request.settings.agents,
                                     token=self.token, login_token=self.login_token, visitor=self.visitor)
-        base_url, model = self.endpoint or (None, None)
-        return s.backend(request.backbone, token=self.token, base_url=base_url, model=model,
+        return s.backend(request.backbone, token=self.token, endpoint=request.endpoint,
                          login_token=self.login_token, visitor=self.visitor), []
 
     def bank(self, folder: str | None, task_kind: str) -> tuple[Any, list[str]]:
