@@ -186,7 +186,7 @@ def test_cancelling_the_consumer_cancels_the_debate_and_run_records_it_as_cancel
     recorded = []
 
     async def main():
-        setup = Setup(backend, two_agents(3), "b")
+        setup = Setup(backend, two_agents(3))
         job = asyncio.create_task(run_methods(MCQ, ["mad"], setup, record_for=lambda m: recorded.append))
         await asyncio.wait_for(backend.hanging.wait(), 10)
         job.cancel()
