@@ -27,8 +27,9 @@ browser:
 run: $(STAMP)
 	$(PY) app.py
 
+# One pytest worker per core, each test file on one worker (its model, server or browser started once).
 test: $(STAMP) browser
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadfile
 
 # The pure and scripted tier (no model, server, embedder or browser), one pytest worker per core.
 test-fast: $(STAMP)
