@@ -255,7 +255,8 @@ def test_the_fork_tabs_new_message_is_bounded_on_the_server_not_only_by_the_page
         return [shown async for shown in fork_tab.ForkHandlers(services).fork(
             run_id, 1, "", "", 2, False, agent=2, change="replace its message with", value=value)]
 
-    asyncio.run(fork(HUGE))
-    assert warned == ["The new message for agent 2 is 1,048,576 characters long, over the limit of 4,000; "
-                      "shorten it."]
+    shown = asyncio.run(fork(HUGE))
+    assert warned == []  # said once, on the status line, not also as a toast
+    assert [s[0] for s in shown] == ["Not started: The new message for agent 2 is 1,048,576 characters long, over "
+                                     "the limit of 4,000; shorten it."]
     assert len(services.store.list_runs()) == 1  # nothing forked, nothing saved

@@ -57,6 +57,11 @@ def fork_session(request: gr.Request | None) -> str:
     return f"{getattr(request, 'session_hash', None) or 'anonymous'}:fork"
 
 
+
+def refused(message: str) -> tuple:
+    """A fork refused before it ran, said once on the status line where the visitor looks (no toast)."""
+    return (f"Not started: {html.escape(without_paths(message), quote=False)}", *(gr.skip() for _ in range(6)))
+
 class ForkHandlers(VisitorHandlers):
     async def stop(self, request: gr.Request = None) -> None:
         """Stop this tab's fork: out of the line with nothing saved, or saved as cancelled once it runs."""
@@ -80,7 +85,7 @@ class ForkHandlers(VisitorHandlers):
         runs. With `pause`, only round `from_round` runs; the fork then becomes the run to continue from.
         `asked`: the change, as the form's `agent` (from 1), `change` (its label in CHANGES) and `value`."""
         agent, value = asked.get("agent"), asked.get("value")
-        kind, skip = CHANGES.get(asked.get("change") or "", ""), tuple(gr.skip() for _ in range(7))
+        kind = CHANGES.get(asked.get("change") or "", "")
         try:
             if kind in ("answer", "edit") and not (value or "").strip():
                 raise ValueError("The change needs a value: an option letter or number to force, or the new "
@@ -95,14 +100,12 @@ class ForkHandlers(VisitorHandlers):
             spec = ForkSpec(start, changes, None if method in ("", SAME) else method,
                             None if backbone in ("", SAME) else backbone, start + 1 if pause else total or None)
         except USER_ERRORS as exc:
-            gr.Warning(html.escape(without_paths(sentence(exc)), quote=False))
-            yield skip
+            yield refused(sentence(exc))
             return
         session = fork_session(request)
         stop = self.services.begin(session)
         if stop is None:
-            gr.Warning("A fork is already running in this tab; press Stop or wait until it ends.")
-            yield skip
+            yield refused("A fork is already running in this tab; press Stop or wait until it ends.")
             return
         try:
             async for shown in self._fork(run_id, record, spec, visitor, stop, pause=pause, start=start,
@@ -155,9 +158,8 @@ class ForkHandlers(VisitorHandlers):
                 else:  # nothing new from the fork: the clock and the line's words move
                     yield words, *skip[:6]
             parent_id, fork_id, t = job.result()
-        except USER_ERRORS as exc:
-            gr.Warning(html.escape(without_paths(sentence(exc)), quote=False))
-            yield skip
+        except USER_ERRORS as exc:  # refused by the engine before it ran (a bank, the leak guard, the line)
+            yield refused(sentence(exc))
             return
         finally:
             stopped.cancel()
