@@ -124,10 +124,13 @@ def test_bench_load_prints_every_figure(capsys):
     assert worst >= median > 0
     wall, calls, tokens = numbers(value(rows, "MAD alone, 2 agents x 2 rounds, early stop off"), 3)
     assert calls == 4 and tokens > 0  # the quick form: 2 agents x 2 rounds, no answer guard
-    p50, p95, last = numbers(value(rows, "2 MAD debates at once"), 3)
+    p50, p95, last = numbers(value(rows, "2 MAD multiple-choice debates at once"), 3)
     assert 0 < p50 <= p95 <= last
-    finished, visitors, rate, *rounds = numbers(value(rows, "finished / generated"), 5)
-    assert finished == visitors == 2 and rate > 0 and rounds == [2, 2]  # --no-early-stop reached the app's debates
+    finished, visitors, rate, generated, *rounds = numbers(value(rows, "finished / tokens per second"), 6)
+    assert finished == visitors == 2 and rate > generated > 0  # prompts counted beside what was generated
+    assert rounds == [2, 2]  # --no-early-stop reached the app's debates
+    wall, raw, ratio = numbers(value(rows, "raw llama.cpp on the agents' same prompts"), 3)
+    assert wall > 0 and ratio == pytest.approx(rate / raw, abs=0.011)
     sampled, hwm = numbers(value(rows, "app + model process peak RSS"), 2)
     assert sampled > 0 and hwm > 0
 
