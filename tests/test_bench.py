@@ -124,10 +124,13 @@ def test_bench_load_prints_every_figure(capsys):
     assert worst >= median > 0
     wall, calls, tokens = numbers(value(rows, "MAD alone, 2 agents x 2 rounds, early stop off"), 3)
     assert calls == 4 and tokens > 0  # the quick form: 2 agents x 2 rounds, no answer guard
-    p50, p95, last = numbers(value(rows, "2 MAD debates at once"), 3)
+    p50, p95, last = numbers(value(rows, "2 MAD multiple-choice debates at once"), 3)
     assert 0 < p50 <= p95 <= last
-    finished, visitors, rate, *rounds = numbers(value(rows, "finished / generated"), 5)
-    assert finished == visitors == 2 and rate > 0 and rounds == [2, 2]  # --no-early-stop reached the app's debates
+    finished, visitors, rate, generated, *rounds = numbers(value(rows, "finished / tokens per second"), 6)
+    assert finished == visitors == 2 and rate > generated > 0  # prompts counted beside what was generated
+    assert rounds == [2, 2]  # --no-early-stop reached the app's debates
+    wall, raw, ratio = numbers(value(rows, "raw llama.cpp on the agents' same prompts"), 3)
+    assert wall > 0 and ratio == pytest.approx(rate / raw, abs=0.011)
     sampled, hwm = numbers(value(rows, "app + model process peak RSS"), 2)
     assert sampled > 0 and hwm > 0
 
@@ -173,3 +176,23 @@ def test_bench_grading_prints_the_graders_figures_and_what_a_judge_adds(capsys):
     assert value(rows, "without a judge: rounds · agent calls · judge calls") == "3 · 9 · 0"  # never stops early
     assert value(rows, "with a judge: rounds · agent calls · judge calls") == "1 · 3 · 3"  # it did, once graded
     assert value(rows, "with a judge: debate wall (s) · final verdict").endswith("· correct")
+
+
+def test_the_raw_llama_reference_sends_each_round_of_every_debate_as_one_wave():
+    from r2mad.bench.rawllama import waves
+    from r2mad.types import AgentTurn, Answer, Message, Round, Task, Transcript
+
+    def turn(agent, rnd, tokens_out, error=None):
+        return AgentTurn(agent, rnd, "p", (Message("user", f"a{agent} r{rnd}"),), "t", Answer("B"),
+                         tokens_out=tokens_out, error=error)
+
+    def debate(*rounds):
+        return Transcript(Task("mcq", "Q?"), "mad", "embedded", {"temperature": 0.7},
+                          tuple(Round(i, turns, 1.0) for i, turns in enumerate(rounds)), Answer("B"))
+
+    first = debate((turn(0, 0, 12), turn(1, 0, 0, error="timed out")), (turn(0, 1, 30), turn(1, 1, 5)))
+    second = debate((turn(0, 0, 7),))
+    w = waves([first, second])
+    assert [len(x) for x in w] == [2, 2]  # round 0: the first's answered turn and the second's; round 1: two
+    assert [r["max_tokens"] for r in w[0]] == [12, 7] and [r["max_tokens"] for r in w[1]] == [30, 5]
+    assert w[1][0]["messages"] == [{"role": "user", "content": "a0 r1"}] and w[0][0]["temperature"] == 0.7

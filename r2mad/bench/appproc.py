@@ -112,7 +112,8 @@ class AppProcess:
         self._tmp = tempfile.TemporaryDirectory(prefix="r2mad-bench-app-")
         configs = config_copy(Path(self._tmp.name), **self.defaults) if self.defaults else CONFIG_DIR
         port = free_port()
-        env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "R2MAD_DATA_DIR": str(Path(self._tmp.name) / "var")}
+        self.data_dir = Path(self._tmp.name) / "var"  # the app's runs.sqlite and banks, read back by benches
+        env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "R2MAD_DATA_DIR": str(self.data_dir)}
         self.log = Path(self._tmp.name) / "app.log"
         with self.log.open("wb") as log:
             self.proc = child([sys.executable, "-c", SERVE, str(configs), "1" if self.warm else "0"],

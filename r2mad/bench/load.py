@@ -139,7 +139,9 @@ def warmup_polls(url: str, client) -> list[dict]:
 
 
 def _question(i: int) -> dict:
-    return dict(question=f"What is 17 + {i}?", gold=str(17 + i), method=PLAIN, api_name="/run_debate")
+    """Visitor i's multiple-choice question (the right option is B)."""
+    options = {"A": str(16 + i), "B": str(17 + i), "C": str(18 + i), "D": str(27 + i)}
+    return dict(question=f"What is 17 + {i}?", options=options, gold="B", method=PLAIN, api_name="/run_debate")
 
 
 def _debate(client, i: int) -> dict:
@@ -151,7 +153,8 @@ def _debate(client, i: int) -> dict:
         return {"wall": time.monotonic() - started, "ended": time.monotonic(), "error": str(exc)[:200]}
     why = next((x["error"] for r in t["rounds"] for x in r["turns"] if x["error"]), None) or " ".join(t["notices"][-1:])
     return {"wall": time.monotonic() - started, "ended": time.monotonic(), "status": t["status"], "why": why,
-            "calls": t["usage"]["calls"], "generated": t["usage"]["tokens_out"], "rounds": len(t["rounds"]),
+            "run_id": t["run_id"], "calls": t["usage"]["calls"], "prompt": t["usage"]["tokens_in"],
+            "generated": t["usage"]["tokens_out"], "rounds": len(t["rounds"]),
             "agents": len(t["rounds"][0]["turns"]) if t["rounds"] else 0}
 
 
@@ -181,8 +184,12 @@ def concurrent_debates(url: str, visitors: int) -> tuple[float, list[dict]]:
 def app_figures(plan: LoadPlan) -> list[dict]:
     """The app on the embedded defaults (the plan's debate settings changed; the quick plan shortens the
     debates), driven through its public API by distinct gradio_client visitors."""
+    import os
+
     from gradio_client import Client
 
+    from r2mad.bench.rawllama import raw_rate
+    from r2mad.runs.store import RunStore
     from r2mad.settings.config import load_config
 
     limit = load_config().app.concurrency_limit
@@ -193,20 +200,31 @@ def app_figures(plan: LoadPlan) -> list[dict]:
         client.predict(question="What is 2 + 2?", method=SINGLE, api_name="/run_debate")
         sent, results = concurrent_debates(app.url, plan.visitors)
         hwm = tree_hwm_mb(app.pid)
-    finished = [r for r in results if r.get("status") == "done"]
+        store = RunStore(load_config(env={**os.environ, "R2MAD_DATA_DIR": str(app.data_dir)}).app.runs_db)
+        finished = [r for r in results if r.get("status") == "done"]
+        transcripts = [store.get_run(r["run_id"]).transcript for r in finished]
     ends = np.asarray([r["ended"] - sent for r in results])
-    rows.append({"figure": f"{plan.visitors} MAD debates at once, distinct visitors (the app runs {limit} at a "
-                           f"time): p50 / p95 / last ended (s)",
+    rows.append({"figure": f"{plan.visitors} MAD multiple-choice debates at once, distinct visitors (the app runs "
+                           f"{limit} at a time): p50 / p95 / last ended (s)",
                  "value": f"{np.percentile(ends, 50):.1f} / {np.percentile(ends, 95):.1f} / {ends.max():.1f}"})
-    generated = sum(r["generated"] for r in finished)
-    rows.append({"figure": "  finished / generated tokens per second over them all / rounds each ran",
-                 "value": f"{len(finished)} of {plan.visitors} / {generated / ends.max():.1f} / "
-                          + " ".join(str(r.get("rounds", "-")) for r in results)})
+    generated, prompt = sum(r["generated"] for r in finished), sum(r["prompt"] for r in finished)
+    app_rate = (prompt + generated) / ends.max()
+    rows.append({"figure": "  finished / tokens per second over them all, prompt + generated (generated) / rounds each "
+                           "ran", "value": f"{len(finished)} of {plan.visitors} / {app_rate:.1f} "
+                                           f"({generated / ends.max():.1f}) / "
+                                           + " ".join(str(r.get("rounds", "-")) for r in results)})
     errors = sorted({r["error"] for r in results if "error" in r} |
                     {f"{r['status']}: {r['why'] or 'no reason given'}"[:200] for r in results
                      if r.get("status") not in (None, "done")})
     if errors:
         rows.append({"figure": "  why the others did not finish", "value": "; ".join(errors)})
+    if transcripts:
+        raw = raw_rate(transcripts)
+        raw_rate_s = (raw["prompt"] + raw["generated"]) / raw["wall"]
+        rows.append({"figure": "  raw llama.cpp on the agents' same prompts (each round of all the debates at once, "
+                               "the same batching and threads, no app): s, tokens/s prompt + generated / the app's "
+                               "ratio",
+                     "value": f"{raw['wall']:.1f} s, {raw_rate_s:.1f} / {app_rate / raw_rate_s:.2f}"})
     rows.append({"figure": "app + model process peak RSS (MB): sampled every 0.1 s / sum of each one's VmHWM",
                  "value": f"{peak.mb:.0f} / {hwm:.0f}"})
     return rows

@@ -22,10 +22,10 @@ def register(sub) -> None:
     p.add_argument("--parse", action="store_true",
                    help="instead: UNPARSED round answers on the embedded model, without and with the answer guard")
     p.add_argument("--limit", type=int, default=None, help="--parse: questions per demo test split")
-    p.add_argument("--load", action="store_true",
+    p.add_argument("--load", type=int, nargs="?", const=0, default=None, metavar="VISITORS",
                    help="instead: the embedded model's calls alone and in flight together, then the app under "
-                        "--visitors concurrent MAD debates through its API (times and peak memory)")
-    p.add_argument("--visitors", type=int, default=None, help="--load: concurrent debates, one client each (8)")
+                        "VISITORS concurrent MAD debates through its API, one client each (8; times, tokens/s "
+                        "against raw llama.cpp on the same prompts, peak memory)")
     p.add_argument("--no-early-stop", action="store_true",
                    help="--load: the app's debates run all their rounds (a heavier, steadier load than visitors')")
     p.add_argument("--kinds", action="store_true",
@@ -79,7 +79,7 @@ def cmd_bench(args, config) -> int:
               "target <= 5 % of a debate's wall, and one embedder load):")
         print(format_rows([{"figure": f, "value": v} for f, v in kind_figures(**(QUICK_DEBATE if args.quick else {}))]))
         return 0
-    if args.memory or args.parse or args.load:
+    if args.memory or args.parse or args.load is not None:
         from r2mad.bench import resources
         from r2mad.bench.appproc import QUICK_DEBATE
 
@@ -95,14 +95,14 @@ def cmd_bench(args, config) -> int:
             print(f"Answers on the embedded model (MAD, {shape}, seed 0; target <= 5 % with the guard):")
             rates = resources.parse_rates(1 if args.quick else args.limit, **quick)
             print(format_rows([{"figure": f, "value": v} for f, v in rates]))
-        if args.load:
+        if args.load is not None:
             import dataclasses
 
             from r2mad.bench.load import QUICK, LoadPlan, app_figures, model_figures
 
             plan = QUICK if args.quick else LoadPlan()
-            if args.visitors:
-                plan = dataclasses.replace(plan, visitors=args.visitors)
+            if args.load:
+                plan = dataclasses.replace(plan, visitors=args.load)
             if args.no_early_stop:
                 plan = dataclasses.replace(plan, debate=plan.debate + (("early_stop", False),))
             stop = "early stop off" if args.no_early_stop else "early stop as configured"
