@@ -22,9 +22,10 @@ pytestmark = pytest.mark.slow  # a real app, server and browser
 
 SHOTS = Path(os.environ.get("R2MAD_SHOTS_DIR") or tempfile.gettempdir())
 VISITORS, SLOTS = 6, 3
-CALL_S = 1.2  # each call of the scripted backbone; it answers one at a time
-# 2 agents x 2 rounds: 4 calls, 4.8 s alone, 9.6 s beside another debate, 14.4 s beside two: the limit lets two share
-DEBATE = {"agents": 2, "rounds": 2, "early_stop": False, "answer_guard": "off", "max_tokens": 32, "deadline_s": 12}
+CALL_S = 2.0  # each call of the scripted backbone; it answers one at a time
+# 2 agents x 2 rounds: 4 calls, 8 s alone, 16 s beside another debate, 24 s beside two: the limit lets two share,
+# with 4 s either side for a busy machine's own delays
+DEBATE = {"agents": 2, "rounds": 2, "early_stop": False, "answer_guard": "off", "max_tokens": 32, "deadline_s": 20}
 OUTCOME = re.compile(r"^(Final answer|No final answer|Failed|Stopped)")
 # the browser keeps each change of the status line itself, so that no change is missed between two looks
 KEEP_STATUSES = """window.statuses = [];
