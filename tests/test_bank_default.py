@@ -46,9 +46,10 @@ def compare(services) -> list[tuple]:
 def server():
     calls = []
 
-    def split(body):  # the agents disagree, so the debate goes past round 0 and R²-MAD retrieves
-        calls.append(1)
-        return ok("Saturn has the most. ((B))" if len(calls) % 2 else "Mars, I think. ((A))")
+    def split(body):  # the agents disagree, so the debate goes past round 0 and R²-MAD retrieves; every reply
+        calls.append(1)  # its own words, so two debates never read the same (identical ones ask no vote)
+        n = len(calls)
+        return ok(f"Reply {n}: Saturn has the most. ((B))" if n % 2 else f"Reply {n}: Mars, I think. ((A))")
     with FakeServer(models=["m"], responder=split) as srv:
         yield srv
 
