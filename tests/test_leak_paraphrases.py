@@ -1,6 +1,8 @@
 """The leak guard by meaning on hand-made paraphrases of the shipped banks' questions (tests/graded/leaks*.jsonl,
 labelled by people who did not read the guard; the second set was written after its first tuning): a rewording or a
-translation is refused, a question with one number changed runs. Real embedders, shipped banks."""
+translation is refused (one that may be a translation runs without its source's cases), a question with one number
+changed runs, and so do short English questions and other languages' questions the banks do not hold
+(leaks_unrelated*.jsonl, the second written after the translation bar was set). Real embedders, shipped banks."""
 from __future__ import annotations
 
 import json
@@ -9,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from r2mad.evaluation.leakage import same_meaning
+from r2mad.evaluation.leakage import maybe_translated, same_meaning
 from r2mad.evaluation.wording import as_numbers, figures, is_english, one_word_swapped, same_figures
 from r2mad.grading.tasks import task_from_input
 from r2mad.memory.files import read_cases
@@ -29,6 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
     ("How many centimetres are there in three point six metres?", True, {"3.6": 1}),
     ("Sara is 3 times as old as her son; Tom is triple his age.", True, {"x3": 2}),
     ("Quanti litri ci sono in 4500 millilitri?", False, {"4500.0": 1}),  # "in" alone does not make it English
+    ("Largest planet?", True, {}),  # no common word of any language: its letters say English
+    ("Cosa immagazzinano i cammelli nelle loro gobbe?", False, {}),
+    ("¿Planeta más pequeño?", False, {}),
 ])
 def test_figures_read_digits_number_words_halves_ordinals_and_operators(text, english, held):
     assert is_english(text) is english
@@ -66,13 +71,18 @@ def banks():
 
 
 def measured(banks, name: str) -> dict[str, list[bool]]:
-    """Per kind of item (leak, one-number, other-question), whether the guard refused each."""
+    """Per kind of item (leak, one-number, other-question, short-english, other-language), whether the guard kept
+    it from the debaters: refused, or run without its source question's cases (a leak); for any other item whether
+    it was refused."""
     out: dict[str, list[bool]] = {}
     for line in (ROOT / "tests" / "graded" / name).read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
+        bank = banks[row["bank"]]
         task = task_from_input(row["question"], [tuple(o) for o in row["options"]] or None, None)
-        key = "leak" if row["label"] == "leak" else row["how"]
-        out.setdefault(key, []).append(same_meaning(banks[row["bank"]], task) is not None)
+        refused = same_meaning(bank, task) is not None
+        if row["label"] == "leak" and not refused:  # its source's cases withheld (the option lines not compared)
+            refused = row["source"].split("\n")[0] in maybe_translated(bank, task)
+        out.setdefault("leak" if row["label"] == "leak" else row["how"], []).append(refused)
     return out
 
 
@@ -82,5 +92,22 @@ def test_paraphrases_are_mostly_refused_and_one_number_variants_run(banks, name)
     found = measured(banks, name)
     refused = sum(found["leak"]) / len(found["leak"])
     runs = 1 - sum(found["one-number"]) / len(found["one-number"])
-    assert runs >= 0.95  # the issue's bar, met on both sets (56/56 and 29/30)
-    assert refused >= 0.95  # the issue's bar: 105/109 and 70/70 today
+    assert runs >= 0.95  # the issue's bar, met on both sets (86/86 in all)
+    assert refused >= 0.95  # the issue's bar: 105/109 and 70/70 kept from the debaters today
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["leaks_unrelated.jsonl", "leaks_unrelated_heldout.jsonl"])
+def test_short_english_and_other_languages_questions_the_bank_does_not_hold_run(banks, name):
+    found = measured(banks, name)
+    assert not any(found["short-english"]) and not any(found["other-language"])  # 16/16 and 40/40 today
+    assert all(found["leak"])  # "Capital of Canada?", "Legs of a spider?": 5/5
+
+
+def test_a_question_not_in_english_that_may_be_a_bank_question_names_it_for_withholding(banks):
+    task = task_from_input("Qual é o símbolo químico do ferro?", None, None)  # iron, not the bank's gold: 0.88
+    assert same_meaning(banks["demo-mcq"], task) is None
+    found = maybe_translated(banks["demo-mcq"], task)
+    gold = "What is the chemical symbol for gold?"
+    assert found[gold] == {c.question_id for c in banks["demo-mcq"].cases() if c.question.startswith(gold)}
+    assert maybe_translated(banks["demo-mcq"], task_from_input("Chemical symbol for iron?", None, None)) == {}

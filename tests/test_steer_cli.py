@@ -169,6 +169,25 @@ def test_a_mad_run_forked_into_r2mad_retrieves_from_the_named_bank(tmp_path, her
     assert "retrieved case-0" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # builds a Qdrant index on disk, reads the multilingual embedder
+def test_a_question_that_may_be_a_bank_question_in_another_language_runs_without_its_cases(tmp_path, herd_server,
+                                                                                          capsys):
+    folder = bank_config(tmp_path, herd_server)
+    bank = str(tmp_path / "memory" / "tiny")
+    options = ["--option", "A=Mars", "--option", "B=Neptun", "--gold", "B"]
+    assert run(folder, "debate", "--question", "Welcher Planet ist rot?", *options, "--bank", bank,
+               "--method", "r2mad") == 2  # "Which planet is red?" surely: refused, nothing called
+    assert "means the same as this one ('Which planet is red?'" in capsys.readouterr().err
+    assert herd_server.hits == 0
+    assert run(folder, "debate", "--question", "Welcher Planet ist blau?", *options, "--bank", bank,
+               "--method", "r2mad", "--no-early-stop") == 0  # maybe "Which planet is red?": runs without it
+    [saved] = store().list_runs()
+    t = store().get_run(saved.id).transcript
+    assert "Memory: the cases of 1 bank question left out, which this one may be in another language." in t.notices
+    retrieved = {c["case_id"] for r in t.rounds[1:] for turn in r.turns for c in turn.details.get("retrieved", ())}
+    assert retrieved == {"case-2"}  # Peru's, agent 0's other case; agent 1 had only the withheld one
+
+
 def strict_judge(body):
     """herd, but the judge says NO to a response that answers A (Mars)."""
     messages = body["messages"]

@@ -16,7 +16,7 @@ import r2mad
 from r2mad.backends.base import ChatBackend
 from r2mad.budget import question_refused
 from r2mad.engine.runner import Setup, run_methods
-from r2mad.evaluation.leakage import check_question_not_in_bank
+from r2mad.evaluation.leakage import check_question_not_in_bank, guarded
 from r2mad.grading.judge import judge_for
 from r2mad.grading.tasks import format_task
 from r2mad.methods import is_debate, needs_bank
@@ -210,6 +210,9 @@ async def start(requests: Sequence[RunRequest], resources: Resources, sink: Sink
             banks[key] = await asyncio.to_thread(resources.bank, *key)
         bank, notices = banks.get(key, (None, []))
         await asyncio.to_thread(sink.check, request, bank, notices)
+        if bank is not None:  # a question that may be a bank question in another language: without its cases
+            bank, withheld = await asyncio.to_thread(guarded, bank, request.task)
+            notices = [*notices, *withheld]
         judge = await asyncio.to_thread(judge_for, request.settings.judge, backend,
                                         lambda name: resources.judge_backend(name))
         return Setup(backend, request.settings, tuple(agents), bank, tuple(notices), resources.summaries, judge)

@@ -1,8 +1,8 @@
 """Train/test separation between a memory bank and the questions run with it: a bank that holds any of
 them (by id, or by normalised text) is refused before any model call, for an eval's split and for one
 debate or fork; for one debate or fork also a bank holding a question that means the same (a light
-rewording or a translation: same_meaning). Not for opening banks
-(resources.open_bank) or splitting data."""
+rewording or a surely translated one: same_meaning). A question that may be one in another language runs without
+that question's cases (guarded). Not for opening banks (resources.open_bank) or splitting data."""
 from __future__ import annotations
 
 import hashlib
@@ -45,8 +45,10 @@ SAME_MEANING = 0.95  # cosine of the bank's embedder (all-MiniLM-L6-v2) above wh
 REWORDED = 0.80  # a rewording with the same figures (and no one content word swapped for another)
 SAME_NUMBERS = 0.55  # two or more figures, all the same: a rewording however far its words are (the furthest
 # of 51 hand-made ones scores 0.691; another bank question with the same two numbers 0.363)
-TRANSLATED = 0.81  # multilingual-e5-small's cosine from which a question not in English is a bank question
-# translated: 35 of 35 hand-made translations score 0.835-0.960 against their source, which is each one's nearest
+TRANSLATED = 0.81  # multilingual-e5-small's cosine from which a question not in English may be a bank question
+# translated: 55 of 55 hand-made translations score 0.835-0.960 against their source, each one's nearest; but so do
+# questions the bank does not hold, up to 0.889 ("the smallest planet" against "closest to the Sun", in Spanish)
+SURELY_TRANSLATED = 0.90  # from here it is one: refused; between the two its cases are withheld (maybe_translated)
 _vectors: dict[str, object] = {}  # the bank questions' vectors, by bank, embedder and questions
 _vectors_lock = threading.Lock()
 
@@ -77,18 +79,16 @@ def same_meaning(bank, task: Task) -> tuple[str, float] | None:
     embedder and the figures both hold (wording.figures: numbers, number words, ordinals, operators): the same
     figures and a similarity of at least REWORDED (SAME_MEANING where one content word is swapped for an unlike
     one: "red" for "blue"), or two or more figures, all the same, and at least SAME_NUMBERS. Not in English, by the
-    multilingual embedder: the nearest bank question, at least TRANSLATED, holding every number written in digits
-    (a number changed is another question). Two or more numbers in digits, all the same, count as the same figures
-    (the bank's "48°" is the 48 of "48 degrees")."""
+    multilingual embedder: the nearest bank question, at least SURELY_TRANSLATED, holding every number written in
+    digits (a number changed is another question). Two or more numbers in digits, all the same, count as the same
+    figures (the bank's "48°" is the 48 of "48 degrees")."""
     stems = sorted({_stem(c.question, c.task_kind) for c in bank.cases()})
     if not stems:
         return None
     asked = _stem(task.question, task.kind)
     if not wording.is_english(asked):
-        from r2mad.backends.multilingual import multilingual_embedder
-        i, score = _nearest(bank, multilingual_embedder(), stems, asked)[0]
-        held = wording.digits(asked) <= wording.as_numbers(wording.figures(stems[i]))
-        return (stems[i], score) if score >= TRANSLATED and held else None
+        found = _translated(bank, stems, asked)
+        return found[0] if found and found[0][1] >= SURELY_TRANSLATED else None
     mine, my_digits = wording.figures(asked), wording.digits(asked)
     for i, score in _nearest(bank, bank.embedder, stems, asked):
         if score < SAME_NUMBERS:
@@ -103,6 +103,40 @@ def same_meaning(bank, task: Task) -> tuple[str, float] | None:
         if score >= least:
             return stems[i], score
     return None
+
+
+def _translated(bank, stems: list[str], asked: str) -> list[tuple[str, float]]:
+    """The bank questions (question, similarity) a question not in English may translate, the nearest first: at
+    least TRANSLATED by the multilingual embedder, holding every number it writes in digits."""
+    from r2mad.backends.multilingual import multilingual_embedder
+    mine = wording.digits(asked)
+    return [(stems[i], score) for i, score in _nearest(bank, multilingual_embedder(), stems, asked)
+            if score >= TRANSLATED and mine <= wording.as_numbers(wording.figures(stems[i]))]
+
+
+def maybe_translated(bank, task: Task) -> dict[str, frozenset[str]]:
+    """The bank's questions (each with its question ids) that `task`, not in English, may be in translation
+    (same_meaning refuses it where it surely is one): a debate reads the bank without their cases (guarded)."""
+    asked = _stem(task.question, task.kind)
+    if wording.is_english(asked):
+        return {}
+    ids: dict[str, set[str]] = {}
+    for c in bank.cases():
+        ids.setdefault(_stem(c.question, c.task_kind), set()).add(c.question_id)
+    return {stem: frozenset(ids[stem]) for stem, _ in _translated(bank, sorted(ids), asked)}
+
+
+def guarded(bank, task: Task) -> tuple[object, tuple[str, ...]]:
+    """`bank` as a debate of `task` reads it, and what to say: without the cases of the questions `task` may be in
+    another language (maybe_translated), so that none of their answers reaches the debaters."""
+    found = maybe_translated(bank, task)
+    if not found:
+        return bank, ()
+    from r2mad.memory.withheld import Withheld
+    n = len(found)
+    return Withheld(bank, frozenset().union(*found.values())), (
+        f"Memory: the cases of {n} bank question{'s' * (n > 1)} left out, which this one may be in another "
+        "language.",)
 
 
 def check_question_not_in_bank(bank, task: Task) -> None:

@@ -11,9 +11,10 @@ from r2mad.grading.kinds.spelling import normalise, normalise_case
 
 _ENGLISH = frozenset("a an the of is are was were what which who how many much in on to for and do does did their "
                      "its it there this that with by from at as be has have had".split())
-_FOREIGN = frozenset("il la le les des du est et une der die das ist und ein eine el los las es y que qué cuál cuántos "
-                      "en de di che ci sono quanti quale os em há um uma quem qual wie viele welcher wer dans sur "
-                      "del della con per al".split())  # common words of the languages visitors translate into
+_FOREIGN = frozenset("il la le les des du est et une der die das ist und ein eine el los las es y que cual cuantos "
+                      "cuantas cuanto una uno por para en de di che ci sono quanti quale gli nel nella nelle loro cosa "
+                      "chi os em ha um uma quem qual wie viele welcher wer dans sur del della con per al".split())
+# common words of the languages visitors translate into, accents dropped (as normalise_case leaves them)
 _OTHER = _ENGLISH | frozenset("when where why you your i we he she they his her them my our me us can could would "
                               "should will than then so if or not no".split())
 _ORDINALS = {"first": "1st", "second": "2nd", "third": "3rd", "fourth": "4th", "fifth": "5th", "sixth": "6th",
@@ -27,10 +28,15 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 def is_english(text: str) -> bool:
     """Whether at least 15 % of its words are common English words (a translation has next to none), and more of
-    them than common French, Italian, Spanish, Portuguese or German ones ("Quanti litri ci sono in …")."""
-    words = re.findall(r"[a-zà-ÿ']+", normalise_case(text))
-    english = sum(w in _ENGLISH for w in words)
-    return bool(words) and english / len(words) >= 0.15 and english > sum(w in _FOREIGN for w in words)
+    them than common French, Italian, Spanish, Portuguese or German ones ("Quanti litri ci sono in …"); a
+    question with neither ("Largest planet?") by its letters: English when they are all a to z."""
+    low = normalise_case(text)
+    words = re.findall(r"[a-zà-ÿ']+", low)
+    english, foreign = sum(w in _ENGLISH for w in words), sum(w in _FOREIGN for w in words)
+    if not english and not foreign:
+        letters = [c for c in text.casefold() if c.isalpha()]
+        return bool(letters) and all("a" <= c <= "z" for c in letters)
+    return english / len(words) >= 0.15 and english > foreign
 
 
 def _points(text: str) -> str:
