@@ -1,4 +1,4 @@
-"""Runs `python -m r2mad ARGS` for tests/test_docs.py without paying the CLI's imports (about a second a
+"""Runs `python -m r2mad ARGS` for tests/project/test_docs.py without paying the CLI's imports (about a second a
 command, most of it the openai package) each time: `serve(SOCKET)` imports the CLI once and forks a child
 per command, which runs `r2mad.cli.main(ARGS)` on the caller's own stdin, stdout and stderr, in its folder and
 environment; `CLIENT` (run by a plain `python -S`) sends one command and exits with the command's status.

@@ -44,7 +44,7 @@ def config_dir(tmp_path, server):
 
 @pytest.fixture(scope="module")
 def browser():
-    """Headless Chromium for a module of browser tests (tests/browser.py skips them where it is missing)."""
+    """Headless Chromium for a module of browser tests (tests/browser/__init__.py skips them where it is missing)."""
     from tests.browser import ARGS, CHROMIUM, sync_api
 
     with sync_api.sync_playwright() as p:

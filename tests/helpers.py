@@ -1,6 +1,6 @@
 """What several test modules share: the repo path, a free port, hand-made tasks and transcripts, scripted
 replies and small builders. Plain functions and data (one fixture, `bank`, imported by name where used);
-not a test module, and no test module imports another (tests/test_imports.py checks)."""
+not a test module, and no test module imports another (tests/project/test_imports.py checks)."""
 from __future__ import annotations
 
 import asyncio

@@ -1,6 +1,6 @@
 """`python -m r2mad bench`'s crafted-answer figures: how long the event loop waits while a debate checks an
 answer built to stall a math parser, and how long a reply of unclosed boxes takes to read (issue 25's
-targets; behaviour is tested in tests/test_bounded_checks.py, the times are printed here)."""
+targets; behaviour is tested in tests/grading/test_bounded_checks.py, the times are printed here)."""
 from __future__ import annotations
 
 import asyncio

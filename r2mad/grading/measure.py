@@ -1,7 +1,7 @@
 """The grader measured: on replies graded by hand (each with the verdict a careful grader gives), on pairs of
 answers graded the same or different, and on GSM8K's published model solutions with their authors' verdicts.
 Pure tallies over rows as read from JSON lines; with a judge, the pairs the rules leave undecided are graded
-first. What `bench --grading` prints and what tests/test_graded.py holds to its thresholds."""
+first. What `bench --grading` prints and what tests/grading/test_graded.py holds to its thresholds."""
 from __future__ import annotations
 
 import asyncio

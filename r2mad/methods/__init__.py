@@ -1,6 +1,6 @@
 """The method registry: one entry per method (name, labels, paper, family, bank, report tables, factory).
 Every list of methods — the CLI's help, the app's dropdown and About, the report's tables, the metrics —
-reads it; no code outside methods/ and prompts/ spells a method's name (tests/test_registry_names.py).
+reads it; no code outside methods/ and prompts/ spells a method's name (tests/project/test_registry_names.py).
 TrueMAD's advice is a plug-in of the loop that composes with any debate method."""
 from __future__ import annotations
 

@@ -11,7 +11,8 @@ from typing import Mapping
 from r2mad.settings.files import ConfigError, _limits
 
 HF_ROUTER = "https://router.huggingface.co/v1"  # the Hugging Face Inference Providers router
-BACKBONE_KINDS = ("embedded", "openai", "scripted")  # r2mad.backends.BACKENDS, checked by tests/test_registry_lists.py
+# r2mad.backends.BACKENDS, checked by tests/project/test_registry_lists.py
+BACKBONE_KINDS = ("embedded", "openai", "scripted")
 
 
 @dataclass(frozen=True)
