@@ -14,7 +14,7 @@ from r2mad.cli import main
 from r2mad.settings.config import load_config
 from r2mad.ui import build_app
 from testing.scripted_server import FakeServer, ok
-from tests.browser import SHOTS, launch  # skips without Chromium
+from tests.browser import SHOTS, launch, sync_api  # skips without Chromium
 from tests.helpers import ROOT, make_bank
 
 pytestmark = pytest.mark.slow
@@ -54,6 +54,19 @@ def world(tmp_path_factory):
         demo.close()
 
 
+def open_turn(page, chat: str) -> None:
+    """Unfold round 2's turn of agent 2 in `chat`, then its "what this agent saw" block. On a busy machine a
+    late update of the chat can fold the turn again, so the turn is clicked again while the block is absent."""
+    for _ in range(3):
+        page.locator(chat).get_by_text("Agent 2 ·").last.click()
+        try:
+            page.locator(f"{SAW} > summary").first.wait_for(timeout=30_000)
+            break
+        except sync_api.TimeoutError:
+            continue
+    page.locator(f"{SAW} > summary").first.click()
+
+
 def messages_shown(page) -> list[str]:
     """Each message of the open block as the page's text: its parts joined."""
     block = page.locator(SAW).first
@@ -88,9 +101,7 @@ def test_inspect_shows_the_exact_messages_and_the_diff(world, browser):
         page.get_by_role("tab", name="Inspect").click()
         page.locator("#run-id textarea, #run-id input").first.fill(run)
         page.get_by_role("button", name="Open", exact=True).click()
-        chat = page.locator("#inspect-chat")
-        chat.get_by_text("Agent 2 ·").last.click()
-        page.locator(f"{SAW} > summary").first.click()
+        open_turn(page, "#inspect-chat")
         check_block(page, sent)
         page.locator(SAW).first.scroll_into_view_if_needed()
         page.screenshot(path=str(SHOTS / f"saw-inspect-{width}.png"))
@@ -115,8 +126,7 @@ def test_the_annotate_workbench_shows_them_too(world, browser):
     page = browser.new_page(viewport={"width": 1440, "height": 1400})
     page.goto(url + f"?run={run}")
     page.wait_for_selector("#ann-panel", state="attached", timeout=60_000)
-    page.locator("#ann-chat").get_by_text("Agent 2 ·").last.click()  # round 2's turn, a message of its own
-    page.locator(f"{SAW} > summary").first.click()
+    open_turn(page, "#ann-chat")  # round 2's turn, a message of its own
     check_block(page, sent)
     page.locator(SAW).first.scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / "saw-annotate-1440.png"))
