@@ -30,10 +30,11 @@ from r2mad.settings.serving import (  # noqa: F401 - re-exported: callers import
 )
 from r2mad.text import quoted
 
-ROOT = Path(__file__).resolve().parents[2]
-# the checkout's configs/; an installed package's copy of them (pyproject.toml's data-files) where there is none
-CONFIG_DIR = ROOT / "configs" if (ROOT / "configs").is_dir() else \
-    Path(sysconfig.get_path("data")) / "share" / "r2mad-studio" / "configs"
+CHECKOUT = Path(__file__).resolve().parents[2]
+# the checkout, or where there is none an installed package's copy of its shipped files (pyproject.toml's
+# data-files: configs/, the demo data and the demo banks)
+ROOT = CHECKOUT if (CHECKOUT / "configs").is_dir() else Path(sysconfig.get_path("data")) / "share" / "r2mad-studio"
+CONFIG_DIR = ROOT / "configs"
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from r2mad.methods import PLAIN
+from r2mad.settings.config import ROOT
 from r2mad.types import Task, Transcript
 
-CACHE = Path(__file__).resolve().parents[2] / "data" / "examples"
+CACHE = ROOT / "data" / "examples"
 BACKBONE = "smollm2-135m"  # the cache holds only what this deterministic setting produced
 SEED = 0
 

@@ -1,6 +1,7 @@
 """The package stands alone: installed (not from the checkout) into a fresh virtual environment, `r2mad bench
 --quick` runs from a folder outside the checkout. It fails where the library imports what it does not ship
-(tests/, testing/) or reads a file the install lacks (configs)."""
+(tests/, testing/) or reads a file the install lacks (configs, the demo questions, the demo banks, the example
+cards)."""
 import os
 import shutil
 import site
@@ -11,7 +12,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = ("pyproject.toml", "requirements.txt", "README.md", "configs", "r2mad")  # what a source distribution holds
+# what a source distribution holds
+SHIPPED = ("pyproject.toml", "requirements.txt", "README.md", "configs", "data", "memory", "r2mad")
 
 
 def run(command: list, cwd: Path, timeout_s: float, **env: str) -> subprocess.CompletedProcess:
@@ -44,3 +46,17 @@ def test_an_installed_r2mad_runs_the_bench_outside_the_checkout(tmp_path):
     bench = run([venv / "bin" / "r2mad", "bench", "--quick"], away, 1200, R2MAD_DATA_DIR=str(away / "var"))
     for part in ("Debate figures", "Self-Consistency", "Crafted answers", "Retrieval"):
         assert part in bench.stdout
+    # the demo questions, read on a scripted backbone from a config of the user's own
+    configs = away / "configs"
+    shutil.copytree(venv / "share" / "r2mad-studio" / "configs", configs)
+    (configs / "backbones.yaml").write_text("default: mock\nbackbones:\n  mock: {kind: scripted, model: mock}\n")
+    run([venv / "bin" / "r2mad", "--config-dir", configs, "eval", "--task", "demo-mcq", "--limit", "2",
+         "--methods", "mad", "--out", away / "eval"], away, 600, R2MAD_DATA_DIR=str(away / "var"))
+    assert len((away / "eval" / "rows.jsonl").read_text().splitlines()) == 2
+    # the app's default bank and its example cards
+    found = run([python, "-c", "from r2mad.settings.config import load_config; from r2mad.serving.shared import "
+                 "Shared; from r2mad.ui.examples import CACHE; print(*Shared(load_config()).bank_choices(), "
+                 "len(list(CACHE.glob('*.json'))))"], away, 120)
+    assert found.stdout.split() == ["memory/demo-math", "memory/demo-mcq", str(len(EXAMPLES))]
+
+EXAMPLES = list((ROOT / "data" / "examples").glob("*.json"))
