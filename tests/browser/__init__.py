@@ -38,6 +38,18 @@ def app_config(tmp: Path, base_url: str, *, timeout_s: float = 60, more_backbone
         app=dataclasses.replace(config.app, **{"default_bank": None, "embedder": "hash-64", **app}))
 
 
+def open_options(page) -> None:
+    """Unfold the form's multiple-choice options. On a busy machine the page may fold them again while it
+    settles after loading, so the fold is clicked again until option A shows (three tries)."""
+    for _ in range(3):
+        page.get_by_text("Multiple-choice options", exact=False).click()
+        try:
+            page.locator("#option-A").first.wait_for(state="visible", timeout=20_000)
+            return
+        except sync_api.TimeoutError:
+            continue
+
+
 def ask_planets(page, *, compare: bool = False, gold: str | None = None) -> None:
     """On the Debate tab: ask which planet is largest (A Mars, B Jupiter; `gold` the right letter) and press Run;
     `compare` adds MAD-M² (objective) beside the default method first."""
@@ -49,7 +61,7 @@ def ask_planets(page, *, compare: bool = False, gold: str | None = None) -> None
         page.keyboard.press("Escape")
         page.locator("#methods-hint").get_by_text("2 methods will run side by side").wait_for(timeout=60_000)
     page.fill("#question textarea", "Which planet is largest?")
-    page.get_by_text("Multiple-choice options", exact=False).click()
+    open_options(page)
     page.fill("#option-A textarea, #option-A input", "Mars")
     page.fill("#option-B textarea, #option-B input", "Jupiter")
     if gold:

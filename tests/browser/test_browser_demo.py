@@ -13,7 +13,7 @@ from r2mad.settings.serving import Backbone  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.examples import CARDS, cached  # noqa: E402
 from testing.scripted_server import FakeServer, ok  # noqa: E402
-from tests.browser import SHOTS, app_config, launch  # noqa: E402  (skips without Chromium)
+from tests.browser import SHOTS, app_config, launch, open_options  # noqa: E402  (skips without Chromium)
 from tests.helpers import ROOT  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -79,7 +79,7 @@ def ask(page, question: str, options: dict[str, str] | None = None, gold: str = 
             box.press("Enter")
     page.fill("#question textarea", question)
     if options:
-        page.get_by_text("Multiple-choice options", exact=False).click()
+        open_options(page)
         for letter, text in options.items():
             page.fill(f"#option-{letter} textarea, #option-{letter} input", text)
     if gold:

@@ -16,7 +16,7 @@ import pytest
 
 from r2mad.ui import build_app
 from testing.scripted_server import FakeServer, ok
-from tests.browser import app_config, launch  # skips without Chromium
+from tests.browser import app_config, launch, open_options  # skips without Chromium
 
 pytestmark = pytest.mark.slow  # a real app, server and browser
 
@@ -60,7 +60,7 @@ def served(tmp_path_factory):
 def ask(page) -> None:
     """Fill the multiple-choice question (A Mars, B Jupiter); Run is pressed later, by every visitor together."""
     page.fill("#question textarea", "Which planet is largest?")
-    page.get_by_text("Multiple-choice options", exact=False).click()
+    open_options(page)
     page.fill("#option-A textarea, #option-A input", "Mars")
     page.fill("#option-B textarea, #option-B input", "Jupiter")
 

@@ -9,7 +9,7 @@ from r2mad.runs.votes import VoteStore  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
 from r2mad.ui.debate_form import METHOD_LABELS  # noqa: E402
 from testing.scripted_server import FakeServer, ok  # noqa: E402
-from tests.browser import SHOTS, app_config, launch  # noqa: E402  (skips without Chromium)
+from tests.browser import SHOTS, app_config, launch, open_options  # noqa: E402  (skips without Chromium)
 
 pytestmark = pytest.mark.slow
 DESKTOP, PHONE = {"width": 1440, "height": 900}, {"width": 390, "height": 844}
@@ -67,7 +67,7 @@ def compare_two(page) -> None:
 def ask_berlin(page) -> None:
     """Type the Berlin Wall question with its options and gold answer, and press Run."""
     page.fill("#question textarea", "In which year did the Berlin Wall fall?")
-    page.get_by_text("Multiple-choice options", exact=False).click()
+    open_options(page)
     for letter, text in BERLIN.items():
         page.fill(f"#option-{letter} textarea, #option-{letter} input", text)
     page.fill("#gold textarea, #gold input", "B")
