@@ -32,7 +32,7 @@ from r2mad.text import quoted
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 # the checkout, or where there is none an installed package's copy of its shipped files (pyproject.toml's
-# data-files: configs/, the demo data and the demo banks)
+# data-files: configs/, the demo questions, the example cards and the demo banks)
 ROOT = CHECKOUT if (CHECKOUT / "configs").is_dir() else Path(sysconfig.get_path("data")) / "share" / "r2mad-studio"
 CONFIG_DIR = ROOT / "configs"
 

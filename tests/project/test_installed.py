@@ -14,6 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 # what a source distribution holds
 SHIPPED = ("pyproject.toml", "requirements.txt", "README.md", "configs", "data", "memory", "r2mad")
+EXAMPLES = list((ROOT / "data" / "examples").glob("*.json"))  # the example cards
 
 
 def run(command: list, cwd: Path, timeout_s: float, **env: str) -> subprocess.CompletedProcess:
@@ -58,5 +59,3 @@ def test_an_installed_r2mad_runs_the_bench_outside_the_checkout(tmp_path):
                  "Shared; from r2mad.ui.examples import CACHE; print(*Shared(load_config()).bank_choices(), "
                  "len(list(CACHE.glob('*.json'))))"], away, 120)
     assert found.stdout.split() == ["memory/demo-math", "memory/demo-mcq", str(len(EXAMPLES))]
-
-EXAMPLES = list((ROOT / "data" / "examples").glob("*.json"))
