@@ -38,16 +38,23 @@ def app_config(tmp: Path, base_url: str, *, timeout_s: float = 60, more_backbone
         app=dataclasses.replace(config.app, **{"default_bank": None, "embedder": "hash-64", **app}))
 
 
-def open_options(page) -> None:
-    """Unfold the form's multiple-choice options. On a busy machine the page may fold them again while it
-    settles after loading, so the fold is clicked again until option A shows (three tries)."""
-    for _ in range(3):
-        page.get_by_text("Multiple-choice options", exact=False).click()
+def click_until_shown(click, shown, *, tries: int = 3, timeout: float = 20_000) -> None:
+    """Call `click` until the locator `shown` is visible (its last wait's TimeoutError raised): on a busy machine
+    a late update of the page can undo a click, fold again what it unfolded or empty a box just filled."""
+    for attempt in range(tries):
+        click()
         try:
-            page.locator("#option-A").first.wait_for(state="visible", timeout=20_000)
+            shown.wait_for(state="visible", timeout=timeout)
             return
         except sync_api.TimeoutError:
-            continue
+            if attempt == tries - 1:
+                raise
+
+
+def open_options(page) -> None:
+    """Unfold the form's multiple-choice options (clicked again while option A does not show)."""
+    click_until_shown(page.get_by_text("Multiple-choice options", exact=False).click,
+                      page.locator("#option-A").first)
 
 
 def ask_planets(page, *, compare: bool = False, gold: str | None = None) -> None:

@@ -14,7 +14,7 @@ from r2mad.cli import main
 from r2mad.settings.config import load_config
 from r2mad.ui import build_app
 from testing.scripted_server import FakeServer, ok
-from tests.browser import SHOTS, launch, sync_api  # skips without Chromium
+from tests.browser import SHOTS, click_until_shown, launch  # skips without Chromium
 from tests.helpers import ROOT, make_bank
 
 pytestmark = pytest.mark.slow
@@ -55,15 +55,10 @@ def world(tmp_path_factory):
 
 
 def open_turn(page, chat: str) -> None:
-    """Unfold round 2's turn of agent 2 in `chat`, then its "what this agent saw" block. On a busy machine a
-    late update of the chat can fold the turn again, so the turn is clicked again while the block is absent."""
-    for _ in range(3):
-        page.locator(chat).get_by_text("Agent 2 ·").last.click()
-        try:
-            page.locator(f"{SAW} > summary").first.wait_for(timeout=30_000)
-            break
-        except sync_api.TimeoutError:
-            continue
+    """Unfold round 2's turn of agent 2 in `chat` (clicked again while a late update of the chat folds it), then
+    its "what this agent saw" block."""
+    click_until_shown(page.locator(chat).get_by_text("Agent 2 ·").last.click, page.locator(f"{SAW} > summary").first,
+                      timeout=30_000)
     page.locator(f"{SAW} > summary").first.click()
 
 

@@ -16,7 +16,7 @@ from r2mad.annotation.queues import Queue, queue_items, save_queue  # noqa: E402
 from r2mad.settings.config import load_config  # noqa: E402
 from r2mad.types import Task  # noqa: E402
 from r2mad.ui import build_app  # noqa: E402
-from tests.browser import SHOTS, launch, sync_api  # noqa: E402  (skips without Chromium)
+from tests.browser import SHOTS, click_until_shown, launch, sync_api  # noqa: E402  (skips without Chromium)
 from tests.helpers import make_transcript, save_run  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -209,16 +209,15 @@ def test_deep_link_opens_the_run_a_click_blames_a_turn_and_a_compared_run_is_lab
                            timeout=60_000)
     # the ideal action of the picked turn, verified by a fork (the scripted server's agents all say B)
     page.get_by_text("Ideal action of the picked turn").click()
-    for attempt in range(3):  # on a busy machine the unpick's late update can empty the box after it was filled
+
+    def save_ideal():  # filled again each try: the unpick's late update can empty the box after it was filled
         page.fill("#ann-ideal textarea", "Mars is the one. ((A))")
         page.click("#ann-ideal-save")
-        try:
-            page.locator("#ann-moves").filter(has_text="Opinions").wait_for(timeout=30_000)
-            break
-        except sync_api.TimeoutError:
-            if attempt == 2:
-                shot(page, "annotate-ideal-failure.png")
-                raise
+    try:
+        click_until_shown(save_ideal, page.locator("#ann-moves").filter(has_text="Opinions"), timeout=30_000)
+    except sync_api.TimeoutError:
+        shot(page, "annotate-ideal-failure.png")
+        raise
     page.click("#ann-ideal-verify")
     page.locator("#ann-moves").filter(has_text="Verified corrections").wait_for(timeout=60_000)
     assert "does not flip: still wrong (B)" in page.locator("#ann-moves").inner_text()
