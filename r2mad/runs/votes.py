@@ -14,7 +14,7 @@ import time
 from typing import Any, Iterable
 
 from r2mad.runs.store import RunStore
-from r2mad.types import Vote
+from r2mad.types import Transcript, Vote
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS votes (
     comparison TEXT NOT NULL,   -- the comparison's run ids, sorted, joined by ','
@@ -27,8 +27,19 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS votes (
     PRIMARY KEY (comparison, voter))"""
 
 
+READ_AS_IDENTICAL: dict[tuple[str, str], bool] = {}  # (store, comparison) -> its debates read the same
+
+
 class VoteRefused(ValueError):
     """A vote that cannot be counted, in one sentence."""
+
+
+def identical(transcripts: Iterable[Transcript]) -> bool:
+    """Whether two or more debates read the same from round 0 on: every agent's text and answer in every finished
+    round, and the final answer (e.g. every method stopped after the shared round 0). Nothing to vote on."""
+    seen = [(tuple((r.index, tuple((turn.agent, turn.text, turn.answer.value) for turn in r.turns))
+                   for r in t.finished().rounds), t.final.value) for t in transcripts]
+    return len(seen) > 1 and all(s == seen[0] for s in seen)
 
 
 def comparison_id(run_ids: Iterable[str]) -> str:
@@ -81,6 +92,24 @@ class VoteStore:
             return found
         wanted = set(run_ids)
         return [v for v in found if wanted & set(v.runs.values())]
+
+    def counted(self) -> tuple[list[Vote], int]:
+        """The votes the method board counts, oldest first, and how many it leaves out: a vote on debates that
+        read the same (stored before such votes were refused) chose nothing. A comparison's runs are final once
+        voted on, so each is read once per process."""
+        found = self.votes()
+        kept = [v for v in found if not self._identical(v.comparison, v.runs.values())]
+        return kept, len(found) - len(kept)
+
+    def _identical(self, comparison: str, run_ids: Iterable[str]) -> bool:
+        key = (str(self.store.path), comparison)
+        if key not in READ_AS_IDENTICAL:
+            try:
+                transcripts = [self.store.get_run(r).transcript for r in run_ids]
+            except KeyError:  # a run deleted since: the vote stands as cast
+                return False
+            READ_AS_IDENTICAL[key] = None not in transcripts and identical(transcripts)
+        return READ_AS_IDENTICAL[key]
 
     def add_rows(self, rows: Iterable[dict[str, Any]]) -> int:
         """Import exported rows (Vote.row); a vote already here is kept. Returns how many were added."""

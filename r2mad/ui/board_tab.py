@@ -30,12 +30,14 @@ def cells(row: BoardRow) -> list[Any]:
 
 def board_view(votes: VoteStore) -> tuple[list[list[Any]], str]:
     """The board's rows and the line under it."""
-    found = votes.votes()
+    found, left_out = votes.counted()
+    unsaid = (f" {left_out} vote(s) on debates that read the same are not counted." if left_out else "")
     if not found:
-        return [], "*No votes yet: run two or more methods side by side in the Debate tab and vote.*"
+        return [], f"*No votes yet: run two or more methods side by side in the Debate tab and vote.{unsaid}*"
     rows = method_board(found, votes.correctness(r for v in found for r in v.runs.values()))
     voters = len({v.voter for v in found})
-    return [cells(r) for r in rows], f"*{len(found)} vote(s) from {voters} visitor(s) on side-by-side comparisons.*"
+    return [cells(r) for r in rows], (f"*{len(found)} vote(s) from {voters} visitor(s) on side-by-side "
+                                      f"comparisons.{unsaid}*")
 
 
 def build(services: Any, tab: Any) -> None:

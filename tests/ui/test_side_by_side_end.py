@@ -9,9 +9,11 @@ from types import SimpleNamespace
 import pytest
 
 from r2mad.runs.store import RunStore
+from r2mad.runs.votes import VoteStore
 from r2mad.serving.sealed import Sealed
 from r2mad.serving.services import Services
 from r2mad.ui import moderator_box
+from r2mad.ui.board_tab import board_view
 from r2mad.ui.handlers import DebateHandlers
 from r2mad.ui.render.blind import Curtain
 from r2mad.ui.render.states import title_of
@@ -75,6 +77,25 @@ def test_a_vote_on_identical_debates_is_not_counted(tmp_path):
                                                                   SimpleNamespace(session_hash="s"), None, None)))
         assert handlers.votes.votes() == []  # the board does not count it
         assert out["vote_note"].startswith("**The names, as you skipped the vote:**")
+
+
+def test_votes_stored_on_identical_debates_are_left_off_the_board(tmp_path):
+    """Two votes in the store, as an older build kept them: one on debates that read the same (both stopped
+    after round 0 with B), one on debates that differ. The board counts the second alone and says so."""
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        same = {m: save_run(store, make_transcript(PLANET_MCQ, [["B", "B"]], "B", True, method=m))
+                for m in ("mad", "truemad")}
+        differ = {"mad": save_run(store, make_transcript(PLANET_MCQ, [["B", "A"], ["B", "B"]], "B", True,
+                                                         method="mad")),
+                  "truemad": save_run(store, make_transcript(PLANET_MCQ, [["B", "A"], ["A", "A"]], "A", False,
+                                                             method="truemad"))}
+        votes = VoteStore(store)
+        votes.record(runs=same, winner_method="mad", voter_key="k1", shown={})
+        votes.record(runs=differ, winner_method="truemad", voter_key="k2", shown={})
+        rows, line = board_view(votes)
+        assert [(r[0], r[3], r[4]) for r in rows] == [(title_of("truemad"), 1, 1), (title_of("mad"), 1, 0)]
+        assert line == ("*1 vote(s) from 1 visitor(s) on side-by-side comparisons. 1 vote(s) on debates that "
+                        "read the same are not counted.*")
 
 
 def test_the_revealed_summary_reads_each_runs_seconds_from_its_saved_times(tmp_path):

@@ -8,9 +8,10 @@ from __future__ import annotations
 import dataclasses
 import random
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from r2mad.methods import needs_bank
+from r2mad.runs.votes import identical
 from r2mad.types import Round, Transcript, from_dict, to_dict
 
 LETTERS = "ABCD"
@@ -42,14 +43,6 @@ def blinded(t: Transcript, name: str) -> Transcript:
     return dataclasses.replace(t, method=name, task=dataclasses.replace(t.task, gold=None), correct=None,
                                notices=(MEMORY_OFF,) if memory_off else (),
                                rounds=tuple(_blind_round(r) for r in t.rounds))
-
-
-def identical(transcripts: Iterable[Transcript]) -> bool:
-    """Whether two or more debates read the same from round 0 on: every agent's text and answer in every finished
-    round, and the final answer (e.g. every method stopped after the shared round 0). Nothing to vote on."""
-    seen = [(tuple((r.index, tuple((turn.agent, turn.text, turn.answer.value) for turn in r.turns))
-                   for r in t.finished().rounds), t.final.value) for t in transcripts]
-    return len(seen) > 1 and all(s == seen[0] for s in seen)
 
 
 def identical_note(transcripts: dict[str, Transcript]) -> str:
