@@ -247,7 +247,7 @@ def too_long(ticket: Ticket, round_s: float) -> str:
         return (f"A round takes {about(round_s)} here now, longer than {limit}; use fewer agents or a lower Max "
                 "tokens, or try again later.")
     return (f"A round takes {about(round_s)} here now, so {ticket.rounds} rounds would not end within {limit}; "
-            f"choose {most} round{'s' if most > 1 else ''} or fewer, or try again later.")
+            f"choose {most} round{'s' if most > 1 else ''} or fewer, or fewer agents, or try again later.")
 
 
 def about(seconds: float) -> str:

@@ -111,7 +111,7 @@ def test_a_debate_that_would_not_end_in_time_even_alone_is_offered_fewer_rounds_
     with pytest.raises(Refused) as refused:
         a.enter("dan", "cpu", rounds=6, deadline_s=50)
     assert str(refused.value) == ("A round takes about 10 s here now, so 6 rounds would not end within this debate's "
-                                  "time limit of 50 s; choose 5 rounds or fewer, or try again later.")
+                                  "time limit of 50 s; choose 5 rounds or fewer, or fewer agents, or try again later.")
     assert a.waiting_count() == 0 and a.running_count("cpu") == 0
 
 
