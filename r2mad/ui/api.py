@@ -11,7 +11,7 @@ import gradio as gr
 
 from r2mad.backends.base import BackendError
 from r2mad.engine.service import RunRequest
-from r2mad.methods import METHODS, PLAIN, needs_bank
+from r2mad.methods import METHODS, needs_bank
 from r2mad.runs.faults import StoreError
 from r2mad.serving.admission import Refused
 from r2mad.serving.compact import TEXT_LIMIT, compact
@@ -23,10 +23,12 @@ from r2mad.serving.visitors import Visitor, identify
 from r2mad.settings.config import ConfigError, whole_number
 from r2mad.text import quoted
 from r2mad.ui import mcp_results
+from r2mad.ui.asks import DebateAsk, ForkAsk, takes_fields
 from r2mad.ui.errors import refusal, sentence
 from r2mad.ui.mcp_results import leaving, progress_sent, round_reporter, tracking_progress, without_progress
 
 ENDPOINTS = ("run_debate", "list_runs", "get_run", "fork_run", "search_bank")
+ASKS = {"run_debate": DebateAsk, "fork_run": ForkAsk}  # endpoints whose handler takes one ask (ui/asks.py)
 USER_ERRORS = (BackendError, ConfigError, ValueError, KeyError, StoreError, Refused)  # Refused: not let in the line
 NOT_SAVED = ("This run is not saved yet: the run store's disk is full, so it is kept aside and saved when space "
              "returns; get_run shows it whole then.")
@@ -76,13 +78,8 @@ class Api:
         self.services.config.backbone(name)  # unknown: one sentence listing the backbones
         return name
 
-    async def run_debate(self, question: str, options: dict[str, str] | None = None, gold: str = "",
-                         method: str = PLAIN, backbone: str = "", bank: str = "",
-                         agent_backbones: list[str] | None = None, aux_backbone: str = "", kind: str = "",
-                         notes: list[dict] | None = None,
-                         rounds: int | None = None, agents: int | None = None, max_tokens: int | None = None,
-                         temperature: float | None = None, seed: int | None = None,
-                         request: gr.Request = None, progress: gr.Progress = gr.Progress()) -> dict[str, Any]:
+    async def run_debate(self, ask: DebateAsk, request: gr.Request = None,
+                         progress: gr.Progress = gr.Progress()) -> dict[str, Any]:
         """Run one debate and return its transcript in compact JSON.
 
         Args:
@@ -109,20 +106,21 @@ class Api:
 
         s = self.services
         try:
-            if method not in METHODS:
-                raise ConfigError(f"Unknown method {quoted(method)}; choose one of: {', '.join(METHODS)}.")
-            name = self._backbone(backbone)
-            asked_settings = {"rounds": rounds, "agents": agents, "max_tokens": max_tokens,
-                              "temperature": temperature, "seed": seed}  # the Debate tab's Advanced panel
+            if ask.method not in METHODS:
+                raise ConfigError(f"Unknown method {quoted(ask.method)}; choose one of: {', '.join(METHODS)}.")
+            name = self._backbone(ask.backbone)
+            asked_settings = {"rounds": ask.rounds, "agents": ask.agents, "max_tokens": ask.max_tokens,
+                              "temperature": ask.temperature, "seed": ask.seed}  # the Debate tab's Advanced panel
             settings = s.config.settings.replace(**{k: v for k, v in asked_settings.items() if v not in (None, "")})
-            task = task_from_input(question, {k.strip().upper(): v for k, v in (options or {}).items()} or None,
-                                   gold or None, max_chars=settings.max_question_chars,
-                                   kind=(kind or "").strip() or None)
-            names = tuple((n or "").strip() for n in agent_backbones or ())
-            said = from_rows(notes, settings.agents, settings.rounds)
-            asked = RunRequest(task, (method,), settings, ((aux_backbone or "").strip() or names[0]) if names else name,
-                               source="api", agent_backbones=names, owner=self.visitor(request).owner,
-                               bank=(bank or s.config.app.default_bank) if needs_bank(method) else None,
+            task = task_from_input(ask.question, {k.strip().upper(): v for k, v in (ask.options or {}).items()}
+                                   or None, ask.gold or None, max_chars=settings.max_question_chars,
+                                   kind=(ask.kind or "").strip() or None)
+            names = tuple((n or "").strip() for n in ask.agent_backbones or ())
+            said = from_rows(ask.notes, settings.agents, settings.rounds)
+            aux = ((ask.aux_backbone or "").strip() or names[0]) if names else name
+            asked = RunRequest(task, (ask.method,), settings, aux, source="api", agent_backbones=names,
+                               owner=self.visitor(request).owner,
+                               bank=(ask.bank or s.config.app.default_bank) if needs_bank(ask.method) else None,
                                moderator=scripted(said) if said else None)
             report = round_reporter(progress, settings.rounds, self.scrub)
             runs = await start_in_line(s, asked, self.line_key(request), on_update=lambda _, t: report(t))
@@ -187,11 +185,8 @@ class Api:
         status = "unsaved" if data.get("status") == "running" else data.get("status")
         return {**data, "status": status, "saved": False, "notices": [*data.get("notices", []), NOT_SAVED]}
 
-    async def fork_run(self, run_id: str, from_round: int, answers: dict[str, str] | None = None,
-                       edits: dict[str, str] | None = None, masks: list[int] | None = None, method: str = "",
-                       backbone: str = "", unmasks: list[int] | None = None, drop_cases: dict[str, int] | None = None,
-                       replace_cases: dict[str, str] | None = None, drop_advice: dict[str, int] | None = None,
-                       request: gr.Request = None, progress: gr.Progress = gr.Progress()) -> dict[str, Any]:
+    async def fork_run(self, ask: ForkAsk, request: gr.Request = None,
+                       progress: gr.Progress = gr.Progress()) -> dict[str, Any]:
         """Fork a saved debate: replay its rounds before from_round from the record (no model calls),
         change round from_round-1 (answers, edits, masks) or round from_round's own steps (unmasks,
         drop_cases, replace_cases, drop_advice) as asked, and go on live. The fork is saved, linked to its parent.
@@ -214,12 +209,13 @@ class Api:
         def pairs(mapping) -> list[str]:
             return [f"{k}={v}" for k, v in (mapping or {}).items()]
         try:
-            changes = parse_changes(pairs(edits), pairs(answers), [str(m) for m in masks or ()],
-                                    [str(m) for m in unmasks or ()], pairs(drop_cases), pairs(replace_cases),
-                                    pairs(drop_advice))
-            spec = ForkSpec(whole_number(from_round, "from_round", 1, 100), changes, method or None, backbone or None)
+            changes = parse_changes(pairs(ask.edits), pairs(ask.answers), [str(m) for m in ask.masks or ()],
+                                    [str(m) for m in ask.unmasks or ()], pairs(ask.drop_cases),
+                                    pairs(ask.replace_cases), pairs(ask.drop_advice))
+            spec = ForkSpec(whole_number(ask.from_round, "from_round", 1, 100), changes, ask.method or None,
+                            ask.backbone or None)
             report = round_reporter(progress, spec.rounds or self.services.config.settings.rounds, self.scrub)
-            parent_id, fork_id, t = await fork_saved(self.services, run_id, spec, source="api-fork",
+            parent_id, fork_id, t = await fork_saved(self.services, ask.run_id, spec, source="api-fork",
                                                      visitor=self.visitor(request), line_key=self.line_key(request),
                                                      record=report)
             await progress_sent()
@@ -295,7 +291,8 @@ def install(demo: gr.Blocks, services: Services) -> Api:
     for name in ENDPOINTS:
         slow = name in ("run_debate", "fork_run")
         # the app's own line (services.admission) holds debates back; the framework gives each a worker
-        fn = leaving(getattr(api, name), api.scrub)
+        handler = getattr(api, name)
+        fn = leaving(takes_fields(ASKS[name])(handler) if name in ASKS else handler, api.scrub)
         gr.api(without_progress(fn), api_name=name, concurrency_id="debate" if slow else None,
                concurrency_limit=services.admission.capacity if slow else None)
         tracking_progress(demo, name, fn)

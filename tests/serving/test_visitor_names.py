@@ -13,6 +13,7 @@ from r2mad.serving.services import Services
 from r2mad.settings.config import ROOT, load_config
 from r2mad.ui import handlers
 from r2mad.ui.api import NOT_SAVED, Api
+from r2mad.ui.asks import DebateAsk
 from testing.scripted_server import FakeServer, ok
 from tests import helpers
 from tests.helpers import make_bank
@@ -46,8 +47,8 @@ def no_progress(*args, **kwargs):
 
 
 def api_debate(services, **kw):
-    return asyncio.run(Api(services).run_debate(**{**ASKED, "backbone": "fake", "agents": 2, "rounds": 2, **kw},
-                                                request=SimpleNamespace(session_hash="s"), progress=no_progress))
+    ask = DebateAsk(**{**ASKED, "backbone": "fake", "agents": 2, "rounds": 2, **kw})
+    return asyncio.run(Api(services).run_debate(ask, request=SimpleNamespace(session_hash="s"), progress=no_progress))
 
 
 @pytest.mark.parametrize("bank", ["/etc", "../../etc", "/proc/self", str(ROOT / "memory" / "demo-mcq")])
