@@ -38,19 +38,19 @@ from r2mad.types import (
 OVERRUN = 1.5  # a round under way at the time limit may finish until this many times the limit, then it is cut
 
 class Debate:
-    """`backend` (named `backbone`) answers for every agent and makes the auxiliary calls; `agent_backends`,
-    one (name, backend) per agent, gives each agent its own model (a mixed-model debate); `judge` grades the
-    pairs of answers the rules leave undecided (none: they stay undecided)."""
+    """`backend` answers for every agent and makes the auxiliary calls; `agent_backends`, one per agent, gives
+    each agent its own model (a mixed-model debate); each is recorded under the backbone name it carries.
+    `judge` grades the pairs of answers the rules leave undecided (none: they stay undecided)."""
 
-    def __init__(self, backend: ChatBackend, method: Method, *, backbone: str = "",
-                 emit: EventSink | None = None, agent_backends: Sequence[tuple[str, ChatBackend]] = (),
-                 moderator: Moderator | None = None, judge: Judge | None = None):
-        self.backend, self.method, self.backbone = backend, method, backbone
+    def __init__(self, backend: ChatBackend, method: Method, *, emit: EventSink | None = None,
+                 agent_backends: Sequence[ChatBackend] = (), moderator: Moderator | None = None,
+                 judge: Judge | None = None):
+        self.backend, self.method, self.backbone = backend, method, backend.name
         self.moderator = moderator  # asked before each live round t > 0 (r2mad/human.py)
         if agent_backends and len(agent_backends) != method.n_agents():
             raise ValueError(f"{len(agent_backends)} agent backbones were given for {method.n_agents()} agents; "
                              "give one per agent.")
-        self.agent_backends = list(agent_backends) or [(backbone, backend)] * method.n_agents()
+        self.agent_backends = list(agent_backends) or [backend] * method.n_agents()
         if method.settings.answer_guard == "auto":  # recorded as decided: the backbone's own default
             on = backend.capabilities.guard_by_default
             method.settings = dataclasses.replace(method.settings, answer_guard="on" if on else "off")
@@ -96,7 +96,7 @@ class Debate:
                    steer: Sequence[Any]) -> Transcript:
         self.started, self._t0 = time.time(), time.monotonic()
         self.task = task
-        backends = list({id(b): b for b in [self.backend, *(b for _, b in self.agent_backends)]}.values())
+        backends = list({id(b): b for b in [self.backend, *self.agent_backends]}.values())
         prepared = [n for b in backends for n in self.method.prepare(b)]  # before the openings: they read it
         agents = []
         for i in range(self.method.n_agents()):
@@ -289,7 +289,7 @@ class Debate:
 
     async def _call(self, agent: Agent, t: int, ctx: RoundContext, human: str | None = None) -> AgentTurn:
         s, details = self.settings, ctx.agent_details.get(agent.index, {})
-        name, backend = self.agent_backends[agent.index]
+        backend = self.agent_backends[agent.index]
         prompt = tuple(agent.history)
         if human is not None:  # a person took this agent's seat: their text is the turn, no model call
             now = time.monotonic()
@@ -308,7 +308,7 @@ class Debate:
                                      logprobs=want_lp, **live)
         except BackendError as exc:
             turn = AgentTurn(agent.index, t, agent.name, prompt, "", ABSTAINED, started_at=started,
-                             ended_at=time.monotonic(), error=str(exc), details=to_dict(details), backbone=name)
+                             ended_at=time.monotonic(), error=str(exc), details=to_dict(details), backbone=backend.name)
         else:
             mean_lp = sum(c.logprobs) / len(c.logprobs) if c.logprobs else None
             asked = self.method.asks_answer(self.task)
@@ -316,12 +316,12 @@ class Debate:
             if asked and not answer.parsed and s.answer_guard == "on":
                 answer, call = await guard_answer(backend, prompt, c.text, self.task, round_index=t,
                                                   agent=agent.index, seed=seed_for(s, t, 50 + agent.index))
-                ctx.aux.append(dataclasses.replace(call, backbone=name))
+                ctx.aux.append(dataclasses.replace(call, backbone=backend.name))
             self.answered.append(answer)
             await self._settle(self.answered, t)
             turn = AgentTurn(agent.index, t, agent.name, prompt, c.text, answer,
                              c.tokens_in, c.tokens_out, c.latency_s, started, time.monotonic(),
-                             mean_lp, details=to_dict(details), backbone=name,
+                             mean_lp, details=to_dict(details), backbone=backend.name,
                              provider=c.provider, tokens_cached=c.tokens_cached)
         ctx.arrived[agent.index] = turn
         self.method.on_turn(turn)

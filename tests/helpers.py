@@ -154,7 +154,7 @@ def parent(method="mad", settings=FORK_SETTINGS):
     from r2mad.methods import make_method
 
     backend = ScriptedBackend(fork_replies)
-    t = asyncio.run(Debate(backend, make_method(method, settings), backbone="b").run(PLANET_MCQ))
+    t = asyncio.run(Debate(backend, make_method(method, settings)).run(PLANET_MCQ))
     return t, backend
 
 

@@ -72,7 +72,7 @@ def judge_cost_figures(latency: float) -> list[tuple[str, str]]:
         agents, grader = _Scripted("agents", latency), _Scripted("judge", latency)
         settings = DebateSettings(early_stop=True, answer_guard="off")
         started = time.perf_counter()
-        t = asyncio.run(Debate(agents, make_method(PLAIN, settings), backbone="agents",
+        t = asyncio.run(Debate(agents, make_method(PLAIN, settings),
                                judge=Judge(grader) if judged else None).run(task))
         wall = time.perf_counter() - started
         out.append((f"{label}: rounds · agent calls · judge calls", f"{len(t.rounds)} · {agents.calls} · "

@@ -67,7 +67,7 @@ def cmd_build(args: argparse.Namespace, config) -> int:
     backend = backend_for(config, args.backbone)
     bar = tqdm(total=len(split.tasks), initial=sum(bank.has_question(t.id) for t in split.tasks),
                desc="debates", unit="q", file=sys.stderr)
-    stats = asyncio.run(build(split.tasks, bank, backend, settings, backbone=args.backbone,
+    stats = asyncio.run(build(split.tasks, bank, backend, settings,
                               concurrency=args.concurrency, progress=lambda t: bar.update(1),
                               summaries=SummaryCache(config.app.summaries_file)))
     bar.close()

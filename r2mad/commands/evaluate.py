@@ -178,8 +178,7 @@ def _curve(args, run, resources, settings, aux, eval_kw) -> int:
                                                         source="eval", agent_backbones=run.agent_backbones))
         given = Given(backend, agents, bank=bank, summaries=resources.summaries)
         points = asyncio.run(learning_curve(run, given, args.out, train=train, batch=args.grow_batch,
-                                            steps=args.grow_steps, build_settings=settings, backbone=aux,
-                                            **eval_kw))
+                                            steps=args.grow_steps, build_settings=settings, **eval_kw))
     finally:
         bank.close()
     for p in points:

@@ -12,8 +12,7 @@ from r2mad.memory.summaries import SummaryCache
 from r2mad.methods.r2mad import R2MAD
 
 
-async def build(tasks, bank, backend, settings, *, backbone: str = "", concurrency: int = 1,
-                progress=None, summaries=None) -> dict:
+async def build(tasks, bank, backend, settings, *, concurrency: int = 1, progress=None, summaries=None) -> dict:
     """Debate every task not yet in the bank and add its cases; returns a summary. `summaries`: R²-MAD's
     summary cache, shared by the debates."""
     summaries = summaries if summaries is not None else SummaryCache()
@@ -27,8 +26,7 @@ async def build(tasks, bank, backend, settings, *, backbone: str = "", concurren
 
     async def one(task):
         async with gate:
-            debate = Debate(backend, R2MAD(settings, None, summarize=True, summaries=summaries),
-                            backbone=backbone)
+            debate = Debate(backend, R2MAD(settings, None, summarize=True, summaries=summaries))
             transcript = await debate.run(task)
         if complete(transcript):
             bank.add(cases_from_transcript(transcript))

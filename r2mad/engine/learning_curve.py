@@ -44,14 +44,13 @@ def batches(train: Sequence[Task], size: int, steps: int) -> list[list[Task]]:
 
 
 async def learning_curve(run: Any, resources: Given, out: str | Path, *, train: Sequence[Task], batch: int,
-                         steps: int, build_settings, backbone: str, **eval_kw) -> list[Point]:
+                         steps: int, build_settings, **eval_kw) -> list[Point]:
     """Step 0 evaluates the bank `resources` hold as it is; step k first adds batch k of `train` (debated with
     memory off, full length, on their backend) and evaluates again; `eval_kw` go to evaluate.run_eval."""
     out, points, added, bank = Path(out), [], 0, resources.opened
     for step, questions in enumerate([[], *batches(train, batch, steps)]):
         if questions:
-            await build(questions, bank, resources.backend, build_settings, backbone=backbone,
-                        summaries=resources.summaries)
+            await build(questions, bank, resources.backend, build_settings, summaries=resources.summaries)
             added += len(questions)
         usable = bank if len(bank) else None  # an empty bank: memory off
         step_resources = Given(resources.backend, resources.agents, bank=usable, summaries=resources.summaries)

@@ -31,8 +31,7 @@ class Setup:
 
     def debate(self, method: Method, *, moderator=None) -> Debate:
         """The loop for `method` on these backends (each agent's named as its backend names itself)."""
-        return Debate(self.backend, method, backbone=self.backend.name, moderator=moderator, judge=self.judge,
-                      agent_backends=tuple((b.name, b) for b in self.agent_backends))
+        return Debate(self.backend, method, moderator=moderator, judge=self.judge, agent_backends=self.agent_backends)
 
 
 async def run_debate(task: Task, method: str, setup: Setup, *, round0: Round | None = None,
@@ -60,17 +59,19 @@ async def run_debate(task: Task, method: str, setup: Setup, *, round0: Round | N
         replay = (dataclasses.replace(round0, details={**round0.details, "shared": True}),)
     debate = setup.debate(strategy, moderator=moderator if is_debate(method) else None)
     debate.judged.extend(judged)
-    debate.emit = _recording(debate, record, emit)
+    hear = _recording(debate, record, emit)
     try:
-        transcript = await debate.run(task, replay=replay if is_debate(method) else (),
-                                      notices=(*notices, *fork_notices), steer=steer)
+        async for step in debate.events(task, replay=replay if is_debate(method) else (),
+                                        notices=(*notices, *fork_notices), steer=steer):
+            if isinstance(step, Event):
+                hear(step)
     except asyncio.CancelledError:
         if record:
             record(debate.transcript("cancelled"))
         raise
     if record:
-        record(transcript)
-    return transcript
+        record(step)
+    return step  # the transcript, the loop's last step
 
 
 def _recording(debate: Debate, record, emit) -> EventSink:
@@ -89,9 +90,11 @@ async def compute_round0(task: Task, setup: Setup, *, emit: EventSink | None = N
     method = make_method(PLAIN, setup.settings.replace(rounds=1, advice=False))
     method.wants_logprobs = True  # objective MAD-M² scores round 0 by its logprobs (when the backend has them)
     debate = setup.debate(method)
-    debate.emit = _recording(debate, record, emit)
-    transcript = await debate.run(task)
-    return transcript.rounds[0]
+    hear = _recording(debate, record, emit)
+    async for step in debate.events(task):
+        if isinstance(step, Event):
+            hear(step)
+    return step.rounds[0]
 
 
 async def run_methods(task: Task, methods: Sequence[str], setup: Setup, *, share_round0: bool | None = None,

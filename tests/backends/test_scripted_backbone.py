@@ -22,7 +22,7 @@ def test_a_scripted_backbone_answers_in_the_form_each_kind_asks():
     mcq = Task("mcq", "Largest planet?", (("A", "Jupiter"), ("B", "Mars")), gold="A")
     math = Task("math", "What is 3 - 2?", gold="1")
     yesno = Task("yesno", "Is Jupiter a planet?", gold="yes")
-    finals = [asyncio.run(Debate(backend, make_method(PLAIN, SETTINGS), backbone="toy").run(t)).final.value
+    finals = [asyncio.run(Debate(backend, make_method(PLAIN, SETTINGS)).run(t)).final.value
               for t in (mcq, math, yesno)]
     assert finals == ["A", "1", "yes"]
     assert backend.calls == []  # a backbone serving for days keeps no record of its calls

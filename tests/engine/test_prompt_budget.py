@@ -28,7 +28,7 @@ def prompt_chars(turn) -> int:
 def debate_with(said, method="mad", settings=FORK_SETTINGS, backend=None, bank=None, task=PLANET_MCQ):
     backend = backend or ScriptedBackend(r2mad_reply)
     method = make_method(method, settings, bank=bank) if bank is not None else make_method(method, settings)
-    return asyncio.run(Debate(backend, method, backbone="b", moderator=scripted(said) if said else None).run(task))
+    return asyncio.run(Debate(backend, method, moderator=scripted(said) if said else None).run(task))
 
 
 def test_a_thousand_api_notes_stop_at_the_bound_in_one_sentence_and_the_prompts_stay_under_it():

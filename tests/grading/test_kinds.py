@@ -293,7 +293,7 @@ def test_a_debate_on_an_open_question_ends_with_the_largest_group_a_judge_found_
 
     settings = DebateSettings(agents=3, rounds=2, early_stop=False)
     judge = Judge(ScriptedBackend(grade, name="judge"))
-    t = asyncio.run(Debate(ScriptedBackend(reply), make_method("mad", settings), backbone="scripted",
+    t = asyncio.run(Debate(ScriptedBackend(reply), make_method("mad", settings),
                            judge=judge).run(Task("open", "Should I learn Rust or Go first?")))
     assert t.final.value == "Learn Go first" and t.rounds[-1].consensus == pytest.approx(2 / 3)
     assert t.notices[-1] == "Dissent: agent 2 holds 'Learn Rust first'."

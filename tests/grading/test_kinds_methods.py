@@ -70,7 +70,7 @@ def test_every_method_reaches_the_kinds_answer(method, kind, bank):
     task, line, value = QUESTIONS[kind]
     settings = DebateSettings(agents=3, rounds=2, early_stop=False, seed=1)
     strategy = make_method(method, settings, bank=bank if REGISTRY[method.removesuffix("+advice")].needs_bank else None)
-    t = asyncio.run(Debate(ScriptedBackend(reply_with(line)), strategy, backbone="scripted").run(task))
+    t = asyncio.run(Debate(ScriptedBackend(reply_with(line)), strategy).run(task))
     assert t.status == "done" and t.final.value == value
     assert t.rounds[-1].consensus == 1.0
     assert t.correct is KINDS[kind].correct(t.final, task)

@@ -88,7 +88,7 @@ def debate(answers: list[str], judge: Judge | None, *, rounds: int = 2) -> Trans
     reply.seen = []
     backend = ScriptedBackend(reply)
     settings = DebateSettings(agents=len(answers), rounds=rounds, early_stop=True, answer_guard="off")
-    return asyncio.run(Debate(backend, make_method("mad", settings), backbone="scripted", judge=judge).run(COMPOSER))
+    return asyncio.run(Debate(backend, make_method("mad", settings), judge=judge).run(COMPOSER))
 
 
 def test_without_a_judge_an_undecided_pair_never_stops_the_debate_early_and_scores_nothing():

@@ -23,7 +23,7 @@ NOTE = "Jupiter is a gas giant; check the sizes again."
 
 def debate(*said, method="mad"):
     backend = ScriptedBackend(fork_replies)
-    t = asyncio.run(Debate(backend, make_method(method, FORK_SETTINGS), backbone="b",
+    t = asyncio.run(Debate(backend, make_method(method, FORK_SETTINGS),
                            moderator=scripted(said)).run(PLANET_MCQ))
     return t, backend
 

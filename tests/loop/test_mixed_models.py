@@ -23,8 +23,7 @@ def mixed(method, *, memory=None, aux=None):
     a, b = ScriptedBackend(reply, name="a"), ScriptedBackend(reply, name="b")
     s = DebateSettings(seed=1, early_stop=False)
     strategy = make_method(method, s, bank=memory, summaries=SummaryCache())
-    debate = Debate(aux or a, strategy, backbone="aux" if aux else "a",
-                    agent_backends=[("a", a), ("b", b), ("a", a)])
+    debate = Debate(aux or a, strategy, agent_backends=[a, b, a])
     return asyncio.run(debate.run(TASK)), a, b
 
 
@@ -42,7 +41,7 @@ def test_judges_go_to_the_auxiliary_backbone():
     judge = ScriptedBackend(lambda m: "YES, fine.", name="judge")
     t, a, b = mixed("madm2-subjective", aux=judge)
     assert len(judge.calls) == 2 * 3 and len(a.calls) == 6 and len(b.calls) == 3
-    assert {c.backbone for r in t.rounds for c in r.aux} == {"aux"} and t.usage_by_model()["aux"].calls == 6
+    assert {c.backbone for r in t.rounds for c in r.aux} == {"judge"} and t.usage_by_model()["judge"].calls == 6
 
 
 def test_r2mad_banks_per_agent_still_work_with_mixed_models(bank):  # noqa: F811
@@ -59,7 +58,7 @@ def test_r2mad_banks_per_agent_still_work_with_mixed_models(bank):  # noqa: F811
 def test_wrong_number_of_agent_backbones_is_one_sentence():
     with pytest.raises(ValueError, match="2 agent backbones were given for 3 agents; give one per agent."):
         Debate(ScriptedBackend(reply), make_method("mad", DebateSettings()),
-               agent_backends=[("a", ScriptedBackend(reply))] * 2)
+               agent_backends=[ScriptedBackend(reply, name="a")] * 2)
 
 
 # --- side by side, baselines, cost per model and what the app shows (scripted backends) --------------

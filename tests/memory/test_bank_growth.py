@@ -178,7 +178,7 @@ def test_the_learning_curve_evaluates_before_and_after_each_batch(tmp_path):
     train = load_split("demo-mcq", "train").tasks
     backend = ScriptedBackend(lambda m: "Thinking. ((B))")
     points = asyncio.run(learning_curve(run, Given(backend, bank=bank), tmp_path / "curve", train=train, batch=2,
-                                        steps=1, build_settings=EVAL_SETTINGS, backbone="scripted"))
+                                        steps=1, build_settings=EVAL_SETTINGS))
     # each training question: a full 3-round debate, cases from rounds 1 and 2 for 3 agents = 6
     assert [(p.step, p.questions_added, p.bank_questions, p.bank_cases) for p in points] == [
         (0, 0, 0, 0), (1, 2, 2, 12)]

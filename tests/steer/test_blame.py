@@ -38,7 +38,7 @@ def hedging(m):
 
 
 def failed_run():
-    t = asyncio.run(Debate(ScriptedBackend(hedging), make_method("mad", GUARDED), backbone="b").run(MCQ))
+    t = asyncio.run(Debate(ScriptedBackend(hedging), make_method("mad", GUARDED)).run(MCQ))
     assert t.correct is False and [str(x.answer) for x in t.rounds[1].turns] == ["B", "A", "A"]
     return t
 

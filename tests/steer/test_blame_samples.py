@@ -35,7 +35,7 @@ def coin_backend():
 
 
 def failed_run():
-    t = asyncio.run(Debate(coin_backend(), make_method("mad", SETTINGS), backbone="b").run(MCQ))
+    t = asyncio.run(Debate(coin_backend(), make_method("mad", SETTINGS)).run(MCQ))
     assert t.correct is False and [[str(x.answer) for x in r.turns] for r in t.rounds] == [
         ["A", "B", "B"], ["A", "A", "A"], ["A", "A", "A"]]
     return t

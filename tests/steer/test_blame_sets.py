@@ -28,7 +28,7 @@ def herd(m):
 
 
 def test_pairs_are_tried_when_no_single_turn_fixes_the_run_and_stay_within_budget():
-    t = asyncio.run(Debate(ScriptedBackend(herd), make_method("mad", SETTINGS), backbone="b").run(MCQ))
+    t = asyncio.run(Debate(ScriptedBackend(herd), make_method("mad", SETTINGS)).run(MCQ))
     assert t.correct is False and [str(x.answer) for x in t.rounds[-1].turns] == ["A", "A", "A"]
 
     def blamed(budget, pairs=True):
@@ -57,7 +57,7 @@ def test_pairs_are_tried_when_no_single_turn_fixes_the_run_and_stay_within_budge
 
 def test_a_pair_is_stored_and_becomes_one_counterfactual_suggestion(tmp_path):
     store = RunStore(tmp_path / "runs.db")
-    t = asyncio.run(Debate(ScriptedBackend(herd), make_method("mad", SETTINGS), backbone="b").run(MCQ))
+    t = asyncio.run(Debate(ScriptedBackend(herd), make_method("mad", SETTINGS)).run(MCQ))
     run = save_run(store, t)
     from r2mad.steer.links import Blame
     store.save_blame([Blame(run, 0, 1, "mask", None, "B", True, 6, 60, 0.0, ((0, 2, "mask"),)),
@@ -75,7 +75,7 @@ def test_a_pair_is_stored_and_becomes_one_counterfactual_suggestion(tmp_path):
 
 def test_set_valued_blame_is_saved_exported_and_compared_by_jaccard(tmp_path):
     store = RunStore(tmp_path / "runs.db")
-    t = asyncio.run(Debate(ScriptedBackend(herd), make_method("mad", SETTINGS), backbone="b").run(MCQ))
+    t = asyncio.run(Debate(ScriptedBackend(herd), make_method("mad", SETTINGS)).run(MCQ))
     run = save_run(store, t)
     book = LabelBook(store)
     book.save_labels(run, "ana", ["other"], blame={"other": [{"round": 0, "agent": 1}, {"round": 0, "agent": 2}]})

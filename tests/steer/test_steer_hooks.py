@@ -58,7 +58,7 @@ def test_unmask_shows_a_masked_response_at_round_t_only():
 async def _run(method, replies, settings=SETTINGS):
     from r2mad.debate import Debate
     from r2mad.methods import make_method
-    return await Debate(ScriptedBackend(replies), make_method(method, settings), backbone="b").run(MCQ)
+    return await Debate(ScriptedBackend(replies), make_method(method, settings)).run(MCQ)
 
 
 def test_drop_advice_asks_for_nothing_and_the_target_sees_the_rest():
@@ -103,7 +103,7 @@ def r2(bank, spec=None, parent_t=None):
     if parent_t is None:
         from r2mad.debate import Debate
         from r2mad.methods import make_method
-        t = asyncio.run(Debate(backend, make_method("r2mad", settings, bank=bank), backbone="b").run(MCQ))
+        t = asyncio.run(Debate(backend, make_method("r2mad", settings, bank=bank)).run(MCQ))
     else:
         t = asyncio.run(fork_debate(parent_t, spec, Setup(backend, settings, bank=bank)))
     return t, backend
