@@ -1,9 +1,12 @@
 """The one budget of what reaches a prompt (the question, a person's notes, seats and fork edits, the method's
-retrieved cases and advice) and of what a run stores, with the one sentence said when a bound is reached. Every
-entry point (page, API/MCP, `/v1`, eval rows, own data) meets these bounds through the engine and the debate
-loop; docs/space.md lists them. Not the backbone's context window (methods/base.py fits peers to that)."""
+retrieved cases and advice), of what a run stores and of a debate's time, with the one sentence said when a
+bound is reached. Every entry point (page, API/MCP, `/v1`, eval rows, own data) meets these bounds through the
+engine and the debate loop; docs/space.md lists them. Not the backbone's context window (methods/base.py fits
+peers to that)."""
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Callable, Sequence, TypeVar
 
 QUESTION_CHARS = 4_000  # a question with its options (settings.max_question_chars; a deployment may raise it)
@@ -13,6 +16,7 @@ EDIT_CHARS = 4_000  # a fork's new message for one agent
 PERSON_CHARS = 8_000  # everything a person adds to one debate: notes, seated turns and a fork's edits together
 PROMPT_CHARS = 32_000  # one prompt's question, a person's additions, retrieved cases and advice together
 STORED_CHARS = 4_000_000  # one run's stored transcript (every turn keeps its prompt)
+OVERRUN = 1.5  # a round under way at a debate's time limit may finish until this many times the limit, then it is cut
 
 T = TypeVar("T")
 
@@ -76,3 +80,30 @@ def stored_full(size: int) -> str | None:
         return None
     return (f"The debate stopped here: its transcript holds {size:,} characters, over the limit of "
             f"{STORED_CHARS:,} a run may store; use fewer agents, rounds or tokens.")
+
+
+def stored_chars(rnd) -> int:
+    """About the characters a round stores: its turns' prompts and replies, its auxiliary calls' texts."""
+    return (sum(len(m.content) for turn in rnd.turns for m in turn.prompt) + sum(len(x.text) for x in rnd.turns)
+            + sum(len(c.text) for c in rnd.aux))
+
+
+class TimeLimit:
+    """A debate's time limit (settings.deadline_s), from its start: no round starts that, taking as long as the
+    last live round, would end past it (rounds that end in time are never thrown away for it); a round still
+    running at OVERRUN times the limit is cut."""
+
+    def __init__(self, limit_s: float):
+        self.limit_s, self.start = limit_s, time.monotonic()
+        self.last_round_s: float | None = None  # how long the last live round took, the estimate of the next
+
+    def room_for_a_round(self) -> bool:
+        return self.last_round_s is None or time.monotonic() + self.last_round_s <= self.start + self.limit_s
+
+    def cut_at(self) -> float:
+        """When a round still running is cut, on the event loop's clock."""
+        return asyncio.get_running_loop().time() + self.start + OVERRUN * self.limit_s - time.monotonic()
+
+    def round0_cut(self) -> str:
+        return (f"Round 0 did not finish within {OVERRUN:g} times the time limit of {self.limit_s:g} s; the model "
+                "is busy, so try again later or use fewer agents.")

@@ -8,34 +8,22 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from typing import Any, AsyncIterator, Callable, Sequence
+from typing import Any, AsyncIterator, Sequence
 
 from r2mad.backends.affinity import debate_key
 from r2mad.backends.base import BackendError, ChatBackend
-from r2mad.budget import stored_full
-from r2mad.grading.answers import consensus_ratio, is_correct, is_unanimous, plurality_vote, strip_think
+from r2mad.budget import TimeLimit, stored_chars, stored_full
+from r2mad.grading.answers import consensus_ratio, is_correct, is_unanimous, plurality_vote
 from r2mad.grading.judge import Judge
-from r2mad.grading.kinds import kind_of
 from r2mad.grading.offloop import extract, settle
-from r2mad.grading.outcome import DISSENT, dissent_line, outcome, stopped_for_time, undecided_line
+from r2mad.grading.outcome import closing_lines, stopped_for_time
 from r2mad.guard import guard_answer
 from r2mad.human import HUMAN, Interjection, Moderator, admitted, note_calls, person_chars, with_notes
 from r2mad.methods.base import ABSTAINED, Agent, EventSink, Method, RoundContext, seed_for
-from r2mad.relay import relay
-from r2mad.types import (
-    UNPARSED,
-    AgentTurn,
-    Answer,
-    Event,
-    Judged,
-    Message,
-    Round,
-    Task,
-    Transcript,
-    to_dict,
-)
+from r2mad.relay import at_most_every, relay
+from r2mad.types import UNPARSED, AgentTurn, Answer, Event, Judged, Round, Task, Transcript, to_dict
 
-OVERRUN = 1.5  # a round under way at the time limit may finish until this many times the limit, then it is cut
+TYPING_S = 0.2  # an agent's text so far goes out as a `delta` event at most this often (the turn event counts)
 
 class Debate:
     """`backend` answers for every agent and makes the auxiliary calls; `agent_backends`, one per agent, gives
@@ -63,7 +51,6 @@ class Debate:
         self.answered: list[Answer] = []  # the round's answers so far, settled with each other as they arrive
         self.judge = judge
         self.judged: list[Judged] = []  # the judge's verdicts on this debate's undecided pairs
-        self.round_seconds: list[float] = []  # how long each live round took, the estimate of the next
 
     async def events(self, task: Task, *, replay: Sequence[Round] = (), notices: tuple[str, ...] = (),
                      steer: Sequence[Any] = ()) -> AsyncIterator[Event | Transcript]:
@@ -94,7 +81,7 @@ class Debate:
 
     async def _run(self, task: Task, replay: Sequence[Round], notices: tuple[str, ...],
                    steer: Sequence[Any]) -> Transcript:
-        self.started, self._t0 = time.time(), time.monotonic()
+        self.started, self.clock = time.time(), TimeLimit(self.settings.deadline_s)
         self.task = task
         backends = list({id(b): b for b in [self.backend, *self.agent_backends]}.values())
         prepared = [n for b in backends for n in self.method.prepare(b)]  # before the openings: they read it
@@ -107,15 +94,14 @@ class Debate:
         stored = 0  # the characters the rounds so far store
         for text in (*notices, *prepared):
             self.notice(text, 0)
-        deadline = self._t0 + self.settings.deadline_s
         last = self.method.n_rounds() - 1
         try:
             for t in range(self.method.n_rounds()):
-                if t >= len(replay) and (why := self._no_time_for(t, deadline, last)):
-                    self.notice(why, t - 1)
+                if t >= len(replay) and not self.clock.room_for_a_round():
+                    self.notice(stopped_for_time(self.rounds[-1].index, last, self.settings.deadline_s), t - 1)
                     break
                 began = time.monotonic()
-                async with asyncio.timeout_at(self._cut_at()):
+                async with asyncio.timeout_at(self.clock.cut_at()):
                     if t < len(replay):
                         rnd = self._adopt(replay[t])
                         calls = await self._settle([x.answer for x in rnd.turns], t)
@@ -126,7 +112,7 @@ class Debate:
                 self.rounds.append(rnd)
                 stored += stored_chars(rnd)
                 if t >= len(replay):
-                    self.round_seconds.append(time.monotonic() - began)
+                    self.clock.last_round_s = time.monotonic() - began
                 self._emit(Event("round_end", t, None, {"consensus": rnd.consensus,
                                                         "answers": [str(x.answer) for x in rnd.turns]}))
                 answers = [turn.answer for turn in rnd.turns]
@@ -149,36 +135,21 @@ class Debate:
                 self.notice(stopped_for_time(self.rounds[-1].index, last, self.settings.deadline_s), len(self.rounds))
             else:
                 status = "failed"
-                self.notice(f"Round 0 did not finish within {OVERRUN:g} times the time limit of "
-                            f"{self.settings.deadline_s:g} s; the model is busy, so try again later or use fewer "
-                            "agents.", 0)
+                self.notice(self.clock.round0_cut(), 0)
         except asyncio.CancelledError:
             self._emit(Event("final", None, None, {"status": "cancelled"}))
             raise
-        self._name_dissent()
-        self._say_undecided()
+        self._close()
         transcript = self.transcript(status)
         self._emit(Event("final", None, None, {"status": status, "answer": str(transcript.final),
                                                "correct": transcript.correct}))
         return transcript
 
-    def _no_time_for(self, t: int, deadline: float, last: int) -> str | None:
-        """Why round `t` is not started: taking as long as the round before it, it would end past the
-        time limit (rounds that end in time are never thrown away for it)."""
-        if self.round_seconds and time.monotonic() + self.round_seconds[-1] > deadline:
-            return stopped_for_time(self.rounds[-1].index, last, self.settings.deadline_s)
-        return None
-
-    def _cut_at(self) -> float:
-        """When a round still running is cut, on the event loop's clock: OVERRUN times the time limit."""
-        end = self._t0 + OVERRUN * self.settings.deadline_s
-        return asyncio.get_running_loop().time() + end - time.monotonic()
-
     def transcript(self, status: str = "running") -> Transcript:
         """The debate so far: its finished rounds, then the round in progress with the turns and
         auxiliary calls it has so far (details["running"]), which a stopped debate keeps for its cost.
         The final answer is the vote of the last finished round."""
-        seconds = time.monotonic() - self._t0
+        seconds = time.monotonic() - self.clock.start
         last = self.rounds[-1].turns if self.rounds else ()
         final = plurality_vote([t.answer for t in last], self.task, self.judged) if last else ABSTAINED
         rounds = list(self.rounds)
@@ -193,19 +164,14 @@ class Debate:
                           shared_round0=bool(self.rounds and self.rounds[0].details.get("shared")),
                           judged=tuple(self.judged))
 
-    def _name_dissent(self) -> None:
-        """A kind with no single right answer (open) closes with the positions the vote did not pick."""
-        if self.rounds and kind_of(self.task).names_dissent:
-            line = dissent_line(outcome(self.rounds[-1].turns, self.task, self.judged))
-            if line:
-                self.notice(f"{DISSENT}{line}.", self.rounds[-1].index)
-
-    def _say_undecided(self) -> None:
-        """Without a judge, say what the rules left undecided in the last round (outcome.undecided_line)."""
-        if self.judge is None and self.rounds:
-            line = undecided_line(self.rounds[-1].turns, self.transcript().final, self.task, self.judged)
-            if line:
-                self.notice(line, self.rounds[-1].index)
+    def _close(self) -> None:
+        """The last round's closing notices (outcome.closing_lines): the positions a vote on a kind with no single
+        right answer did not pick; without a judge, what the rules left undecided."""
+        if self.rounds:
+            last = self.rounds[-1]
+            for line in closing_lines(last.turns, self.transcript().final, self.task, self.judged,
+                                      judge=self.judge is not None):
+                self.notice(line, last.index)
 
     def notice(self, text: str, t: int) -> None:
         self.notices.append(text)
@@ -244,11 +210,11 @@ class Debate:
             for a in self.agents:
                 self._brief(ctx, a, said)
                 turns.append(await self._call(a, t, ctx, seats.get(a.index)))
-                self._take(a, turns[-1], t)
+                a.take(turns[-1], t)
         else:
             turns = await asyncio.gather(*(self._call(a, t, ctx, seats.get(a.index)) for a in self.agents))
             for a, turn in zip(self.agents, turns):
-                self._take(a, turn, t)
+                a.take(turn, t)
         self.notices.extend(ctx.notices)
         self.running = None
         return Round(t, tuple(turns), consensus_ratio([x.answer for x in turns], self.task, self.judged),
@@ -261,17 +227,6 @@ class Debate:
             for plugin in self.method.plugins:
                 message = plugin.extend_message(ctx, agent.index, message)
             agent.history = self.method.next_prompt(ctx, agent, with_notes(message, said, agent.index))
-
-    @staticmethod
-    def _take(agent: Agent, turn: AgentTurn, t: int) -> None:
-        """Keep the agent's reply in its history and as what its peers see; a failed call leaves it abstaining."""
-        if turn.error is None:
-            agent.history.append(Message("assistant", turn.text))
-            agent.text, agent.answer, agent.hidden = strip_think(turn.text), turn.answer, False
-        else:
-            if t > 0:
-                agent.history.pop()  # the unanswered debate message is not kept
-            agent.answer = ABSTAINED
 
     async def _settle(self, answers: list[Answer], t: int) -> list:
         """Check the answers against each other and the gold off the loop, before anything compares them, and
@@ -300,7 +255,8 @@ class Debate:
             self._emit(Event("turn", t, agent.index, to_dict(turn)))
             return turn
         want_lp = self.method.wants_logprobs and backend.capabilities.supports_logprobs
-        live = {"on_text": self._typing(t, agent.index)} if backend.capabilities.streams_text else {}
+        shown = at_most_every(TYPING_S, lambda text: self._emit(Event("delta", t, agent.index, {"text": text})))
+        live = {"on_text": shown} if backend.capabilities.streams_text else {}
         started = time.monotonic()
         try:
             [c] = await backend.chat(prompt, n=1, temperature=s.temperature, top_p=s.top_p,
@@ -328,35 +284,14 @@ class Debate:
         self._emit(Event("turn", t, agent.index, to_dict(turn)))
         return turn
 
-    def _typing(self, t: int, agent: int, every_s: float = 0.2) -> Callable[[str], None]:
-        """A `delta` event with an agent's text so far, at most every `every_s` seconds (live display
-        only: the turn event that follows is what counts)."""
-        last = [0.0]
-
-        def on_text(text: str) -> None:
-            now = time.monotonic()
-            if now - last[0] >= every_s:
-                last[0] = now
-                self._emit(Event("delta", t, agent, {"text": text}))
-        return on_text
-
     def _adopt(self, rnd: Round) -> Round:
         """Take over a recorded round: rebuild each agent's history from what it was shown and said (a
         turn whose details say `hidden` is kept from the peers in the next round)."""
         for a, turn in zip(self.agents, rnd.turns):
             a.history = list(turn.prompt)
-            if turn.error is None:
-                a.history.append(Message("assistant", turn.text))
-                a.text, a.answer = strip_think(turn.text), turn.answer
-            else:  # as in a live round: abstained, and the unanswered debate message is not kept
-                a.history, a.answer = a.history[:-1] if rnd.index > 0 else a.history, ABSTAINED
+            a.take(turn, rnd.index)
             a.hidden = bool(turn.details.get("hidden"))
         for turn in rnd.turns:
             self._emit(Event("turn", rnd.index, turn.agent, to_dict(turn)))
         return rnd
 
-
-def stored_chars(rnd: Round) -> int:
-    """About the characters a round stores: its turns' prompts and replies, its auxiliary calls' texts."""
-    return (sum(len(m.content) for turn in rnd.turns for m in turn.prompt) + sum(len(x.text) for x in rnd.turns)
-            + sum(len(c.text) for c in rnd.aux))

@@ -3,6 +3,7 @@ iterator (the debate's `events`, the app's live stream). Not a scheduler: one jo
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any, AsyncIterator, Awaitable, Callable
 
 _WAKE = object()  # put on the queue when the job ends or `stop` is set
@@ -57,3 +58,16 @@ async def _taken(queue: asyncio.Queue, wait_s: float | None) -> list:
 
 def _taken_now(queue: asyncio.Queue) -> list:
     return [queue.get_nowait() for _ in range(queue.qsize())]
+
+
+def at_most_every(seconds: float, hand: Callable[[Any], None]) -> Callable[[Any], None]:
+    """`hand`, called at most once every `seconds`: the calls between are dropped (live text, where each carries
+    everything so far)."""
+    last = [float("-inf")]
+
+    def throttled(item: Any) -> None:
+        now = time.monotonic()
+        if now - last[0] >= seconds:
+            last[0] = now
+            hand(item)
+    return throttled

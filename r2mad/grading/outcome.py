@@ -94,6 +94,18 @@ def kind_line(t: Transcript) -> str:
 TIME_LIMIT = "to stay within the time limit"  # in the closing notice of a debate stopped for time
 
 
+def closing_lines(turns: Sequence[AgentTurn], final: Answer, task: Task, judged: Sequence[Judged], *,
+                  judge: bool) -> list[str]:
+    """A debate's closing notices on its last round: for a kind with no single right answer (open), the positions
+    the vote did not pick; with no `judge`, what the rules left undecided (undecided_line)."""
+    lines = []
+    if kind_of(task).names_dissent and (dissent := dissent_line(outcome(turns, task, judged))):
+        lines.append(f"{DISSENT}{dissent}.")
+    if not judge and (undecided := undecided_line(turns, final, task, judged)):
+        lines.append(undecided)
+    return lines
+
+
 def stopped_for_time(done: int, last: int, deadline_s: float) -> str:
     """The closing notice of a debate that ended early to keep to its time limit, with round `done`'s vote."""
     return f"Stopped after round {done} of {last} {TIME_LIMIT} of {deadline_s:g} s; the answer is round {done}'s vote."

@@ -41,6 +41,17 @@ class Agent:
     def label(self) -> str:
         return f"Agent {self.index + 1} ({self.name})"
 
+    def take(self, turn: AgentTurn, t: int) -> None:
+        """Keep its reply of round `t` in its history and as what its peers see; a failed call leaves it
+        abstaining, and a debate message it did not answer is not kept."""
+        if turn.error is None:
+            self.history.append(Message("assistant", turn.text))
+            self.text, self.answer, self.hidden = strip_think(turn.text), turn.answer, False
+        else:
+            if t > 0:
+                self.history.pop()
+            self.answer = ABSTAINED
+
 
 class Steerable:
     """A fork's changes a strategy's round hooks take (read from RoundContext.steer)."""

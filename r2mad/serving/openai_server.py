@@ -14,7 +14,7 @@ from typing import Any, AsyncIterator, Callable
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from r2mad.debate import OVERRUN
+from r2mad.budget import OVERRUN
 from r2mad.engine.service import RunRequest
 from r2mad.methods import needs_bank
 from r2mad.serving.chat_prompt import (
@@ -119,8 +119,9 @@ class Served:
             for rnd in finished[seen[0]:]:
                 on_round(rnd)
             seen[0] = max(seen[0], len(finished))
-        # each request is its own entry in the line: a harness's many requests wait like visitors' debates
-        async with asyncio.timeout(OVERRUN * request.settings.deadline_s + LINE_WAIT_S):  # its round cut: debate.py
+        # each request is its own entry in the line: a harness's many requests wait like visitors' debates; its
+        # round is cut at OVERRUN times its time limit (budget.TimeLimit)
+        async with asyncio.timeout(OVERRUN * request.settings.deadline_s + LINE_WAIT_S):
             runs = await start_in_line(s, request, f"serve:{uuid.uuid4().hex[:12]}", on_update=on_update,
                                        on_open=on_open)
         [(method, t)] = runs.transcripts.items()
