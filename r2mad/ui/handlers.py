@@ -7,27 +7,22 @@ import dataclasses
 import html
 import logging
 import time
-from dataclasses import dataclass
-from typing import Any
 
 import gradio as gr
 
 from r2mad.backends.base import BackendError
-from r2mad.engine.service import Endpoint, RunRequest
 from r2mad.evaluation.costs import price_table
-from r2mad.grading.tasks import task_from_input
-from r2mad.methods import METHODS, needs_bank
+from r2mad.methods import needs_bank
 from r2mad.runs.faults import StoreError
 from r2mad.serving.admission import Refused, waiting_words
 from r2mad.serving.line import lane_of, sharing_words, skip_hint, visitor_key, with_hint
 from r2mad.serving.live import LiveRun, stream
 from r2mad.serving.services import Services
 from r2mad.serving.visitors import identify
-from r2mad.settings.config import PAPER_PROFILE, ConfigError, DebateSettings, with_profile
-from r2mad.settings.fields import ON_FORM
-from r2mad.text import quoted, without_paths
+from r2mad.settings.config import PAPER_PROFILE, ConfigError
+from r2mad.text import without_paths
 from r2mad.ui import moderator_box, vote_panel
-from r2mad.ui.debate_form import AGENTS, LETTERS, OPTIONS
+from r2mad.ui.form_request import DebateRequest
 from r2mad.ui.render.blind import Curtain
 from r2mad.ui.views import (  # the Debate tab's component updates (issue 16)
     MAX_COLUMNS,
@@ -63,47 +58,6 @@ def not_started(message: str, secret: str | None = None) -> tuple:
     return idle(f"Not started: {html.escape(without_paths(message), quote=False)}")
 
 
-@dataclass(frozen=True)
-class DebateRequest:
-    """What a visitor asked the Debate tab for, as typed (checked by `prepare`)."""
-    backbone: str
-    question: str
-    methods: tuple[str, ...]
-    typed: dict[str, Any]  # the form's settings by field name (r2mad.settings.fields.ON_FORM), as typed
-    token: str | None = None
-    base_url: str = ""
-    model: str = ""
-    bank: str = ""
-    options: tuple[str, ...] = ()  # A..J, empty ones ignored
-    gold: str = ""
-    agent_backbones: tuple[str, ...] = ()  # mixed models: one backbone per agent (empty: every agent on `backbone`)
-    aux_backbone: str = ""  # mixed models: summaries, judges and advice (empty: agent 1's)
-    kind: str = ""  # the answer kind picked on the chip (empty: guessed from the question)
-
-    @classmethod
-    def from_form(cls, form: dict[str, Any]) -> DebateRequest:
-        """From the Debate form's values by name (r2mad.ui.debate_form); with `mixed_models`, agent i answers
-        on `agent_i` and the auxiliary calls use `aux_backbone`."""
-        text = {name: form.get(name) or "" for name in ("backbone", "question", "base_url", "model", "bank", "gold",
-                                                         "aux_backbone", "kind")}
-        agents = AGENTS[:int(form.get("agents") or 0)] if form.get("mixed_models") else ()
-        return cls(**text, methods=tuple(m for m in (form.get("methods") or []) if m),
-                   typed={f.name: form[f.name] for f in ON_FORM if f.name in form},
-                   token=(form.get("token") or "").strip() or None,
-                   options=tuple(form.get(name) or "" for name in OPTIONS),
-                   agent_backbones=tuple(form.get(name) or "" for name in agents))
-
-    def settings(self, base: DebateSettings) -> DebateSettings:
-        profile = self.typed.get("profile") or "demo"  # "paper": the papers' personas and prompts
-        if profile != "demo":  # paper, or one paper's protocol (its agents and rounds unless typed)
-            base = with_profile(base, profile)
-        # numbers go as typed: the settings check each one's type and range in one sentence
-        typed = {**self.typed, "profile": profile, "answer_guard": self.typed.get("answer_guard") or "auto"}
-        if typed.get("seed") == "":
-            typed["seed"] = None
-        return base.replace(**typed)
-
-
 class DebateHandlers:
     def __init__(self, services: Services):
         self.services = services
@@ -123,25 +77,6 @@ class DebateHandlers:
     async def unload(self, request: gr.Request) -> None:
         """The page was closed: stop its debate instead of letting it run on."""
         self.services.request_stop(getattr(request, "session_hash", None) or "anonymous")
-
-    def _request(self, req: DebateRequest, owner: str | None = None) -> RunRequest:
-        """The run request the form asks for, kept whole to the loop; raises a USER_ERRORS exception to refuse.
-        Its backbones are resolved by the engine (VisitorResources), before it enters the line."""
-        unknown = [m for m in req.methods if m.removesuffix("+advice") not in METHODS]
-        if unknown:
-            raise ConfigError(f"Unknown method {quoted(unknown[0])}; choose methods from the list.")
-        settings = req.settings(self.services.config.settings)
-        chosen = {letter: text for letter, text in zip(LETTERS, req.options) if (text or "").strip()}
-        task = task_from_input(req.question, chosen or None, req.gold, max_chars=settings.max_question_chars,
-                               kind=req.kind or None)
-        agents = tuple((n or "").strip() for n in req.agent_backbones)
-        if agents and (req.base_url or "").strip():
-            raise ConfigError("Mixed models use the listed backbones; clear the custom endpoint or untick "
-                              "Mixed models.")
-        backbone = ((req.aux_backbone or "").strip() or agents[0]) if agents else req.backbone
-        endpoint = Endpoint(req.base_url.strip(), req.model) if (req.base_url or "").strip() else None
-        return RunRequest(task, req.methods, settings, endpoint.name if endpoint else backbone, source="app",
-                          agent_backbones=agents, bank=req.bank or None, owner=owner, endpoint=endpoint)
 
     async def _skip_hint(self, lane: str, token: str | None, login_token: str | None) -> str:
         """The remote backbone this visitor could pick to skip the line ("" when none is theirs to use)."""
@@ -207,7 +142,7 @@ class DebateHandlers:
         store = live = None
         try:
             try:
-                request = self._request(req, owner)
+                request = req.run_request(self.services.config.settings, owner)
                 # the visitor's notes between rounds, to every debate side by side (ui/moderator_box.py)
                 request = dataclasses.replace(request, moderator=moderator_box.mailbox(services, session))
             except USER_ERRORS as exc:

@@ -156,7 +156,8 @@ def test_shipped_banks_read_without_the_new_case_field(bank):
 
 
 def test_the_apps_profile_choice_reaches_the_settings_and_the_sliders():
-    from r2mad.ui.handlers import DebateHandlers, DebateRequest
+    from r2mad.ui.form_request import DebateRequest
+    from r2mad.ui.handlers import DebateHandlers
 
     def request(profile, temperature, max_tokens):
         return DebateRequest.from_form(dict(backbone="smollm2-135m", methods=["mad"], agents=3, rounds=3, k=1,

@@ -197,7 +197,7 @@ def test_a_huge_seed_is_refused_in_one_sentence_before_any_call(config_dir, serv
 ])
 def test_numbers_from_the_app_form_are_checked_by_the_settings(field, value, message):
     from r2mad.settings.config import load_config
-    from r2mad.ui.handlers import DebateRequest
+    from r2mad.ui.form_request import DebateRequest
 
     typed = dict(backbone="smollm2-135m", token=None, base_url="", model="", methods=("mad",), bank="", agents=3.0,
                  rounds=3.0, k=1.0, gamma=0.9, temperature=0.7, max_tokens=384.0, seed=0.0, answer_guard="auto",
