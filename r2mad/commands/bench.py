@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from r2mad.settings.config import CHECKOUT, ROOT
+
 
 def register(sub) -> None:
     p = sub.add_parser("bench", help="print speed figures (debate concurrency, R²-MAD overhead, retrieval)")
@@ -116,7 +118,7 @@ def cmd_bench(args, config) -> int:
     return speed_figures(args)
 
 
-GRADED = Path(__file__).resolve().parents[2] / "tests" / "graded"
+GRADED = ROOT / "tests" / "graded"  # shipped with an installed r2mad too (pyproject's data-files)
 
 
 def grading(args, config) -> int:
@@ -124,7 +126,7 @@ def grading(args, config) -> int:
     from r2mad.bench.retrieval import format_rows
 
     folder = Path(args.graded)
-    gsm8k = Path(args.gsm8k) if args.gsm8k else GRADED.parents[2] / "shared" / "data" / \
+    gsm8k = Path(args.gsm8k) if args.gsm8k else CHECKOUT.parent / "shared" / "data" / \
         "gsm8k-example-model-solutions.jsonl"
     judge = None
     if args.judge_backbone:

@@ -1,7 +1,7 @@
 """The package stands alone: installed (not from the checkout) into a fresh virtual environment, `r2mad bench
---quick` runs from a folder outside the checkout. It fails where the library imports what it does not ship
-(tests/, testing/) or reads a file the install lacks (configs, the demo questions, the demo banks, the example
-cards)."""
+--quick` and `--grading` run from a folder outside the checkout. It fails where the library imports what it does
+not ship (tests/, testing/) or reads a file the install lacks (configs, the demo questions, the demo banks, the
+example cards, the hand-graded sets)."""
 import os
 import shutil
 import site
@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 # what a source distribution holds
-SHIPPED = ("pyproject.toml", "requirements.txt", "README.md", "configs", "data", "memory", "r2mad")
+SHIPPED = ("pyproject.toml", "requirements.txt", "README.md", "configs", "data", "memory", "r2mad", "tests/graded")
 EXAMPLES = list((ROOT / "data" / "examples").glob("*.json"))  # the example cards
 
 
@@ -47,6 +47,8 @@ def test_an_installed_r2mad_runs_the_bench_outside_the_checkout(tmp_path):
     bench = run([venv / "bin" / "r2mad", "bench", "--quick"], away, 1200, R2MAD_DATA_DIR=str(away / "var"))
     for part in ("Debate figures", "Self-Consistency", "Crafted answers", "Retrieval"):
         assert part in bench.stdout
+    grading = run([venv / "bin" / "r2mad", "bench", "--grading", "--quick"], away, 600)  # the shipped graded sets
+    assert "mcq: agree with the hand verdict" in grading.stdout and "share/r2mad-studio/tests/graded" in grading.stdout
     # the demo questions, read on a scripted backbone from a config of the user's own
     configs = away / "configs"
     shutil.copytree(venv / "share" / "r2mad-studio" / "configs", configs)
