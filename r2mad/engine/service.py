@@ -194,6 +194,18 @@ def check_runnable(request: RunRequest, bank) -> None:
         plan_fork(request.fork.parent, request.fork.spec, request.settings, bank)
 
 
+def noting_rounds(record: Record | None, ticket: Any) -> Record | None:
+    """`record`, also noting on the debate's ticket in the line the rounds it finished so far: a debate slower
+    than expected then moves the estimates of those waiting (serving/admission.py `left`)."""
+    if record is None or ticket is None:
+        return record
+
+    def heard(t: Transcript) -> None:
+        ticket.rounds_run = max(ticket.rounds_run, len(t.finished().rounds))
+        record(t)
+    return heard
+
+
 async def start(requests: Sequence[RunRequest], resources: Resources, sink: Sink, *,
                 concurrency: int = 1) -> list[Runs]:
     """Run every request, `concurrency` at once, and return their Runs in order. First, in order, each request's
@@ -220,9 +232,10 @@ async def start(requests: Sequence[RunRequest], resources: Resources, sink: Sink
     async def run(request: RunRequest, setup: Setup) -> Runs:
         async with gate, resources.admitted(request) as ticket:
             runs = Runs(sink.open(request))
-            runs.transcripts = await run_setup(request, setup, lambda c: sink.record_for(request, runs.run_ids, c),
-                                               lambda c: sink.emit_for(request, c))
-            if ticket is not None:  # what the line measures its pace from (serving/admission.py)
+            runs.transcripts = await run_setup(
+                request, setup, lambda c: noting_rounds(sink.record_for(request, runs.run_ids, c), ticket),
+                lambda c: sink.emit_for(request, c))
+            if ticket is not None:  # what the line measures its pace from
                 ticket.measured = all(t.status == "done" for t in runs.transcripts.values())
                 ticket.rounds_run = max((len(t.finished().rounds) for t in runs.transcripts.values()), default=0)
         await sink.finished(runs.run_ids)

@@ -30,7 +30,7 @@ class Ticket:
     rounds: int = 0  # rounds the debate asks for (round 0 counted); 0: unknown, admitted by count alone
     deadline_s: float | None = None  # its time limit: it starts only when its rounds are expected to end by then
     measured: bool = False  # a caller's note that the debate ran to its end (see serving/line.py in_line)
-    rounds_run: int = 0  # a caller's note of the rounds it finished, which makes its duration a pace per round
+    rounds_run: int = 0  # a caller's note of the rounds it finished so far: its own pace, then a pace per round
     shared_s: float = 0.0  # the sum over its running time of the debates running in its lane (itself counted)
     _admitted: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 
@@ -212,9 +212,10 @@ class Admission:
 
     def estimate_s(self, ticket: Ticket) -> float | None:
         """Seconds until this waiting debate starts, from measured durations, played forward: each running
-        debate needs its expected duration minus what it has run (at least a tenth of it), and each debate
-        ahead in line starts when a slot is free and (admission by time) it would end in time beside those
-        still running. None without a measurement. Recomputed on every call, so it moves as the line does."""
+        debate needs what is left of its expected duration, or of its rounds at its own pace so far when it
+        runs slower (`left`), and each debate ahead in line starts when a slot is free and (admission by time)
+        it would end in time beside those still running. None without a measurement. Recomputed on every call,
+        so it moves as the line does."""
         if self.place(ticket) == 0:
             return None
         x, now = self.lanes[ticket.lane], self.clock()
@@ -223,7 +224,7 @@ class Admission:
             took = self._duration(t, len(x.running))
             if took is None:
                 return None
-            running.append((now + max(took - (now - t.admitted_at), took / 10), id(t)))
+            running.append((now + left(t, took, now - t.admitted_at), id(t)))
         heapq.heapify(running)
         clock = now
         for t in x.order():
@@ -237,6 +238,17 @@ class Admission:
                 return None
             heapq.heappush(running, (clock + took, id(t)))
         return None
+
+
+def left(ticket: Ticket, expected_s: float, ran_s: float) -> float:
+    """Seconds a running debate still needs: what is left of its expected duration or, when it runs slower, of
+    its rounds at its own pace (the rounds after the one in progress at least as long as this one has run);
+    at least a tenth of the expected duration."""
+    own = 0.0
+    if ticket.rounds > ticket.rounds_run:
+        own = ran_s * ((ticket.rounds - ticket.rounds_run) / ticket.rounds_run if ticket.rounds_run
+                       else ticket.rounds - 1)
+    return max(expected_s - ran_s, own, expected_s / 10)
 
 
 def too_long(ticket: Ticket, round_s: float) -> str:

@@ -5,6 +5,7 @@ model's load is said. Scripted backends with short sleeps and a hand-driven cloc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import re
 import threading
@@ -104,6 +105,51 @@ def test_a_debate_that_would_not_end_in_time_beside_another_waits_with_an_estima
     ann.rounds_run = 3
     a.leave(ann, measured=True)  # 30 s for 3 rounds alone: the pace stays 10 s
     assert bob.running and cid.running and a.round_s("cpu") == 10
+
+
+def test_a_debate_running_slower_than_expected_moves_the_estimate_of_those_waiting():
+    """Two debates of 3 rounds share the two slots (3 x 20 s = 60 s expected each); bob waits. At 70 s both
+    overran: ann finished 1 round (2 to go at 70 s a round: 140 s), cid 2 (1 to go at 35 s: 35 s), so bob
+    starts in 35 s, not the tenth of 60 s a debate past its expected end counted for before."""
+    clock = Clock()
+    a = paced_line(clock)
+    ann, cid = a.enter("ann", "cpu", rounds=3, deadline_s=900), a.enter("cid", "cpu", rounds=3, deadline_s=900)
+    bob = a.enter("bob", "cpu", rounds=3, deadline_s=900)
+    assert ann.running and cid.running and bob.waiting and a.estimate_s(bob) == 60
+    clock.now += 70
+    ann.rounds_run, cid.rounds_run = 1, 2
+    assert a.estimate_s(bob) == 35  # 70 / 2 x (3 - 2)
+    clock.now += 10
+    assert a.estimate_s(bob) == 40  # still in its last round: 80 / 2 x 1
+    cid.rounds_run = 3  # its rounds are done, it is being saved
+    assert a.estimate_s(bob) == 6  # a tenth of its expected 60 s
+
+
+def test_the_engine_notes_the_rounds_a_debate_finished_as_they_end(tmp_path):
+    """What the estimate above reads: the ticket's rounds so far, noted by the engine as each round is saved."""
+    line = Admission({"cpu": 1}, max_waiting=8, per_visitor=4, waiting_per_visitor=4)
+    noted = []
+
+    class Lined(Given):
+        def admitted(self, request):
+            @contextlib.asynccontextmanager
+            async def inside():
+                ticket = line.enter("v", "cpu", rounds=request.settings.rounds)
+                try:
+                    yield ticket
+                finally:
+                    line.leave(ticket, measured=ticket.measured)
+            return inside()
+
+    def reply(m):
+        if tickets := list(line.lanes["cpu"].running):
+            noted.append(tickets[0].rounds_run)
+        return by_agent("BAC")(m)
+    store = RunStore(tmp_path / "runs.sqlite")
+    s = DebateSettings(seed=1, rounds=3, early_stop=False)
+    asyncio.run(start([RunRequest(PLANET_MCQ, ("mad",), s, "scripted", source="cli")],
+                      Lined(ScriptedBackend(reply)), StoreSink(store)))
+    assert noted == [0, 0, 0, 1, 1, 1, 2, 2, 2]  # each round's calls see the rounds finished before it
 
 
 def test_a_debate_that_would_not_end_in_time_even_alone_is_offered_fewer_rounds_before_any_call():
