@@ -25,6 +25,7 @@ from r2mad.types import UNPARSED, AgentTurn, Answer, Event, Judged, Round, Task,
 
 TYPING_S = 0.2  # an agent's text so far goes out as a `delta` event at most this often (the turn event counts)
 
+
 class Debate:
     """`backend` answers for every agent and makes the auxiliary calls; `agent_backends`, one per agent, gives
     each agent its own model (a mixed-model debate); each is recorded under the backbone name it carries.
