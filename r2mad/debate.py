@@ -73,11 +73,13 @@ class Debate:
                     yield step
 
     async def run(self, task: Task, *, replay: Sequence[Round] = (), notices: tuple[str, ...] = (),
-                  steer: Sequence[Any] = ()) -> Transcript:
-        """The whole debate (see `events`), each event handed to `emit`; returns the transcript."""
+                  steer: Sequence[Any] = (), emit: EventSink | None = None) -> Transcript:
+        """The whole debate (see `events`), each event handed to `emit` (else the one given at construction);
+        returns the transcript."""
+        hear = emit or self.emit
         async for step in self.events(task, replay=replay, notices=notices, steer=steer):
             if isinstance(step, Event):
-                self.emit(step)
+                hear(step)
         return step
 
     async def _run(self, task: Task, replay: Sequence[Round], notices: tuple[str, ...],

@@ -59,19 +59,17 @@ async def run_debate(task: Task, method: str, setup: Setup, *, round0: Round | N
         replay = (dataclasses.replace(round0, details={**round0.details, "shared": True}),)
     debate = setup.debate(strategy, moderator=moderator if is_debate(method) else None)
     debate.judged.extend(judged)
-    hear = _recording(debate, record, emit)
     try:
-        async for step in debate.events(task, replay=replay if is_debate(method) else (),
-                                        notices=(*notices, *fork_notices), steer=steer):
-            if isinstance(step, Event):
-                hear(step)
+        transcript = await debate.run(task, replay=replay if is_debate(method) else (),
+                                      notices=(*notices, *fork_notices), steer=steer,
+                                      emit=_recording(debate, record, emit))
     except asyncio.CancelledError:
         if record:
             record(debate.transcript("cancelled"))
         raise
     if record:
-        record(step)
-    return step  # the transcript, the loop's last step
+        record(transcript)
+    return transcript
 
 
 def _recording(debate: Debate, record, emit) -> EventSink:
@@ -90,11 +88,8 @@ async def compute_round0(task: Task, setup: Setup, *, emit: EventSink | None = N
     method = make_method(PLAIN, setup.settings.replace(rounds=1, advice=False))
     method.wants_logprobs = True  # objective MAD-M² scores round 0 by its logprobs (when the backend has them)
     debate = setup.debate(method)
-    hear = _recording(debate, record, emit)
-    async for step in debate.events(task):
-        if isinstance(step, Event):
-            hear(step)
-    return step.rounds[0]
+    transcript = await debate.run(task, emit=_recording(debate, record, emit))
+    return transcript.rounds[0]
 
 
 async def run_methods(task: Task, methods: Sequence[str], setup: Setup, *, share_round0: bool | None = None,

@@ -16,7 +16,7 @@ from r2mad.ui.debate_form import AGENTS, LETTERS, OPTIONS
 
 @dataclass(frozen=True)
 class DebateRequest:
-    """What a visitor asked the Debate tab for, as typed (checked by `prepare`)."""
+    """What a visitor asked the Debate tab for, as typed (checked by `run_request`)."""
     backbone: str
     question: str
     methods: tuple[str, ...]
