@@ -281,3 +281,12 @@ def test_a_turn_a_fork_changed_says_what_changed_before_its_memory():
     assert turn_title(turn, Task("mcq", "q")).endswith(" · changed by the fork")
     plain = AgentTurn(1, 1, "Skeptic", (), "Now ((B)).", Answer("B", "double_paren"))
     assert "fork" not in turn_body(plain, "mcq") + turn_title(plain, Task("mcq", "q"))
+
+
+def test_an_answer_not_found_reads_no_answer_in_the_round_line_and_the_summary():
+    """The chip says "no answer"; the round's answer line and the summary said UNPARSED, the loop's own word."""
+    r0 = Round(0, (turn(0, 0, "B"), turn(1, 0, None, text="Hmm."), turn(2, 0, "B")), 2 / 3)
+    t = debate([r0], final=None, correct=None)
+    assert "Answers — Agent 1: B, Agent 2: no answer, Agent 3: B" in by_id(chat_messages(t))["round-0"]
+    assert "UNPARSED" not in everything(chat_messages(t))
+    assert summary_rows({"mad": t})[0][1] == "no answer"

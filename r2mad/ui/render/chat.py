@@ -37,7 +37,7 @@ def clip(text: str, limit: int) -> str:
 def answer_text(answer: Answer) -> str:
     if answer.how == "abstained":
         return "abstained"
-    return "UNPARSED" if answer.value is None else answer.value
+    return "no answer" if answer.value is None else answer.value  # as its chip says
 
 
 def answer_label(answer: Answer, task: Task) -> str:
