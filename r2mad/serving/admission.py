@@ -31,6 +31,7 @@ class Ticket:
     deadline_s: float | None = None  # its time limit: it starts only when its rounds are expected to end by then
     measured: bool = False  # a caller's note that the debate ran to its end (see serving/line.py in_line)
     rounds_run: int = 0  # a caller's note of the rounds it finished so far: its own pace, then a pace per round
+    agents: int = 1  # agents taking a turn each round (1 when not known: the round as a whole)
     shared_s: float = 0.0  # the sum over its running time of the debates running in its lane (itself counted)
     _admitted: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
 
@@ -54,7 +55,8 @@ class _Lane:
     rotation: deque[str] = field(default_factory=deque)  # visitors with someone waiting, whose turn is next
     waiting: dict[str, deque[Ticket]] = field(default_factory=dict)
     durations: deque[float] = field(default_factory=lambda: deque(maxlen=10))  # recent admitted debates, s
-    round_s: deque[float] = field(default_factory=lambda: deque(maxlen=10))  # s per round of a debate alone
+    turn_s: deque[float] = field(default_factory=lambda: deque(maxlen=10))  # s per agent a round, a debate alone
+    ran: deque[float] = field(default_factory=lambda: deque(maxlen=10))  # share of their rounds debates ran
     since: float = 0.0  # when the running set last changed (shared_s is summed up to here)
 
     def order(self) -> list[Ticket]:
@@ -93,7 +95,8 @@ class Admission:
         waiting = [t for lane in self.lanes.values() for t in lane.waiting.get(visitor, ())]
         return running, waiting
 
-    def enter(self, visitor: str, lane: str, *, rounds: int = 0, deadline_s: float | None = None) -> Ticket:
+    def enter(self, visitor: str, lane: str, *, rounds: int = 0, deadline_s: float | None = None,
+              agents: int = 1) -> Ticket:
         """Admit a debate at once when a slot is free, nobody waits and its `rounds` end within `deadline_s`
         beside the debates running, else put it in line; raises Refused with the reason in one sentence when
         the visitor or the line is full, or when its rounds would not end in time even alone."""
@@ -106,9 +109,9 @@ class Admission:
         if len(running) + len(waiting) >= self.per_visitor:
             raise Refused(f"You already have {len(running) + len(waiting)} debates running or waiting, the most "
                           "one visitor may have here; press Stop on one or wait until one ends.")
-        ticket = Ticket(visitor, lane, self.clock(), rounds=rounds, deadline_s=deadline_s)
+        ticket = Ticket(visitor, lane, self.clock(), rounds=rounds, deadline_s=deadline_s, agents=max(1, agents))
         if not self.fits(ticket, 1):
-            raise Refused(too_long(ticket, self.round_s(lane)))
+            raise Refused(too_long(ticket, self.round_s(lane, agents=ticket.agents), self.round_s(lane)))
         if len(x.running) < x.slots and not x.rotation and self._may_start(x, ticket):
             self._admit(x, ticket)
             return ticket
@@ -172,8 +175,10 @@ class Admission:
         if measured:
             took = self.clock() - ticket.admitted_at
             x.durations.append(took)
-            if ticket.rounds_run and took > 0:  # its pace alone: a round's time over the debates beside it
-                x.round_s.append(took / ticket.rounds_run / max(1.0, ticket.shared_s / took))
+            if ticket.rounds_run and took > 0:  # its pace alone: a round's time over the debates beside it, per agent
+                x.turn_s.append(took / ticket.rounds_run / max(1.0, ticket.shared_s / took) / ticket.agents)
+            if ticket.rounds:  # early stops: the share of its rounds it ran
+                x.ran.append(min(1.0, ticket.rounds_run / ticket.rounds))
         self._advance(x)
 
     def place(self, ticket: Ticket) -> int:
@@ -193,22 +198,33 @@ class Admission:
         d = self.lanes[lane].durations
         return sum(d) / len(d) if d else None
 
-    def round_s(self, lane: str, sharing: int = 1) -> float | None:
-        """Seconds a round takes with `sharing` debates running in the lane: the measured pace of a round alone
-        times `sharing` (they share the model's time); None before a debate with known rounds ran to its end."""
-        r = self.lanes[lane].round_s
-        return sum(r) / len(r) * sharing if r else None
+    def round_s(self, lane: str, sharing: int = 1, agents: int = 1) -> float | None:
+        """Seconds a round of `agents` takes with `sharing` debates running in the lane: the measured pace of an
+        agent's turn alone times both (agents mostly take turns at the model, and debates share its time); None
+        before a debate with known rounds ran to its end."""
+        r = self.lanes[lane].turn_s
+        return sum(r) / len(r) * sharing * agents if r else None
 
     def fits(self, ticket: Ticket, sharing: int) -> bool:
-        """Whether the debate's rounds, `sharing` debates running, end within its time limit (unknown: yes)."""
-        took = self.round_s(ticket.lane, sharing)
+        """Whether all the debate's rounds, `sharing` debates running, end within its time limit (unknown: yes)."""
+        took = self.round_s(ticket.lane, sharing, ticket.agents)
         return took is None or not ticket.rounds or ticket.deadline_s is None or \
             ticket.rounds * took <= ticket.deadline_s
 
+    def expected_rounds(self, ticket: Ticket) -> float:
+        """The rounds a debate is expected to run: those it asks for times the share recent debates in its lane
+        ran (some stop early on agreement), at least those it finished and the one in progress."""
+        ran = self.lanes[ticket.lane].ran
+        share = sum(ran) / len(ran) if ran else 1.0
+        return min(ticket.rounds, max(ticket.rounds * share, ticket.rounds_run + 1))
+
     def _duration(self, ticket: Ticket, sharing: int) -> float | None:
-        """Its rounds at the measured pace, else the mean duration of recent debates; None without a measurement."""
-        took = self.round_s(ticket.lane, sharing)
-        return ticket.rounds * took if took is not None and ticket.rounds else self.mean_duration(ticket.lane)
+        """Its expected rounds at the measured pace, else the mean duration of recent debates; None without a
+        measurement."""
+        took = self.round_s(ticket.lane, sharing, ticket.agents)
+        if took is None or not ticket.rounds:
+            return self.mean_duration(ticket.lane)
+        return self.expected_rounds(ticket) * took
 
     def estimate_s(self, ticket: Ticket) -> float | None:
         """Seconds until this waiting debate starts, from measured durations, played forward: each running
@@ -224,7 +240,7 @@ class Admission:
             took = self._duration(t, len(x.running))
             if took is None:
                 return None
-            running.append((now + left(t, took, now - t.admitted_at), id(t)))
+            running.append((now + left(t, took, now - t.admitted_at, self.expected_rounds(t)), id(t)))
         heapq.heapify(running)
         clock = now
         for t in x.order():
@@ -240,26 +256,31 @@ class Admission:
         return None
 
 
-def left(ticket: Ticket, expected_s: float, ran_s: float) -> float:
+def left(ticket: Ticket, expected_s: float, ran_s: float, rounds: float | None = None) -> float:
     """Seconds a running debate still needs: what is left of its expected duration or, when it runs slower, of
-    its rounds at its own pace (the rounds after the one in progress at least as long as this one has run);
-    at least a tenth of the expected duration."""
+    its `rounds` (those expected; all it asks for by default) at its own pace (the rounds after the one in
+    progress at least as long as this one has run); at least a tenth of the expected duration."""
+    rounds = ticket.rounds if rounds is None else rounds
     own = 0.0
-    if ticket.rounds > ticket.rounds_run:
-        own = ran_s * ((ticket.rounds - ticket.rounds_run) / ticket.rounds_run if ticket.rounds_run
-                       else ticket.rounds - 1)
+    if rounds > ticket.rounds_run:
+        own = ran_s * ((rounds - ticket.rounds_run) / ticket.rounds_run if ticket.rounds_run else rounds - 1)
     return max(expected_s - ran_s, own, expected_s / 10)
 
 
-def too_long(ticket: Ticket, round_s: float) -> str:
-    """Why a debate is refused before it starts: even alone, its rounds would not end within its time limit."""
+def too_long(ticket: Ticket, round_s: float, turn_s: float) -> str:
+    """Why a debate is refused before it starts: even alone, its rounds (`round_s` each, `turn_s` an agent)
+    would not end within its time limit; it is offered the rounds, and the agents, that would."""
     limit = f"this debate's time limit of {about(ticket.deadline_s).removeprefix('about ')}"
     most = int(ticket.deadline_s // round_s)
+    agents = int(ticket.deadline_s // (max(1, ticket.rounds) * turn_s))  # with which all its rounds would end
+    fewer = "fewer agents" if ticket.agents == 1 else (
+        f"{agents} agent{'s' if agents > 1 else ''}" if 1 <= agents < ticket.agents else "")
     if most < 1:
-        return (f"A round takes {about(round_s)} here now, longer than {limit}; use fewer agents or a lower Max "
-                "tokens, or try again later.")
+        return (f"A round takes {about(round_s)} here now, longer than {limit}; use {f'{fewer} or ' if fewer else ''}"
+                "a lower Max tokens, or try again later.")
     return (f"A round takes {about(round_s)} here now, so {ticket.rounds} rounds would not end within {limit}; "
-            f"choose {most} round{'s' if most > 1 else ''} or fewer, or fewer agents, or try again later.")
+            f"choose {most} round{'s' if most > 1 else ''} or fewer, {f'or {fewer}, ' if fewer else ''}"
+            "or try again later.")
 
 
 def about(seconds: float) -> str:

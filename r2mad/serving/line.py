@@ -65,7 +65,8 @@ def in_line(admission: Admission, config: Config, visitor: str, *,
     async def admitted(request) -> AsyncIterator[Ticket]:
         ticket = admission.enter(visitor, lane_of(config, [request.backbone, *request.agent_backbones],
                                                   custom=request.endpoint is not None),
-                                 rounds=request.settings.rounds, deadline_s=request.settings.deadline_s)
+                                 rounds=request.settings.rounds, deadline_s=request.settings.deadline_s,
+                                 agents=request.settings.agents)
         try:
             if waiting is not None:
                 waiting(ticket)

@@ -17,7 +17,7 @@ from r2mad.backends import embedded
 from r2mad.engine.resources import Given
 from r2mad.engine.service import RunRequest, StoreSink, start
 from r2mad.runs.store import RunStore
-from r2mad.serving.admission import Admission, Refused, waiting_words
+from r2mad.serving.admission import Admission, Refused, Ticket, waiting_words
 from r2mad.serving.line import EMBEDDED, sharing_words
 from r2mad.settings.config import DebateSettings
 from r2mad.ui.render.states import outcome_line
@@ -159,6 +159,42 @@ def test_a_debate_that_would_not_end_in_time_even_alone_is_offered_fewer_rounds_
     assert str(refused.value) == ("A round takes about 10 s here now, so 6 rounds would not end within this debate's "
                                   "time limit of 50 s; choose 5 rounds or fewer, or fewer agents, or try again later.")
     assert a.waiting_count() == 0 and a.running_count("cpu") == 0
+
+
+def test_a_debate_of_many_agents_is_offered_the_agents_that_would_end_in_time():
+    """A turn alone takes 10 s (paced_line's debates were entered without agents: the round as a whole). Four
+    agents make a round of 40 s: 3 rounds need 120 s of a 65 s limit; 1 round fits, or 2 agents (3 x 2 x 10)."""
+    a = paced_line(Clock())
+    with pytest.raises(Refused) as refused:
+        a.enter("dan", "cpu", rounds=3, deadline_s=65, agents=4)
+    assert str(refused.value) == ("A round takes about 40 s here now, so 3 rounds would not end within this debate's "
+                                  "time limit of 65 s; choose 1 round or fewer, or 2 agents, or try again later.")
+    with pytest.raises(Refused) as refused:
+        a.enter("dan", "cpu", rounds=3, deadline_s=25, agents=3)  # not one round of 30 s; one agent's 3 x 10 s neither
+    assert str(refused.value) == ("A round takes about 30 s here now, longer than this debate's time limit of 25 s; "
+                                  "use a lower Max tokens, or try again later.")
+    assert a.enter("dan", "cpu", rounds=3, deadline_s=65, agents=2).running
+
+
+def test_the_estimate_counts_the_rounds_recent_debates_ran_when_they_stop_early():
+    """After two debates of 4 rounds stopped after 2 (agreement), debates are expected to run 3/4 of their rounds
+    (1, 1, 1/2, 1/2 on record): two running beside each other (20 s a round) end after 3 x 20 = 60 s, not 80."""
+    clock = Clock()
+    a = paced_line(clock)
+    early = [a.enter("x", "cpu", rounds=4, deadline_s=900), a.enter("y", "cpu", rounds=4, deadline_s=900)]
+    clock.now += 40
+    for t in early:
+        t.rounds_run = 2
+        a.leave(t, measured=True)
+    assert a.round_s("cpu") == 10  # 40 s for 2 rounds side by side: the pace is unchanged
+    ann, cid = a.enter("ann", "cpu", rounds=4, deadline_s=900), a.enter("cid", "cpu", rounds=4, deadline_s=900)
+    bob = a.enter("bob", "cpu", rounds=4, deadline_s=900)
+    assert a.expected_rounds(ann) == 3 and a.estimate_s(bob) == 60
+    clock.now += 50
+    ann.rounds_run = cid.rounds_run = 2
+    assert a.estimate_s(bob) == 25  # at their own pace, 25 s a round, the third of the 3 expected
+    # admission still plans every round asked for: 4 x 20 s beside another is past 70 s, though 3 x 20 s is not
+    assert not a.fits(Ticket("dan", "cpu", clock.now, rounds=4, deadline_s=70), sharing=2)
 
 
 class LoadingProcess:
