@@ -40,6 +40,8 @@ def test_two_threads_only_while_the_other_core_is_free(two_cores):
     assert watch.threads() == 1
     machine.tick(others=0.3)  # the app itself working a third of a core: still not free
     assert watch.threads() == 1
+    machine.tick(others=0.15)  # the app and its visitors' clients beside a busy model: free enough
+    assert watch.threads() == 2
     machine.tick(others=0.0)
     assert watch.threads() == 2
 
