@@ -256,11 +256,10 @@ class Admission:
         return None
 
 
-def left(ticket: Ticket, expected_s: float, ran_s: float, rounds: float | None = None) -> float:
+def left(ticket: Ticket, expected_s: float, ran_s: float, rounds: float) -> float:
     """Seconds a running debate still needs: what is left of its expected duration or, when it runs slower, of
-    its `rounds` (those expected; all it asks for by default) at its own pace (the rounds after the one in
-    progress at least as long as this one has run); at least a tenth of the expected duration."""
-    rounds = ticket.rounds if rounds is None else rounds
+    the `rounds` it is expected to run at its own pace (the rounds after the one in progress at least as long as
+    this one has run); at least a tenth of the expected duration."""
     own = 0.0
     if rounds > ticket.rounds_run:
         own = ran_s * ((rounds - ticket.rounds_run) / ticket.rounds_run if ticket.rounds_run else rounds - 1)
